@@ -1,0 +1,35 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "keychainfs",
+    products: [
+        .library(name: "KeychainCore", targets: ["KeychainCore"]),
+        .executable(name: "keychainfs-demo", targets: ["keychainfs-demo"]),
+        .executable(name: "keychainfs-bench", targets: ["keychainfs-bench"]),
+    ],
+    targets: [
+        // C libraries from Debian, reached through pkg-config.
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium",
+                       providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CFuse", pkgConfig: "fuse3",
+                       providers: [.apt(["libfuse3-dev"])]),
+
+        // libsodium wrappers: guarded memory, AEAD, Argon2id, keyed BLAKE2b.
+        .target(name: "KeychainCrypto", dependencies: ["CSodium"]),
+        // A small SQLite connection wrapper.
+        .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
+        // The vault engine and Apple's item semantics.
+        .target(name: "KeychainCore", dependencies: ["KeychainCrypto", "SQLiteStore"]),
+
+        .executableTarget(name: "keychainfs-demo", dependencies: ["KeychainCore", "KeychainCrypto"]),
+        .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto"]),
+
+        .testTarget(name: "KeychainCryptoTests", dependencies: ["KeychainCrypto"]),
+        .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
+        .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto"],
+                    resources: [.copy("Fixtures")]),
+    ]
+)

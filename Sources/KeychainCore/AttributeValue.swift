@@ -1,0 +1,51 @@
+/// A value in an item's attribute dictionary or in a query, keyed by Apple's raw names.
+/// Strings and data are kept as given; numbers are integers; dates are seconds since
+/// 2001-01-01 00:00:00 UTC (Apple's absolute time).
+public enum AttributeValue: Hashable, Sendable {
+    case string(String)
+    case data([UInt8])
+    case number(Int64)
+    case bool(Bool)
+    case date(Double)
+
+    /// The bytes that matching and index tokens compare: strings and data by their bytes.
+    var byteView: [UInt8]? {
+        switch self {
+        case .string(let s): return Array(s.utf8)
+        case .data(let d): return d
+        default: return nil
+        }
+    }
+
+    /// The integer that matching compares for numbers and booleans.
+    var integerView: Int64? {
+        switch self {
+        case .number(let n): return n
+        case .bool(let b): return b ? 1 : 0
+        default: return nil
+        }
+    }
+
+    /// The string content, when this is a string.
+    public var stringValue: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+
+    /// Value equality as matching sees it: numbers and booleans by value, strings and data by bytes.
+    func matches(_ other: AttributeValue) -> Bool {
+        if let a = integerView, let b = other.integerView { return a == b }
+        if let a = byteView, let b = other.byteView { return a == b }
+        if case .date(let a) = self, case .date(let b) = other { return a == b }
+        return false
+    }
+}
+
+extension AttributeValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral {
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int64) { self = .number(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+}
+
+/// Attributes or a query: Apple's raw keys (`class`, `svce`, `acct`, `r_Data`, ...) to values.
+public typealias Attributes = [String: AttributeValue]

@@ -1,0 +1,123 @@
+/// Apple's keychain item classes, their primary keys and the attributes each accepts.
+public enum ItemClass: String, CaseIterable, Sendable {
+    case genericPassword = "genp"
+    case internetPassword = "inet"
+    case certificate = "cert"
+    case key = "keys"
+
+    /// The small integer stored in the clear `cls` column and in associated data; frozen.
+    public var code: UInt8 {
+        switch self {
+        case .genericPassword: return 1
+        case .internetPassword: return 2
+        case .certificate: return 3
+        case .key: return 4
+        }
+    }
+
+    public init?(code: UInt8) {
+        guard let c = ItemClass.allCases.first(where: { $0.code == code }) else { return nil }
+        self = c
+    }
+
+    /// The primary key, without `agrp` and `sync`, which every class adds.
+    /// Each of these attributes also gets a blind lookup token.
+    public var primaryKey: [String] {
+        switch self {
+        case .genericPassword: return ["acct", "svce"]
+        case .internetPassword: return ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"]
+        case .certificate: return ["ctyp", "issr", "slnr"]
+        case .key: return ["kcls", "klbl", "atag", "crtr", "type", "bsiz", "esiz", "sdat", "edat"]
+        }
+    }
+
+    /// Attributes a caller may set, besides `agrp`, `sync`, `pdmn` and the primary key.
+    var otherAttributes: Set<String> {
+        let common: Set<String> = ["labl", "desc", "icmt", "crtr", "type", "gena", "invi", "nega", "alis"]
+        switch self {
+        case .genericPassword, .internetPassword: return common
+        case .certificate: return ["labl", "alis", "cenc", "subj", "skid", "pkhh", "crtr", "type"]
+        case .key:
+            return ["labl", "alis", "perm", "priv", "modi", "sens", "asen", "extr", "next", "encr", "decr",
+                    "drve", "sign", "vrfy", "snrc", "vyrc", "wrap", "unwp"]
+        }
+    }
+
+    /// Every attribute name that is valid for this class, including store-managed dates.
+    public var knownAttributes: Set<String> {
+        otherAttributes.union(primaryKey).union(["agrp", "sync", "pdmn", "cdat", "mdat"])
+    }
+
+    /// Parses an Apple class name (`genp`) or its constant name (`kSecClassGenericPassword`).
+    public init?(name: String) {
+        if let c = ItemClass(rawValue: name) { self = c; return }
+        switch name {
+        case "kSecClassGenericPassword": self = .genericPassword
+        case "kSecClassInternetPassword": self = .internetPassword
+        case "kSecClassCertificate": self = .certificate
+        case "kSecClassKey": self = .key
+        default: return nil
+        }
+    }
+}
+
+/// How attribute values are normalised, following Apple's schema types.
+enum AttributeKind {
+    case bytes, number, boolean, date
+
+    static func of(_ name: String) -> AttributeKind {
+        switch name {
+        case "ptcl", "port", "type", "crtr", "bsiz", "esiz", "kcls", "ctyp", "cenc": return .number
+        case "invi", "nega", "sync", "perm", "priv", "modi", "sens", "asen", "extr", "next", "encr", "decr",
+             "drve", "sign", "vrfy", "snrc", "vyrc", "wrap", "unwp":
+            return .boolean
+        case "cdat", "mdat", "sdat", "edat": return .date
+        default: return .bytes
+        }
+    }
+
+    /// The value a missing primary-key attribute counts as.
+    var empty: AttributeValue {
+        switch self {
+        case .bytes: return .data([])
+        case .number, .boolean: return .number(0)
+        case .date: return .date(0)
+        }
+    }
+}
+
+/// Store-side normalisation: numeric strings become numbers for numeric attributes, booleans
+/// become 0/1. Returns nil for a value of a type the attribute cannot hold.
+func normalize(_ value: AttributeValue, for name: String) -> AttributeValue? {
+    switch AttributeKind.of(name) {
+    case .number:
+        switch value {
+        case .number: return value
+        case .bool(let b): return .number(b ? 1 : 0)
+        case .string(let s): return Int64(s).map(AttributeValue.number) ?? value
+        case .data: return value
+        case .date: return nil
+        }
+    case .boolean:
+        switch value {
+        case .bool(let b): return .number(b ? 1 : 0)
+        case .number(let n): return .number(n != 0 ? 1 : 0)
+        case .string(let s):
+            if let n = Int64(s) { return .number(n != 0 ? 1 : 0) }
+            return nil
+        default: return nil
+        }
+    case .date:
+        switch value {
+        case .date: return value
+        case .number(let n): return .date(Double(n))
+        default: return nil
+        }
+    case .bytes:
+        switch value {
+        case .string, .data: return value
+        case .number, .bool: return value
+        case .date: return nil
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import KeychainCrypto
+
+/// Encodes and encrypts an item's parts. Each part is sealed under the item's own key with
+/// associated data naming the vault, the item, its class, its protection class and the part,
+/// so a blob moved to another item, row, class or part fails to open.
+enum ItemCodec {
+    enum Part: UInt8 { case itemKey = 1, attributes = 2, secret = 3 }
+
+    static func associatedData(vaultID: [UInt8], uuid: [UInt8], itemClass: ItemClass,
+                               protection: ProtectionClass, part: Part) -> [UInt8] {
+        var w = ByteWriter()
+        w.raw(Array("keychainfs item v1".utf8))
+        w.raw(vaultID)
+        w.raw(uuid)
+        w.u8(itemClass.code)
+        w.u8(protection.code)
+        w.u8(part.rawValue)
+        return w.bytes
+    }
+
+    // Value type tags inside the attribute blob; frozen.
+    private enum Tag: UInt8 { case string = 1, data = 2, number = 3, bool = 4, date = 5 }
+
+    /// Serialises attributes in key order into guarded memory.
+    static func encode(_ attributes: Attributes) -> SecureBytes {
+        var w = ByteWriter()
+        w.u16(UInt16(attributes.count))
+        for key in attributes.keys.sorted() {
+            let name = Array(key.utf8)
+            w.u8(UInt8(name.count))
+            w.raw(name)
+            switch attributes[key]! {
+            case .string(let s): w.u8(Tag.string.rawValue); w.lengthPrefixed(Array(s.utf8))
+            case .data(let d): w.u8(Tag.data.rawValue); w.lengthPrefixed(d)
+            case .number(let n): w.u8(Tag.number.rawValue); w.u64(UInt64(bitPattern: n))
+            case .bool(let b): w.u8(Tag.bool.rawValue); w.u8(b ? 1 : 0)
+            case .date(let t): w.u8(Tag.date.rawValue); w.u64(t.bitPattern)
+            }
+        }
+        let out = SecureBytes(copying: w.bytes)
+        wipeBytes(&w.bytes)
+        return out
+    }
+
+    /// Parses what `encode` wrote. - Throws: `KeychainStatus.decode` on malformed input.
+    static func decode(_ blob: SecureBytes) throws -> Attributes {
+        try blob.withUnsafeBytes { buf in
+            var r = ByteReader(buf)
+            var out: Attributes = [:]
+            do {
+                let count = Int(try r.u16())
+                for _ in 0..<count {
+                    let name = String(decoding: try r.raw(Int(try r.u8())), as: UTF8.self)
+                    guard let tag = Tag(rawValue: try r.u8()) else { throw KeychainStatus.decode }
+                    switch tag {
+                    case .string: out[name] = .string(String(decoding: try r.lengthPrefixed(), as: UTF8.self))
+                    case .data: out[name] = .data(try r.lengthPrefixed())
+                    case .number: out[name] = .number(Int64(bitPattern: try r.u64()))
+                    case .bool: out[name] = .bool(try r.u8() != 0)
+                    case .date: out[name] = .date(Double(bitPattern: try r.u64()))
+                    }
+                }
+                guard r.remaining == 0 else { throw KeychainStatus.decode }
+            } catch is ByteReader.Truncated {
+                throw KeychainStatus.decode
+            }
+            return out
+        }
+    }
+}
+
+/// Keyed blind index tokens: equal values give equal tokens, and without the index key a token
+/// says nothing about its value. Lookups by primary key never decrypt an item.
+enum IndexToken {
+    /// Canonical bytes of a value for tokens: numbers and booleans as integers, strings and
+    /// data by their bytes (so a String and its UTF-8 Data find each other).
+    static func canonical(_ value: AttributeValue) -> [UInt8] {
+        var w = ByteWriter()
+        if let n = value.integerView {
+            w.u8(UInt8(ascii: "n")); w.u64(UInt64(bitPattern: n))
+        } else if let b = value.byteView {
+            w.u8(UInt8(ascii: "b")); w.raw(b)
+        } else if case .date(let t) = value {
+            w.u8(UInt8(ascii: "t")); w.u64(t.bitPattern)
+        }
+        return w.bytes
+    }
+
+    /// A 16-byte token for one attribute of one class.
+    static func attribute(_ name: String, _ value: AttributeValue, itemClass: ItemClass, key: SecureBytes) -> [UInt8] {
+        var w = ByteWriter()
+        w.raw(Array("attr".utf8))
+        w.u8(itemClass.code)
+        w.lengthPrefixed(Array(name.utf8))
+        w.raw(canonical(value))
+        defer { wipeBytes(&w.bytes) }
+        return KeyedHash.hash(w.bytes, key: key, length: 16)
+    }
+
+    /// A 16-byte token for an access group, shared by all classes.
+    static func group(_ name: String, key: SecureBytes) -> [UInt8] {
+        var w = ByteWriter()
+        w.raw(Array("agrp".utf8))
+        w.raw(Array(name.utf8))
+        return KeyedHash.hash(w.bytes, key: key, length: 16)
+    }
+
+    /// The 32-byte primary-key token: class, every primary-key attribute (missing ones as
+    /// empty), access group and synchronizable. Unique in the store.
+    static func primaryKey(_ attributes: Attributes, itemClass: ItemClass, key: SecureBytes) -> [UInt8] {
+        var w = ByteWriter()
+        w.raw(Array("pkey".utf8))
+        w.u8(itemClass.code)
+        for name in itemClass.primaryKey + ["agrp", "sync"] {
+            let value = attributes[name] ?? AttributeKind.of(name).empty
+            w.lengthPrefixed(Array(name.utf8))
+            w.lengthPrefixed(canonical(value))
+        }
+        defer { wipeBytes(&w.bytes) }
+        return KeyedHash.hash(w.bytes, key: key, length: 32)
+    }
+}

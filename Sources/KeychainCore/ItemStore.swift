@@ -1,0 +1,175 @@
+import SQLiteStore
+
+/// One stored item row: clear columns used for filtering, and the sealed blobs.
+struct StoredItem {
+    var rowID: Int64
+    var uuid: [UInt8]
+    var itemClass: ItemClass
+    var protection: ProtectionClass
+    var synchronizable: Bool
+    var groupToken: [UInt8]
+    var primaryKeyToken: [UInt8]
+    var wrappedKey: [UInt8]
+    var attributes: [UInt8]
+    var secret: [UInt8]
+    var version: Int64
+}
+
+/// The SQLite side of the vault: schema, migrations and row access. Knows nothing of keys;
+/// everything it stores is already sealed or a blind token.
+final class ItemStore {
+    /// The schema version (`PRAGMA user_version`) this build writes.
+    static let schemaVersion: Int64 = 1
+    let db: Connection
+
+    init(db: Connection) { self.db = db }
+
+    /// Durability and no-plaintext settings, applied on every open.
+    func configure() throws {
+        guard try db.scalarText("PRAGMA journal_mode=WAL") == "wal" else {
+            throw SQLiteError(code: 1, message: "cannot enable WAL")
+        }
+        // FULL: a commit is on disk before it is acknowledged, in WAL mode too.
+        try db.execute("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA secure_delete=ON; PRAGMA temp_store=MEMORY")
+    }
+
+    /// Creates the tables of schema version 1.
+    func createSchema() throws {
+        try db.execute("""
+            CREATE TABLE meta(key TEXT PRIMARY KEY, value BLOB NOT NULL);
+            CREATE TABLE items(
+                rowid INTEGER PRIMARY KEY AUTOINCREMENT,
+                uuid BLOB NOT NULL UNIQUE,
+                cls INTEGER NOT NULL,
+                pdmn INTEGER NOT NULL,
+                sync INTEGER NOT NULL,
+                agrp_token BLOB NOT NULL,
+                pk_token BLOB NOT NULL UNIQUE,
+                wrapped_key BLOB NOT NULL,
+                attrs BLOB NOT NULL,
+                data BLOB NOT NULL,
+                version INTEGER NOT NULL);
+            CREATE INDEX items_by_group ON items(cls, agrp_token);
+            CREATE TABLE tokens(
+                token BLOB NOT NULL,
+                item INTEGER NOT NULL REFERENCES items(rowid) ON DELETE CASCADE,
+                PRIMARY KEY(token, item)) WITHOUT ROWID;
+            CREATE INDEX tokens_by_item ON tokens(item);
+            PRAGMA user_version = 1;
+            """)
+    }
+
+    /// Brings an older schema up to date. Version 1 is the first; later versions add steps here.
+    func migrate() throws {
+        let version = try db.scalarInt("PRAGMA user_version") ?? 0
+        guard version <= ItemStore.schemaVersion else { throw KeychainStatus.invalidKeychain }
+        guard version >= 1 else { throw KeychainStatus.invalidKeychain }
+    }
+
+    func readMeta(_ key: String) throws -> [UInt8]? {
+        let st = try db.prepare("SELECT value FROM meta WHERE key = ?")
+        defer { st.reset() }
+        try st.bind(.text(key))
+        return try st.step() ? st.blob(0) : nil
+    }
+
+    func writeMeta(_ key: String, _ value: [UInt8]) throws {
+        try db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)").bind(.text(key), .blob(value)).run()
+    }
+
+    private static let columns = "rowid, uuid, cls, pdmn, sync, agrp_token, pk_token, wrapped_key, attrs, data, version"
+
+    private func row(_ st: Statement) throws -> StoredItem {
+        guard let cls = ItemClass(code: UInt8(clamping: st.int(2))),
+              let pdmn = ProtectionClass(code: UInt8(clamping: st.int(3)))
+        else { throw KeychainStatus.decode }
+        return StoredItem(rowID: st.int(0), uuid: st.blob(1) ?? [], itemClass: cls, protection: pdmn,
+                          synchronizable: st.int(4) != 0, groupToken: st.blob(5) ?? [],
+                          primaryKeyToken: st.blob(6) ?? [], wrappedKey: st.blob(7) ?? [],
+                          attributes: st.blob(8) ?? [], secret: st.blob(9) ?? [], version: st.int(10))
+    }
+
+    /// Candidate rows in insertion order: one class, some access groups, optional
+    /// synchronizable and protection filters, every given token, an optional item id.
+    func candidates(itemClass: ItemClass, groupTokens: [[UInt8]], synchronizable: Bool?,
+                    protection: ProtectionClass?, tokens: [[UInt8]], uuid: [UInt8]?,
+                    visit: (StoredItem) throws -> Bool) throws {
+        guard !groupTokens.isEmpty else { return }
+        var sql = "SELECT \(ItemStore.columns) FROM items WHERE cls = ? AND agrp_token IN ("
+        sql += Array(repeating: "?", count: groupTokens.count).joined(separator: ",") + ")"
+        var args: [SQLiteValue] = [.integer(Int64(itemClass.code))] + groupTokens.map { .blob($0) }
+        if let synchronizable { sql += " AND sync = ?"; args.append(.integer(synchronizable ? 1 : 0)) }
+        if let protection { sql += " AND pdmn = ?"; args.append(.integer(Int64(protection.code))) }
+        if let uuid { sql += " AND uuid = ?"; args.append(.blob(uuid)) }
+        for t in tokens {
+            sql += " AND rowid IN (SELECT item FROM tokens WHERE token = ?)"
+            args.append(.blob(t))
+        }
+        sql += " ORDER BY rowid"
+        let st = try db.prepare(sql)
+        defer { st.reset() }
+        try st.bind(args)
+        while try st.step() {
+            guard try visit(try row(st)) else { break }
+        }
+    }
+
+    /// Inserts an item and its lookup tokens. - Throws: `duplicateItem` on a primary-key clash.
+    func insert(_ item: StoredItem, tokens: [[UInt8]]) throws -> Int64 {
+        do {
+            try db.prepare("""
+                INSERT INTO items(uuid, cls, pdmn, sync, agrp_token, pk_token, wrapped_key, attrs, data, version)
+                VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """).bind(.blob(item.uuid), .integer(Int64(item.itemClass.code)), .integer(Int64(item.protection.code)),
+                          .integer(item.synchronizable ? 1 : 0), .blob(item.groupToken), .blob(item.primaryKeyToken),
+                          .blob(item.wrappedKey), .blob(item.attributes), .blob(item.secret), .integer(item.version)).run()
+        } catch let e as SQLiteError where e.isConstraintViolation {
+            throw KeychainStatus.duplicateItem
+        }
+        let rowID = db.lastInsertRowID
+        try insertTokens(tokens, rowID: rowID)
+        return rowID
+    }
+
+    private func insertTokens(_ tokens: [[UInt8]], rowID: Int64) throws {
+        let st = try db.prepare("INSERT OR IGNORE INTO tokens(token, item) VALUES(?, ?)")
+        for t in tokens { try st.bind(.blob(t), .integer(rowID)).run() }
+    }
+
+    /// Rewrites an item in place (same row, so insertion order is kept) with new tokens.
+    func replace(_ item: StoredItem, tokens: [[UInt8]]) throws {
+        do {
+            try db.prepare("""
+                UPDATE items SET uuid = ?, pdmn = ?, sync = ?, agrp_token = ?, pk_token = ?, wrapped_key = ?,
+                attrs = ?, data = ?, version = ? WHERE rowid = ?
+                """).bind(.blob(item.uuid), .integer(Int64(item.protection.code)), .integer(item.synchronizable ? 1 : 0),
+                          .blob(item.groupToken), .blob(item.primaryKeyToken), .blob(item.wrappedKey),
+                          .blob(item.attributes), .blob(item.secret), .integer(item.version), .integer(item.rowID)).run()
+        } catch let e as SQLiteError where e.isConstraintViolation {
+            throw KeychainStatus.duplicateItem
+        }
+        try db.prepare("DELETE FROM tokens WHERE item = ?").bind(.integer(item.rowID)).run()
+        try insertTokens(tokens, rowID: item.rowID)
+    }
+
+    func delete(rowID: Int64) throws {
+        try db.prepare("DELETE FROM items WHERE rowid = ?").bind(.integer(rowID)).run()
+    }
+
+    /// Deletes every item of one protection class (used when a passphrase is removed).
+    func deleteAll(protection: ProtectionClass) throws -> Int {
+        try db.prepare("DELETE FROM items WHERE pdmn = ?").bind(.integer(Int64(protection.code))).run()
+        return db.changes
+    }
+
+    /// Item counts per protection class, from clear columns only.
+    func countsByProtection() throws -> [ProtectionClass: Int] {
+        let st = try db.prepare("SELECT pdmn, count(*) FROM items GROUP BY pdmn")
+        defer { st.reset() }
+        var out: [ProtectionClass: Int] = [:]
+        while try st.step() {
+            if let p = ProtectionClass(code: UInt8(clamping: st.int(0))) { out[p] = Int(st.int(1)) }
+        }
+        return out
+    }
+}

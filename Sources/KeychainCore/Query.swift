@@ -1,0 +1,150 @@
+/// How many results a search returns (`m_Limit`).
+public enum MatchLimit: Equatable, Sendable {
+    case one, all, count(Int)
+}
+
+/// What a search returns (`r_*` keys).
+struct ReturnKeys: Equatable {
+    var data = false, attributes = false, persistentRef = false, ref = false
+    var any: Bool { data || attributes || persistentRef || ref }
+    var count: Int { [data, attributes, persistentRef, ref].filter { $0 }.count }
+}
+
+/// A query dictionary parsed and checked against Apple's rules (PRODUCT 3).
+struct ParsedQuery {
+    var itemClass: ItemClass
+    /// Normalised attribute filters other than `agrp`, `sync` and `pdmn`.
+    var filters: Attributes = [:]
+    var group: String?
+    /// nil matches both (`syna`); a query without `sync` sees only `false`.
+    var synchronizable: Bool? = false
+    var protection: ProtectionClass?
+    var limit: MatchLimit = .one
+    var returns = ReturnKeys()
+    var persistentRef: PersistentRef?
+
+    enum Operation { case search, update, delete }
+
+    /// Parses a search, update or delete query.
+    /// - Throws: `param` for a missing class, bad values or keys the operation does not allow,
+    ///   `noSuchClass` for an unknown class, `noSuchAttr` for an attribute the class lacks.
+    init(_ query: Attributes, operation: Operation) throws {
+        var ref: PersistentRef?
+        if let value = query["v_PersistentRef"] {
+            guard case .data(let bytes) = value, let parsed = PersistentRef(bytes: bytes) else { throw KeychainStatus.param }
+            ref = parsed
+        }
+        if let classValue = query["class"] {
+            guard case .string(let name) = classValue else { throw KeychainStatus.param }
+            guard let c = ItemClass(name: name) else { throw KeychainStatus.noSuchClass }
+            itemClass = c
+        } else if let ref {
+            itemClass = ref.itemClass
+        } else {
+            throw KeychainStatus.param
+        }
+        persistentRef = ref
+
+        for (key, value) in query where key != "class" && key != "v_PersistentRef" {
+            if key.hasPrefix("r_") {
+                guard operation == .search else { throw KeychainStatus.param }
+                let on = try Self.flag(value)
+                switch key {
+                case "r_Data": returns.data = on
+                case "r_Attributes": returns.attributes = on
+                case "r_PersistentRef": returns.persistentRef = on
+                case "r_Ref": returns.ref = on
+                default: throw KeychainStatus.param
+                }
+            } else if key.hasPrefix("m_") {
+                // macOS-style callers send a limit with delete; update takes none.
+                guard operation != .update else { throw KeychainStatus.param }
+                guard key == "m_Limit" else { throw KeychainStatus.param }
+                limit = try Self.limit(value)
+            } else if key.hasPrefix("u_") || key == "nleg" {
+                continue  // authentication UI and keychain-selection hints: the daemon's concern
+            } else if key.hasPrefix("v_") {
+                throw KeychainStatus.param
+            } else {
+                try addFilter(key, value)
+            }
+        }
+        if returns.ref && (itemClass == .genericPassword || itemClass == .internetPassword) && returns.count == 1 {
+            throw KeychainStatus.param  // passwords have no object reference
+        }
+        if returns.ref { throw KeychainStatus.unimplemented }
+    }
+
+    private mutating func addFilter(_ key: String, _ value: AttributeValue) throws {
+        guard itemClass.knownAttributes.contains(key) else { throw KeychainStatus.noSuchAttr }
+        switch key {
+        case "agrp":
+            guard case .string(let g) = value else { throw KeychainStatus.param }
+            group = g
+        case "sync":
+            if case .string("syna") = value { synchronizable = nil; return }
+            guard let n = normalize(value, for: key)?.integerView else { throw KeychainStatus.param }
+            synchronizable = n != 0
+        case "pdmn":
+            guard case .string(let name) = value, let p = ProtectionClass(rawValue: name) else { throw KeychainStatus.param }
+            protection = p
+        default:
+            guard let v = normalize(value, for: key) else { throw KeychainStatus.param }
+            filters[key] = v
+        }
+    }
+
+    static func flag(_ value: AttributeValue) throws -> Bool {
+        switch value {
+        case .bool(let b): return b
+        case .number(let n): return n != 0
+        default: throw KeychainStatus.param
+        }
+    }
+
+    static func limit(_ value: AttributeValue) throws -> MatchLimit {
+        switch value {
+        case .string("m_LimitOne"): return .one
+        case .string("m_LimitAll"): return .all
+        case .number(let n) where n >= 1: return n == 1 ? .count(1) : .count(Int(n))
+        default: throw KeychainStatus.param
+        }
+    }
+
+    /// Filters that only a decrypted attribute blob can answer.
+    var needsAttributes: Bool {
+        filters.keys.contains { !itemClass.primaryKey.contains($0) }
+    }
+
+    /// True when the result is an array (`m_LimitAll` or a number, even for one hit).
+    var returnsArray: Bool { limit != .one }
+
+    var maximumCount: Int {
+        switch limit {
+        case .one: return 1
+        case .all: return Int.max
+        case .count(let n): return n
+        }
+    }
+}
+
+/// A persistent reference: the 4-byte class name followed by the item's 16-byte identifier.
+public struct PersistentRef: Hashable, Sendable {
+    public let itemClass: ItemClass
+    public let uuid: [UInt8]
+
+    init(itemClass: ItemClass, uuid: [UInt8]) {
+        self.itemClass = itemClass
+        self.uuid = uuid
+    }
+
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == 20,
+              let c = ItemClass(rawValue: String(decoding: bytes[0..<4], as: UTF8.self))
+        else { return nil }
+        itemClass = c
+        uuid = Array(bytes[4...])
+    }
+
+    public var bytes: [UInt8] { Array(itemClass.rawValue.utf8) + uuid }
+}

@@ -1,0 +1,312 @@
+import KeychainCrypto
+
+/// A matched item with its decrypted parts.
+struct Match {
+    var stored: StoredItem
+    var attributes: Attributes
+    var secret: SecureBytes?
+}
+
+extension Vault {
+    // MARK: Add
+
+    /// Adds an item (`SecItemAdd`). The secret comes from `secret` or a `v_Data` entry.
+    /// - Returns: what the return keys ask for, for the new item; `.none` without them.
+    /// - Throws: `param`, `noSuchClass`, `noSuchAttr`, `duplicateItem`, `missingEntitlement`,
+    ///   `interactionNotAllowed` (class key locked), `authFailed` (`akpu` without a passphrase).
+    @discardableResult
+    public func add(_ input: Attributes, secret: SecureBytes? = nil, accessGroups: [String]) throws -> QueryResult {
+        guard let classValue = input["class"] else { throw KeychainStatus.param }
+        guard case .string(let className) = classValue else { throw KeychainStatus.param }
+        guard let itemClass = ItemClass(name: className) else { throw KeychainStatus.noSuchClass }
+        var attributes: Attributes = [:]
+        var returns = ReturnKeys()
+        var data = secret
+        for (key, value) in input where key != "class" {
+            if key.hasPrefix("r_") {
+                let on = try ParsedQuery.flag(value)
+                switch key {
+                case "r_Data": returns.data = on
+                case "r_Attributes": returns.attributes = on
+                case "r_PersistentRef": returns.persistentRef = on
+                case "r_Ref": returns.ref = on
+                default: throw KeychainStatus.param
+                }
+            } else if key == "v_Data" {
+                guard data == nil else { throw KeychainStatus.param }
+                data = try Self.secretBytes(value)
+            } else if key.hasPrefix("u_") || key == "nleg" {
+                continue
+            } else if key.hasPrefix("v_") || key.hasPrefix("m_") {
+                throw KeychainStatus.param
+            } else if key == "cdat" || key == "mdat" {
+                continue  // set by the store
+            } else {
+                guard itemClass.knownAttributes.contains(key) else { throw KeychainStatus.noSuchAttr }
+                guard let v = normalize(value, for: key) else { throw KeychainStatus.param }
+                attributes[key] = v
+            }
+        }
+        if returns.ref { throw KeychainStatus.unimplemented }
+        let protection = try Self.protection(attributes["pdmn"]) ?? .default
+        attributes["pdmn"] = .string(protection.rawValue)
+        let sync = attributes["sync"]?.integerView ?? 0
+        guard sync == 0 || sync == 1 else { throw KeychainStatus.param }
+        attributes["sync"] = .number(sync)
+        if sync == 1 && protection.isThisDeviceOnly { throw KeychainStatus.param }
+        if let g = attributes["agrp"] {
+            guard case .string(let group) = g else { throw KeychainStatus.param }
+            guard accessGroups.contains(group) else { throw KeychainStatus.missingEntitlement }
+        } else {
+            guard let first = accessGroups.first else { throw KeychainStatus.missingEntitlement }
+            attributes["agrp"] = .string(first)
+        }
+        let now = absoluteTimeNow()
+        attributes["cdat"] = .date(now)
+        attributes["mdat"] = .date(now)
+
+        return try mutex.withLock {
+            if protection == .whenPasscodeSetThisDeviceOnly && !header.hasPassphrase { throw KeychainStatus.authFailed }
+            let classKey = try availableKey(for: protection)
+            guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
+            let uuid = randomBytes(16)
+            let item = seal(uuid: uuid, rowID: 0, itemClass: itemClass, protection: protection, attributes: attributes,
+                            secret: data, classKey: classKey, indexKey: indexKey, version: 1)
+            let rowID = try store.db.transaction {
+                try store.insert(item, tokens: lookupTokens(attributes, itemClass: itemClass, indexKey: indexKey))
+            }
+            var stored = item
+            stored.rowID = rowID
+            guard returns.any else { return .none }
+            let match = Match(stored: stored, attributes: attributes, secret: returns.data ? (data ?? SecureBytes(count: 0)) : nil)
+            return .value(shape(match, returns: returns))
+        }
+    }
+
+    // MARK: Search
+
+    /// Finds items (`SecItemCopyMatching`).
+    /// - Throws: `itemNotFound`, `param`, `noSuchClass`, `noSuchAttr`, `missingEntitlement`,
+    ///   `interactionNotAllowed` when only locked items match, `decode` when only damaged or
+    ///   other-device items match.
+    public func copyMatching(_ query: Attributes, accessGroups: [String]) throws -> QueryResult {
+        let q = try ParsedQuery(query, operation: .search)
+        return try mutex.withLock {
+            let matches = try search(q, accessGroups: accessGroups, needSecret: q.returns.data, limit: q.maximumCount)
+            guard q.returns.any else { return .none }
+            let values = matches.map { shape($0, returns: q.returns) }
+            return q.returnsArray ? .array(values) : .value(values[0])
+        }
+    }
+
+    // MARK: Update
+
+    /// Changes every matching item (`SecItemUpdate`); all or nothing.
+    /// - Parameters:
+    ///   - changes: attributes to set; `v_Data` (or `secret`) replaces the secret.
+    /// - Throws: `param` for return or match keys in the query; `noSuchAttr` for an attribute
+    ///   that cannot be changed (including `class`); `itemNotFound`; `duplicateItem` when a change
+    ///   collides with another item's primary key; `missingEntitlement` for a group the caller lacks.
+    public func update(_ query: Attributes, changes: Attributes, secret: SecureBytes? = nil,
+                       accessGroups: [String]) throws {
+        let q = try ParsedQuery(query, operation: .update)
+        var newSecret = secret
+        var set: Attributes = [:]
+        for (key, value) in changes {
+            if key == "v_Data" {
+                guard newSecret == nil else { throw KeychainStatus.param }
+                newSecret = try Self.secretBytes(value)
+            } else if key.hasPrefix("r_") || key.hasPrefix("m_") || key.hasPrefix("v_") {
+                throw KeychainStatus.param
+            } else if key.hasPrefix("u_") || key == "nleg" {
+                continue
+            } else {
+                guard key != "class", key != "cdat", key != "mdat",
+                      q.itemClass.knownAttributes.contains(key) else { throw KeychainStatus.noSuchAttr }
+                guard let v = normalize(value, for: key) else { throw KeychainStatus.param }
+                set[key] = v
+            }
+        }
+        if let p = set["pdmn"] { _ = try Self.protection(p) }
+        if let g = set["agrp"] {
+            guard case .string(let group) = g else { throw KeychainStatus.param }
+            guard accessGroups.contains(group) else { throw KeychainStatus.missingEntitlement }
+        }
+        if let s = set["sync"]?.integerView, s != 0 && s != 1 { throw KeychainStatus.param }
+
+        try mutex.withLock {
+            let matches = try search(q, accessGroups: accessGroups, needSecret: newSecret == nil, limit: Int.max)
+            guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
+            let now = absoluteTimeNow()
+            var rewritten: [(StoredItem, [[UInt8]])] = []
+            for m in matches {
+                var attributes = m.attributes.merging(set) { _, new in new }
+                let protection = try Self.protection(attributes["pdmn"]) ?? .default
+                if attributes["sync"]?.integerView == 1 && protection.isThisDeviceOnly { throw KeychainStatus.param }
+                if protection == .whenPasscodeSetThisDeviceOnly && !header.hasPassphrase { throw KeychainStatus.authFailed }
+                attributes["mdat"] = .date(now)
+                let classKey = try availableKey(for: protection)
+                let item = seal(uuid: m.stored.uuid, rowID: m.stored.rowID, itemClass: q.itemClass, protection: protection,
+                                attributes: attributes, secret: newSecret ?? m.secret, classKey: classKey,
+                                indexKey: indexKey, version: m.stored.version + 1)
+                rewritten.append((item, lookupTokens(attributes, itemClass: q.itemClass, indexKey: indexKey)))
+            }
+            try store.db.transaction {
+                for (item, tokens) in rewritten { try store.replace(item, tokens: tokens) }
+            }
+        }
+    }
+
+    // MARK: Delete
+
+    /// Deletes every matching item (`SecItemDelete`). `m_Limit` is accepted and ignored.
+    /// - Throws: `itemNotFound`, `param` for return keys, and the search errors.
+    public func delete(_ query: Attributes, accessGroups: [String]) throws {
+        let q = try ParsedQuery(query, operation: .delete)
+        try mutex.withLock {
+            let matches = try search(q, accessGroups: accessGroups, needSecret: false, limit: Int.max)
+            try store.db.transaction {
+                for m in matches { try store.delete(rowID: m.stored.rowID) }
+            }
+        }
+    }
+
+    // MARK: Internals (called with the mutex held)
+
+    /// The class key, or why it is missing.
+    func availableKey(for protection: ProtectionClass) throws -> SecureBytes {
+        if let key = keys.key(for: protection) {
+            if protection == .whenPasscodeSetThisDeviceOnly && !header.hasPassphrase { throw KeychainStatus.interactionNotAllowed }
+            return key
+        }
+        if protection.isThisDeviceOnly && header.deviceKeyID != device.identifier { throw KeychainStatus.decode }
+        throw KeychainStatus.interactionNotAllowed
+    }
+
+    func search(_ q: ParsedQuery, accessGroups: [String], needSecret: Bool, limit: Int) throws -> [Match] {
+        let groups: [String]
+        if let g = q.group {
+            guard accessGroups.contains(g) else { throw KeychainStatus.missingEntitlement }
+            groups = [g]
+        } else {
+            guard !accessGroups.isEmpty else { throw KeychainStatus.missingEntitlement }
+            groups = accessGroups
+        }
+        guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
+        let groupTokens = groups.map { IndexToken.group($0, key: indexKey) }
+        let tokens = q.filters.filter { q.itemClass.primaryKey.contains($0.key) }
+            .map { IndexToken.attribute($0.key, $0.value, itemClass: q.itemClass, key: indexKey) }
+        var matches: [Match] = []
+        var unavailable: KeychainStatus?
+        var damaged = false
+        try store.candidates(itemClass: q.itemClass, groupTokens: groupTokens, synchronizable: q.synchronizable,
+                             protection: q.protection, tokens: tokens, uuid: q.persistentRef?.uuid) { item in
+            let classKey: SecureBytes
+            do { classKey = try availableKey(for: item.protection) } catch let status as KeychainStatus {
+                if unavailable != .decode { unavailable = status }
+                return true
+            }
+            guard let opened = try? open(item, classKey: classKey, needSecret: needSecret) else {
+                damaged = true
+                return true
+            }
+            guard Self.matches(opened.attributes, filters: q.filters, itemClass: q.itemClass) else { return true }
+            matches.append(opened)
+            return matches.count < limit
+        }
+        if matches.isEmpty {
+            if damaged { throw KeychainStatus.decode }
+            if let unavailable { throw unavailable }
+            throw KeychainStatus.itemNotFound
+        }
+        return matches
+    }
+
+    static func matches(_ attributes: Attributes, filters: Attributes, itemClass: ItemClass) -> Bool {
+        for (key, wanted) in filters {
+            let have = attributes[key] ?? (itemClass.primaryKey.contains(key) ? AttributeKind.of(key).empty : nil)
+            guard let have, have.matches(wanted) || Self.bothEmpty(have, wanted) else { return false }
+        }
+        return true
+    }
+
+    /// An empty string and empty data are the same "missing" value.
+    private static func bothEmpty(_ a: AttributeValue, _ b: AttributeValue) -> Bool {
+        a.byteView?.isEmpty == true && b.byteView?.isEmpty == true
+    }
+
+    /// Opens an item's key, attributes and, when asked, secret. Any failure means damage.
+    func open(_ item: StoredItem, classKey: SecureBytes, needSecret: Bool) throws -> Match {
+        let ad = { (part: ItemCodec.Part) in
+            ItemCodec.associatedData(vaultID: self.header.vaultID, uuid: item.uuid, itemClass: item.itemClass,
+                                     protection: item.protection, part: part)
+        }
+        let itemKey = try AEAD.open(item.wrappedKey, key: classKey, associatedData: ad(.itemKey))
+        defer { itemKey.wipe() }
+        let attributes = try ItemCodec.decode(try AEAD.open(item.attributes, key: itemKey, associatedData: ad(.attributes)))
+        // The clear columns must agree with the sealed attributes.
+        guard attributes["pdmn"] == .string(item.protection.rawValue),
+              attributes["sync"]?.integerView == (item.synchronizable ? 1 : 0)
+        else { throw KeychainStatus.decode }
+        let secret = needSecret ? try AEAD.open(item.secret, key: itemKey, associatedData: ad(.secret)) : nil
+        return Match(stored: item, attributes: attributes, secret: secret)
+    }
+
+    /// Seals an item's parts under a fresh item key.
+    func seal(uuid: [UInt8], rowID: Int64, itemClass: ItemClass, protection: ProtectionClass, attributes: Attributes,
+              secret: SecureBytes?, classKey: SecureBytes, indexKey: SecureBytes, version: Int64) -> StoredItem {
+        let ad = { (part: ItemCodec.Part) in
+            ItemCodec.associatedData(vaultID: self.header.vaultID, uuid: uuid, itemClass: itemClass,
+                                     protection: protection, part: part)
+        }
+        let itemKey = SecureBytes.random(count: 32)
+        defer { itemKey.wipe() }
+        let plainAttributes = ItemCodec.encode(attributes)
+        defer { plainAttributes.wipe() }
+        let sealedSecret = secret.map { AEAD.seal($0, key: itemKey, associatedData: ad(.secret)) }
+            ?? AEAD.seal(UnsafeRawBufferPointer(start: nil, count: 0), key: itemKey, associatedData: ad(.secret))
+        guard case .string(let group)? = attributes["agrp"] else { preconditionFailure("agrp is set before sealing") }
+        return StoredItem(
+            rowID: rowID, uuid: uuid, itemClass: itemClass, protection: protection,
+            synchronizable: attributes["sync"]?.integerView == 1,
+            groupToken: IndexToken.group(group, key: indexKey),
+            primaryKeyToken: IndexToken.primaryKey(attributes, itemClass: itemClass, key: indexKey),
+            wrappedKey: AEAD.seal(itemKey, key: classKey, associatedData: ad(.itemKey)),
+            attributes: AEAD.seal(plainAttributes, key: itemKey, associatedData: ad(.attributes)),
+            secret: sealedSecret, version: version)
+    }
+
+    /// One token per primary-key attribute (missing ones as empty), for indexed lookups.
+    func lookupTokens(_ attributes: Attributes, itemClass: ItemClass, indexKey: SecureBytes) -> [[UInt8]] {
+        itemClass.primaryKey.map { name in
+            IndexToken.attribute(name, attributes[name] ?? AttributeKind.of(name).empty, itemClass: itemClass, key: indexKey)
+        }
+    }
+
+    func shape(_ m: Match, returns: ReturnKeys) -> ReturnedValue {
+        let ref = PersistentRef(itemClass: m.stored.itemClass, uuid: m.stored.uuid).bytes
+        if returns.count == 1 && returns.data { return .data(m.secret ?? SecureBytes(count: 0)) }
+        if returns.count == 1 && returns.persistentRef { return .persistentRef(ref) }
+        var attributes: Attributes = [:]
+        if returns.attributes {
+            attributes = m.attributes
+            attributes["class"] = .string(m.stored.itemClass.rawValue)
+        }
+        return .item(FoundItem(attributes: attributes, secret: returns.data ? (m.secret ?? SecureBytes(count: 0)) : nil,
+                               persistentRef: returns.persistentRef ? ref : nil))
+    }
+
+    static func protection(_ value: AttributeValue?) throws -> ProtectionClass? {
+        guard let value else { return nil }
+        guard case .string(let name) = value, let p = ProtectionClass(rawValue: name) else { throw KeychainStatus.param }
+        return p
+    }
+
+    static func secretBytes(_ value: AttributeValue) throws -> SecureBytes {
+        switch value {
+        case .data(let d): return SecureBytes(copying: d)
+        case .string(let s): return SecureBytes(copying: Array(s.utf8))
+        default: throw KeychainStatus.param
+        }
+    }
+}

@@ -1,0 +1,195 @@
+import Glibc
+import KeychainCrypto
+import SQLiteStore
+
+/// An open vault: one SQLite file, its header and the keys currently unlocked. All item
+/// operations take the caller's ordered list of entitled access groups; the first is the
+/// default group for adds. Every method is safe to call from any thread.
+public final class Vault: @unchecked Sendable {
+    public let path: String
+    let store: ItemStore
+    let device: DeviceKey
+    var header: VaultHeader
+    let keys = KeyRing()
+    let mutex = PThreadMutex()
+
+    private init(path: String, store: ItemStore, header: VaultHeader, device: DeviceKey) {
+        self.path = path
+        self.store = store
+        self.header = header
+        self.device = device
+    }
+
+    deinit { keys.wipeAll() }
+
+    // MARK: Creating and opening
+
+    /// Creates a vault file (mode 0600) and returns it unlocked.
+    /// - Parameters:
+    ///   - passphrase: nil or empty for a vault without a passphrase.
+    ///   - kdf: Argon2id cost, stored in the header.
+    /// - Throws: `VaultFileError.exists`, `.io`; `KeychainStatus.param` for invalid KDF limits.
+    public static func create(at path: String, passphrase: SecureBytes?, kdf: KDFParameters = .moderate,
+                              deviceKey: DeviceKey) throws -> Vault {
+        guard kdf.isValid else { throw KeychainStatus.param }
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if fd < 0 { throw errno == EEXIST ? VaultFileError.exists : VaultFileError.io }
+        close(fd)
+        do {
+            let db = try Connection(path: path, create: false)
+            let store = ItemStore(db: db)
+            try store.configure()
+            let pass = passphrase ?? SecureBytes(count: 0)
+            var header = VaultHeader(hasPassphrase: pass.count > 0, kdf: kdf, salt: randomBytes(PasswordHash.saltLength),
+                                     vaultID: randomBytes(16), deviceKeyID: deviceKey.identifier, keys: [])
+            let passKey = try PasswordHash.deriveKey(passphrase: pass, salt: header.salt, parameters: kdf)
+            for slot in KeyPlan.allSlots {
+                header.keys += KeyRing.wrap(.random(count: 32), slot: slot, header: header,
+                                            passphraseKey: passKey, device: deviceKey)
+            }
+            try db.transaction {
+                try store.createSchema()
+                try store.writeMeta("header", header.encoded())
+            }
+            let vault = Vault(path: path, store: store, header: header, device: deviceKey)
+            try vault.keys.loadDeviceWrapped(header: header, device: deviceKey)
+            try vault.keys.unlock(header: header, passphraseKey: passKey, device: deviceKey)
+            return vault
+        } catch {
+            unlink(path); unlink(path + "-wal"); unlink(path + "-shm")
+            if error is SQLiteError { throw VaultFileError.io }
+            throw error
+        }
+    }
+
+    /// Opens an existing vault, locked. Always-class items are readable at once.
+    /// Never writes to a file that is not a vault of a supported format.
+    /// - Throws: `VaultFileError` for a missing, foreign, damaged or newer file.
+    public static func open(at path: String, deviceKey: DeviceKey) throws -> Vault {
+        guard access(path, F_OK) == 0 else { throw VaultFileError.missing }
+        guard access(path, R_OK | W_OK) == 0 else { throw VaultFileError.io }
+        let db: Connection
+        let header: VaultHeader
+        do {
+            db = try Connection(path: path, create: false)
+            let probe = ItemStore(db: db)
+            guard let bytes = try probe.readMeta("header") else { throw VaultFileError.corruptHeader }
+            header = try VaultHeader.parse(bytes)
+        } catch let e as VaultHeader.ParseError {
+            switch e {
+            case .newerFormat(let v): throw VaultFileError.newerFormat(found: Int(v), supported: Int(VaultHeader.currentFormat))
+            case .notAVault, .malformed: throw VaultFileError.corruptHeader
+            }
+        } catch let e as SQLiteError {
+            // "no such table" means an SQLite file that is not ours.
+            throw e.isNotADatabase ? VaultFileError.notAVault : VaultFileError.corruptHeader
+        }
+        let store = ItemStore(db: db)
+        do {
+            try store.migrate()
+            try store.configure()
+        } catch let e as SQLiteError {
+            throw e.isNotADatabase ? VaultFileError.notAVault : VaultFileError.io
+        } catch {
+            throw VaultFileError.corruptHeader
+        }
+        let vault = Vault(path: path, store: store, header: header, device: deviceKey)
+        try vault.keys.loadDeviceWrapped(header: header, device: deviceKey)
+        return vault
+    }
+
+    // MARK: Lock state
+
+    public var lockState: LockState { mutex.withLock { keys.state } }
+    public var hasPassphrase: Bool { mutex.withLock { header.hasPassphrase } }
+    public var kdfParameters: KDFParameters { mutex.withLock { header.kdf } }
+    public var formatVersion: Int { mutex.withLock { Int(header.format) } }
+
+    /// True when this machine's device key is the one the vault was made with.
+    public var isOnOriginalDevice: Bool { mutex.withLock { header.deviceKeyID == device.identifier } }
+
+    /// Unlocks with the passphrase (empty for a vault without one). Reads nothing but the
+    /// header and writes nothing.
+    /// - Throws: `authFailed` for a wrong passphrase; the lock state is then unchanged.
+    public func unlock(passphrase: SecureBytes) throws {
+        let (salt, kdf) = mutex.withLock { (header.salt, header.kdf) }
+        // The slow derivation runs outside the lock so other callers are not held up.
+        let key: SecureBytes
+        do { key = try PasswordHash.deriveKey(passphrase: passphrase, salt: salt, parameters: kdf) }
+        catch { throw KeychainStatus.allocate }
+        try mutex.withLock {
+            guard header.salt == salt else { throw KeychainStatus.authFailed }
+            try keys.unlock(header: header, passphraseKey: key, device: device)
+        }
+    }
+
+    /// Wipes the keys of the WhenUnlocked classes (`ak`, `aku`, `akpu`).
+    public func lock() { mutex.withLock { keys.lock() } }
+
+    /// Changes, adds or removes the passphrase. Re-wraps the class keys only, so the cost does
+    /// not depend on the item count. Removing the passphrase deletes every
+    /// WhenPasscodeSetThisDeviceOnly item, as Apple does when a passcode is turned off.
+    /// - Parameters:
+    ///   - old: the current passphrase (empty for none).
+    ///   - new: nil or empty to remove the passphrase.
+    ///   - kdf: new Argon2id cost; nil keeps the current one.
+    /// - Returns: how many `akpu` items were deleted.
+    /// - Throws: `authFailed` when `old` is wrong; nothing is changed then.
+    @discardableResult
+    public func changePassphrase(from old: SecureBytes, to new: SecureBytes?, kdf: KDFParameters? = nil) throws -> Int {
+        let current = mutex.withLock { header }
+        let newPass = new ?? SecureBytes(count: 0)
+        var next = current
+        next.salt = randomBytes(PasswordHash.saltLength)
+        next.hasPassphrase = newPass.count > 0
+        if let kdf { guard kdf.isValid else { throw KeychainStatus.param }; next.kdf = kdf }
+        let oldKey = try PasswordHash.deriveKey(passphrase: old, salt: current.salt, parameters: current.kdf)
+        let newKey = try PasswordHash.deriveKey(passphrase: newPass, salt: next.salt, parameters: next.kdf)
+        return try mutex.withLock {
+            guard header == current else { throw KeychainStatus.badReq }  // changed meanwhile
+            next.keys = try KeyRing.rewrap(current, oldKey: oldKey, into: next, newKey: newKey)
+            let removing = current.hasPassphrase && !next.hasPassphrase
+            var freshPasscodeKey: SecureBytes?
+            if removing {
+                // The akpu class key goes with its items; a fresh one serves future adds.
+                let slot = ProtectionClass.whenPasscodeSetThisDeviceOnly.code
+                let fresh = SecureBytes.random(count: 32)
+                next.keys.removeAll { $0.slot == slot }
+                next.keys += KeyRing.wrap(fresh, slot: slot, header: next, passphraseKey: newKey, device: device)
+                freshPasscodeKey = fresh
+            }
+            var deleted = 0
+            try store.db.transaction {
+                if removing { deleted = try store.deleteAll(protection: .whenPasscodeSetThisDeviceOnly) }
+                try store.writeMeta("header", next.encoded())
+            }
+            header = next
+            if let fresh = freshPasscodeKey { keys.replace(fresh, for: .whenPasscodeSetThisDeviceOnly) }
+            return deleted
+        }
+    }
+
+    /// Counts and state for `show-keychain-info` and `status`; decrypts nothing.
+    public func info() throws -> VaultInfo {
+        try mutex.withLock {
+            let counts = try store.countsByProtection()
+            let foreign = header.deviceKeyID == device.identifier
+                ? 0 : counts.filter { $0.key.isThisDeviceOnly }.map(\.value).reduce(0, +)
+            return VaultInfo(lockState: keys.state, hasPassphrase: header.hasPassphrase, kdf: header.kdf,
+                             formatVersion: Int(header.format), itemsByProtection: counts,
+                             itemsBoundToOtherDevice: foreign)
+        }
+    }
+}
+
+/// What `Vault.info()` reports.
+public struct VaultInfo: Sendable {
+    public var lockState: LockState
+    public var hasPassphrase: Bool
+    public var kdf: KDFParameters
+    public var formatVersion: Int
+    public var itemsByProtection: [ProtectionClass: Int]
+    /// ThisDeviceOnly items made on another machine: never readable here.
+    public var itemsBoundToOtherDevice: Int
+    public var itemCount: Int { itemsByProtection.values.reduce(0, +) }
+}

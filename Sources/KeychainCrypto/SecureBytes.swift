@@ -1,0 +1,98 @@
+import CSodium
+
+/// Bytes kept in libsodium guarded memory (`sodium_malloc`): page-aligned, surrounded by guard
+/// pages, locked into RAM and excluded from core dumps. The memory is wiped by `sodium_free`
+/// when the buffer is released or `wipe()` is called. Bytes are reachable only inside closures.
+public final class SecureBytes: @unchecked Sendable {
+    private var pointer: UnsafeMutableRawPointer?
+    /// The number of bytes held.
+    public let count: Int
+
+    /// Allocates `count` zeroed bytes of guarded memory.
+    public init(count: Int) {
+        precondition(count >= 0)
+        Sodium.ensure()
+        // sodium_malloc(0) is legal but returns a pointer we cannot write through; keep one byte.
+        guard let p = sodium_malloc(Swift.max(count, 1)) else {
+            fatalError("sodium_malloc failed: RLIMIT_MEMLOCK too low?")
+        }
+        sodium_memzero(p, Swift.max(count, 1))
+        self.pointer = p
+        self.count = count
+    }
+
+    /// Random bytes from `randombytes_buf`.
+    public static func random(count: Int) -> SecureBytes {
+        let bytes = SecureBytes(count: count)
+        bytes.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
+        return bytes
+    }
+
+    /// Copies `bytes` into guarded memory. The caller remains responsible for wiping its copy.
+    public convenience init<C: Collection>(copying bytes: C) where C.Element == UInt8 {
+        self.init(count: bytes.count)
+        withUnsafeMutableBytes { dst in
+            _ = dst.initializeMemory(as: UInt8.self, from: bytes)
+        }
+    }
+
+    /// Copies the bytes of a raw buffer into guarded memory.
+    public convenience init(copying raw: UnsafeRawBufferPointer) {
+        self.init(count: raw.count)
+        if raw.count > 0 {
+            withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: raw.baseAddress!, byteCount: raw.count) }
+        }
+    }
+
+    deinit { wipe() }
+
+    /// True once `wipe()` has released the memory.
+    public var isWiped: Bool { pointer == nil }
+
+    /// Zeroes and releases the memory now. Any later access traps.
+    public func wipe() {
+        if let p = pointer {
+            sodium_free(p)  // zeroes before unmapping
+            pointer = nil
+        }
+    }
+
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        guard let p = pointer else { preconditionFailure("SecureBytes used after wipe") }
+        return try body(UnsafeRawBufferPointer(start: p, count: count))
+    }
+
+    public func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
+        guard let p = pointer else { preconditionFailure("SecureBytes used after wipe") }
+        return try body(UnsafeMutableRawBufferPointer(start: p, count: count))
+    }
+
+    /// Constant-time comparison (`sodium_memcmp`).
+    public func constantTimeEquals(_ other: SecureBytes) -> Bool {
+        guard count == other.count else { return false }
+        if count == 0 { return true }
+        return withUnsafeBytes { a in
+            other.withUnsafeBytes { b in sodium_memcmp(a.baseAddress!, b.baseAddress!, count) == 0 }
+        }
+    }
+
+    /// A new guarded buffer holding a range of these bytes.
+    public func slice(_ range: Range<Int>) -> SecureBytes {
+        precondition(range.lowerBound >= 0 && range.upperBound <= count)
+        return withUnsafeBytes { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0[range])) }
+    }
+}
+
+extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible {
+    // Never print the contents.
+    public var description: String { "SecureBytes(\(count) bytes)" }
+    public var debugDescription: String { description }
+}
+
+/// Wipes an ordinary byte array in place; for transient copies that cannot be avoided.
+public func wipeBytes(_ bytes: inout [UInt8]) {
+    Sodium.ensure()
+    bytes.withUnsafeMutableBytes { buf in
+        if let base = buf.baseAddress { sodium_memzero(base, buf.count) }
+    }
+}
