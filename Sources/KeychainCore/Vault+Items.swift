@@ -16,6 +16,35 @@ extension Vault {
     ///   `interactionNotAllowed` (class key locked), `authFailed` (`akpu` without a passphrase).
     @discardableResult
     public func add(_ input: Attributes, secret: SecureBytes? = nil, accessGroups: [String]) throws -> QueryResult {
+        let prepared = try prepareAdd(input, secret: secret, accessGroups: accessGroups)
+        return try mutex.withLock {
+            let stored = try store.db.transaction { try insert(prepared) }
+            guard prepared.returns.any else { return .none }
+            let data = prepared.secret ?? SecureBytes(count: 0)
+            let match = Match(stored: stored, attributes: prepared.attributes, secret: prepared.returns.data ? data : nil)
+            return .value(shape(match, returns: prepared.returns))
+        }
+    }
+
+    /// Adds many items in one transaction: all are added or none. Return keys are ignored.
+    /// For imports and benchmarks, where one durable commit per item would dominate.
+    public func addAll(_ items: [(attributes: Attributes, secret: SecureBytes?)], accessGroups: [String]) throws {
+        let prepared = try items.map { try prepareAdd($0.attributes, secret: $0.secret, accessGroups: accessGroups) }
+        try mutex.withLock {
+            try store.db.transaction { for p in prepared { _ = try insert(p) } }
+        }
+    }
+
+    struct PreparedAdd {
+        var itemClass: ItemClass
+        var protection: ProtectionClass
+        var attributes: Attributes
+        var secret: SecureBytes?
+        var returns: ReturnKeys
+    }
+
+    /// Checks and normalises an add's dictionary; needs no key.
+    func prepareAdd(_ input: Attributes, secret: SecureBytes?, accessGroups: [String]) throws -> PreparedAdd {
         guard let classValue = input["class"] else { throw KeychainStatus.param }
         guard case .string(let className) = classValue else { throw KeychainStatus.param }
         guard let itemClass = ItemClass(name: className) else { throw KeychainStatus.noSuchClass }
@@ -64,23 +93,19 @@ extension Vault {
         let now = absoluteTimeNow()
         attributes["cdat"] = .date(now)
         attributes["mdat"] = .date(now)
+        return PreparedAdd(itemClass: itemClass, protection: protection, attributes: attributes, secret: data,
+                           returns: returns)
+    }
 
-        return try mutex.withLock {
-            if protection == .whenPasscodeSetThisDeviceOnly && !header.hasPassphrase { throw KeychainStatus.authFailed }
-            let classKey = try availableKey(for: protection)
-            guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
-            let uuid = randomBytes(16)
-            let item = seal(uuid: uuid, rowID: 0, itemClass: itemClass, protection: protection, attributes: attributes,
-                            secret: data, classKey: classKey, indexKey: indexKey, version: 1)
-            let rowID = try store.db.transaction {
-                try store.insert(item, tokens: lookupTokens(attributes, itemClass: itemClass, indexKey: indexKey))
-            }
-            var stored = item
-            stored.rowID = rowID
-            guard returns.any else { return .none }
-            let match = Match(stored: stored, attributes: attributes, secret: returns.data ? (data ?? SecureBytes(count: 0)) : nil)
-            return .value(shape(match, returns: returns))
-        }
+    /// Seals and inserts a prepared item; called with the mutex held, inside a transaction.
+    func insert(_ p: PreparedAdd) throws -> StoredItem {
+        if p.protection == .whenPasscodeSetThisDeviceOnly && !header.hasPassphrase { throw KeychainStatus.authFailed }
+        let classKey = try availableKey(for: p.protection)
+        guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
+        var item = seal(uuid: randomBytes(16), rowID: 0, itemClass: p.itemClass, protection: p.protection,
+                        attributes: p.attributes, secret: p.secret, classKey: classKey, indexKey: indexKey, version: 1)
+        item.rowID = try store.insert(item, tokens: lookupTokens(p.attributes, itemClass: p.itemClass, indexKey: indexKey))
+        return item
     }
 
     // MARK: Search
