@@ -1,0 +1,150 @@
+import KeychainCore
+import KeychainCrypto
+import XCTest
+
+/// PRODUCT 3: CopyMatching return shapes, limits, order and synchronizable matching.
+final class QueryShapeTests: XCTestCase {
+    var scratch: Scratch!
+    var vault: Vault!
+
+    override func setUpWithError() throws {
+        scratch = try Scratch()
+        vault = try scratch.makeVault()
+        // Inserted in this order; the accounts sort differently on purpose.
+        for (account, value) in [("zulu", "1"), ("alpha", "2"), ("mike", "3")] {
+            try vault.addPassword(service: "svc", account: account, secret: value, ["labl": .string("L-\(account)")])
+        }
+        try vault.add(["class": "genp", "svce": "empty", "acct": "nodata"], accessGroups: groups)
+    }
+
+    func query(_ extra: Attributes) -> Attributes {
+        var q: Attributes = ["class": "genp", "svce": "svc"]
+        q.merge(extra) { _, b in b }
+        return q
+    }
+
+    func testNoReturnKeyGivesStatusOnly() throws {
+        guard case .none = try vault.copyMatching(query([:]), accessGroups: groups) else { return XCTFail() }
+        guard case .none = try vault.copyMatching(query(["m_Limit": "m_LimitAll"]), accessGroups: groups) else { return XCTFail() }
+    }
+
+    func testReturnDataAloneIsBareData() throws {
+        let r = try vault.copyMatching(query(["acct": "alpha", "r_Data": true]), accessGroups: groups)
+        XCTAssertEqual(r.value?.data?.string, "2")
+    }
+
+    func testItemWithoutDataReturnsEmptyData() throws {
+        let r = try vault.copyMatching(["class": "genp", "svce": "empty", "r_Data": true], accessGroups: groups)
+        XCTAssertEqual(r.value?.data?.count, 0)
+    }
+
+    func testReturnPersistentRefAloneIsBareRefThatFindsTheItem() throws {
+        let r = try vault.copyMatching(query(["acct": "mike", "r_PersistentRef": true]), accessGroups: groups)
+        guard case .persistentRef(let ref)? = r.value else { return XCTFail("\(r)") }
+        XCTAssertEqual(ref.count, 20)
+        XCTAssertEqual(Array(ref[0..<4]), Array("genp".utf8))
+        // A query by reference alone, without a class.
+        let byRef = try vault.copyMatching(["v_PersistentRef": .data(ref), "r_Data": true], accessGroups: groups)
+        XCTAssertEqual(byRef.value?.data?.string, "3")
+        XCTAssertStatus(.param, try vault.copyMatching(["v_PersistentRef": .data([1, 2])], accessGroups: groups))
+    }
+
+    func testReturnAttributesGivesOneFlatDictionary() throws {
+        let r = try vault.copyMatching(query(["acct": "alpha", "r_Attributes": true]), accessGroups: groups)
+        let item = try XCTUnwrap(r.value?.item)
+        XCTAssertEqual(item.attributes["acct"], "alpha")
+        XCTAssertEqual(item.attributes["svce"], "svc")
+        XCTAssertEqual(item.attributes["labl"], "L-alpha")
+        XCTAssertNil(item.secret)
+        XCTAssertNil(item.persistentRef)
+    }
+
+    func testSeveralReturnKeysGiveDictionaryWithValues() throws {
+        let r = try vault.copyMatching(query(["acct": "alpha", "r_Attributes": true, "r_Data": true,
+                                              "r_PersistentRef": true]), accessGroups: groups)
+        let item = try XCTUnwrap(r.value?.item)
+        XCTAssertEqual(item.secret?.string, "2")
+        XCTAssertEqual(item.persistentRef?.count, 20)
+        XCTAssertEqual(item.attributes["acct"], "alpha")
+        // Data and reference without attributes: a dictionary holding just the two values.
+        let r2 = try vault.copyMatching(query(["acct": "alpha", "r_Data": true, "r_PersistentRef": true]), accessGroups: groups)
+        let item2 = try XCTUnwrap(r2.value?.item)
+        XCTAssertEqual(item2.secret?.string, "2")
+        XCTAssertNotNil(item2.persistentRef)
+        XCTAssertTrue(item2.attributes.isEmpty)
+    }
+
+    func testDefaultLimitIsOneInInsertionOrder() throws {
+        let r = try vault.copyMatching(query(["r_Attributes": true]), accessGroups: groups)
+        XCTAssertEqual(r.value?.item?.attributes["acct"], "zulu")
+    }
+
+    func testLimitAllReturnsArrayInInsertionOrder() throws {
+        let r = try vault.copyMatching(query(["m_Limit": "m_LimitAll", "r_Attributes": true]), accessGroups: groups)
+        XCTAssertEqual(r.array?.compactMap { $0.item?.attributes["acct"]?.stringValue }, ["zulu", "alpha", "mike"])
+    }
+
+    func testLimitAllWithOneHitIsStillAnArray() throws {
+        let r = try vault.copyMatching(query(["acct": "mike", "m_Limit": "m_LimitAll", "r_Attributes": true]), accessGroups: groups)
+        XCTAssertEqual(r.array?.count, 1)
+    }
+
+    func testReturnDataWithLimitAllGivesArrayOfData() throws {
+        let r = try vault.copyMatching(query(["m_Limit": "m_LimitAll", "r_Data": true]), accessGroups: groups)
+        XCTAssertEqual(r.array?.compactMap { $0.data?.string }, ["1", "2", "3"])
+    }
+
+    func testNumericLimit() throws {
+        let r = try vault.copyMatching(query(["m_Limit": 2, "r_Data": true]), accessGroups: groups)
+        XCTAssertEqual(r.array?.compactMap { $0.data?.string }, ["1", "2"])
+        let one = try vault.copyMatching(query(["m_Limit": 1, "r_Data": true]), accessGroups: groups)
+        XCTAssertEqual(one.array?.count, 1, "a numeric limit returns an array")
+        XCTAssertStatus(.param, try vault.copyMatching(query(["m_Limit": 0]), accessGroups: groups))
+        XCTAssertStatus(.param, try vault.copyMatching(query(["m_Limit": "m_LimitSome"]), accessGroups: groups))
+    }
+
+    func testNoMatchIsItemNotFound() throws {
+        XCTAssertStatus(.itemNotFound, try vault.copyMatching(query(["acct": "nobody"]), accessGroups: groups))
+        XCTAssertStatus(.itemNotFound, try vault.copyMatching(query(["labl": "nothing", "r_Data": true]), accessGroups: groups))
+    }
+
+    func testFilterOnNonKeyAttribute() throws {
+        let r = try vault.copyMatching(query(["labl": "L-mike", "r_Data": true]), accessGroups: groups)
+        XCTAssertEqual(r.value?.data?.string, "3")
+    }
+
+    func testSynchronizableMatching() throws {
+        try vault.addPassword(service: "sync", account: "local", secret: "l")
+        try vault.addPassword(service: "sync", account: "cloud", secret: "c", ["sync": true])
+        let plain = try vault.copyMatching(["class": "genp", "svce": "sync", "m_Limit": "m_LimitAll", "r_Data": true],
+                                           accessGroups: groups)
+        XCTAssertEqual(plain.array?.compactMap { $0.data?.string }, ["l"], "no sync key sees only sync=0")
+        let any = try vault.copyMatching(["class": "genp", "svce": "sync", "sync": "syna", "m_Limit": "m_LimitAll",
+                                          "r_Data": true], accessGroups: groups)
+        XCTAssertEqual(any.array?.compactMap { $0.data?.string }, ["l", "c"])
+        let only = try vault.copyMatching(["class": "genp", "svce": "sync", "sync": true, "m_Limit": "m_LimitAll",
+                                           "r_Data": true], accessGroups: groups)
+        XCTAssertEqual(only.array?.compactMap { $0.data?.string }, ["c"])
+    }
+
+    func testReturnKeysAreCheckedAndUnknownKeysRejected() throws {
+        XCTAssertStatus(.param, try vault.copyMatching(query(["r_Data": "yes"]), accessGroups: groups))
+        XCTAssertStatus(.param, try vault.copyMatching(query(["r_Other": true]), accessGroups: groups))
+        XCTAssertStatus(.param, try vault.copyMatching(query(["m_Other": true]), accessGroups: groups))
+        XCTAssertStatus(.param, try vault.copyMatching(query(["v_Data": .data([1])]), accessGroups: groups))
+        XCTAssertStatus(.param, try vault.copyMatching(query(["r_Ref": true]), accessGroups: groups))
+        // Authentication UI hints are accepted.
+        XCTAssertNoThrow(try vault.copyMatching(query(["u_AuthUI": "u_AuthUIF", "nleg": true]), accessGroups: groups))
+    }
+
+    func testAddWithReturnKeys() throws {
+        let r = try vault.add(["class": "genp", "svce": "new", "acct": "a", "r_PersistentRef": true],
+                              secret: secret("n"), accessGroups: groups)
+        guard case .persistentRef(let ref)? = r.value else { return XCTFail() }
+        XCTAssertEqual(try vault.copyMatching(["v_PersistentRef": .data(ref), "r_Data": true], accessGroups: groups).value?.data?.string, "n")
+        let r2 = try vault.add(["class": "genp", "svce": "new", "acct": "b", "v_Data": "vd", "r_Attributes": true],
+                               accessGroups: groups)
+        XCTAssertEqual(r2.value?.item?.attributes["acct"], "b")
+        XCTAssertEqual(try vault.password(service: "new", account: "b"), "vd")
+    }
+}
