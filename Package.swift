@@ -29,7 +29,7 @@ let package = Package(
 
         .testTarget(name: "KeychainCryptoTests", dependencies: ["KeychainCrypto"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
-        .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto"],
+        .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto", "SQLiteStore"],
                     resources: [.copy("Fixtures")]),
     ]
 )

@@ -39,12 +39,13 @@ public struct KDFParameters: Equatable, Sendable {
         }
     }
 
-    /// True when libsodium accepts these limits for Argon2id.
+    /// True when libsodium accepts these limits for Argon2id and they stay within what
+    /// keychainfs allows (at most 16 passes and 4 GiB), so a damaged header cannot demand hours.
     public var isValid: Bool {
         opsLimit >= UInt64(crypto_pwhash_argon2id_OPSLIMIT_MIN)
-            && opsLimit <= UInt64(UInt32.max)
+            && opsLimit <= 16
             && memLimit >= UInt64(crypto_pwhash_argon2id_MEMLIMIT_MIN)
-            && memLimit <= UInt64(4) << 40
+            && memLimit <= UInt64(4) << 30
     }
 }
 
