@@ -10,13 +10,15 @@ set +e
 swift test --skip-build --disable-swift-testing 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
-# XCTest prints "Executed N tests, with F failures" per bundle and once for all of them.
-summary=$(grep -E '^[[:space:]]*Executed [0-9]+ tests?, with [0-9]+ failures?' "$log" | tail -1 || true)
-total=$(sed -E 's/.*Executed ([0-9]+) tests?.*/\1/' <<<"$summary")
-failed=$(sed -E 's/.*with ([0-9]+) failures?.*/\1/' <<<"$summary")
-if [[ -z "$summary" || "$total" == "0" ]]; then
+# XCTest prints "Executed N tests, with [S tests skipped and] F failures" per bundle and
+# once for all of them; the last such line is the total.
+summary=$(grep -E '^[[:space:]]*Executed [0-9]+ tests?, with ' "$log" | tail -1 || true)
+total=$(sed -nE 's/.*Executed ([0-9]+) tests?.*/\1/p' <<<"$summary")
+failed=$(sed -nE 's/.* ([0-9]+) failures?.*/\1/p' <<<"$summary")
+skipped=$(sed -nE 's/.* ([0-9]+) tests? skipped.*/\1/p' <<<"$summary")
+if [[ -z "$total" || "$total" == "0" ]]; then
     echo "tests: no test ran" >&2
     exit 1
 fi
-echo "tests: $((total - failed)) passed, $failed failed"
+echo "tests: $((total - ${failed:-0} - ${skipped:-0})) passed, ${failed:-0} failed, ${skipped:-0} skipped"
 exit "$status"
