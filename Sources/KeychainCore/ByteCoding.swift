@@ -1,46 +1,47 @@
 /// Big-endian byte writing and reading for the vault's binary structures.
-struct ByteWriter {
-    var bytes: [UInt8] = []
+public struct ByteWriter {
+    public var bytes: [UInt8] = []
+    public init() {}
 
-    mutating func u8(_ v: UInt8) { bytes.append(v) }
-    mutating func u16(_ v: UInt16) { bytes.append(UInt8(v >> 8)); bytes.append(UInt8(v & 0xff)) }
-    mutating func u32(_ v: UInt32) { for s in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8((v >> UInt32(s)) & 0xff)) } }
-    mutating func u64(_ v: UInt64) { for s in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8((v >> UInt64(s)) & 0xff)) } }
-    mutating func raw<C: Collection>(_ b: C) where C.Element == UInt8 { bytes.append(contentsOf: b) }
+    public mutating func u8(_ v: UInt8) { bytes.append(v) }
+    public mutating func u16(_ v: UInt16) { bytes.append(UInt8(v >> 8)); bytes.append(UInt8(v & 0xff)) }
+    public mutating func u32(_ v: UInt32) { for s in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8((v >> UInt32(s)) & 0xff)) } }
+    public mutating func u64(_ v: UInt64) { for s in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8((v >> UInt64(s)) & 0xff)) } }
+    public mutating func raw<C: Collection>(_ b: C) where C.Element == UInt8 { bytes.append(contentsOf: b) }
     /// A u32 length followed by the bytes.
-    mutating func lengthPrefixed<C: Collection>(_ b: C) where C.Element == UInt8 { u32(UInt32(b.count)); raw(b) }
+    public mutating func lengthPrefixed<C: Collection>(_ b: C) where C.Element == UInt8 { u32(UInt32(b.count)); raw(b) }
 }
 
 /// Reads what `ByteWriter` wrote; every read is bounds-checked and throws on short input.
-struct ByteReader {
-    struct Truncated: Error {}
+public struct ByteReader {
+    public struct Truncated: Error {}
     private let bytes: UnsafeRawBufferPointer
-    private(set) var offset = 0
+    public private(set) var offset = 0
 
-    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+    public init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
-    var remaining: Int { bytes.count - offset }
+    public var remaining: Int { bytes.count - offset }
 
-    mutating func u8() throws -> UInt8 {
+    public mutating func u8() throws -> UInt8 {
         guard remaining >= 1 else { throw Truncated() }
         defer { offset += 1 }
         return bytes[offset]
     }
-    mutating func u16() throws -> UInt16 { UInt16(try u8()) << 8 | UInt16(try u8()) }
-    mutating func u32() throws -> UInt32 {
+    public mutating func u16() throws -> UInt16 { UInt16(try u8()) << 8 | UInt16(try u8()) }
+    public mutating func u32() throws -> UInt32 {
         var v: UInt32 = 0
         for _ in 0..<4 { v = v << 8 | UInt32(try u8()) }
         return v
     }
-    mutating func u64() throws -> UInt64 {
+    public mutating func u64() throws -> UInt64 {
         var v: UInt64 = 0
         for _ in 0..<8 { v = v << 8 | UInt64(try u8()) }
         return v
     }
-    mutating func raw(_ count: Int) throws -> [UInt8] {
+    public mutating func raw(_ count: Int) throws -> [UInt8] {
         guard count >= 0, remaining >= count else { throw Truncated() }
         defer { offset += count }
         return [UInt8](UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]))
     }
-    mutating func lengthPrefixed() throws -> [UInt8] { try raw(Int(try u32())) }
+    public mutating func lengthPrefixed() throws -> [UInt8] { try raw(Int(try u32())) }
 }

@@ -18,15 +18,37 @@ enum ItemCodec {
         return w.bytes
     }
 
-    // Value type tags inside the attribute blob; frozen.
-    private enum Tag: UInt8 { case string = 1, data = 2, number = 3, bool = 4, date = 5 }
-
     /// Serialises attributes in key order into guarded memory.
     static func encode(_ attributes: Attributes) -> SecureBytes {
         var w = ByteWriter()
+        AttributeCoding.write(attributes, into: &w)
+        let out = SecureBytes(copying: w.bytes)
+        wipeBytes(&w.bytes)
+        return out
+    }
+
+    /// Parses what `encode` wrote. - Throws: `KeychainStatus.decode` on malformed input.
+    static func decode(_ blob: SecureBytes) throws -> Attributes {
+        try blob.withUnsafeBytes { buf in
+            var r = ByteReader(buf)
+            let out = try AttributeCoding.read(from: &r)
+            guard r.remaining == 0 else { throw KeychainStatus.decode }
+            return out
+        }
+    }
+}
+
+/// The binary encoding of an attribute dictionary, shared by the sealed attribute blob and the
+/// daemon's socket messages: u16 count, then per entry a u8 name length, the name, a u8 type tag
+/// and the value. Layout in docs/vault-format.md.
+public enum AttributeCoding {
+    // Value type tags; frozen.
+    private enum Tag: UInt8 { case string = 1, data = 2, number = 3, bool = 4, date = 5 }
+
+    public static func write(_ attributes: Attributes, into w: inout ByteWriter) {
         w.u16(UInt16(attributes.count))
         for key in attributes.keys.sorted() {
-            let name = Array(key.utf8)
+            let name = Array(key.utf8.prefix(255))
             w.u8(UInt8(name.count))
             w.raw(name)
             switch attributes[key]! {
@@ -37,35 +59,28 @@ enum ItemCodec {
             case .date(let t): w.u8(Tag.date.rawValue); w.u64(t.bitPattern)
             }
         }
-        let out = SecureBytes(copying: w.bytes)
-        wipeBytes(&w.bytes)
-        return out
     }
 
-    /// Parses what `encode` wrote. - Throws: `KeychainStatus.decode` on malformed input.
-    static func decode(_ blob: SecureBytes) throws -> Attributes {
-        try blob.withUnsafeBytes { buf in
-            var r = ByteReader(buf)
-            var out: Attributes = [:]
-            do {
-                let count = Int(try r.u16())
-                for _ in 0..<count {
-                    let name = String(decoding: try r.raw(Int(try r.u8())), as: UTF8.self)
-                    guard let tag = Tag(rawValue: try r.u8()) else { throw KeychainStatus.decode }
-                    switch tag {
-                    case .string: out[name] = .string(String(decoding: try r.lengthPrefixed(), as: UTF8.self))
-                    case .data: out[name] = .data(try r.lengthPrefixed())
-                    case .number: out[name] = .number(Int64(bitPattern: try r.u64()))
-                    case .bool: out[name] = .bool(try r.u8() != 0)
-                    case .date: out[name] = .date(Double(bitPattern: try r.u64()))
-                    }
+    /// - Throws: `KeychainStatus.decode` on truncated or malformed input.
+    public static func read(from r: inout ByteReader) throws -> Attributes {
+        var out: Attributes = [:]
+        do {
+            let count = Int(try r.u16())
+            for _ in 0..<count {
+                let name = String(decoding: try r.raw(Int(try r.u8())), as: UTF8.self)
+                guard let tag = Tag(rawValue: try r.u8()) else { throw KeychainStatus.decode }
+                switch tag {
+                case .string: out[name] = .string(String(decoding: try r.lengthPrefixed(), as: UTF8.self))
+                case .data: out[name] = .data(try r.lengthPrefixed())
+                case .number: out[name] = .number(Int64(bitPattern: try r.u64()))
+                case .bool: out[name] = .bool(try r.u8() != 0)
+                case .date: out[name] = .date(Double(bitPattern: try r.u64()))
                 }
-                guard r.remaining == 0 else { throw KeychainStatus.decode }
-            } catch is ByteReader.Truncated {
-                throw KeychainStatus.decode
             }
-            return out
+        } catch is ByteReader.Truncated {
+            throw KeychainStatus.decode
         }
+        return out
     }
 }
 

@@ -1,0 +1,44 @@
+import KeychainCrypto
+
+extension Vault {
+    /// A clear, non-secret setting stored in the vault (for example the idle lock timeout).
+    public func setting(_ name: String) throws -> [UInt8]? {
+        try mutex.withLock { try store.readMeta("setting." + name) }
+    }
+
+    /// Stores a clear, non-secret setting; durable when this returns.
+    public func setSetting(_ name: String, _ value: [UInt8]) throws {
+        try mutex.withLock { try store.writeMeta("setting." + name, value) }
+    }
+
+    /// A setting sealed under a key derived from the index key, so it is readable before the
+    /// first unlock on this machine but not from the file alone (access-group configuration).
+    /// - Throws: `interactionNotAllowed` when the index key is not available, `decode` when damaged.
+    public func sealedSetting(_ name: String) throws -> SecureBytes? {
+        try mutex.withLock {
+            guard let box = try store.readMeta("sealed." + name) else { return nil }
+            let key = try settingsKey()
+            defer { key.wipe() }
+            do { return try AEAD.open(box, key: key, associatedData: settingsAD(name)) }
+            catch { throw KeychainStatus.decode }
+        }
+    }
+
+    /// Seals and stores a setting; see `sealedSetting`.
+    public func setSealedSetting(_ name: String, _ value: SecureBytes) throws {
+        try mutex.withLock {
+            let key = try settingsKey()
+            defer { key.wipe() }
+            try store.writeMeta("sealed." + name, AEAD.seal(value, key: key, associatedData: settingsAD(name)))
+        }
+    }
+
+    private func settingsKey() throws -> SecureBytes {
+        guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
+        return KeyedHash.deriveKey(from: indexKey, context: Array("keychainfs settings v1".utf8))
+    }
+
+    private func settingsAD(_ name: String) -> [UInt8] {
+        header.vaultID + Array("setting".utf8) + Array(name.utf8)
+    }
+}
