@@ -24,6 +24,16 @@ let package = Package(
         // The vault engine and Apple's item semantics.
         .target(name: "KeychainCore", dependencies: ["KeychainCrypto", "SQLiteStore"]),
 
+        // The daemon's socket protocol, framing and paths; shared by the daemon and its clients.
+        .target(name: "KeychainProtocol", dependencies: ["KeychainCore", "KeychainCrypto"]),
+
+        // The client side of the socket, for the CLI and the Security module.
+        .target(name: "KeychainClient", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol"]),
+        // The few Linux calls Glibc's module map does not expose (prctl, accept4).
+        .target(name: "CProcess"),
+        // The daemon: socket server, caller identity, access groups, lock triggers.
+        .target(name: "KeychainDaemon", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "CProcess"]),
+
         .executableTarget(name: "keychainfs-demo", dependencies: ["KeychainCore", "KeychainCrypto"]),
         .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto"]),
 

@@ -14,7 +14,7 @@ public struct ByteWriter {
 
 /// Reads what `ByteWriter` wrote; every read is bounds-checked and throws on short input.
 public struct ByteReader {
-    public struct Truncated: Error {}
+    public struct Truncated: Error { public init() {} }
     private let bytes: UnsafeRawBufferPointer
     public private(set) var offset = 0
 
@@ -44,4 +44,12 @@ public struct ByteReader {
         return [UInt8](UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]))
     }
     public mutating func lengthPrefixed() throws -> [UInt8] { try raw(Int(try u32())) }
+}
+
+extension ByteReader {
+    /// Moves past `count` bytes without copying them (for secrets read in place).
+    public mutating func skip(_ count: Int) throws {
+        guard count >= 0, remaining >= count else { throw Truncated() }
+        offset += count
+    }
 }

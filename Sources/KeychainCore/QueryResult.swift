@@ -8,6 +8,12 @@ public struct FoundItem: Sendable {
     public var secret: SecureBytes?
     /// The persistent reference (`v_PersistentRef`), when `r_PersistentRef` was asked.
     public var persistentRef: [UInt8]?
+
+    public init(attributes: Attributes, secret: SecureBytes?, persistentRef: [UInt8]?) {
+        self.attributes = attributes
+        self.secret = secret
+        self.persistentRef = persistentRef
+    }
 }
 
 /// One returned value, shaped by the return keys.

@@ -1,0 +1,82 @@
+import Glibc
+import KeychainCore
+import KeychainCrypto
+import KeychainProtocol
+
+/// A connection to a vault's daemon. Used by the CLI and the Security module.
+public final class DaemonClient {
+    public let vaultPath: String
+    private let fd: Int32
+
+    private init(vaultPath: String, fd: Int32) {
+        self.vaultPath = vaultPath
+        self.fd = fd
+    }
+
+    deinit { close(fd) }
+
+    /// Connects to the daemon of `vaultPath`.
+    /// - Parameter start: a program to start the daemon with (`[path, "daemon", vault]`) when
+    ///   none answers; nil to fail instead.
+    /// - Throws: `noSuchKeychain` when the vault does not exist, `notAvailable` when no daemon
+    ///   answers, `io` when the socket's directory is writable by others.
+    public static func connect(vaultPath: String, startWith start: [String]? = nil) throws -> DaemonClient {
+        let socket = Paths.socket(forVault: vaultPath)
+        try checkDirectory(of: socket, vault: vaultPath)
+        if let fd = try UnixSocket.connect(to: socket) { return DaemonClient(vaultPath: vaultPath, fd: fd) }
+        guard let start else { throw KeychainStatus.notAvailable }
+        guard access(vaultPath, F_OK) == 0 else { throw KeychainStatus.noSuchKeychain }
+        try spawnDetached(start, log: Paths.logFile(forVault: vaultPath))
+        // The daemon opens the vault and binds within milliseconds; allow for a slow machine.
+        for attempt in 0..<500 {
+            if let fd = try UnixSocket.connect(to: socket) { return DaemonClient(vaultPath: vaultPath, fd: fd) }
+            usleep(attempt < 50 ? 2_000 : 10_000)
+        }
+        throw KeychainStatus.notAvailable
+    }
+
+    /// Sends one request and waits for its response. A non-success status is thrown.
+    @discardableResult
+    public func send(_ request: Request) throws -> Response {
+        let payload = request.encoded()
+        defer { payload.wipe() }
+        try Frame.write(payload, to: fd)
+        guard let reply = try Frame.read(from: fd) else { throw KeychainStatus.notAvailable }
+        defer { reply.wipe() }
+        let response = try Response.decode(reply)
+        guard response.status == .success else { throw response.status }
+        return response
+    }
+
+    /// Refuses a socket directory that someone other than root or the vault's owner could
+    /// write to, so nobody can stand in for the daemon.
+    static func checkDirectory(of socket: String, vault: String) throws {
+        let dir = String(socket[..<(socket.lastIndex(of: "/") ?? socket.startIndex)])
+        var st = stat()
+        guard lstat(dir, &st) == 0 else { return }  // no directory: no daemon yet
+        let owner = Paths.vaultOwner(vault)
+        let trusted = st.st_uid == 0 || st.st_uid == owner || st.st_uid == geteuid()
+        guard trusted, st.st_mode & 0o022 == 0 || st.st_mode & 0o1000 != 0 else { throw KeychainStatus.io }
+    }
+
+    /// Starts `argv` in a new session with stdin on /dev/null and output appended to `log`.
+    static func spawnDetached(_ argv: [String], log: String) throws {
+        let dir = String(log[..<(log.lastIndex(of: "/") ?? log.startIndex)])
+        mkdir(dir, 0o755)
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var attr = posix_spawnattr_t()
+        posix_spawnattr_init(&attr)
+        defer { posix_spawnattr_destroy(&attr) }
+        posix_spawnattr_setflags(&attr, 0x80)  // POSIX_SPAWN_SETSID, hidden behind _GNU_SOURCE
+        var cargs = argv.map { strdup($0) } + [nil]
+        defer { for p in cargs { free(p) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, argv[0], &actions, &attr, &cargs, environ)
+        guard rc == 0 else { throw KeychainStatus.notAvailable }
+    }
+}

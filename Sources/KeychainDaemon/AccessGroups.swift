@@ -1,0 +1,94 @@
+import KeychainCore
+import KeychainCrypto
+
+/// An access group's Unix settings: who is entitled to it, and later the ownership and mode of
+/// its files in the mount.
+public struct AccessGroup: Sendable, Equatable {
+    public var name: String
+    public var owner: UInt32
+    public var gid: UInt32
+    public var mode: UInt32
+    /// When non-empty, only callers running one of these executables are entitled.
+    public var executables: [String]
+
+    public init(name: String, owner: UInt32, gid: UInt32, mode: UInt32 = 0o400, executables: [String] = []) {
+        self.name = name
+        self.owner = owner
+        self.gid = gid
+        self.mode = mode
+        self.executables = executables
+    }
+
+    /// Entitled when the executable is allowed (if restricted) and the caller is root, the
+    /// owner, a member of the group while the mode lets the group read, or anyone while the
+    /// mode lets others read. The same rule the kernel applies to the group's files.
+    public func entitles(_ caller: CallerIdentity) -> Bool {
+        if !executables.isEmpty {
+            guard let exe = caller.executable, executables.contains(exe) else { return false }
+        }
+        if caller.uid == 0 || caller.uid == owner { return true }
+        if mode & 0o040 != 0 && caller.groups.contains(gid) { return true }
+        return mode & 0o004 != 0
+    }
+
+    var record: Attributes {
+        ["name": .string(name), "owner": .number(Int64(owner)), "gid": .number(Int64(gid)),
+         "mode": .number(Int64(mode)), "exe": .string(executables.joined(separator: "\n"))]
+    }
+
+    init?(record: Attributes) {
+        guard case .string(let name)? = record["name"], let owner = record["owner"]?.integerValue,
+              let gid = record["gid"]?.integerValue, let mode = record["mode"]?.integerValue
+        else { return nil }
+        let exe = record["exe"]?.stringValue ?? ""
+        self.init(name: name, owner: UInt32(truncatingIfNeeded: owner), gid: UInt32(truncatingIfNeeded: gid),
+                  mode: UInt32(truncatingIfNeeded: mode),
+                  executables: exe.isEmpty ? [] : exe.split(separator: "\n").map(String.init))
+    }
+}
+
+extension AttributeValue {
+    var integerValue: Int64? { if case .number(let n) = self { return n }; return nil }
+}
+
+/// The vault's access groups, in creation order, kept as a sealed setting in the vault.
+public struct AccessGroupTable: Sendable {
+    public var groups: [AccessGroup]
+
+    static let settingName = "access-groups"
+
+    public init(groups: [AccessGroup]) { self.groups = groups }
+
+    /// Loads the table; an empty table when none was stored.
+    public static func load(from vault: Vault) throws -> AccessGroupTable {
+        guard let blob = try vault.sealedSetting(settingName) else { return AccessGroupTable(groups: []) }
+        return try blob.withUnsafeBytes { buf in
+            var r = ByteReader(buf)
+            do {
+                let count = Int(try r.u16())
+                var groups: [AccessGroup] = []
+                for _ in 0..<count {
+                    guard let g = AccessGroup(record: try AttributeCoding.read(from: &r)) else { throw KeychainStatus.decode }
+                    groups.append(g)
+                }
+                return AccessGroupTable(groups: groups)
+            } catch is ByteReader.Truncated {
+                throw KeychainStatus.decode
+            }
+        }
+    }
+
+    public func save(to vault: Vault) throws {
+        var w = ByteWriter()
+        w.u16(UInt16(groups.count))
+        for g in groups { AttributeCoding.write(g.record, into: &w) }
+        try vault.setSealedSetting(AccessGroupTable.settingName, SecureBytes(copying: w.bytes))
+    }
+
+    /// The caller's entitled groups in creation order; the first is its default for adds.
+    public func entitled(_ caller: CallerIdentity) -> [String] {
+        groups.filter { $0.entitles(caller) }.map(\.name)
+    }
+
+    public func group(named name: String) -> AccessGroup? { groups.first { $0.name == name } }
+}

@@ -1,0 +1,64 @@
+import Glibc
+import KeychainProtocol
+
+/// Who is calling, as the kernel reports it: never what the caller says about itself.
+public struct CallerIdentity: Sendable, Equatable {
+    public var pid: Int32
+    public var uid: UInt32
+    public var gid: UInt32
+    /// Primary and supplementary groups, from `/proc/PID/status`.
+    public var groups: Set<UInt32>
+    /// The executable, from `/proc/PID/exe`; nil when it cannot be read.
+    public var executable: String?
+
+    /// Reads the identity of a connected socket's peer.
+    public static func of(socket fd: Int32) throws -> CallerIdentity {
+        let cred = try UnixSocket.peerCredentials(fd)
+        return CallerIdentity(pid: cred.pid, uid: cred.uid, gid: cred.gid,
+                              groups: supplementaryGroups(pid: cred.pid).union([cred.gid]),
+                              executable: executable(pid: cred.pid))
+    }
+
+    public init(pid: Int32, uid: UInt32, gid: UInt32, groups: Set<UInt32>, executable: String?) {
+        self.pid = pid
+        self.uid = uid
+        self.gid = gid
+        self.groups = groups
+        self.executable = executable
+    }
+
+    static func supplementaryGroups(pid: Int32) -> Set<UInt32> {
+        guard let text = readSmallFile("/proc/\(pid)/status") else { return [] }
+        for line in text.split(separator: "\n") where line.hasPrefix("Groups:") {
+            return Set(line.dropFirst(7).split(separator: " ").compactMap { UInt32($0.trimmingCharacters(in: " \t")) })
+        }
+        return []
+    }
+
+    static func executable(pid: Int32) -> String? {
+        var buf = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/\(pid)/exe", &buf, buf.count - 1)
+        guard n > 0 else { return nil }
+        return String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+func readSmallFile(_ path: String) -> String? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var out: [UInt8] = []
+    var buf = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let n = read(fd, &buf, buf.count)
+        if n <= 0 { break }
+        out += buf[0..<n]
+    }
+    return String(decoding: out, as: UTF8.self)
+}
+
+extension Substring {
+    func trimmingCharacters(in set: String) -> String {
+        String(self.drop(while: { set.contains($0) }).reversed().drop(while: { set.contains($0) }).reversed())
+    }
+}

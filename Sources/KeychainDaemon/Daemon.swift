@@ -1,0 +1,330 @@
+import CProcess
+import Dispatch
+import Glibc
+import KeychainCore
+import KeychainCrypto
+import KeychainProtocol
+
+/// The keychainfs daemon (our securityd): one per vault. Holds the unlocked keys, serves the
+/// socket, and decides every request by the caller's kernel credentials.
+public final class Daemon: @unchecked Sendable {
+    let vault: Vault
+    let vaultPath: String
+    let socketPath: String
+    let lockout: Lockout
+    let ownerUID = geteuid()
+    let ownerGID = getegid()
+    private let state = PThreadLock()
+    private var groupTable: AccessGroupTable
+    private var lastActivity = monotonicSeconds()
+    private var idleTimeout = 0
+    private let unlockSerializer = PThreadLock()
+    private var listener: Int32 = -1
+
+    init(vault: Vault, vaultPath: String) throws {
+        self.vault = vault
+        self.vaultPath = vaultPath
+        self.socketPath = Paths.socket(forVault: vaultPath)
+        self.lockout = Lockout(path: Paths.lockoutFile(forVault: vaultPath))
+        self.groupTable = (try? AccessGroupTable.load(from: vault)) ?? AccessGroupTable(groups: [])
+        if let t = try vault.setting("lock-timeout"), let n = Int(String(decoding: t, as: UTF8.self)) { idleTimeout = n }
+    }
+
+    /// Runs the daemon in the foreground until `stop`, SIGTERM or SIGINT. Returns an exit status.
+    public static func run(vaultPath: String, log: @escaping @Sendable (String) -> Void) -> Int32 {
+        hardenProcess()
+        let device: DeviceKey
+        let vault: Vault
+        do {
+            device = try DeviceKey.loadOrCreate()
+            vault = try Vault.open(at: vaultPath, deviceKey: device)
+        } catch let e as VaultFileError {
+            log("cannot open vault: \(e.description)")
+            return e.status.exitCode
+        } catch {
+            log("cannot open vault: \(error)")
+            return KeychainStatus.io.exitCode
+        }
+        do {
+            let daemon = try Daemon(vault: vault, vaultPath: vaultPath)
+            return daemon.serve(log: log)
+        } catch {
+            log("cannot start: \(error)")
+            return KeychainStatus.io.exitCode
+        }
+    }
+
+    /// No core dumps, no ptrace by the same user, so keys cannot be read out of the process.
+    static func hardenProcess() {
+        _ = kcfs_harden_process()
+    }
+
+    func serve(log: @escaping @Sendable (String) -> Void) -> Int32 {
+        let dir = String(socketPath[..<socketPath.lastIndex(of: "/")!])
+        mkdir(dir, 0o755)
+        if let probe = try? UnixSocket.connect(to: socketPath) {
+            close(probe)
+            log("a daemon is already serving \(vaultPath) at \(socketPath)")
+            return 1
+        }
+        do {
+            listener = try UnixSocket.listen(at: socketPath, mode: 0o666)  // the daemon decides, not the mode
+        } catch {
+            log("cannot listen at \(socketPath)")
+            return KeychainStatus.io.exitCode
+        }
+        log("serving \(vaultPath) at \(socketPath) (pid \(getpid()))")
+
+        signal(SIGUSR1, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        signal(SIGPIPE, SIG_IGN)
+        let queue = DispatchQueue(label: "keychainfs.daemon.events")
+        let usr1 = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: queue)
+        usr1.setEventHandler { [self] in
+            vault.lock()
+            log("locked by SIGUSR1")
+        }
+        usr1.resume()
+        for sig in [SIGTERM, SIGINT] {
+            let src = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            src.setEventHandler { [self] in
+                log("stopping on signal \(sig)")
+                shutdown()
+            }
+            src.resume()
+            retained.append(src)
+        }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + 1, repeating: 1)
+        timer.setEventHandler { [self] in
+            let (timeout, idle) = state.withLock { (idleTimeout, monotonicSeconds() - lastActivity) }
+            if timeout > 0 && idle >= Double(timeout) && vault.lockState == .unlocked {
+                vault.lock()
+                log("locked after \(timeout) s idle")
+            }
+        }
+        timer.resume()
+        retained.append(usr1)
+        retained.append(timer)
+
+        while true {
+            let fd = kcfs_accept_cloexec(listener)
+            if fd < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                if listener < 0 { return 0 }
+                log("accept failed: errno \(errno)")
+                return KeychainStatus.io.exitCode
+            }
+            DispatchQueue.global().async { [self] in self.connection(fd, log: log) }
+        }
+    }
+
+    private var retained: [DispatchSourceProtocol] = []
+
+    /// Removes the socket and exits; the keys are wiped by process exit (guarded pages are
+    /// unmapped) after an explicit lock.
+    func shutdown() -> Never {
+        unlink(socketPath)
+        vault.lock()
+        exit(0)
+    }
+
+    private func connection(_ fd: Int32, log: @escaping @Sendable (String) -> Void) {
+        defer { close(fd) }
+        guard let caller = try? CallerIdentity.of(socket: fd) else { return }
+        while let payload = try? Frame.read(from: fd) {
+            let response: Response
+            var stopAfter = false
+            do {
+                let request = try Request.decode(payload)
+                payload.wipe()
+                stopAfter = request.operation == .stop
+                response = handle(request, caller: caller, log: log)
+                if response.status != .success { stopAfter = false }
+            } catch let status as KeychainStatus {
+                response = Response(status: status)
+            } catch {
+                response = Response(status: .decode)
+            }
+            let out = response.encoded()
+            guard (try? Frame.write(out, to: fd)) != nil else { return }
+            out.wipe()
+            if stopAfter {
+                log("stopped by uid \(caller.uid)")
+                shutdown()
+            }
+        }
+    }
+
+    // MARK: Requests
+
+    func entitledGroups(_ caller: CallerIdentity) -> [String] {
+        state.withLock {
+            if groupTable.groups.isEmpty {
+                return AccessGroup(name: "default", owner: ownerUID, gid: ownerGID).entitles(caller) ? ["default"] : []
+            }
+            return groupTable.entitled(caller)
+        }
+    }
+
+    /// The daemon's own user and root administer the vault.
+    func isAdministrator(_ caller: CallerIdentity) -> Bool { caller.uid == 0 || caller.uid == ownerUID }
+
+    func handle(_ request: Request, caller: CallerIdentity, log: @Sendable (String) -> Void) -> Response {
+        let who = "uid=\(caller.uid) pid=\(caller.pid) exe=\(caller.executable ?? "?")"
+        if request.operation != .ping && request.operation != .info {
+            state.withLock { lastActivity = monotonicSeconds() }
+        }
+        do {
+            switch request.operation {
+            case .ping:
+                return Response(info: ["protocol": .number(Int64(WireProtocol.version)), "pid": .number(Int64(getpid()))])
+            case .info:
+                return Response(info: try info(for: caller))
+            case .unlock:
+                guard let pass = request.secrets.first else { throw KeychainStatus.param }
+                try unlock(pass, who: who, log: log)
+                return Response()
+            case .lock:
+                guard isAdministrator(caller) || !entitledGroups(caller).isEmpty else { throw KeychainStatus.authFailed }
+                vault.lock()
+                log("locked by \(who)")
+                return Response()
+            case .add:
+                let r = try vault.add(request.query, secret: request.secrets.first, accessGroups: entitledGroups(caller))
+                log("add \(who)")
+                return Response(result: r)
+            case .copyMatching:
+                return Response(result: try vault.copyMatching(request.query, accessGroups: entitledGroups(caller)))
+            case .update:
+                try vault.update(request.query, changes: request.changes, secret: request.secrets.first,
+                                 accessGroups: entitledGroups(caller))
+                log("update \(who)")
+                return Response()
+            case .delete:
+                try vault.delete(request.query, accessGroups: entitledGroups(caller))
+                log("delete \(who)")
+                return Response()
+            case .changePassphrase:
+                guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
+                guard request.secrets.count == 2 else { throw KeychainStatus.param }
+                var kdf: KDFParameters?
+                if case .string(let name)? = request.options["kdf"] {
+                    guard let p = KDFParameters(presetName: name) else { throw KeychainStatus.param }
+                    kdf = p
+                }
+                let removed = try vault.changePassphrase(from: request.secrets[0], to: request.secrets[1], kdf: kdf)
+                log("passphrase changed by \(who)")
+                return Response(info: ["deleted": .number(Int64(removed))])
+            case .setSettings:
+                guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
+                if let t = request.options["lock-timeout"]?.integerValue {
+                    guard t >= 0 else { throw KeychainStatus.param }
+                    try vault.setSetting("lock-timeout", Array(String(t).utf8))
+                    state.withLock { idleTimeout = Int(t); lastActivity = monotonicSeconds() }
+                }
+                return Response()
+            case .groupAdd, .groupSet, .groupRemove:
+                guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
+                try changeGroups(request)
+                log("groups changed by \(who)")
+                return Response()
+            case .groupList:
+                let visible = state.withLock { groupTable.groups }.filter { isAdministrator(caller) || $0.entitles(caller) }
+                return Response(result: .array(visible.map { .item(FoundItem(attributes: $0.record, secret: nil, persistentRef: nil)) }))
+            case .stop:
+                guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
+                return Response()
+            }
+        } catch let status as KeychainStatus {
+            if status == .missingEntitlement { log("denied \(request.operation) \(who)") }
+            return Response(status: status)
+        } catch let e as VaultFileError {
+            return Response(status: e.status)
+        } catch {
+            return Response(status: .io)
+        }
+    }
+
+    private func unlock(_ passphrase: SecureBytes, who: String, log: @Sendable (String) -> Void) throws {
+        try unlockSerializer.withLock {
+            let wait = lockout.remainingDelay()
+            if wait > 0 { sleep(UInt32(wait)) }
+            do {
+                try vault.unlock(passphrase: passphrase)
+            } catch KeychainStatus.authFailed {
+                lockout.recordFailure()
+                log("unlock failed for \(who)")
+                throw KeychainStatus.authFailed
+            }
+            lockout.reset()
+            state.withLock {
+                lastActivity = monotonicSeconds()
+                if groupTable.groups.isEmpty, let t = try? AccessGroupTable.load(from: vault) { groupTable = t }
+            }
+            log("unlocked by \(who)")
+        }
+    }
+
+    private func info(for caller: CallerIdentity) throws -> Attributes {
+        let i = try vault.info()
+        var out: Attributes = [
+            "path": .string(vaultPath), "state": .string(i.lockState.rawValue),
+            "passphrase": .bool(i.hasPassphrase), "format": .number(Int64(i.formatVersion)),
+            "kdf-ops": .number(Int64(i.kdf.opsLimit)), "kdf-mem": .number(Int64(i.kdf.memLimit)),
+            "items": .number(Int64(i.itemCount)), "other-device": .number(Int64(i.itemsBoundToOtherDevice)),
+            "lock-timeout": .number(Int64(state.withLock { idleTimeout })), "pid": .number(Int64(getpid())),
+            "groups": .string(entitledGroups(caller).joined(separator: ",")),
+        ]
+        for p in ProtectionClass.allCases { out["count." + p.rawValue] = .number(Int64(i.itemsByProtection[p] ?? 0)) }
+        return out
+    }
+
+    private func changeGroups(_ request: Request) throws {
+        guard case .string(let name)? = request.options["name"], !name.isEmpty else { throw KeychainStatus.param }
+        try state.withLock {
+            var table = groupTable
+            switch request.operation {
+            case .groupAdd:
+                guard table.group(named: name) == nil else { throw KeychainStatus.duplicateItem }
+                var g = AccessGroup(name: name, owner: ownerUID, gid: ownerGID)
+                apply(request.options, to: &g)
+                table.groups.append(g)
+            case .groupSet:
+                guard let i = table.groups.firstIndex(where: { $0.name == name }) else { throw KeychainStatus.itemNotFound }
+                apply(request.options, to: &table.groups[i])
+            default:
+                guard let i = table.groups.firstIndex(where: { $0.name == name }) else { throw KeychainStatus.itemNotFound }
+                table.groups.remove(at: i)
+            }
+            try table.save(to: vault)
+            groupTable = table
+        }
+    }
+
+    private func apply(_ options: Attributes, to g: inout AccessGroup) {
+        if let o = options["owner"]?.integerValue { g.owner = UInt32(truncatingIfNeeded: o) }
+        if let gid = options["gid"]?.integerValue { g.gid = UInt32(truncatingIfNeeded: gid) }
+        if let m = options["mode"]?.integerValue { g.mode = UInt32(truncatingIfNeeded: m) & 0o777 }
+        if case .string(let exe)? = options["exe"] { g.executables = exe.isEmpty ? [] : exe.split(separator: "\n").map(String.init) }
+    }
+}
+
+func monotonicSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// A pthread mutex for the daemon's own state.
+final class PThreadLock: @unchecked Sendable {
+    private var mutex = pthread_mutex_t()
+    init() { pthread_mutex_init(&mutex, nil) }
+    deinit { pthread_mutex_destroy(&mutex) }
+    func withLock<R>(_ body: () throws -> R) rethrows -> R {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return try body()
+    }
+}

@@ -1,0 +1,42 @@
+import Glibc
+
+/// Failed-unlock back-off, recorded in a file so that restarting the daemon does not reset it.
+/// After n consecutive failures the next attempt waits 2^(n-1) seconds (at most 60) from the
+/// last failure.
+struct Lockout {
+    let path: String
+
+    struct State { var failures: Int; var lastFailure: Int }
+
+    func read() -> State {
+        guard let text = readSmallFile(path) else { return State(failures: 0, lastFailure: 0) }
+        let parts = text.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int($0) }
+        guard parts.count == 2 else { return State(failures: 0, lastFailure: 0) }
+        return State(failures: parts[0], lastFailure: parts[1])
+    }
+
+    /// Seconds to wait before the next attempt may be checked.
+    func remainingDelay(now: Int = Int(time(nil))) -> Int {
+        let s = read()
+        guard s.failures > 0 else { return 0 }
+        let delay = min(1 << min(s.failures - 1, 6), 60)
+        return max(0, s.lastFailure + delay - now)
+    }
+
+    func recordFailure() {
+        let s = read()
+        write("\(s.failures + 1) \(Int(time(nil)))\n")
+    }
+
+    func reset() { unlink(path) }
+
+    private func write(_ text: String) {
+        let tmp = path + ".tmp"
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        _ = Array(text.utf8).withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        fsync(fd)
+        close(fd)
+        rename(tmp, path)
+    }
+}

@@ -1,0 +1,59 @@
+import Glibc
+import KeychainCore
+import KeychainCrypto
+
+/// Length-prefixed frames on a stream socket. Payloads are read straight into guarded memory.
+public enum Frame {
+    /// Large enough for a secret of several MiB and its attributes.
+    public static let maximumLength = 64 << 20
+
+    /// Writes one frame. - Throws: `KeychainStatus.io` when the peer is gone.
+    public static func write(_ payload: SecureBytes, to fd: Int32) throws {
+        var header = ByteWriter()
+        header.u32(UInt32(payload.count))
+        try header.bytes.withUnsafeBytes { try writeAll($0, fd) }
+        try payload.withUnsafeBytes { try writeAll($0, fd) }
+    }
+
+    /// Reads one frame; nil at a clean end of stream.
+    /// - Throws: `KeychainStatus.io` on a short read, `.decode` for an over-long frame.
+    public static func read(from fd: Int32) throws -> SecureBytes? {
+        var header = [UInt8](repeating: 0, count: 4)
+        let got = try header.withUnsafeMutableBytes { try readAll($0, fd) }
+        if got == 0 { return nil }
+        guard got == 4 else { throw KeychainStatus.io }
+        let length = header.reduce(0) { $0 << 8 | Int($1) }
+        guard length <= maximumLength else { throw KeychainStatus.decode }
+        let payload = SecureBytes(count: length)
+        let n = try payload.withUnsafeMutableBytes { try readAll($0, fd) }
+        guard n == length else { throw KeychainStatus.io }
+        return payload
+    }
+
+    private static func writeAll(_ buf: UnsafeRawBufferPointer, _ fd: Int32) throws {
+        var done = 0
+        while done < buf.count {
+            let n = send(fd, buf.baseAddress! + done, buf.count - done, Int32(MSG_NOSIGNAL))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw KeychainStatus.io
+            }
+            done += n
+        }
+    }
+
+    /// Reads until the buffer is full or the stream ends; returns the bytes read.
+    private static func readAll(_ buf: UnsafeMutableRawBufferPointer, _ fd: Int32) throws -> Int {
+        var done = 0
+        while done < buf.count {
+            let n = recv(fd, buf.baseAddress! + done, buf.count - done, 0)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw KeychainStatus.io
+            }
+            if n == 0 { break }
+            done += n
+        }
+        return done
+    }
+}

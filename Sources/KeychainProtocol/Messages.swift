@@ -1,0 +1,179 @@
+import KeychainCore
+import KeychainCrypto
+
+/// The daemon's socket protocol: every message type and its encoding, in this one file.
+///
+/// A frame is a big-endian u32 payload length (at most `Frame.maximumLength`) and the payload.
+/// Request payload:  u16 version, u8 operation, record query, record changes, record options,
+///                   u8 secret count, each secret as u32 length + bytes.
+/// Response payload: u16 version, i32 status, u8 shape (0 none, 1 one value, 2 array),
+///                   u32 value count, values, record info.
+/// Value:            u8 kind (1 data, 2 persistent ref, 3 item), record attributes,
+///                   u8 has-secret [u32 len + bytes], u8 has-ref [u32 len + bytes].
+/// A record is `AttributeCoding`'s encoding of an attribute dictionary.
+public enum WireProtocol {
+    /// Bumped on any incompatible change; the daemon answers other versions with errSecBadReq.
+    public static let version: UInt16 = 1
+}
+
+/// Request operations; codes are frozen.
+public enum Operation: UInt8, Sendable, CaseIterable {
+    case ping = 1
+    case unlock = 2
+    case lock = 3
+    case info = 4
+    case add = 5
+    case copyMatching = 6
+    case update = 7
+    case delete = 8
+    case changePassphrase = 9
+    case setSettings = 10
+    case groupAdd = 11
+    case groupSet = 12
+    case groupList = 13
+    case groupRemove = 14
+    case stop = 15
+}
+
+/// A request. Secrets (item data, passphrases) travel only in `secrets`, in guarded memory.
+public struct Request {
+    public var operation: Operation
+    public var query: Attributes
+    public var changes: Attributes
+    public var options: Attributes
+    public var secrets: [SecureBytes]
+
+    public init(_ operation: Operation, query: Attributes = [:], changes: Attributes = [:],
+                options: Attributes = [:], secrets: [SecureBytes] = []) {
+        self.operation = operation
+        self.query = query
+        self.changes = changes
+        self.options = options
+        self.secrets = secrets
+    }
+
+    /// Encodes into guarded memory (the payload may hold secrets).
+    public func encoded() -> SecureBytes {
+        var w = ByteWriter()
+        w.u16(WireProtocol.version)
+        w.u8(operation.rawValue)
+        AttributeCoding.write(query, into: &w)
+        AttributeCoding.write(changes, into: &w)
+        AttributeCoding.write(options, into: &w)
+        w.u8(UInt8(secrets.count))
+        for s in secrets { s.withUnsafeBytes { w.lengthPrefixed($0) } }
+        defer { wipeBytes(&w.bytes) }
+        return SecureBytes(copying: w.bytes)
+    }
+
+    /// Decodes a payload. - Throws: `badReq` for another protocol version, `decode` when malformed.
+    public static func decode(_ payload: SecureBytes) throws -> Request {
+        try payload.withUnsafeBytes { buf in
+            var r = ByteReader(buf)
+            do {
+                guard try r.u16() == WireProtocol.version else { throw KeychainStatus.badReq }
+                guard let op = Operation(rawValue: try r.u8()) else { throw KeychainStatus.badReq }
+                let query = try AttributeCoding.read(from: &r)
+                let changes = try AttributeCoding.read(from: &r)
+                let options = try AttributeCoding.read(from: &r)
+                var secrets: [SecureBytes] = []
+                for _ in 0..<Int(try r.u8()) { secrets.append(try readSecret(&r, buf)) }
+                guard r.remaining == 0 else { throw KeychainStatus.decode }
+                return Request(op, query: query, changes: changes, options: options, secrets: secrets)
+            } catch is ByteReader.Truncated {
+                throw KeychainStatus.decode
+            }
+        }
+    }
+}
+
+/// A response: the status, the shaped result of a search or add, and operation-specific info.
+public struct Response {
+    public var status: KeychainStatus
+    public var result: QueryResult
+    public var info: Attributes
+
+    public init(status: KeychainStatus = .success, result: QueryResult = .none, info: Attributes = [:]) {
+        self.status = status
+        self.result = result
+        self.info = info
+    }
+
+    public func encoded() -> SecureBytes {
+        var w = ByteWriter()
+        w.u16(WireProtocol.version)
+        w.u32(UInt32(bitPattern: status.rawValue))
+        let values: [ReturnedValue]
+        switch result {
+        case .none: w.u8(0); values = []
+        case .value(let v): w.u8(1); values = [v]
+        case .array(let a): w.u8(2); values = a
+        }
+        w.u32(UInt32(values.count))
+        for v in values {
+            switch v {
+            case .data(let d):
+                w.u8(1); AttributeCoding.write([:], into: &w)
+                w.u8(1); d.withUnsafeBytes { w.lengthPrefixed($0) }; w.u8(0)
+            case .persistentRef(let ref):
+                w.u8(2); AttributeCoding.write([:], into: &w)
+                w.u8(0); w.u8(1); w.lengthPrefixed(ref)
+            case .item(let item):
+                w.u8(3); AttributeCoding.write(item.attributes, into: &w)
+                if let s = item.secret { w.u8(1); s.withUnsafeBytes { w.lengthPrefixed($0) } } else { w.u8(0) }
+                if let ref = item.persistentRef { w.u8(1); w.lengthPrefixed(ref) } else { w.u8(0) }
+            }
+        }
+        AttributeCoding.write(info, into: &w)
+        defer { wipeBytes(&w.bytes) }
+        return SecureBytes(copying: w.bytes)
+    }
+
+    public static func decode(_ payload: SecureBytes) throws -> Response {
+        try payload.withUnsafeBytes { buf in
+            var r = ByteReader(buf)
+            do {
+                guard try r.u16() == WireProtocol.version else { throw KeychainStatus.badReq }
+                let status = KeychainStatus(rawValue: Int32(bitPattern: try r.u32()))
+                let shape = try r.u8()
+                let count = Int(try r.u32())
+                guard shape <= 2, count <= r.remaining else { throw KeychainStatus.decode }
+                var values: [ReturnedValue] = []
+                for _ in 0..<count {
+                    let kind = try r.u8()
+                    let attributes = try AttributeCoding.read(from: &r)
+                    let secret = try r.u8() == 1 ? try readSecret(&r, buf) : nil
+                    let ref = try r.u8() == 1 ? try r.lengthPrefixed() : nil
+                    switch kind {
+                    case 1: values.append(.data(secret ?? SecureBytes(count: 0)))
+                    case 2: values.append(.persistentRef(ref ?? []))
+                    case 3: values.append(.item(FoundItem(attributes: attributes, secret: secret, persistentRef: ref)))
+                    default: throw KeychainStatus.decode
+                    }
+                }
+                let info = try AttributeCoding.read(from: &r)
+                guard r.remaining == 0 else { throw KeychainStatus.decode }
+                let result: QueryResult
+                switch shape {
+                case 0: result = .none
+                case 1:
+                    guard values.count == 1 else { throw KeychainStatus.decode }
+                    result = .value(values[0])
+                default: result = .array(values)
+                }
+                return Response(status: status, result: result, info: info)
+            } catch is ByteReader.Truncated {
+                throw KeychainStatus.decode
+            }
+        }
+    }
+}
+
+/// Copies a length-prefixed secret straight from the guarded payload into guarded memory.
+private func readSecret(_ r: inout ByteReader, _ buf: UnsafeRawBufferPointer) throws -> SecureBytes {
+    let length = Int(try r.u32())
+    let start = r.offset
+    guard length <= r.remaining else { throw ByteReader.Truncated() }
+    try r.skip(length)
+    return SecureBytes(copying: UnsafeRawBufferPointer(rebasing: buf[start..<start + length]))
+}

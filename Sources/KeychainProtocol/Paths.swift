@@ -1,0 +1,81 @@
+import Glibc
+import KeychainCrypto
+
+/// Where vaults and daemon sockets live.
+public enum Paths {
+    /// The vault to use when none is named: `$KEYCHAINFS_VAULT`, else
+    /// `/var/lib/keychainfs/login.vault` for root, else `$XDG_DATA_HOME/keychainfs/login.vault`
+    /// (default `~/.local/share/keychainfs/login.vault`).
+    public static func defaultVault() -> String {
+        if let v = environment("KEYCHAINFS_VAULT") { return v }
+        if geteuid() == 0 { return "/var/lib/keychainfs/login.vault" }
+        if let d = environment("XDG_DATA_HOME") { return d + "/keychainfs/login.vault" }
+        return (environment("HOME") ?? "/tmp") + "/.local/share/keychainfs/login.vault"
+    }
+
+    /// An absolute, symlink-free form of `path` (its directory must exist).
+    public static func canonical(_ path: String) -> String {
+        if let resolved = realpath(path, nil) {
+            defer { free(resolved) }
+            return String(cString: resolved)
+        }
+        // The file may not exist yet: resolve the directory and keep the name.
+        let slash = path.lastIndex(of: "/")
+        let dir = slash.map { String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        if let resolved = realpath(dir.isEmpty ? "/" : dir, nil) {
+            defer { free(resolved) }
+            let d = String(cString: resolved)
+            return (d == "/" ? "" : d) + "/" + name
+        }
+        return path
+    }
+
+    /// The daemon socket of a vault, found from the vault path alone, so every user of a shared
+    /// vault reaches the same daemon: `<runtime dir>/<hash>.sock`, the hash being BLAKE2b of the
+    /// canonical vault path.
+    public static func socket(forVault vault: String) -> String {
+        runtimeDirectory(forVault: vault) + "/" + hexHash(canonical(vault)) + ".sock"
+    }
+
+    /// The file that records failed unlock attempts, so back-off survives a daemon restart.
+    public static func lockoutFile(forVault vault: String) -> String {
+        runtimeDirectory(forVault: vault) + "/" + hexHash(canonical(vault)) + ".lockout"
+    }
+
+    /// The daemon's log when the CLI started it in the background.
+    public static func logFile(forVault vault: String) -> String {
+        runtimeDirectory(forVault: vault) + "/" + hexHash(canonical(vault)) + ".log"
+    }
+
+    /// `$KEYCHAINFS_RUNTIME_DIR` when set; otherwise `/run/keychainfs` for a vault owned by root
+    /// and `/tmp/keychainfs-UID` for a vault owned by UID. Only the owner (or root) can create
+    /// that directory, and clients refuse one that others could write.
+    public static func runtimeDirectory(forVault vault: String) -> String {
+        if let d = environment("KEYCHAINFS_RUNTIME_DIR") { return d }
+        let owner = vaultOwner(vault)
+        return owner == 0 ? "/run/keychainfs" : "/tmp/keychainfs-\(owner)"
+    }
+
+    /// The owner of the vault file, or of its directory when the file does not exist yet.
+    public static func vaultOwner(_ vault: String) -> UInt32 {
+        var st = stat()
+        if stat(vault, &st) == 0 { return st.st_uid }
+        let path = canonical(vault)
+        let dir = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        if stat(dir.isEmpty ? "/" : dir, &st) == 0 { return st.st_uid }
+        return geteuid()
+    }
+
+    static func hexHash(_ s: String) -> String {
+        KeyedHash.hash(Array(s.utf8), key: nil, length: 16).map { b in
+            let h = String(b, radix: 16)
+            return b < 16 ? "0" + h : h
+        }.joined()
+    }
+
+    public static func environment(_ name: String) -> String? {
+        guard let v = getenv(name), v.pointee != 0 else { return nil }
+        return String(cString: v)
+    }
+}
