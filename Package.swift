@@ -5,6 +5,7 @@ let package = Package(
     name: "keychainfs",
     products: [
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
+        .executable(name: "keychainfs", targets: ["keychainfs"]),
         .executable(name: "keychainfs-demo", targets: ["keychainfs-demo"]),
         .executable(name: "keychainfs-bench", targets: ["keychainfs-bench"]),
     ],
@@ -34,6 +35,10 @@ let package = Package(
         // The daemon: socket server, caller identity, access groups, lock triggers.
         .target(name: "KeychainDaemon", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "CProcess"]),
 
+        // The command line: verbs, option parsing, passphrase input, output formats.
+        .target(name: "KeychainCLI", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol",
+                                                    "KeychainClient", "KeychainDaemon"]),
+        .executableTarget(name: "keychainfs", dependencies: ["KeychainCLI"]),
         .executableTarget(name: "keychainfs-demo", dependencies: ["KeychainCore", "KeychainCrypto"]),
         .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto"]),
 
@@ -41,5 +46,6 @@ let package = Package(
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto", "SQLiteStore"],
                     resources: [.copy("Fixtures")]),
+        .testTarget(name: "KeychainCLITests", dependencies: ["KeychainCLI"]),
     ]
 )

@@ -1,0 +1,48 @@
+/// A usage error: exit status 2 and a message naming the verb's help.
+public struct UsageError: Error {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+}
+
+/// Parses `security`-style arguments: single-letter flags (`-s VALUE`), long options
+/// (`--json`, `--kdf VALUE`), repeated options, and positional arguments.
+struct Arguments: Sendable {
+    private(set) var values: [String: [String]] = [:]
+    private(set) var switches: Set<String> = []
+    private(set) var positionals: [String] = []
+
+    /// - Parameters:
+    ///   - valued: options that take a value (`-s`, `--kdf`).
+    ///   - flags: options that take none (`-w` is listed here when it may stand alone).
+    ///   - optionalValue: options whose value may be missing at the end of the line (`-w`).
+    init(_ args: [String], valued: Set<String>, flags: Set<String>, optionalValue: Set<String> = []) throws {
+        var i = 0
+        var onlyPositionals = false
+        while i < args.count {
+            let a = args[i]
+            i += 1
+            if onlyPositionals || !a.hasPrefix("-") || a == "-" {
+                positionals.append(a)
+            } else if a == "--" {
+                onlyPositionals = true
+            } else if valued.contains(a) || optionalValue.contains(a) {
+                if i < args.count {
+                    values[a, default: []].append(args[i])
+                    i += 1
+                } else if optionalValue.contains(a) {
+                    switches.insert(a)
+                } else {
+                    throw UsageError("option \(a) needs a value")
+                }
+            } else if flags.contains(a) {
+                switches.insert(a)
+            } else {
+                throw UsageError("unknown option \(a)")
+            }
+        }
+    }
+
+    func value(_ name: String) -> String? { values[name]?.last }
+    func all(_ name: String) -> [String] { values[name] ?? [] }
+    func has(_ name: String) -> Bool { switches.contains(name) || values[name] != nil }
+}

@@ -1,0 +1,81 @@
+import Glibc
+import KeychainClient
+import KeychainCore
+import KeychainCrypto
+import KeychainDaemon
+import KeychainProtocol
+
+/// The `keychainfs` command line. Item verbs follow macOS's `security` tool.
+public enum CLI {
+    /// Exit statuses that are not a keychain status; frozen (docs/cli.md).
+    public enum Exit {
+        public static let success: Int32 = 0
+        public static let usage: Int32 = 2
+    }
+
+    /// Runs one command line and returns the process exit status.
+    public static func main(_ argv: [String]) -> Int32 {
+        let args = Array(argv.dropFirst())
+        guard let verbName = args.first else {
+            Terminal.writeString(2, Help.overview)
+            return Exit.usage
+        }
+        if verbName == "help" || verbName == "--help" || verbName == "-h" {
+            if args.count > 1, let v = Verb.named(args[1]) { Terminal.writeString(1, v.help) }
+            else { Terminal.writeString(1, Help.overview) }
+            return Exit.success
+        }
+        guard let verb = Verb.named(verbName) else {
+            Terminal.warn("unknown command \"\(verbName)\"; see keychainfs help")
+            return Exit.usage
+        }
+        let rest = Array(args.dropFirst())
+        if rest.contains("--help") || rest.contains("-h") && verb.name != "add-internet-password" {
+            Terminal.writeString(1, verb.help)
+            return Exit.success
+        }
+        do {
+            return try verb.run(rest)
+        } catch let e as UsageError {
+            Terminal.warn(e.message)
+            Terminal.writeString(2, verb.help)
+            return Exit.usage
+        } catch let status as KeychainStatus {
+            Terminal.writeString(2, "keychainfs: \(status.message)\n")
+            return status.exitCode
+        } catch let e as VaultFileError {
+            Terminal.writeString(2, "keychainfs: \(e.description)\n")
+            return e.status.exitCode
+        } catch {
+            Terminal.writeString(2, "keychainfs: \(error)\n")
+            return KeychainStatus.io.exitCode
+        }
+    }
+}
+
+/// What every verb shares: the vault path and a daemon connection.
+struct Context: Sendable {
+    let args: Arguments
+
+    /// The trailing positional argument, else `$KEYCHAINFS_VAULT`, else the per-user default.
+    var vault: String {
+        Paths.canonical(args.positionals.last ?? Paths.defaultVault())
+    }
+
+    func checkPositionals(max: Int = 1) throws {
+        guard args.positionals.count <= max else { throw UsageError("too many arguments") }
+    }
+
+    /// Connects to the vault's daemon, starting it when none runs.
+    func client() throws -> DaemonClient {
+        try DaemonClient.connect(vaultPath: vault, startWith: [selfExecutable(), "daemon", vault])
+    }
+
+    var json: Bool { args.has("--json") }
+}
+
+func selfExecutable() -> String {
+    var buf = [CChar](repeating: 0, count: 4096)
+    let n = readlink("/proc/self/exe", &buf, buf.count - 1)
+    return n > 0 ? String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+}

@@ -1,0 +1,196 @@
+import Glibc
+import KeychainClient
+import KeychainCore
+import KeychainCrypto
+import KeychainProtocol
+
+/// The item verbs, with macOS `security` flags.
+enum ItemVerbs {
+    static let all: [Verb] = [
+        add(.genericPassword), find(.genericPassword), delete(.genericPassword),
+        add(.internetPassword), find(.internetPassword), delete(.internetPassword), dump,
+    ]
+
+    static func noun(_ c: ItemClass) -> String { c == .genericPassword ? "generic-password" : "internet-password" }
+
+    /// Flags that name attributes, per class: flag -> raw attribute key.
+    static func attributeFlags(_ c: ItemClass) -> [String: String] {
+        var common = ["-a": "acct", "-l": "labl", "-j": "icmt", "-D": "desc", "-c": "crtr", "-C": "type"]
+        if c == .genericPassword {
+            common["-s"] = "svce"
+            common["-G"] = "gena"
+        } else {
+            common["-s"] = "srvr"; common["-r"] = "ptcl"; common["-P"] = "port"; common["-p"] = "path"
+            common["-d"] = "sdmn"; common["-t"] = "atyp"
+        }
+        return common
+    }
+
+    static func classDetails(_ c: ItemClass) -> String {
+        let common = """
+          -a ACCOUNT   account            -l LABEL     label
+          -j COMMENT   comment            -D KIND      kind (description)
+          -c CREATOR   creator            -C TYPE      type
+          --access-group GROUP            one of your entitled access groups
+        """
+        if c == .genericPassword { return "  -s SERVICE   service            -G VALUE     generic attribute\n" + common }
+        return """
+          -s SERVER    server             -r PROTOCOL  protocol (four characters, e.g. htps)
+          -P PORT      port               -p PATH      path
+          -d DOMAIN    security domain    -t AUTHTYPE  authentication type (e.g. dflt)
+
+        """ + common
+    }
+
+    /// The query or attributes named by the flags given.
+    static func attributes(_ ctx: Context, _ c: ItemClass) -> Attributes {
+        var out: Attributes = ["class": .string(c.rawValue)]
+        for (flag, key) in attributeFlags(c) {
+            if let v = ctx.args.value(flag) { out[key] = .string(v) }
+        }
+        if let g = ctx.args.value("--access-group") { out["agrp"] = .string(g) }
+        return out
+    }
+
+    static func add(_ c: ItemClass) -> Verb {
+        Verb(
+            name: "add-\(noun(c))",
+            usage: "[-s ...] [-a ACCOUNT] -w PASSWORD|- [-U] [--accessible CLASS] [--synchronizable] [...] [VAULT]",
+            summary: "Add a \(c == .genericPassword ? "generic" : "internet") password (-U updates an existing one).",
+            valued: Set(attributeFlags(c).keys).union(["--accessible", "--access-group"]),
+            flags: ["-U", "--synchronizable"], optionalValue: ["-w"],
+            details: classDetails(c) + """
+
+              -w PASSWORD  the secret; "-w -" reads it from standard input (one trailing newline is
+                           dropped); -w last on the line asks for it without echo
+              -U           update the item if it already exists
+              --accessible CLASS  protection class: Apple's name (WhenUnlocked, AfterFirstUnlock,
+                           Always, ...ThisDeviceOnly, WhenPasscodeSetThisDeviceOnly) or raw (ak, cku, ...)
+              --synchronizable    mark the item synchronizable (sync=1)
+            """
+        ) { ctx in
+            try ctx.checkPositionals()
+            var attrs = attributes(ctx, c)
+            if let a = ctx.args.value("--accessible") {
+                guard let p = ProtectionClass(name: a) else { throw UsageError("unknown protection class \(a)") }
+                attrs["pdmn"] = .string(p.rawValue)
+            }
+            if ctx.args.has("--synchronizable") { attrs["sync"] = .bool(true) }
+            let client = try ctx.client()
+            let secret = try readSecret(ctx)
+            do {
+                try client.send(Request(.add, query: attrs, secrets: [secret]))
+            } catch KeychainStatus.duplicateItem where ctx.args.has("-U") {
+                var query: Attributes = ["class": .string(c.rawValue)]
+                for key in c.primaryKey + ["agrp"] { if let v = attrs[key] { query[key] = v } }
+                if attrs["sync"] != nil { query["sync"] = attrs["sync"] }
+                var changes = attrs
+                for key in ["class"] + c.primaryKey { changes[key] = nil }
+                try client.send(Request(.update, query: query, changes: changes, secrets: [secret]))
+            }
+            return 0
+        }
+    }
+
+    /// The secret of `-w`: a value, `-` for standard input, or a prompt when -w ends the line.
+    static func readSecret(_ ctx: Context) throws -> SecureBytes {
+        if let w = ctx.args.value("-w") {
+            if w == "-" { return try Terminal.readAllStdin() }
+            return SecureBytes(copying: Array(w.utf8))
+        }
+        if ctx.args.has("-w") {
+            if !Terminal.stdinIsTerminal { return try Terminal.readAllStdin() }
+            let first = try Terminal.prompt("password data for new item: ")
+            let again = try Terminal.prompt("retype password for new item: ")
+            guard first.constantTimeEquals(again) else { throw UsageError("the passwords differ") }
+            return first
+        }
+        return SecureBytes(count: 0)
+    }
+
+    static func find(_ c: ItemClass) -> Verb {
+        Verb(
+            name: "find-\(noun(c))", usage: "[-s ...] [-a ACCOUNT] [-w | -g] [--json] [VAULT]",
+            summary: "Find the first matching \(c == .genericPassword ? "generic" : "internet") password and print it.",
+            valued: Set(attributeFlags(c).keys).union(["--access-group"]), flags: ["-w", "-g"],
+            details: classDetails(c) + """
+
+              -w           print only the password, followed by a newline
+              -g           also print the password (on standard error, as security does)
+              --json       one JSON object: keychain, class, attributes, and password with -w or -g
+            """
+        ) { ctx in
+            try ctx.checkPositionals()
+            var query = attributes(ctx, c)
+            let wantSecret = ctx.args.has("-w") || ctx.args.has("-g")
+            query["r_Attributes"] = .bool(true)
+            if wantSecret { query["r_Data"] = .bool(true) }
+            let r = try ctx.client().send(Request(.copyMatching, query: query))
+            guard let item = r.result.value?.item else { throw KeychainStatus.decode }
+            if ctx.json {
+                var out = "{\"keychain\":\(Output.jsonString(ctx.vault)),\"class\":\"\(c.rawValue)\",\"attributes\":\(Output.json(item.attributes))"
+                if wantSecret, let s = item.secret {
+                    out += ",\"password\":" + s.withUnsafeBytes { Output.json(.data(Array($0))) }
+                }
+                Terminal.writeString(1, out + "}\n")
+            } else if ctx.args.has("-w") {
+                item.secret?.withUnsafeBytes { Terminal.writeAll(1, $0) }
+                Terminal.writeString(1, "\n")
+            } else {
+                Terminal.writeString(1, Output.itemText(vault: ctx.vault, attributes: item.attributes))
+                if ctx.args.has("-g"), let s = item.secret {
+                    let shown = s.withUnsafeBytes { Output.printable(Array($0)).map { "\"\(Output.escape($0))\"" } ?? "0x" + Output.hex(Array($0)) }
+                    Terminal.writeString(2, "password: \(shown)\n")
+                }
+            }
+            return 0
+        }
+    }
+
+    static func delete(_ c: ItemClass) -> Verb {
+        Verb(
+            name: "delete-\(noun(c))", usage: "[-s ...] [-a ACCOUNT] [VAULT]",
+            summary: "Delete every matching \(c == .genericPassword ? "generic" : "internet") password.",
+            valued: Set(attributeFlags(c).keys).union(["--access-group"]), details: classDetails(c)
+        ) { ctx in
+            try ctx.checkPositionals()
+            let query = attributes(ctx, c)
+            try ctx.client().send(Request(.delete, query: query))
+            if !ctx.json { Terminal.writeString(1, "password has been deleted.\n") }
+            return 0
+        }
+    }
+
+    static let dump = Verb(
+        name: "dump-keychain", usage: "[-d] [--json] [VAULT]",
+        summary: "List every readable item (attributes; -d adds the secrets).",
+        flags: ["-d"]
+    ) { ctx in
+        try ctx.checkPositionals()
+        let client = try ctx.client()
+        var jsonItems: [String] = []
+        for c in [ItemClass.genericPassword, .internetPassword, .certificate, .key] {
+            var query: Attributes = ["class": .string(c.rawValue), "sync": "syna", "m_Limit": "m_LimitAll",
+                                     "r_Attributes": .bool(true)]
+            if ctx.args.has("-d") { query["r_Data"] = .bool(true) }
+            let r: Response
+            do { r = try client.send(Request(.copyMatching, query: query)) } catch KeychainStatus.itemNotFound { continue }
+            for v in r.result.array ?? [] {
+                guard let item = v.item else { continue }
+                if ctx.json {
+                    var obj = "{\"class\":\"\(c.rawValue)\",\"attributes\":\(Output.json(item.attributes))"
+                    if let s = item.secret { obj += ",\"password\":" + s.withUnsafeBytes { Output.json(.data(Array($0))) } }
+                    jsonItems.append(obj + "}")
+                } else {
+                    var text = Output.itemText(vault: ctx.vault, attributes: item.attributes)
+                    if let s = item.secret {
+                        text += "data:\n" + s.withUnsafeBytes { Output.printable(Array($0)).map { "\"\(Output.escape($0))\"" } ?? "0x" + Output.hex(Array($0)) } + "\n"
+                    }
+                    Terminal.writeString(1, text)
+                }
+            }
+        }
+        if ctx.json { Terminal.writeString(1, "[" + jsonItems.joined(separator: ",") + "]\n") }
+        return 0
+    }
+}

@@ -1,0 +1,109 @@
+import KeychainCore
+import KeychainCrypto
+
+/// Renders items and info for people (the `security` layout) and for scripts (`--json`).
+enum Output {
+    /// `2026-11-29T17:00:00Z` from Apple absolute time.
+    static func isoDate(_ absolute: Double) -> String {
+        let unix = Int64((absolute + 978_307_200).rounded(.down))
+        let days = unix >= 0 ? unix / 86400 : (unix - 86399) / 86400
+        let secs = unix - days * 86400
+        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+        func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        return "\(y)-\(two(m))-\(two(d))T\(two(secs / 3600)):\(two(secs % 3600 / 60)):\(two(secs % 60))Z"
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
+    /// Printable UTF-8 without control characters, or nil.
+    static func printable(_ bytes: [UInt8]) -> String? {
+        guard let s = String(validating: bytes, as: UTF8.self),
+              !s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else { return nil }
+        return s
+    }
+
+    /// One attribute as `security` prints it: `"acct"<blob>="app"`.
+    static func text(_ key: String, _ value: AttributeValue) -> String {
+        switch value {
+        case .string(let s): return "\"\(key)\"<blob>=\"\(escape(s))\""
+        case .data(let d): return "\"\(key)\"<blob>=" + (printable(d).map { "\"\(escape($0))\"" } ?? "0x" + hex(d))
+        case .number(let n): return "\"\(key)\"<uint32>=\(n)"
+        case .bool(let b): return "\"\(key)\"<uint32>=\(b ? 1 : 0)"
+        case .date(let t): return "\"\(key)\"<timedate>=\"\(isoDate(t))\""
+        }
+    }
+
+    static func escape(_ s: String) -> String {
+        s.replacingAll("\\", "\\\\").replacingAll("\"", "\\\"")
+    }
+
+    /// The item block of `find-*-password` and `dump-keychain`.
+    static func itemText(vault: String, attributes: Attributes) -> String {
+        var out = "keychain: \"\(vault)\"\nclass: \"\(attributes["class"]?.stringValue ?? "?")\"\nattributes:\n"
+        for key in attributes.keys.sorted() where key != "class" {
+            out += "    " + text(key, attributes[key]!) + "\n"
+        }
+        return out
+    }
+
+    // MARK: JSON
+
+    static func json(_ value: AttributeValue) -> String {
+        switch value {
+        case .string(let s): return jsonString(s)
+        case .data(let d): return printable(d).map(jsonString) ?? "{\"hex\":\"\(hex(d))\"}"
+        case .number(let n): return String(n)
+        case .bool(let b): return b ? "true" : "false"
+        case .date(let t): return jsonString(isoDate(t))
+        }
+    }
+
+    static func json(_ attributes: Attributes) -> String {
+        "{" + attributes.keys.sorted().map { jsonString($0) + ":" + json(attributes[$0]!) }.joined(separator: ",") + "}"
+    }
+
+    static func jsonString(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 {
+                    let h = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - h.count) + h
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+}
+
+extension String {
+    func replacingAll(_ target: String, _ replacement: String) -> String {
+        guard !target.isEmpty else { return self }
+        var out = ""
+        var rest = self[...]
+        while let r = rest.firstRange(of: target) {
+            out += rest[..<r.lowerBound] + replacement
+            rest = rest[r.upperBound...]
+        }
+        return out + rest
+    }
+}

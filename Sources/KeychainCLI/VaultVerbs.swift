@@ -1,0 +1,196 @@
+import Glibc
+import KeychainClient
+import KeychainCore
+import KeychainCrypto
+import KeychainDaemon
+import KeychainProtocol
+
+enum VaultVerbs {
+    static let all: [Verb] = [create, unlock, lock, info, settings, password, status, daemon, stop]
+
+    static let create = Verb(
+        name: "create-keychain", usage: "[-p PASSPHRASE] [--kdf interactive|moderate|sensitive] [--no-passphrase] [VAULT]",
+        summary: "Create a vault (alias: init), start its daemon and leave it unlocked.",
+        valued: ["-p", "--kdf"], flags: ["--no-passphrase"],
+        details: """
+        The passphrase is read from standard input when it is not a terminal, else asked twice.
+        --kdf sets the Argon2id cost (default moderate: 3 passes, 256 MiB). The vault gets one
+        access group, "default", owned by the caller with mode 0400.
+        """
+    ) { ctx in
+        try ctx.checkPositionals()
+        var kdf = KDFParameters.moderate
+        if let name = ctx.args.value("--kdf") {
+            guard let p = KDFParameters(presetName: name) else { throw UsageError("--kdf takes interactive, moderate or sensitive") }
+            kdf = p
+        }
+        let pass: SecureBytes
+        if ctx.args.has("--no-passphrase") {
+            pass = SecureBytes(count: 0)
+        } else if ctx.args.value("-p") == nil && Terminal.stdinIsTerminal {
+            pass = try Terminal.prompt("New passphrase for \(ctx.vault): ")
+            let again = try Terminal.prompt("Repeat passphrase: ")
+            guard pass.constantTimeEquals(again) else { throw UsageError("the passphrases differ") }
+        } else {
+            pass = try Terminal.passphrase(ctx.args, prompt: "")
+        }
+        makeParentDirectory(ctx.vault)
+        let vault = try Vault.create(at: ctx.vault, passphrase: pass, kdf: kdf, deviceKey: try DeviceKey.loadOrCreate())
+        try AccessGroupTable(groups: [AccessGroup(name: "default", owner: getuid(), gid: getgid())]).save(to: vault)
+        withExtendedLifetime(vault) {}
+        // Start the daemon and hand it the passphrase while we still hold it.
+        try ctx.client().send(Request(.unlock, secrets: [pass]))
+        Terminal.writeString(1, "created \(ctx.vault)\n")
+        return 0
+    }
+
+    static let unlock = Verb(
+        name: "unlock-keychain", usage: "[-p PASSPHRASE] [VAULT]",
+        summary: "Unlock a vault: its daemon keeps the keys until lock-keychain or the idle timeout.",
+        valued: ["-p"],
+        details: "The passphrase comes from standard input when it is not a terminal, else a prompt without echo.\nAfter failed attempts the daemon delays the next one (1 s, 2 s, 4 s, ... up to 60 s), across restarts."
+    ) { ctx in
+        try ctx.checkPositionals()
+        let client = try ctx.client()
+        let pass = try Terminal.passphrase(ctx.args, prompt: "Passphrase for \(ctx.vault): ")
+        try client.send(Request(.unlock, secrets: [pass]))
+        return 0
+    }
+
+    static let lock = Verb(
+        name: "lock-keychain", usage: "[VAULT]",
+        summary: "Lock a vault: WhenUnlocked items become unreadable until the next unlock."
+    ) { ctx in
+        try ctx.checkPositionals()
+        try ctx.client().send(Request(.lock))
+        return 0
+    }
+
+    static let info = Verb(
+        name: "show-keychain-info", usage: "[--json] [VAULT]",
+        summary: "Show the lock state, idle timeout, KDF cost and item counts of a vault."
+    ) { ctx in
+        try ctx.checkPositionals()
+        let i = try ctx.client().send(Request(.info)).info
+        if ctx.json { Terminal.writeString(1, Output.json(i) + "\n"); return 0 }
+        var out = "Keychain \"\(ctx.vault)\" \(i["state"]?.stringValue ?? "?")"
+        var timeout: Int64 = 0
+        if case .number(let n)? = i["lock-timeout"] { timeout = n }
+        out += timeout > 0 ? " timeout=\(timeout)s" : " no-timeout"
+        out += "\n"
+        if case .number(let n)? = i["items"] { out += "items: \(n)\n" }
+        for p in ProtectionClass.allCases {
+            if case .number(let n)? = i["count." + p.rawValue], n > 0 { out += "  \(p.rawValue) (\(p.appleName)): \(n)\n" }
+        }
+        if case .number(let n)? = i["other-device"], n > 0 { out += "bound to another device: \(n) (never readable here)\n" }
+        if case .number(let ops)? = i["kdf-ops"], case .number(let mem)? = i["kdf-mem"] {
+            out += "kdf: argon2id, \(ops) passes, \(mem >> 20) MiB\n"
+        }
+        if case .string(let g)? = i["groups"] { out += "your access groups: \(g.isEmpty ? "(none)" : g)\n" }
+        Terminal.writeString(1, out)
+        return 0
+    }
+
+    static let settings = Verb(
+        name: "set-keychain-settings", usage: "[-t SECONDS] [VAULT]",
+        summary: "Lock the vault after SECONDS without requests; without -t, never.",
+        valued: ["-t"]
+    ) { ctx in
+        try ctx.checkPositionals()
+        var seconds: Int64 = 0
+        if let t = ctx.args.value("-t") {
+            guard let n = Int64(t), n >= 0 else { throw UsageError("-t takes a number of seconds") }
+            seconds = n
+        }
+        try ctx.client().send(Request(.setSettings, options: ["lock-timeout": .number(seconds)]))
+        return 0
+    }
+
+    static let password = Verb(
+        name: "set-keychain-password", usage: "[-o OLD] [-p NEW] [--kdf PRESET] [--remove-passphrase --yes] [VAULT]",
+        summary: "Change the vault passphrase (re-wraps the class keys only).",
+        valued: ["-o", "-p", "--kdf"], flags: ["--remove-passphrase", "--yes"],
+        details: """
+        Without -o/-p the old and new passphrases are read as two lines of standard input, or asked
+        for on the terminal. --remove-passphrase leaves the vault without one and deletes every
+        WhenPasscodeSetThisDeviceOnly item, as Apple does; it asks first unless --yes is given.
+        """
+    ) { ctx in
+        try ctx.checkPositionals()
+        var options: Attributes = [:]
+        if let k = ctx.args.value("--kdf") {
+            guard KDFParameters(presetName: k) != nil else { throw UsageError("--kdf takes interactive, moderate or sensitive") }
+            options["kdf"] = .string(k)
+        }
+        let client = try ctx.client()
+        let old = try Terminal.passphrase(ctx.args, flag: "-o", prompt: "Old passphrase: ")
+        let new: SecureBytes
+        if ctx.args.has("--remove-passphrase") {
+            if !ctx.args.has("--yes") {
+                guard Terminal.stdinIsTerminal else { throw UsageError("--remove-passphrase needs --yes when not on a terminal") }
+                let answer = try Terminal.prompt("Remove the passphrase and delete WhenPasscodeSet items? Type yes: ")
+                guard answer.withUnsafeBytes({ Array($0) }) == Array("yes".utf8) else { throw KeychainStatus.userCanceled }
+            }
+            new = SecureBytes(count: 0)
+        } else {
+            new = try Terminal.passphrase(ctx.args, flag: "-p", prompt: "New passphrase: ")
+            guard new.count > 0 else { throw UsageError("the new passphrase is empty; use --remove-passphrase") }
+        }
+        let r = try client.send(Request(.changePassphrase, options: options, secrets: [old, new]))
+        if case .number(let n)? = r.info["deleted"], n > 0 {
+            Terminal.writeString(2, "deleted \(n) WhenPasscodeSetThisDeviceOnly item(s)\n")
+        }
+        return 0
+    }
+
+    static let status = Verb(
+        name: "status", usage: "[--json] [VAULT]",
+        summary: "Say whether a daemon serves the vault, and its state; never starts one."
+    ) { ctx in
+        try ctx.checkPositionals()
+        let client: DaemonClient
+        do { client = try DaemonClient.connect(vaultPath: ctx.vault) } catch KeychainStatus.notAvailable {
+            Terminal.writeString(1, ctx.json ? "{\"vault\":\(Output.jsonString(ctx.vault)),\"daemon\":false}\n"
+                                             : "\(ctx.vault): no daemon running\n")
+            return 0
+        }
+        let i = try client.send(Request(.info)).info
+        if ctx.json {
+            var all = i
+            all["daemon"] = .bool(true)
+            Terminal.writeString(1, Output.json(all) + "\n")
+        } else {
+            let pid = i["pid"].map(Output.json) ?? "?"
+            Terminal.writeString(1, "\(ctx.vault): daemon pid \(pid), \(i["state"]?.stringValue ?? "?"), socket \(Paths.socket(forVault: ctx.vault))\n")
+        }
+        return 0
+    }
+
+    static let daemon = Verb(
+        name: "daemon", usage: "[VAULT]",
+        summary: "Run the vault's daemon in the foreground (for systemd); logs go to standard error."
+    ) { ctx in
+        try ctx.checkPositionals()
+        return Daemon.run(vaultPath: ctx.vault) { line in Terminal.writeString(2, "keychainfs-daemon: \(line)\n") }
+    }
+
+    static let stop = Verb(
+        name: "stop", usage: "[VAULT]",
+        summary: "Stop the vault's daemon; every class key it held is wiped."
+    ) { ctx in
+        try ctx.checkPositionals()
+        let client: DaemonClient
+        do { client = try DaemonClient.connect(vaultPath: ctx.vault) } catch KeychainStatus.notAvailable { return 0 }
+        try client.send(Request(.stop))
+        // Wait until the socket is gone so a following command starts a fresh daemon.
+        for _ in 0..<200 where access(Paths.socket(forVault: ctx.vault), F_OK) == 0 { usleep(10_000) }
+        return 0
+    }
+
+    static func makeParentDirectory(_ path: String) {
+        let bytes = Array(path.utf8)
+        for (i, c) in bytes.enumerated() where c == UInt8(ascii: "/") && i > 0 {
+            mkdir(String(decoding: bytes[0..<i], as: UTF8.self), 0o700)
+        }
+    }
+}

@@ -1,0 +1,54 @@
+/// One CLI verb: its options, its help, and what it does.
+struct Verb: Sendable {
+    let name: String
+    let usage: String
+    let summary: String
+    var valued: Set<String> = []
+    var flags: Set<String> = []
+    var optionalValue: Set<String> = []
+    var details: String = ""
+    let body: @Sendable (Context) throws -> Int32
+
+    var help: String {
+        "usage: keychainfs \(name) \(usage)\n\n\(summary)\n" + (details.isEmpty ? "" : "\n\(details)\n")
+    }
+
+    func run(_ raw: [String]) throws -> Int32 {
+        let args = try Arguments(raw, valued: valued, flags: flags.union(["--json"]), optionalValue: optionalValue)
+        return try body(Context(args: args))
+    }
+
+    static func named(_ name: String) -> Verb? {
+        let canonical = name == "init" ? "create-keychain" : name
+        return all.first { $0.name == canonical }
+    }
+
+    static var all: [Verb] { VaultVerbs.all + ItemVerbs.all + GroupVerbs.all }
+}
+
+enum Help {
+    static var overview: String {
+        var out = """
+        usage: keychainfs COMMAND [OPTIONS] [VAULT]
+
+        keychainfs keeps secrets in an encrypted vault served by a daemon. Item commands follow
+        macOS's security tool. The vault is the last argument, else $KEYCHAINFS_VAULT, else
+        ~/.local/share/keychainfs/login.vault (/var/lib/keychainfs/login.vault for root).
+
+        Commands:
+
+        """
+        for v in Verb.all {
+            let pad = String(repeating: " ", count: max(1, 26 - v.name.count))
+            out += "    \(v.name)\(pad)\(v.summary)\n"
+        }
+        out += """
+
+        Exit status: 0 on success, 2 for a usage error, otherwise the low byte of the keychain
+        status (item not found 44, duplicate 45, auth failed 51, interaction not allowed 36,
+        missing entitlement 30). `keychainfs help COMMAND` shows a command's options.
+
+        """
+        return out
+    }
+}

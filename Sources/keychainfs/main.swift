@@ -1,0 +1,4 @@
+import Glibc
+import KeychainCLI
+
+exit(CLI.main(CommandLine.arguments))
