@@ -26,8 +26,7 @@ public final class DeviceKey: Sendable {
         if let p = getenv("KEYCHAINFS_DEVICE_KEY"), p.pointee != 0 { return String(cString: p) }
         if geteuid() == 0 { return "/var/lib/keychainfs/device.key" }
         if let s = getenv("XDG_STATE_HOME"), s.pointee != 0 { return String(cString: s) + "/keychainfs/device.key" }
-        let home = getenv("HOME").map { String(cString: $0) } ?? "/tmp"
-        return home + "/.local/state/keychainfs/device.key"
+        return homeDirectory() + "/.local/state/keychainfs/device.key"
     }
 
     /// Loads the key at `path`, creating it (mode 0400, parent directories 0700) when missing.
@@ -49,17 +48,29 @@ public final class DeviceKey: Sendable {
     }
 
     /// Loads the key at `path`, or nil when there is no such file.
+    /// - Throws: `io` when the file is not exactly 32 bytes, or is owned by another user than
+    ///   the caller or root, or is writable by group or others (someone could plant a known key).
     static func load(at path: String) throws -> DeviceKey? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         if fd < 0 {
             if errno == ENOENT { return nil }
             throw KeychainStatus.io
         }
         defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_size == off_t(length), st.st_uid == geteuid() || st.st_uid == 0,
+              st.st_mode & 0o022 == 0 else { throw KeychainStatus.io }
         let key = SecureBytes(count: length)
         let n = key.withUnsafeMutableBytes { read(fd, $0.baseAddress, length) }
         guard n == length else { throw KeychainStatus.io }
         return DeviceKey(key: key)
+    }
+
+    /// `$HOME`, else the password database's home for this user.
+    private static func homeDirectory() -> String {
+        if let h = getenv("HOME"), h.pointee != 0 { return String(cString: h) }
+        if let pw = getpwuid(geteuid()), let dir = pw.pointee.pw_dir { return String(cString: dir) }
+        return "/"
     }
 
     private static func makeDirectories(for path: String) throws {

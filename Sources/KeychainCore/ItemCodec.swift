@@ -117,6 +117,7 @@ enum IndexToken {
         var w = ByteWriter()
         w.raw(Array("agrp".utf8))
         w.raw(Array(name.utf8))
+        defer { wipeBytes(&w.bytes) }
         return KeyedHash.hash(w.bytes, key: key, length: 16)
     }
 

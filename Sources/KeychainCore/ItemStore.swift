@@ -62,8 +62,10 @@ final class ItemStore {
     /// Brings an older schema up to date. Version 1 is the first; later versions add steps here.
     func migrate() throws {
         let version = try db.scalarInt("PRAGMA user_version") ?? 0
-        guard version <= ItemStore.schemaVersion else { throw KeychainStatus.invalidKeychain }
-        guard version >= 1 else { throw KeychainStatus.invalidKeychain }
+        guard version <= ItemStore.schemaVersion else {
+            throw VaultFileError.newerFormat(found: Int(version), supported: Int(ItemStore.schemaVersion))
+        }
+        guard version >= 1 else { throw VaultFileError.corruptHeader }
     }
 
     func readMeta(_ key: String) throws -> [UInt8]? {

@@ -45,7 +45,8 @@ struct ParsedQuery {
         }
         persistentRef = ref
 
-        for (key, value) in query where key != "class" && key != "v_PersistentRef" {
+        // Sorted, so a query with several faults always reports the same one.
+        for (key, value) in query.sorted(by: { $0.key < $1.key }) where key != "class" && key != "v_PersistentRef" {
             if key.hasPrefix("r_") {
                 guard operation == .search else { throw KeychainStatus.param }
                 let on = try Self.flag(value)

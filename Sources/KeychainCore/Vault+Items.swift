@@ -51,7 +51,7 @@ extension Vault {
         var attributes: Attributes = [:]
         var returns = ReturnKeys()
         var data = secret
-        for (key, value) in input where key != "class" {
+        for (key, value) in input.sorted(by: { $0.key < $1.key }) where key != "class" {
             if key.hasPrefix("r_") {
                 let on = try ParsedQuery.flag(value)
                 switch key {
@@ -76,7 +76,11 @@ extension Vault {
                 attributes[key] = v
             }
         }
-        if returns.ref { throw KeychainStatus.unimplemented }
+        if returns.ref {
+            // As in a search: passwords have no object reference; other classes lack one here.
+            let password = itemClass == .genericPassword || itemClass == .internetPassword
+            throw password && returns.count == 1 ? KeychainStatus.param : KeychainStatus.unimplemented
+        }
         let protection = try Self.protection(attributes["pdmn"]) ?? .default
         attributes["pdmn"] = .string(protection.rawValue)
         let sync = attributes["sync"]?.integerView ?? 0
@@ -137,7 +141,8 @@ extension Vault {
         let q = try ParsedQuery(query, operation: .update)
         var newSecret = secret
         var set: Attributes = [:]
-        for (key, value) in changes {
+        guard !changes.isEmpty || secret != nil else { throw KeychainStatus.param }
+        for (key, value) in changes.sorted(by: { $0.key < $1.key }) {
             if key == "v_Data" {
                 guard newSecret == nil else { throw KeychainStatus.param }
                 newSecret = try Self.secretBytes(value)
@@ -200,6 +205,7 @@ extension Vault {
 
     /// The class key, or why it is missing.
     func availableKey(for protection: ProtectionClass) throws -> SecureBytes {
+        if keys.foreignDeviceClasses.contains(protection) { throw KeychainStatus.decode }
         if let key = keys.key(for: protection) {
             if protection == .whenPasscodeSetThisDeviceOnly && !header.hasPassphrase { throw KeychainStatus.interactionNotAllowed }
             return key
@@ -271,7 +277,9 @@ extension Vault {
         let attributes = try ItemCodec.decode(try AEAD.open(item.attributes, key: itemKey, associatedData: ad(.attributes)))
         // The clear columns must agree with the sealed attributes.
         guard attributes["pdmn"] == .string(item.protection.rawValue),
-              attributes["sync"]?.integerView == (item.synchronizable ? 1 : 0)
+              attributes["sync"]?.integerView == (item.synchronizable ? 1 : 0),
+              case .string(let group)? = attributes["agrp"], let indexKey = keys.indexKey,
+              IndexToken.group(group, key: indexKey) == item.groupToken
         else { throw KeychainStatus.decode }
         let secret = needSecret ? try AEAD.open(item.secret, key: itemKey, associatedData: ad(.secret)) : nil
         return Match(stored: item, attributes: attributes, secret: secret)

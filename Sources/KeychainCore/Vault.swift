@@ -58,6 +58,7 @@ public final class Vault: @unchecked Sendable {
         } catch {
             unlink(path); unlink(path + "-wal"); unlink(path + "-shm")
             if error is SQLiteError { throw VaultFileError.io }
+            if error is CryptoError { throw KeychainStatus.allocate }
             throw error
         }
     }
@@ -81,7 +82,7 @@ public final class Vault: @unchecked Sendable {
             case .notAVault, .malformed: throw VaultFileError.corruptHeader
             }
         } catch let e as SQLiteError {
-            // "no such table" means an SQLite file that is not ours.
+            // Any other SQLite error here ("no such table") is an SQLite file that is not a vault.
             throw e.isNotADatabase ? VaultFileError.notAVault : VaultFileError.corruptHeader
         }
         let store = ItemStore(db: db)
@@ -90,11 +91,10 @@ public final class Vault: @unchecked Sendable {
             try store.configure()
         } catch let e as SQLiteError {
             throw e.isNotADatabase ? VaultFileError.notAVault : VaultFileError.io
-        } catch {
-            throw VaultFileError.corruptHeader
         }
         let vault = Vault(path: path, store: store, header: header, device: deviceKey)
-        try vault.keys.loadDeviceWrapped(header: header, device: deviceKey)
+        do { try vault.keys.loadDeviceWrapped(header: header, device: deviceKey) }
+        catch { throw VaultFileError.corruptHeader }
         return vault
     }
 
@@ -143,12 +143,17 @@ public final class Vault: @unchecked Sendable {
         next.salt = randomBytes(PasswordHash.saltLength)
         next.hasPassphrase = newPass.count > 0
         if let kdf { guard kdf.isValid else { throw KeychainStatus.param }; next.kdf = kdf }
-        let oldKey = try PasswordHash.deriveKey(passphrase: old, salt: current.salt, parameters: current.kdf)
-        let newKey = try PasswordHash.deriveKey(passphrase: newPass, salt: next.salt, parameters: next.kdf)
+        let oldKey: SecureBytes, newKey: SecureBytes
+        do {
+            oldKey = try PasswordHash.deriveKey(passphrase: old, salt: current.salt, parameters: current.kdf)
+            newKey = try PasswordHash.deriveKey(passphrase: newPass, salt: next.salt, parameters: next.kdf)
+        } catch { throw KeychainStatus.allocate }
         return try mutex.withLock {
             guard header == current else { throw KeychainStatus.badReq }  // changed meanwhile
             next.keys = try KeyRing.rewrap(current, oldKey: oldKey, into: next, newKey: newKey)
             let removing = current.hasPassphrase && !next.hasPassphrase
+            // The fresh akpu key would be bound to this machine's device key, not the vault's.
+            if removing && header.deviceKeyID != device.identifier { throw KeychainStatus.decode }
             var freshPasscodeKey: SecureBytes?
             if removing {
                 // The akpu class key goes with its items; a fresh one serves future adds.

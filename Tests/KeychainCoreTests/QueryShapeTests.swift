@@ -137,6 +137,12 @@ final class QueryShapeTests: XCTestCase {
         XCTAssertNoThrow(try vault.copyMatching(query(["u_AuthUI": "u_AuthUIF", "nleg": true]), accessGroups: groups))
     }
 
+    func testReturnRefOnPasswordsIsParamInAddAndSearch() throws {
+        XCTAssertStatus(.param, try vault.add(["class": "genp", "svce": "r", "r_Ref": true], accessGroups: groups))
+        XCTAssertStatus(.param, try vault.copyMatching(query(["r_Ref": true]), accessGroups: groups))
+        XCTAssertStatus(.itemNotFound, try vault.copyMatching(["class": "genp", "svce": "r"], accessGroups: groups))
+    }
+
     func testAddWithReturnKeys() throws {
         let r = try vault.add(["class": "genp", "svce": "new", "acct": "a", "r_PersistentRef": true],
                               secret: secret("n"), accessGroups: groups)

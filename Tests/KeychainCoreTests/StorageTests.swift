@@ -108,6 +108,27 @@ final class StorageTests: XCTestCase {
         XCTAssertStatus(.decode, try vault.password(service: "s", account: "one"))
     }
 
+    func testMovingAnItemIntoAnotherGroupByItsTokenGivesDecode() throws {
+        let vault = try scratch.makeVault()
+        try vault.addPassword(service: "s", account: "mine", secret: "a", ["agrp": "app.shared"])
+        try vault.addPassword(service: "s", account: "theirs", secret: "b", ["agrp": "app.default"])
+        let db = try Connection(path: scratch.path(), create: false)
+        let token = try blob(db, "agrp_token", account: 2)
+        try setBlob(db, "agrp_token", rowid: 1, token)
+        XCTAssertStatus(.decode, try vault.password(service: "s", account: "mine", groups: ["app.default"]))
+        XCTAssertEqual(try vault.password(service: "s", account: "theirs", groups: ["app.default"]), "b")
+    }
+
+    func testDeviceKeyFileMustBeExactAndPrivate() throws {
+        let path = scratch.dir + "/bad.key"
+        FileManager.default.createFile(atPath: path, contents: Data(repeating: 7, count: 33))
+        XCTAssertStatus(.io, try DeviceKey.loadOrCreate(at: path))
+        try FileManager.default.removeItem(atPath: path)
+        FileManager.default.createFile(atPath: path, contents: Data(repeating: 7, count: 32),
+                                       attributes: [.posixPermissions: 0o666])
+        XCTAssertStatus(.io, try DeviceKey.loadOrCreate(at: path))
+    }
+
     func testEveryFlippedHeaderByteIsRefusedWithoutCrash() throws {
         _ = try tamperSetup()
         let db = try Connection(path: scratch.path(), create: false)

@@ -49,6 +49,10 @@ final class UpdateDeleteTests: XCTestCase {
         XCTAssertEqual(order.array?.compactMap { $0.item?.attributes["svce"]?.stringValue }, ["s", "s", "t"])
     }
 
+    func testEmptyChangesAreParam() throws {
+        XCTAssertStatus(.param, try vault.update(["class": "genp", "svce": "s"], changes: [:], accessGroups: groups))
+    }
+
     func testNoMatchIsItemNotFound() throws {
         XCTAssertStatus(.itemNotFound, try vault.update(["class": "genp", "svce": "none"], changes: ["labl": "x"],
                                                         accessGroups: groups))
