@@ -6,7 +6,6 @@ let package = Package(
     products: [
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
         .executable(name: "keychainfs", targets: ["keychainfs"]),
-        .executable(name: "keychainfs-demo", targets: ["keychainfs-demo"]),
         .executable(name: "keychainfs-bench", targets: ["keychainfs-bench"]),
     ],
     targets: [
@@ -39,7 +38,6 @@ let package = Package(
         .target(name: "KeychainCLI", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol",
                                                     "KeychainClient", "KeychainDaemon"]),
         .executableTarget(name: "keychainfs", dependencies: ["KeychainCLI"]),
-        .executableTarget(name: "keychainfs-demo", dependencies: ["KeychainCore", "KeychainCrypto"]),
         .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto"]),
 
         .testTarget(name: "KeychainCryptoTests", dependencies: ["KeychainCrypto"]),

@@ -1,10 +1,40 @@
 #!/usr/bin/env bash
-# Sets up a machine for keychainfs, builds it, and runs the demo against a fresh vault.
+# Sets up a machine for keychainfs, builds it, and walks a fresh vault through its life:
+# create, add secrets of two protection classes, read them, lock, read again, unlock, and
+# check that the vault file holds none of the secrets or names. Everything runs in a scratch
+# directory with its own daemon, which is stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 export PATH="/opt/swift/usr/bin:$PATH"
-swift build -c release --product keychainfs-demo
+swift build -c release --product keychainfs
+bin=$(swift build -c release --show-bin-path)/keychainfs
+
 dir=$(mktemp -d /tmp/keychainfs-demo.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
-.build/release/keychainfs-demo "$dir"
+chmod 755 "$dir"
+export KEYCHAINFS_VAULT="$dir/demo.vault" KEYCHAINFS_RUNTIME_DIR="$dir/run" KEYCHAINFS_DEVICE_KEY="$dir/device.key"
+cleanup() { "$bin" stop >/dev/null 2>&1 || true; rm -rf "$dir"; }
+trap cleanup EXIT
+kc() { echo "\$ keychainfs $*" >&2; "$bin" "$@"; }
+status() { local rc=0; "$@" || rc=$?; echo "  (exit status $rc)" >&2; }
+
+echo "demo passphrase" | kc create-keychain --kdf interactive
+echo -n "s3cret-web-value" | kc add-generic-password -s web -a app -l "demo web" -w -
+echo -n "s3cret-backup-value" | kc add-generic-password -s backup -a nightly --accessible AfterFirstUnlock -w -
+kc find-generic-password -s web -a app -w
+kc find-generic-password -s backup -w
+kc show-keychain-info
+kc lock-keychain
+echo "After the lock the WhenUnlocked secret is out of reach; the AfterFirstUnlock one is not:" >&2
+status kc find-generic-password -s web -a app -w
+status kc find-generic-password -s backup -w
+echo "A wrong passphrase is refused (and the next attempt is delayed):" >&2
+status sh -c "echo wrong | '$bin' unlock-keychain"
+echo "demo passphrase" | kc unlock-keychain
+kc find-generic-password -s web -a app -w
+echo "Scanning the vault file, its WAL and SHM for the secrets and names:" >&2
+if grep -a -l -e s3cret -e "demo web" -e backup -e nightly "$dir"/demo.vault* ; then
+    echo "  FOUND plaintext in the files above" >&2; exit 1
+fi
+echo "  none found" >&2
+kc stop
