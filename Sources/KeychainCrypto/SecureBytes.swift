@@ -1,10 +1,12 @@
 import CSodium
 
-/// Bytes kept in libsodium guarded memory (`sodium_malloc`): page-aligned, surrounded by guard
-/// pages, locked into RAM and excluded from core dumps. The memory is wiped by `sodium_free`
-/// when the buffer is released or `wipe()` is called. Bytes are reachable only inside closures.
+/// Bytes kept in libsodium guarded memory: locked into RAM and excluded from core dumps, and
+/// wiped when the buffer is released or `wipe()` is called. Buffers up to 512 bytes come from
+/// `SecurePool` slots; larger ones get their own `sodium_malloc` allocation with guard pages.
+/// Bytes are reachable only inside closures.
 public final class SecureBytes: @unchecked Sendable {
     private var pointer: UnsafeMutableRawPointer?
+    private let slotClass: Int?
     /// The number of bytes held.
     public let count: Int
 
@@ -12,13 +14,18 @@ public final class SecureBytes: @unchecked Sendable {
     public init(count: Int) {
         precondition(count >= 0)
         Sodium.ensure()
-        // sodium_malloc(0) is legal but returns a pointer we cannot write through; keep one byte.
-        guard let p = sodium_malloc(Swift.max(count, 1)) else {
-            fatalError("sodium_malloc failed: RLIMIT_MEMLOCK too low?")
-        }
-        sodium_memzero(p, Swift.max(count, 1))
-        self.pointer = p
         self.count = count
+        if let c = SecurePool.slotClass(for: count) {
+            slotClass = c
+            pointer = SecurePool.shared.allocate(slotClass: c)  // zeroed
+            return
+        }
+        slotClass = nil
+        guard let p = sodium_malloc(count) else {
+            fatalError("sodium_malloc failed: out of memory or memory mappings (vm.max_map_count)")
+        }
+        sodium_memzero(p, count)
+        pointer = p
     }
 
     /// Random bytes from `randombytes_buf`.
@@ -51,9 +58,12 @@ public final class SecureBytes: @unchecked Sendable {
 
     /// Zeroes and releases the memory now. Any later access traps.
     public func wipe() {
-        if let p = pointer {
+        guard let p = pointer else { return }
+        pointer = nil
+        if let c = slotClass {
+            SecurePool.shared.release(p, slotClass: c)  // zeroes the slot
+        } else {
             sodium_free(p)  // zeroes before unmapping
-            pointer = nil
         }
     }
 

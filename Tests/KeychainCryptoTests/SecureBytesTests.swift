@@ -31,6 +31,27 @@ final class SecureBytesTests: XCTestCase {
         XCTAssertEqual(a.slice(1..<3).withUnsafeBytes { [UInt8]($0) }, [2, 3])
     }
 
+    func testManyLiveSmallBuffersDoNotExhaustMappings() {
+        // One sodium_malloc per buffer would pass vm.max_map_count (65530) here.
+        let live = (0..<100_000).map { _ in SecureBytes(count: 32) }
+        XCTAssertEqual(live.count, 100_000)
+    }
+
+    func testReleasedSlotsComeBackZeroed() {
+        for _ in 0..<1000 {
+            let b = SecureBytes(copying: [UInt8](repeating: 0xAB, count: 48))
+            b.wipe()
+            let fresh = SecureBytes(count: 48)
+            XCTAssertTrue(fresh.withUnsafeBytes { $0.allSatisfy { $0 == 0 } })
+        }
+    }
+
+    func testLargeBuffersStillWork() {
+        let big = SecureBytes.random(count: 3 << 20)
+        XCTAssertEqual(big.count, 3 << 20)
+        XCTAssertEqual(big.slice(0..<16).count, 16)
+    }
+
     func testRandomBuffersDiffer() {
         XCTAssertFalse(SecureBytes.random(count: 32).constantTimeEquals(SecureBytes.random(count: 32)))
     }
