@@ -31,12 +31,17 @@ let package = Package(
         .target(name: "KeychainClient", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol"]),
         // The few Linux calls Glibc's module map does not expose (prctl, accept4).
         .target(name: "CProcess"),
-        // The daemon: socket server, caller identity, access groups, lock triggers.
-        .target(name: "KeychainDaemon", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "CProcess"]),
+        // Access groups as Unix owner/group/mode, and callers' kernel identities.
+        .target(name: "KeychainAccess", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol"]),
+        // The FUSE mount: items as files, served from the daemon.
+        .target(name: "KeychainFS", dependencies: ["CFuse", "KeychainCore", "KeychainCrypto", "KeychainAccess"]),
+        // The daemon: socket server, lock triggers, back-off, mounts.
+        .target(name: "KeychainDaemon", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol",
+                                                       "KeychainAccess", "KeychainFS", "CProcess"]),
 
         // The command line: verbs, option parsing, passphrase input, output formats.
         .target(name: "KeychainCLI", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol",
-                                                    "KeychainClient", "KeychainDaemon"]),
+                                                    "KeychainClient", "KeychainDaemon", "KeychainAccess"]),
         .executableTarget(name: "keychainfs", dependencies: ["KeychainCLI"]),
         .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto"]),
 

@@ -25,6 +25,16 @@ public enum CLI {
             else { Terminal.writeString(1, Help.overview) }
             return Exit.success
         }
+        // The mount.fuse3 form: keychainfs VAULT MOUNTPOINT [-o OPTIONS]
+        if Verb.named(verbName) == nil, args.count >= 2, access(verbName, F_OK) == 0, !args[1].hasPrefix("-") {
+            do {
+                let parsed = try Arguments(Array(args.dropFirst(2)), valued: ["-o"], flags: ["-n", "-v", "-f", "-s"])
+                return try MountVerbs.mountVault(Paths.canonical(verbName), at: Paths.canonical(args[1]),
+                                                 options: parsed.all("-o").joined(separator: ","))
+            } catch {
+                return report(error, help: MountVerbs.mount.help)
+            }
+        }
         guard let verb = Verb.named(verbName) else {
             Terminal.warn("unknown command \"\(verbName)\"; see keychainfs help")
             return Exit.usage
@@ -36,9 +46,16 @@ public enum CLI {
         }
         do {
             return try verb.run(rest)
-        } catch let e as UsageError {
+        } catch {
+            return report(error, help: verb.help)
+        }
+    }
+
+    /// Prints an error as the contract says and returns its exit status.
+    static func report(_ error: Error, help: String) -> Int32 {
+        do { throw error } catch let e as UsageError {
             Terminal.warn(e.message)
-            Terminal.writeString(2, verb.help)
+            Terminal.writeString(2, help)
             return Exit.usage
         } catch let status as KeychainStatus {
             Terminal.writeString(2, "keychainfs: \(status.message)\n")

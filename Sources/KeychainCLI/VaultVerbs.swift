@@ -2,6 +2,7 @@ import Glibc
 import KeychainClient
 import KeychainCore
 import KeychainCrypto
+import KeychainAccess
 import KeychainDaemon
 import KeychainProtocol
 

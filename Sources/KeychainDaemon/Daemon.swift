@@ -3,6 +3,8 @@ import Dispatch
 import Glibc
 import KeychainCore
 import KeychainCrypto
+import KeychainFS
+import KeychainAccess
 import KeychainProtocol
 
 /// The keychainfs daemon (our securityd): one per vault. Holds the unlocked keys, serves the
@@ -20,6 +22,7 @@ public final class Daemon: @unchecked Sendable {
     private var idleTimeout = 0
     private let unlockSerializer = PThreadLock()
     private var listener: Int32 = -1
+    private var mounts: [MountServer] = []
 
     init(vault: Vault, vaultPath: String) throws {
         self.vault = vault
@@ -82,7 +85,7 @@ public final class Daemon: @unchecked Sendable {
         let queue = DispatchQueue(label: "keychainfs.daemon.events")
         let usr1 = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: queue)
         usr1.setEventHandler { [self] in
-            vault.lock()
+            lockEverywhere()
             log("locked by SIGUSR1")
         }
         usr1.resume()
@@ -100,7 +103,7 @@ public final class Daemon: @unchecked Sendable {
         timer.setEventHandler { [self] in
             let (timeout, idle) = state.withLock { (idleTimeout, monotonicSeconds() - lastActivity) }
             if timeout > 0 && idle >= Double(timeout) && vault.lockState == .unlocked {
-                vault.lock()
+                lockEverywhere()
                 log("locked after \(timeout) s idle")
             }
         }
@@ -127,7 +130,19 @@ public final class Daemon: @unchecked Sendable {
     func shutdown() -> Never {
         unlink(socketPath)
         vault.lock()
+        for m in state.withLock({ mounts }) { m.unmount() }
         exit(0)
+    }
+
+    /// Locks the vault and makes its WhenUnlocked files vanish from every mount before returning.
+    func lockEverywhere() {
+        vault.lock()
+        for m in state.withLock({ mounts }) { m.vaultDidLock() }
+    }
+
+    /// After a change through the socket, drop what the kernel cached so mounts show it at once.
+    func itemsChanged() {
+        for m in state.withLock({ mounts }) { m.invalidateAll() }
     }
 
     private func connection(_ fd: Int32, log: @escaping @Sendable (String) -> Void) {
@@ -159,7 +174,7 @@ public final class Daemon: @unchecked Sendable {
 
     // MARK: Requests
 
-    func entitledGroups(_ caller: CallerIdentity) -> [String] {
+    public func entitledGroups(_ caller: CallerIdentity) -> [String] {
         state.withLock {
             if groupTable.groups.isEmpty {
                 return AccessGroup(name: "default", owner: ownerUID, gid: ownerGID).entitles(caller) ? ["default"] : []
@@ -188,11 +203,12 @@ public final class Daemon: @unchecked Sendable {
                 return Response()
             case .lock:
                 guard isAdministrator(caller) || !entitledGroups(caller).isEmpty else { throw KeychainStatus.authFailed }
-                vault.lock()
+                lockEverywhere()
                 log("locked by \(who)")
                 return Response()
             case .add:
                 let r = try vault.add(request.query, secret: request.secrets.first, accessGroups: entitledGroups(caller))
+                itemsChanged()
                 log("add \(who)")
                 return Response(result: r)
             case .copyMatching:
@@ -200,10 +216,12 @@ public final class Daemon: @unchecked Sendable {
             case .update:
                 try vault.update(request.query, changes: request.changes, secret: request.secrets.first,
                                  accessGroups: entitledGroups(caller))
+                itemsChanged()
                 log("update \(who)")
                 return Response()
             case .delete:
                 try vault.delete(request.query, accessGroups: entitledGroups(caller))
+                itemsChanged()
                 log("delete \(who)")
                 return Response()
             case .changePassphrase:
@@ -228,6 +246,7 @@ public final class Daemon: @unchecked Sendable {
             case .groupAdd, .groupSet, .groupRemove:
                 guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
                 try changeGroups(request)
+                itemsChanged()
                 log("groups changed by \(who)")
                 return Response()
             case .groupList:
@@ -236,12 +255,36 @@ public final class Daemon: @unchecked Sendable {
             case .stop:
                 guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
                 return Response()
+            case .mount:
+                guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
+                guard case .string(let point)? = request.options["mountpoint"] else { throw KeychainStatus.param }
+                let options = try MountOptions(parsing: request.options["options"]?.stringValue ?? "")
+                var st = stat()
+                guard stat(point, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { throw KeychainStatus.param }
+                guard state.withLock({ !mounts.contains { $0.mountpoint == point } }) else { throw KeychainStatus.duplicateItem }
+                let server = MountServer(mountpoint: point, options: options, vault: vault, policy: self)
+                try server.start()
+                state.withLock { mounts.append(server) }
+                log("mounted at \(point) (\(options.description)) by \(who)")
+                return Response()
+            case .unmount:
+                guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
+                guard case .string(let point)? = request.options["mountpoint"] else { throw KeychainStatus.param }
+                guard let server = state.withLock({ () -> MountServer? in
+                    guard let i = mounts.firstIndex(where: { $0.mountpoint == point }) else { return nil }
+                    return mounts.remove(at: i)
+                }) else { throw KeychainStatus.itemNotFound }
+                server.unmount()
+                log("unmounted \(point) by \(who)")
+                return Response()
             }
         } catch let status as KeychainStatus {
             if status == .missingEntitlement { log("denied \(request.operation) \(who)") }
             return Response(status: status)
         } catch let e as VaultFileError {
             return Response(status: e.status)
+        } catch is MountOptionError {
+            return Response(status: .param)
         } catch {
             return Response(status: .io)
         }
@@ -327,4 +370,19 @@ final class PThreadLock: @unchecked Sendable {
         defer { pthread_mutex_unlock(&mutex) }
         return try body()
     }
+}
+
+extension Daemon: MountPolicy {
+    public func group(named name: String) -> AccessGroup? {
+        state.withLock {
+            groupTable.groups.isEmpty && name == "default"
+                ? AccessGroup(name: "default", owner: ownerUID, gid: ownerGID) : groupTable.group(named: name)
+        }
+    }
+
+    public func allGroups() -> [String] {
+        state.withLock { groupTable.groups.isEmpty ? ["default"] : groupTable.groups.map(\.name) }
+    }
+
+    public var directoryOwner: (uid: UInt32, gid: UInt32) { (ownerUID, ownerGID) }
 }

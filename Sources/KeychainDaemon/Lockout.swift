@@ -1,4 +1,5 @@
 import Glibc
+import KeychainAccess
 
 /// Failed-unlock back-off, recorded in a file so that restarting the daemon does not reset it.
 /// After n consecutive failures the next attempt waits 2^(n-1) seconds (at most 60) from the

@@ -33,6 +33,8 @@ public enum Operation: UInt8, Sendable, CaseIterable {
     case groupList = 13
     case groupRemove = 14
     case stop = 15
+    case mount = 16
+    case unmount = 17
 }
 
 /// A request. Secrets (item data, passphrases) travel only in `secrets`, in guarded memory.

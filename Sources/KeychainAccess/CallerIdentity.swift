@@ -14,9 +14,14 @@ public struct CallerIdentity: Sendable, Equatable {
     /// Reads the identity of a connected socket's peer.
     public static func of(socket fd: Int32) throws -> CallerIdentity {
         let cred = try UnixSocket.peerCredentials(fd)
-        return CallerIdentity(pid: cred.pid, uid: cred.uid, gid: cred.gid,
-                              groups: supplementaryGroups(pid: cred.pid).union([cred.gid]),
-                              executable: executable(pid: cred.pid))
+        return of(pid: cred.pid, uid: cred.uid, gid: cred.gid)
+    }
+
+    /// Completes a kernel-reported pid, uid and gid (from SO_PEERCRED or a FUSE request) with the
+    /// process's groups and executable from /proc.
+    public static func of(pid: Int32, uid: UInt32, gid: UInt32) -> CallerIdentity {
+        CallerIdentity(pid: pid, uid: uid, gid: gid, groups: supplementaryGroups(pid: pid).union([gid]),
+                       executable: executablePath(pid: pid))
     }
 
     public init(pid: Int32, uid: UInt32, gid: UInt32, groups: Set<UInt32>, executable: String?) {
@@ -35,7 +40,7 @@ public struct CallerIdentity: Sendable, Equatable {
         return []
     }
 
-    static func executable(pid: Int32) -> String? {
+    static func executablePath(pid: Int32) -> String? {
         var buf = [CChar](repeating: 0, count: 4096)
         let n = readlink("/proc/\(pid)/exe", &buf, buf.count - 1)
         guard n > 0 else { return nil }
@@ -43,7 +48,7 @@ public struct CallerIdentity: Sendable, Equatable {
     }
 }
 
-func readSmallFile(_ path: String) -> String? {
+public func readSmallFile(_ path: String) -> String? {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { close(fd) }

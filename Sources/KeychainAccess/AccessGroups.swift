@@ -31,7 +31,7 @@ public struct AccessGroup: Sendable, Equatable {
         return mode & 0o004 != 0
     }
 
-    var record: Attributes {
+    public var record: Attributes {
         ["name": .string(name), "owner": .number(Int64(owner)), "gid": .number(Int64(gid)),
          "mode": .number(Int64(mode)), "exe": .string(executables.joined(separator: "\n"))]
     }
@@ -48,7 +48,7 @@ public struct AccessGroup: Sendable, Equatable {
 }
 
 extension AttributeValue {
-    var integerValue: Int64? { if case .number(let n) = self { return n }; return nil }
+    public var integerValue: Int64? { if case .number(let n) = self { return n }; return nil }
 }
 
 /// The vault's access groups, in creation order, kept as a sealed setting in the vault.

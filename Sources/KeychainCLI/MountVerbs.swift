@@ -1,0 +1,57 @@
+import Glibc
+import KeychainClient
+import KeychainCore
+import KeychainProtocol
+
+/// `mount` and `unmount`: the vault's daemon serves the mount.
+enum MountVerbs {
+    static let all: [Verb] = [mount, unmount]
+
+    static let mount = Verb(
+        name: "mount", usage: "[-o OPTIONS] MOUNTPOINT [VAULT]",
+        summary: "Mount the vault: each generic password becomes /<service>/<account>.",
+        valued: ["-o"],
+        details: """
+        Options (comma-separated): allow_other (other users may enter; file modes still apply),
+        ro (every change fails with EROFS), kernel_cache (let the kernel cache secrets; off by
+        default, so reads bypass the page cache). The daemon serves the mount and is started if
+        needed; the command returns once the mount is live. Needs root or the daemon's user.
+        The mount.fuse3 form `keychainfs VAULT MOUNTPOINT -o OPTIONS` works too (for /etc/fstab).
+        """
+    ) { ctx in
+        guard (1...2).contains(ctx.args.positionals.count) else { throw UsageError("mount needs a MOUNTPOINT") }
+        let point = Paths.canonical(ctx.args.positionals[0])
+        let vault = ctx.args.positionals.count == 2 ? Paths.canonical(ctx.args.positionals[1]) : Paths.canonical(Paths.defaultVault())
+        return try mountVault(vault, at: point, options: ctx.args.value("-o") ?? "")
+    }
+
+    static func mountVault(_ vault: String, at point: String, options: String) throws -> Int32 {
+        var st = stat()
+        guard stat(point, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { throw UsageError("\(point) is not a directory") }
+        let client = try DaemonClient.connect(vaultPath: vault, startWith: [selfExecutable(), "daemon", vault])
+        try client.send(Request(.mount, options: ["mountpoint": .string(point), "options": .string(options)]))
+        return 0
+    }
+
+    static let unmount = Verb(
+        name: "unmount", usage: "MOUNTPOINT [VAULT]",
+        summary: "Unmount a keychainfs mount (also when its daemon is gone)."
+    ) { ctx in
+        guard (1...2).contains(ctx.args.positionals.count) else { throw UsageError("unmount needs a MOUNTPOINT") }
+        let point = Paths.canonical(ctx.args.positionals[0])
+        let vault = ctx.args.positionals.count == 2 ? Paths.canonical(ctx.args.positionals[1]) : Paths.canonical(Paths.defaultVault())
+        if let client = try? DaemonClient.connect(vaultPath: vault) {
+            do {
+                try client.send(Request(.unmount, options: ["mountpoint": .string(point)]))
+                return 0
+            } catch KeychainStatus.itemNotFound {
+                // Not this daemon's mount: fall through to the kernel.
+            }
+        }
+        guard umount2(point, 0) == 0 || umount2(point, Int32(MNT_DETACH)) == 0 else {
+            Terminal.writeString(2, "keychainfs: cannot unmount \(point): \(String(cString: strerror(errno)))\n")
+            return KeychainStatus.io.exitCode
+        }
+        return 0
+    }
+}

@@ -1,0 +1,17 @@
+import Glibc
+import KeychainCore
+
+/// The errno a keychain status becomes at the file interface (docs/filesystem.md).
+func errnoFor(_ error: Error) -> Int32 {
+    guard let status = error as? KeychainStatus else { return EIO }
+    switch status {
+    case .itemNotFound, .interactionNotAllowed, .noSuchKeychain: return ENOENT
+    case .missingEntitlement, .authFailed, .userCanceled: return EACCES
+    case .duplicateItem: return EEXIST
+    case .param, .noSuchAttr: return EINVAL
+    case .readOnly: return EROFS
+    case .diskFull: return ENOSPC
+    case .decode: return EIO
+    default: return EIO
+    }
+}

@@ -1,0 +1,116 @@
+import CFuse
+import Glibc
+import KeychainCore
+
+/// Mounting, the kernel operation table and the request loop: the C side of the mount.
+/// Each callback finds its `MountServer` through the session's user data and hands over.
+extension MountServer {
+    static func server(_ req: fuse_req_t?) -> MountServer {
+        Unmanaged<MountServer>.fromOpaque(fuse_req_userdata(req)!).takeUnretainedValue()
+    }
+
+    static func bytes(_ name: UnsafePointer<CChar>?) -> [UInt8] {
+        guard let name else { return [] }
+        return Array(UnsafeRawBufferPointer(start: name, count: strlen(name)))
+    }
+
+    static func operations() -> fuse_lowlevel_ops {
+        var ops = fuse_lowlevel_ops()
+        ops.lookup = { req, parent, name in MountServer.server(req).lookup(FuseRequest(raw: req!), parent: parent, name: MountServer.bytes(name)) }
+        ops.forget = { req, ino, n in MountServer.server(req).forget(ino, n); fuse_reply_none(req) }
+        ops.getattr = { req, ino, _ in MountServer.server(req).getattr(FuseRequest(raw: req!), ino: ino) }
+        ops.setattr = { req, ino, attr, toSet, fi in
+            MountServer.server(req).setattr(FuseRequest(raw: req!), ino: ino, attr: attr!.pointee, toSet: toSet, fi: fi)
+        }
+        ops.opendir = { req, ino, fi in MountServer.server(req).opendir(FuseRequest(raw: req!), ino: ino, fi: fi!) }
+        ops.readdir = { req, _, size, off, fi in MountServer.server(req).readdir(FuseRequest(raw: req!), size: size, offset: Int(off), fi: fi!) }
+        ops.releasedir = { req, _, fi in MountServer.server(req).releasedir(FuseRequest(raw: req!), fi: fi!) }
+        ops.mkdir = { req, parent, name, _ in MountServer.server(req).mkdir(FuseRequest(raw: req!), parent: parent, name: MountServer.bytes(name)) }
+        ops.rmdir = { req, parent, name in MountServer.server(req).rmdir(FuseRequest(raw: req!), parent: parent, name: MountServer.bytes(name)) }
+        ops.unlink = { req, parent, name in MountServer.server(req).unlink(FuseRequest(raw: req!), parent: parent, name: MountServer.bytes(name)) }
+        ops.rename = { req, parent, name, newParent, newName, flags in
+            MountServer.server(req).rename(FuseRequest(raw: req!), parent: parent, name: MountServer.bytes(name), newParent: newParent,
+                               newName: MountServer.bytes(newName), flags: flags)
+        }
+        ops.open = { req, ino, fi in MountServer.server(req).open(FuseRequest(raw: req!), ino: ino, fi: fi!) }
+        ops.create = { req, parent, name, _, fi in MountServer.server(req).create(FuseRequest(raw: req!), parent: parent, name: MountServer.bytes(name), fi: fi!) }
+        ops.read = { req, _, size, off, fi in MountServer.server(req).read(FuseRequest(raw: req!), size: size, offset: Int(off), fi: fi!) }
+        ops.write = { req, _, buf, size, off, fi in
+            MountServer.server(req).write(FuseRequest(raw: req!), data: UnsafeRawBufferPointer(start: buf, count: size), offset: Int(off), fi: fi!)
+        }
+        ops.flush = { req, _, fi in MountServer.server(req).flush(FuseRequest(raw: req!), fi: fi!) }
+        ops.release = { req, _, fi in MountServer.server(req).release(FuseRequest(raw: req!), fi: fi!) }
+        ops.fsync = { req, _, _, fi in MountServer.server(req).flush(FuseRequest(raw: req!), fi: fi!) }
+        ops.getxattr = { req, ino, name, size in
+            MountServer.server(req).getxattr(FuseRequest(raw: req!), ino: ino, name: String(cString: name!), size: size)
+        }
+        ops.listxattr = { req, ino, size in MountServer.server(req).listxattr(FuseRequest(raw: req!), ino: ino, size: size) }
+        ops.setxattr = { req, ino, name, value, size, _ in
+            let v = size > 0 ? Array(UnsafeRawBufferPointer(start: value, count: size)) : []
+            MountServer.server(req).setxattr(FuseRequest(raw: req!), ino: ino, name: String(cString: name!), value: v)
+        }
+        ops.removexattr = { req, _, name in MountServer.server(req).removexattr(FuseRequest(raw: req!), name: String(cString: name!)) }
+        ops.statfs = { req, _ in
+            var st = statvfs()
+            st.f_bsize = 4096
+            st.f_frsize = 4096
+            st.f_namemax = 255
+            fuse_reply_statfs(req, &st)
+        }
+        return ops
+    }
+
+    /// Mounts at `mountpoint` and serves requests on a thread of its own until `unmount`.
+    /// - Throws: `KeychainStatus.io` when the session cannot be made or mounted.
+    public func start() throws {
+        var options = "default_permissions,fsname=keychainfs,subtype=keychainfs"
+        if self.options.allowOther { options += ",allow_other" }
+        if self.options.readOnly { options += ",ro" }
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("keychainfs"), strdup("-o"), strdup(options), nil]
+        defer { for p in argv { free(p) } }
+        var args = fuse_args(argc: 3, argv: UnsafeMutablePointer(mutating: argv), allocated: 0)
+        var ops = MountServer.operations()
+        let me = Unmanaged.passRetained(self).toOpaque()
+        guard let se = fuse_session_new(&args, &ops, MemoryLayout<fuse_lowlevel_ops>.size, me) else {
+            Unmanaged<MountServer>.fromOpaque(me).release()
+            throw KeychainStatus.io
+        }
+        guard fuse_session_mount(se, mountpoint) == 0 else {
+            fuse_session_destroy(se)
+            Unmanaged<MountServer>.fromOpaque(me).release()
+            throw KeychainStatus.io
+        }
+        session = se
+        startThread { [self] in
+            let config = fuse_loop_cfg_create()
+            fuse_loop_cfg_set_max_threads(config, 16)
+            _ = fuse_session_loop_mt(se, config)
+            fuse_loop_cfg_destroy(config)
+            session = nil
+            fuse_session_unmount(se)
+            fuse_session_destroy(se)
+            Unmanaged<MountServer>.fromOpaque(me).release()
+        }
+    }
+
+    /// Ends the request loop and unmounts. Safe to call more than once.
+    public func unmount() {
+        guard let se = session else { return }
+        fuse_session_exit(se)
+        // The loop thread is blocked reading /dev/fuse; unmounting wakes it with ENODEV.
+        umount2(mountpoint, Int32(MNT_DETACH))
+    }
+}
+
+/// Runs `body` on a new detached thread.
+func startThread(_ body: @escaping () -> Void) {
+    final class Box { let body: () -> Void; init(_ b: @escaping () -> Void) { body = b } }
+    let context = Unmanaged.passRetained(Box(body)).toOpaque()
+    var thread = pthread_t()
+    pthread_create(&thread, nil, { raw in
+        let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+        box.body()
+        return nil
+    }, context)
+    pthread_detach(thread)
+}

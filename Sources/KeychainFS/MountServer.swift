@@ -1,0 +1,540 @@
+import CFuse
+import Glibc
+import KeychainAccess
+import KeychainCore
+import KeychainCrypto
+
+/// What a mount needs from its daemon: the access groups and who is entitled to them.
+public protocol MountPolicy: AnyObject, Sendable {
+    func entitledGroups(_ caller: CallerIdentity) -> [String]
+    func group(named name: String) -> AccessGroup?
+    func allGroups() -> [String]
+    /// Owner of the directories: the daemon's user and group.
+    var directoryOwner: (uid: UInt32, gid: UInt32) { get }
+}
+
+/// An open file: one version of one item for its whole life, or a pending write.
+final class OpenFile {
+    let node: Node
+    let ref: PersistentRef?
+    let protection: ProtectionClass
+    let groups: [String]
+    var snapshot: SecureBytes?
+    /// Bytes written so far (`length` of them are meaningful); nil for a read-only open.
+    var buffer: SecureBytes?
+    var length = 0
+    var dirty = false
+
+    init(node: Node, ref: PersistentRef?, protection: ProtectionClass, groups: [String]) {
+        self.node = node
+        self.ref = ref
+        self.protection = protection
+        self.groups = groups
+    }
+
+    func wipe() {
+        snapshot?.wipe()
+        buffer?.wipe()
+        snapshot = nil
+        buffer = nil
+    }
+
+    /// Makes room for `count` bytes, keeping what is there.
+    func reserve(_ count: Int) {
+        let current = buffer?.count ?? -1
+        guard count > current else { return }
+        let bigger = SecureBytes(count: max(count, current * 2, 64))  // slots up to 512 bytes are pooled
+        if let old = buffer, length > 0 {
+            old.withUnsafeBytes { src in bigger.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: length) } }
+        }
+        buffer?.wipe()
+        buffer = bigger
+    }
+
+    /// The bytes a read sees: the written buffer, else the snapshot.
+    func withContents<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        if let buffer { return buffer.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[0..<length])) } }
+        if let snapshot { return snapshot.withUnsafeBytes(body) }
+        return body(UnsafeRawBufferPointer(start: nil, count: 0))
+    }
+}
+
+/// The file interface of one mount: `/<service>/<account>` for generic passwords. Every
+/// operation resolves a node, asks the vault, and answers through `FuseRequest`.
+public final class MountServer: @unchecked Sendable {
+    public let mountpoint: String
+    public let options: MountOptions
+    let vault: Vault
+    let policy: MountPolicy
+    let inodes = InodeTable()
+    var session: OpaquePointer?
+    private var mutex = pthread_mutex_t()
+    private var files: [UInt64: OpenFile] = [:]
+    private var directories: [UInt64: [(name: [UInt8], ino: UInt64, isDirectory: Bool)]] = [:]
+    private var nextHandle: UInt64 = 1
+    private let mountTime = time(nil)
+    /// Services made with mkdir that hold no item yet; they last until unmount.
+    private var emptyServices: Set<[UInt8]> = []
+
+    public init(mountpoint: String, options: MountOptions, vault: Vault, policy: MountPolicy) {
+        self.mountpoint = mountpoint
+        self.options = options
+        self.vault = vault
+        self.policy = policy
+        pthread_mutex_init(&mutex, nil)
+    }
+
+    func locked<R>(_ body: () throws -> R) rethrows -> R {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return try body()
+    }
+
+    /// How long the kernel may trust names and attributes. Short by default so that changes and
+    /// other callers' views show quickly; locks and changes through the daemon invalidate at once.
+    var timeout: Double { options.kernelCache ? 30 : 1 }
+
+    // MARK: Resolving
+
+    func identity(_ req: FuseRequest) -> CallerIdentity {
+        let c = req.caller
+        return CallerIdentity.of(pid: c.pid, uid: c.uid, gid: c.gid)
+    }
+
+    /// A service or account name as its value, resolving hashed long names by listing.
+    func value(of name: [UInt8], in service: [UInt8]?) throws -> [UInt8]? {
+        if let v = FileNames.unescape(name, topLevel: service == nil) { return v }
+        guard name.starts(with: Array("%H".utf8)) else { return nil }
+        let entries = try vault.fileEntries(service: service, accessGroups: policy.allGroups())
+        for e in entries {
+            let candidate = service == nil ? e.service : e.account
+            if FileNames.escape(candidate, topLevel: service == nil) == name { return candidate }
+        }
+        return nil
+    }
+
+    func entry(service: [UInt8], account: [UInt8], groups: [String]) throws -> FileEntry? {
+        try vault.fileEntries(service: service, account: account, accessGroups: groups, limit: 1).first
+    }
+
+    func serviceExists(_ s: [UInt8]) throws -> Bool {
+        if locked({ emptyServices.contains(s) }) { return true }
+        return try !vault.fileEntries(service: s, accessGroups: policy.allGroups(), limit: 1).isEmpty
+    }
+
+    func directoryStat(_ ino: UInt64) -> stat {
+        var st = stat()
+        st.st_mtim.tv_sec = mountTime
+        st.st_ctim.tv_sec = mountTime
+        st.st_atim.tv_sec = mountTime
+        st.st_ino = __ino_t(ino)
+        st.st_mode = S_IFDIR | (options.readOnly ? 0o555 : 0o755)
+        st.st_nlink = 2
+        st.st_uid = policy.directoryOwner.uid
+        st.st_gid = policy.directoryOwner.gid
+        return st
+    }
+
+    func fileStat(_ ino: UInt64, _ e: FileEntry) -> stat {
+        var st = stat()
+        st.st_ino = __ino_t(ino)
+        let g = policy.group(named: e.group)
+        st.st_mode = S_IFREG | mode_t((g?.mode ?? 0o400) & (options.readOnly ? 0o555 : 0o777))
+        st.st_nlink = 1
+        st.st_uid = g?.owner ?? policy.directoryOwner.uid
+        st.st_gid = g?.gid ?? policy.directoryOwner.gid
+        st.st_size = off_t(e.size)
+        st.st_blocks = blkcnt_t((e.size + 511) / 512)
+        st.st_blksize = 4096
+        let unix = { (key: String) -> Int in
+            if case .date(let t)? = e.attributes[key] { return Int(t + 978_307_200) }
+            return 0
+        }
+        st.st_mtim.tv_sec = unix("mdat")
+        st.st_ctim.tv_sec = unix("mdat")
+        st.st_atim.tv_sec = unix("mdat")
+        return st
+    }
+
+    // MARK: Names and attributes
+
+    func lookup(_ req: FuseRequest, parent: UInt64, name: [UInt8]) {
+        do {
+            switch inodes.node(parent) {
+            case .root?:
+                guard let s = try value(of: name, in: nil), try serviceExists(s) else { return req.error(ENOENT) }
+                let ino = inodes.lookedUp(.service(s))
+                req.entry(ino: ino, attr: directoryStat(ino), timeout: timeout)
+            case .service(let s)?:
+                guard let a = try value(of: name, in: s),
+                      let e = try entry(service: s, account: a, groups: policy.allGroups()) else { return req.error(ENOENT) }
+                let ino = inodes.lookedUp(.item(service: s, account: a))
+                req.entry(ino: ino, attr: fileStat(ino, e), timeout: timeout)
+            case .item?: req.error(ENOTDIR)
+            case nil: req.error(ENOENT)
+            }
+        } catch {
+            req.error(errnoFor(error))
+        }
+    }
+
+    func forget(_ ino: UInt64, _ count: UInt64) { inodes.forget(ino, count) }
+
+    func getattr(_ req: FuseRequest, ino: UInt64) {
+        do {
+            switch inodes.node(ino) {
+            case .root?: req.attr(directoryStat(ino), timeout: timeout)
+            case .service(let s)?:
+                guard try serviceExists(s) else { return req.error(ENOENT) }
+                req.attr(directoryStat(ino), timeout: timeout)
+            case .item(let s, let a)?:
+                guard let e = try entry(service: s, account: a, groups: policy.allGroups()) else { return req.error(ENOENT) }
+                req.attr(fileStat(ino, e), timeout: timeout)
+            case nil: req.error(ENOENT)
+            }
+        } catch {
+            req.error(errnoFor(error))
+        }
+    }
+
+    // MARK: Directories
+
+    func opendir(_ req: FuseRequest, ino: UInt64, fi: UnsafeMutablePointer<fuse_file_info>) {
+        do {
+            let groups = policy.entitledGroups(identity(req))
+            var list: [(name: [UInt8], ino: UInt64, isDirectory: Bool)] = [(Array(".".utf8), ino, true), (Array("..".utf8), 1, true)]
+            switch inodes.node(ino) {
+            case .root?:
+                var seen = Set<[UInt8]>()
+                for e in try vault.fileEntries(accessGroups: groups) where seen.insert(e.service).inserted {
+                    list.append((FileNames.escape(e.service, topLevel: true), inodes.existing(.service(e.service)) ?? 0, true))
+                }
+                for s in locked({ emptyServices }) where seen.insert(s).inserted {
+                    list.append((FileNames.escape(s, topLevel: true), inodes.existing(.service(s)) ?? 0, true))
+                }
+            case .service(let s)?:
+                var seen = Set<[UInt8]>()
+                for e in try vault.fileEntries(service: s, accessGroups: groups) where seen.insert(e.account).inserted {
+                    list.append((FileNames.escape(e.account), inodes.existing(.item(service: s, account: e.account)) ?? 0, false))
+                }
+            default: return req.error(ENOTDIR)
+            }
+            let handle = locked { () -> UInt64 in
+                defer { nextHandle += 1 }
+                directories[nextHandle] = list
+                return nextHandle
+            }
+            fi.pointee.fh = handle
+            req.open(fi)
+        } catch {
+            req.error(errnoFor(error))
+        }
+    }
+
+    func readdir(_ req: FuseRequest, size: Int, offset: Int, fi: UnsafeMutablePointer<fuse_file_info>) {
+        guard let list = locked({ directories[fi.pointee.fh] }) else { return req.error(EBADF) }
+        // Entries the kernel has not looked up carry a placeholder inode; ls ignores it.
+        req.directory(list.map { ($0.name, $0.ino == 0 ? UInt64.max : $0.ino, $0.isDirectory) }, offset: offset, size: size)
+    }
+
+    func releasedir(_ req: FuseRequest, fi: UnsafeMutablePointer<fuse_file_info>) {
+        locked { directories[fi.pointee.fh] = nil }
+        req.ok()
+    }
+
+    func mkdir(_ req: FuseRequest, parent: UInt64, name: [UInt8]) {
+        guard !options.readOnly else { return req.error(EROFS) }
+        guard case .root? = inodes.node(parent) else { return req.error(EPERM) }
+        guard let s = FileNames.unescape(name, topLevel: true) else { return req.error(EINVAL) }
+        do {
+            guard try !serviceExists(s) else { return req.error(EEXIST) }
+            locked { _ = emptyServices.insert(s) }
+            let ino = inodes.lookedUp(.service(s))
+            req.entry(ino: ino, attr: directoryStat(ino), timeout: timeout)
+        } catch {
+            req.error(errnoFor(error))
+        }
+    }
+
+    func rmdir(_ req: FuseRequest, parent: UInt64, name: [UInt8]) {
+        guard !options.readOnly else { return req.error(EROFS) }
+        guard case .root? = inodes.node(parent), let s = FileNames.unescape(name, topLevel: true) else { return req.error(ENOENT) }
+        do {
+            if try !vault.fileEntries(service: s, accessGroups: policy.allGroups(), limit: 1).isEmpty { return req.error(ENOTEMPTY) }
+            guard locked({ emptyServices.remove(s) }) != nil else { return req.error(ENOENT) }
+            req.ok()
+        } catch {
+            req.error(errnoFor(error))
+        }
+    }
+
+    // MARK: Files
+
+    func open(_ req: FuseRequest, ino: UInt64, fi: UnsafeMutablePointer<fuse_file_info>) {
+        guard case .item(let s, let a)? = inodes.node(ino) else { return req.error(EISDIR) }
+        let writing = fi.pointee.accessMode != O_RDONLY
+        if writing && options.readOnly { return req.error(EROFS) }
+        do {
+            let groups = policy.entitledGroups(identity(req))
+            guard let e = try entry(service: s, account: a, groups: groups) else {
+                // Visible to others but not to this caller: denied, not missing.
+                return req.error(try entry(service: s, account: a, groups: policy.allGroups()) == nil ? ENOENT : EACCES)
+            }
+            let file = OpenFile(node: .item(service: s, account: a), ref: e.ref, protection: e.protection, groups: groups)
+            if !writing || fi.pointee.flags & O_TRUNC == 0 {
+                file.snapshot = try vault.secret(of: e.ref, accessGroups: groups)
+            }
+            if writing {
+                if let snap = file.snapshot {
+                    file.reserve(snap.count)
+                    snap.withUnsafeBytes { src in file.buffer!.withUnsafeMutableBytes { if src.count > 0 { $0.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: src.count) } } }
+                    file.length = snap.count
+                    snap.wipe()
+                    file.snapshot = nil
+                } else {
+                    file.reserve(0)
+                    file.dirty = true  // O_TRUNC empties the secret even if nothing is written
+                }
+            }
+            register(file, fi)
+            req.open(fi)
+        } catch {
+            req.error(errnoFor(error))
+        }
+    }
+
+    private func register(_ file: OpenFile, _ fi: UnsafeMutablePointer<fuse_file_info>) {
+        fi.pointee.fh = locked { () -> UInt64 in
+            defer { nextHandle += 1 }
+            files[nextHandle] = file
+            return nextHandle
+        }
+        fi.pointee.direct_io = options.kernelCache ? 0 : 1
+        fi.pointee.keep_cache = options.kernelCache ? 1 : 0
+    }
+
+    func create(_ req: FuseRequest, parent: UInt64, name: [UInt8], fi: UnsafeMutablePointer<fuse_file_info>) {
+        guard !options.readOnly else { return req.error(EROFS) }
+        guard case .service(let s)? = inodes.node(parent) else { return req.error(EPERM) }
+        guard let a = FileNames.unescape(name) else { return req.error(EINVAL) }
+        let groups = policy.entitledGroups(identity(req))
+        guard let first = groups.first else { return req.error(EACCES) }
+        do {
+            if let existing = try entry(service: s, account: a, groups: policy.allGroups()) {
+                // O_CREAT on an existing file without O_EXCL: an ordinary truncating open.
+                if fi.pointee.flags & O_EXCL != 0 { return req.error(EEXIST) }
+                guard groups.contains(existing.group) else { return req.error(EACCES) }
+                let file = OpenFile(node: .item(service: s, account: a), ref: existing.ref, protection: existing.protection, groups: groups)
+                file.reserve(0)
+                file.dirty = true
+                register(file, fi)
+                let ino = inodes.lookedUp(.item(service: s, account: a))
+                return req.create(ino: ino, attr: fileStat(ino, existing), timeout: timeout, fi: fi)
+            }
+            let file = OpenFile(node: .item(service: s, account: a), ref: nil, protection: .default, groups: groups)
+            file.reserve(0)
+            file.dirty = true
+            try commit(file)  // the file exists from now on, empty, as after creat(2)
+            register(file, fi)
+            let ino = inodes.lookedUp(.item(service: s, account: a))
+            guard let made = try entry(service: s, account: a, groups: [first] + groups) else { return req.error(EIO) }
+            locked { _ = emptyServices.remove(s) }
+            req.create(ino: ino, attr: fileStat(ino, made), timeout: timeout, fi: fi)
+        } catch {
+            req.error(errnoFor(error))
+        }
+    }
+
+    func read(_ req: FuseRequest, size: Int, offset: Int, fi: UnsafeMutablePointer<fuse_file_info>) {
+        guard let file = locked({ files[fi.pointee.fh] }) else { return req.error(EBADF) }
+        // A descriptor opened before a lock reads nothing after it.
+        if file.protection.availability == .whileUnlocked && vault.lockState != .unlocked { return req.error(EACCES) }
+        locked {
+            file.withContents { bytes in
+                guard offset < bytes.count else { return req.buffer(UnsafeRawBufferPointer(start: nil, count: 0)) }
+                let end = min(bytes.count, offset + size)
+                req.buffer(UnsafeRawBufferPointer(rebasing: bytes[offset..<end]))
+            }
+        }
+    }
+
+    func write(_ req: FuseRequest, data: UnsafeRawBufferPointer, offset: Int, fi: UnsafeMutablePointer<fuse_file_info>) {
+        guard let file = locked({ files[fi.pointee.fh] }), file.buffer != nil else { return req.error(EBADF) }
+        guard offset + data.count <= 64 << 20 else { return req.error(EFBIG) }
+        locked {
+            file.reserve(offset + data.count)
+            file.buffer!.withUnsafeMutableBytes { dst in
+                if offset > file.length { (dst.baseAddress! + file.length).initializeMemory(as: UInt8.self, repeating: 0, count: offset - file.length) }
+                if data.count > 0 { (dst.baseAddress! + offset).copyMemory(from: data.baseAddress!, byteCount: data.count) }
+            }
+            file.length = max(file.length, offset + data.count)
+            file.dirty = true
+        }
+        req.written(data.count)
+    }
+
+    /// Stores a written file's bytes as the item's secret in one transaction.
+    func commit(_ file: OpenFile) throws {
+        guard file.dirty, case .item(let s, let a) = file.node else { return }
+        let secret = locked { file.withContents { SecureBytes(copying: $0) } }
+        defer { secret.wipe() }
+        if let ref = file.ref {
+            try vault.update(["v_PersistentRef": .data(ref.bytes), "sync": "syna"], changes: [:], secret: secret,
+                             accessGroups: file.groups)
+        } else {
+            do {
+                try vault.add(["class": "genp", "svce": .data(s), "acct": .data(a)], secret: secret, accessGroups: file.groups)
+            } catch KeychainStatus.duplicateItem {
+                try vault.update(["class": "genp", "svce": .data(s), "acct": .data(a)], changes: [:], secret: secret,
+                                 accessGroups: file.groups)
+            }
+        }
+        locked { file.dirty = false }
+    }
+
+    func flush(_ req: FuseRequest, fi: UnsafeMutablePointer<fuse_file_info>) {
+        guard let file = locked({ files[fi.pointee.fh] }) else { return req.error(EBADF) }
+        do {
+            try commit(file)
+            req.ok()
+        } catch {
+            req.error(errnoFor(error))
+        }
+    }
+
+    func release(_ req: FuseRequest, fi: UnsafeMutablePointer<fuse_file_info>) {
+        let file = locked { files.removeValue(forKey: fi.pointee.fh) }
+        if let file {
+            try? commit(file)  // flush normally did this already
+            file.wipe()
+        }
+        req.ok()
+    }
+
+    func unlink(_ req: FuseRequest, parent: UInt64, name: [UInt8]) {
+        guard !options.readOnly else { return req.error(EROFS) }
+        guard case .service(let s)? = inodes.node(parent) else { return req.error(ENOENT) }
+        do {
+            guard let a = try value(of: name, in: s) else { return req.error(ENOENT) }
+            try vault.delete(["class": "genp", "svce": .data(s), "acct": .data(a), "sync": "syna"],
+                             accessGroups: policy.entitledGroups(identity(req)))
+            req.ok()
+        } catch {
+            req.error(errnoFor(error))
+        }
+    }
+
+    func rename(_ req: FuseRequest, parent: UInt64, name: [UInt8], newParent: UInt64, newName: [UInt8], flags: UInt32) {
+        guard !options.readOnly else { return req.error(EROFS) }
+        guard flags & ~UInt32(1) == 0 else { return req.error(EINVAL) }  // only RENAME_NOREPLACE
+        let groups = policy.entitledGroups(identity(req))
+        do {
+            switch (inodes.node(parent), inodes.node(newParent)) {
+            case (.root?, .root?):
+                guard let from = try value(of: name, in: nil), let to = FileNames.unescape(newName, topLevel: true) else { return req.error(ENOENT) }
+                if try serviceExists(to) { return req.error(flags & 1 != 0 ? EEXIST : ENOTEMPTY) }
+                if locked({ emptyServices.remove(from) }) != nil {
+                    locked { _ = emptyServices.insert(to) }
+                } else {
+                    try vault.update(["class": "genp", "svce": .data(from), "sync": "syna"], changes: ["svce": .data(to)],
+                                     accessGroups: groups)
+                }
+                inodes.renameService(from, to: to)
+                req.ok()
+            case (.service(let s1)?, .service(let s2)?):
+                guard let a1 = try value(of: name, in: s1), let a2 = FileNames.unescape(newName) else { return req.error(ENOENT) }
+                guard let source = try entry(service: s1, account: a1, groups: groups) else { return req.error(ENOENT) }
+                if let target = try entry(service: s2, account: a2, groups: policy.allGroups()) {
+                    if flags & 1 != 0 { return req.error(EEXIST) }
+                    guard groups.contains(target.group) else { return req.error(EACCES) }
+                    // An editor's save: the target keeps its attributes and takes the new secret.
+                    let secret = try vault.secret(of: source.ref, accessGroups: groups)
+                    defer { secret.wipe() }
+                    try vault.update(["v_PersistentRef": .data(target.ref.bytes), "sync": "syna"], changes: [:],
+                                     secret: secret, accessGroups: groups)
+                    try vault.delete(["v_PersistentRef": .data(source.ref.bytes), "sync": "syna"], accessGroups: groups)
+                } else {
+                    try vault.update(["v_PersistentRef": .data(source.ref.bytes), "sync": "syna"],
+                                     changes: ["svce": .data(s2), "acct": .data(a2)], accessGroups: groups)
+                    locked { _ = emptyServices.remove(s2) }
+                }
+                // The kernel keeps the source's inode under the new name.
+                inodes.rename(.item(service: s1, account: a1), to: .item(service: s2, account: a2))
+                req.ok()
+            default:
+                req.error(EXDEV)
+            }
+        } catch {
+            req.error(errnoFor(error))
+        }
+    }
+
+    func setattr(_ req: FuseRequest, ino: UInt64, attr: stat, toSet: Int32, fi: UnsafeMutablePointer<fuse_file_info>?) {
+        let sizeBit: Int32 = 1 << 3, modeBit: Int32 = 1 << 0, uidBit: Int32 = 1 << 1, gidBit: Int32 = 1 << 2
+        if toSet & (modeBit | uidBit | gidBit) != 0 { return req.error(EPERM) }  // ownership comes from the group
+        guard case .item(let s, let a)? = inodes.node(ino) else {
+            return toSet & sizeBit != 0 ? req.error(EISDIR) : getattr(req, ino: ino)
+        }
+        if toSet & sizeBit != 0 {
+            guard !options.readOnly else { return req.error(EROFS) }
+            let size = Int(attr.st_size)
+            guard size >= 0, size <= 64 << 20 else { return req.error(EFBIG) }
+            do {
+                if let fi, let file = locked({ files[fi.pointee.fh] }), file.buffer != nil {
+                    locked {
+                        file.reserve(size)
+                        if size > file.length {
+                            file.buffer!.withUnsafeMutableBytes { (($0.baseAddress! + file.length)).initializeMemory(as: UInt8.self, repeating: 0, count: size - file.length) }
+                        }
+                        file.length = size
+                        file.dirty = true
+                    }
+                } else {
+                    let groups = policy.entitledGroups(identity(req))
+                    guard let e = try entry(service: s, account: a, groups: groups) else { return req.error(EACCES) }
+                    let old = try vault.secret(of: e.ref, accessGroups: groups)
+                    let new = SecureBytes(count: size)
+                    old.withUnsafeBytes { src in new.withUnsafeMutableBytes { if min(size, src.count) > 0 { $0.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: min(size, src.count)) } } }
+                    old.wipe()
+                    try vault.update(["v_PersistentRef": .data(e.ref.bytes), "sync": "syna"], changes: [:], secret: new,
+                                     accessGroups: groups)
+                }
+            } catch {
+                return req.error(errnoFor(error))
+            }
+        }
+        getattr(req, ino: ino)
+    }
+
+    // MARK: Lock and change notification
+
+    /// Called after the vault locked, from a thread that serves no kernel request: wipes what
+    /// open files hold of WhenUnlocked items and drops every entry the kernel knows, so the
+    /// files are gone before the lock command returns.
+    public func vaultDidLock() {
+        locked {
+            for file in files.values where file.protection.availability == .whileUnlocked { file.wipe() }
+        }
+        invalidateAll()
+    }
+
+    /// Drops the kernel's cached names, attributes and pages for every known node.
+    public func invalidateAll() {
+        guard let se = session else { return }
+        for (ino, node) in inodes.all() {
+            switch node {
+            case .root: continue
+            case .service(let s):
+                let name = FileNames.escape(s, topLevel: true).map { CChar(bitPattern: $0) }
+                _ = fuse_lowlevel_notify_inval_entry(se, InodeTable.rootIno, name, name.count)
+            case .item(let s, let a):
+                if let parent = inodes.existing(.service(s)) {
+                    let name = FileNames.escape(a).map { CChar(bitPattern: $0) }
+                    _ = fuse_lowlevel_notify_inval_entry(se, parent, name, name.count)
+                }
+                _ = fuse_lowlevel_notify_inval_inode(se, ino, 0, 0)
+            }
+        }
+        _ = fuse_lowlevel_notify_inval_inode(se, InodeTable.rootIno, 0, 0)
+    }
+}

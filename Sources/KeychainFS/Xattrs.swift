@@ -1,0 +1,96 @@
+import CFuse
+import Glibc
+import KeychainCore
+
+/// Item attributes as extended attributes `user.keychain.<name>`; reading them never decrypts
+/// a secret. Writable: label, comment, description, accessible, access-group.
+extension MountServer {
+    static let prefix = "user.keychain."
+
+    /// xattr name -> (raw attribute key, writable).
+    static let xattrs: [(String, String, Bool)] = [
+        ("class", "class", false), ("accessible", "pdmn", true), ("access-group", "agrp", true),
+        ("label", "labl", true), ("comment", "icmt", true), ("description", "desc", true),
+        ("created", "cdat", false), ("modified", "mdat", false), ("synchronizable", "sync", false),
+        ("version", "version", false),
+    ]
+
+    func xattrValue(_ e: FileEntry, key: String) -> [UInt8]? {
+        switch key {
+        case "class": return Array("genp".utf8)
+        case "version": return Array(String(e.version).utf8)
+        default:
+            guard let v = e.attributes[key] else { return nil }
+            switch v {
+            case .string(let s): return Array(s.utf8)
+            case .data(let d): return d
+            case .number(let n): return Array(String(n).utf8)
+            case .bool(let b): return Array((b ? "1" : "0").utf8)
+            case .date(let t): return Array(String(Int64((t + 978_307_200).rounded(.down))).utf8)
+            }
+        }
+    }
+
+    func itemEntry(_ ino: UInt64) throws -> FileEntry? {
+        guard case .item(let s, let a)? = inodes.node(ino) else { return nil }
+        return try entry(service: s, account: a, groups: policy.allGroups())
+    }
+
+    func getxattr(_ req: FuseRequest, ino: UInt64, name: String, size: Int) {
+        guard name.hasPrefix(Self.prefix), let spec = Self.xattrs.first(where: { Self.prefix + $0.0 == name }) else {
+            return req.error(ENODATA)
+        }
+        do {
+            guard let e = try itemEntry(ino) else { return req.error(inodes.node(ino) == nil ? ENOENT : ENODATA) }
+            guard let value = xattrValue(e, key: spec.1) else { return req.error(ENODATA) }
+            if size == 0 { return req.xattrSize(value.count) }
+            guard size >= value.count else { return req.error(ERANGE) }
+            req.buffer(value)
+        } catch {
+            req.error(errnoFor(error))
+        }
+    }
+
+    func listxattr(_ req: FuseRequest, ino: UInt64, size: Int) {
+        do {
+            guard let e = try itemEntry(ino) else {
+                return inodes.node(ino) == nil ? req.error(ENOENT) : (size == 0 ? req.xattrSize(0) : req.buffer([]))
+            }
+            var out: [UInt8] = []
+            for (name, key, _) in Self.xattrs where xattrValue(e, key: key) != nil {
+                out += Array((Self.prefix + name).utf8) + [0]
+            }
+            if size == 0 { return req.xattrSize(out.count) }
+            guard size >= out.count else { return req.error(ERANGE) }
+            req.buffer(out)
+        } catch {
+            req.error(errnoFor(error))
+        }
+    }
+
+    func setxattr(_ req: FuseRequest, ino: UInt64, name: String, value: [UInt8]) {
+        guard !options.readOnly else { return req.error(EROFS) }
+        guard name.hasPrefix(Self.prefix), let spec = Self.xattrs.first(where: { Self.prefix + $0.0 == name }) else {
+            return req.error(ENOTSUP)
+        }
+        guard spec.2 else { return req.error(EPERM) }
+        do {
+            guard let e = try itemEntry(ino) else { return req.error(ENOENT) }
+            let text = String(decoding: value, as: UTF8.self)
+            var change: AttributeValue = .string(text)
+            if spec.1 == "pdmn" {
+                guard let p = ProtectionClass(name: text) else { return req.error(EINVAL) }
+                change = .string(p.rawValue)
+            }
+            try vault.update(["v_PersistentRef": .data(e.ref.bytes), "sync": "syna"], changes: [spec.1: change],
+                             accessGroups: policy.entitledGroups(identity(req)))
+            req.ok()
+        } catch {
+            req.error(errnoFor(error))
+        }
+    }
+
+    func removexattr(_ req: FuseRequest, name: String) {
+        req.error(name.hasPrefix(Self.prefix) ? EPERM : ENODATA)
+    }
+}

@@ -1,0 +1,211 @@
+import Foundation
+import XCTest
+
+/// Access groups as entitlements, with real Unix users running the CLI against root's daemon.
+final class CLIAccessTests: XCTestCase {
+    static let owner = "kcfs_owner", member = "kcfs_member", outsider = "kcfs_outsider", group = "kcfs_grp"
+    nonisolated(unsafe) static var ready = false
+    static var users: [String] { [owner, member, outsider] }
+
+    override class func setUp() {
+        super.setUp()
+        guard getuid() == 0 else { return }
+        _ = runTool(["/usr/sbin/groupadd", group])                       // 9: exists already
+        for u in users {
+            _ = runTool(["/usr/sbin/useradd", "-M", "-N", "-s", "/usr/sbin/nologin", u])
+        }
+        _ = runTool(["/usr/sbin/usermod", "-aG", group, member])
+        ready = users.allSatisfy { getpwnam($0) != nil } && getgrnam(group) != nil
+    }
+
+    override class func tearDown() {
+        if getuid() == 0 {
+            for u in users { _ = runTool(["/usr/sbin/userdel", u]) }
+            _ = runTool(["/usr/sbin/groupdel", group])
+        }
+        super.tearDown()
+    }
+
+    var h: CLIHarness!
+
+    override func setUpWithError() throws {
+        guard getuid() == 0 else { throw XCTSkip("needs root to create users") }
+        guard CLIAccessTests.ready else { throw XCTSkip("could not create the test users") }
+        h = try CLIHarness()
+        // Root owns the runtime directory and starts the daemon; other users only connect.
+        try FileManager.default.createDirectory(atPath: h.runtimeDir, withIntermediateDirectories: true)
+        chmod(h.runtimeDir, 0o755)
+        try h.createVault()
+        let add = try h.run(["group", "add", "team", "--owner", Self.owner, "--group", Self.group, "--mode", "0440"])
+        XCTAssertEqual(add.status, 0, "\(add)")
+        let item = try h.run(["add-generic-password", "-s", "teamsvc", "-a", "deploy", "-w", "team-secret",
+                              "--access-group", "team"])
+        XCTAssertEqual(item.status, 0, "\(item)")
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "rootsvc", "-a", "root", "-w", "root-secret"]).status, 0)
+    }
+
+    override func tearDown() {
+        h?.tearDown()
+        h = nil
+        super.tearDown()
+    }
+
+    /// setpriv arguments that run the CLI as `user` with its groups from /etc/group (or none).
+    func asUser(_ user: String, initGroups: Bool = true) -> [String] {
+        guard let pw = getpwnam(user) else { XCTFail("no user \(user)"); return [] }
+        return ["/usr/bin/setpriv", "--reuid", String(pw.pointee.pw_uid), "--regid", String(pw.pointee.pw_gid),
+                initGroups ? "--init-groups" : "--clear-groups"]
+    }
+
+    func run(_ user: String, _ args: [String], initGroups: Bool = true, input: String? = nil) throws -> CLIHarness.Result {
+        try h.run(args, input: input, prefix: asUser(user, initGroups: initGroups))
+    }
+
+    func testGroupListShowsTheTable() throws {
+        let list = try h.run(["group", "list"])
+        XCTAssertEqual(list.status, 0, "\(list)")
+        let uid = getpwnam(Self.owner)!.pointee.pw_uid, gid = getgrnam(Self.group)!.pointee.gr_gid
+        XCTAssertEqual(list.stdout, "default owner=0 group=0 mode=0400\nteam owner=\(uid) group=\(gid) mode=0440\n")
+        let dup = try h.run(["group", "add", "team"])
+        XCTAssertEqual(dup.status, 45, "\(dup)")
+        let unknownUser = try h.run(["group", "add", "x", "--owner", "kcfs_nobody_such"])
+        XCTAssertEqual(unknownUser.status, 2, "\(unknownUser)")
+        XCTAssertTrue(unknownUser.stderr.hasPrefix("keychainfs: no such user kcfs_nobody_such\n"), unknownUser.stderr)
+        XCTAssertEqual(try h.run(["group", "remove", "nosuch"]).status, 44)
+    }
+
+    func testOwnerAndMemberReadTheGroupsItem() throws {
+        for user in [Self.owner, Self.member] {
+            let plain = try run(user, ["find-generic-password", "-s", "teamsvc", "-w"])
+            XCTAssertEqual(plain.status, 0, "\(user): \(plain)")
+            XCTAssertEqual(plain.stdout, "team-secret\n", user)
+            let named = try run(user, ["find-generic-password", "-s", "teamsvc", "-w", "--access-group", "team"])
+            XCTAssertEqual(named.stdout, "team-secret\n", user)
+            let info = try run(user, ["show-keychain-info"])
+            XCTAssertTrue(info.stdout.hasSuffix("your access groups: team\n"), "\(user): \(info.stdout)")
+            // Root's own item stays invisible, and its group cannot be named.
+            XCTAssertEqual(try run(user, ["find-generic-password", "-s", "rootsvc"]).status, 44, user)
+            let rootGroup = try run(user, ["find-generic-password", "-s", "rootsvc", "--access-group", "default"])
+            XCTAssertEqual(rootGroup.status, 30, "\(user): \(rootGroup)")
+            XCTAssertEqual(rootGroup.stderr, Sentence.missingEntitlement)
+            // dump-keychain shows exactly the entitled items.
+            let dump = try run(user, ["dump-keychain", "--json"])
+            let items = try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [[String: Any]]
+            XCTAssertEqual(items?.compactMap { ($0["attributes"] as? [String: Any])?["svce"] as? String }, ["teamsvc"], user)
+        }
+        // The member may write into the group; the item lands in its first (default) group.
+        let add = try run(Self.member, ["add-generic-password", "-s", "membersvc", "-a", "m", "-w", "from-member"])
+        XCTAssertEqual(add.status, 0, "\(add)")
+        let json = h.jsonObject(try h.run(["find-generic-password", "-s", "membersvc", "--json"]).stdout)
+        XCTAssertEqual((json["attributes"] as? [String: Any])?["agrp"] as? String, "team")
+        XCTAssertEqual(try run(Self.owner, ["find-generic-password", "-s", "membersvc", "-w"]).stdout, "from-member\n")
+    }
+
+    func testMembershipComesFromTheKernelsGroupList() throws {
+        // The same member without its supplementary groups is nobody.
+        let r = try run(Self.member, ["find-generic-password", "-s", "teamsvc", "-w", "--access-group", "team"], initGroups: false)
+        XCTAssertEqual(r.status, 30, "\(r)")
+        XCTAssertEqual(r.stderr, Sentence.missingEntitlement)
+        // Without group read in the mode, members lose access and the owner keeps it.
+        XCTAssertEqual(try h.run(["group", "set", "team", "--mode", "0400"]).status, 0)
+        XCTAssertEqual(try run(Self.member, ["find-generic-password", "-s", "teamsvc", "-w", "--access-group", "team"]).status, 30)
+        XCTAssertEqual(try run(Self.owner, ["find-generic-password", "-s", "teamsvc", "-w"]).stdout, "team-secret\n")
+        // Mode 0444 lets anyone in.
+        XCTAssertEqual(try h.run(["group", "set", "team", "--mode", "0444"]).status, 0)
+        XCTAssertEqual(try run(Self.outsider, ["find-generic-password", "-s", "teamsvc", "-w"], initGroups: false).stdout,
+                       "team-secret\n")
+    }
+
+    func testOutsiderIsDenied() throws {
+        let info = try run(Self.outsider, ["show-keychain-info"], initGroups: false)
+        XCTAssertEqual(info.status, 0, "\(info)")
+        XCTAssertTrue(info.stdout.hasSuffix("your access groups: (none)\n"), info.stdout)
+        XCTAssertEqual(h.jsonObject(try run(Self.outsider, ["show-keychain-info", "--json"], initGroups: false).stdout)["groups"] as? String, "")
+
+        let named = try run(Self.outsider, ["find-generic-password", "-s", "teamsvc", "-w", "--access-group", "team"], initGroups: false)
+        XCTAssertEqual(named.status, 30, "\(named)")
+        XCTAssertEqual(named.stdout, "")
+        XCTAssertEqual(named.stderr, Sentence.missingEntitlement)
+        // A caller with no group at all gets errSecMissingEntitlement on every search (docs/semantics.md).
+        let plainNoGroups = try run(Self.outsider, ["find-generic-password", "-s", "teamsvc", "-w"], initGroups: false)
+        XCTAssertEqual(plainNoGroups.status, 30, "\(plainNoGroups)")
+        XCTAssertEqual(plainNoGroups.stdout, "")
+        XCTAssertEqual(try run(Self.outsider, ["add-generic-password", "-s", "x", "-a", "y", "-w", "z"], initGroups: false).status, 30)
+        XCTAssertEqual(try run(Self.outsider, ["group", "list"], initGroups: false).stdout, "")
+        // Administration is for root and the daemon's user only.
+        for args in [["group", "add", "mine"], ["lock-keychain"], ["stop"], ["set-keychain-settings", "-t", "1"]] {
+            let r = try run(Self.outsider, args, initGroups: false)
+            XCTAssertEqual(r.status, 51, "\(args): \(r)")
+            XCTAssertEqual(r.stderr, Sentence.authFailed, "\(args)")
+        }
+        XCTAssertEqual(try h.info()["state"] as? String, "unlocked")
+        XCTAssertEqual(try h.info()["lock-timeout"] as? Int, 0)
+
+        // With a group of its own, the outsider's plain search finds nothing of the team's,
+        // and naming the team's group is still refused.
+        XCTAssertEqual(try h.run(["group", "add", "mine", "--owner", Self.outsider]).status, 0)
+        let plain = try run(Self.outsider, ["find-generic-password", "-s", "teamsvc", "-w"], initGroups: false)
+        XCTAssertEqual(plain.status, 44, "\(plain)")
+        XCTAssertEqual(plain.stdout, "")
+        XCTAssertEqual(plain.stderr, Sentence.notFound)
+        XCTAssertEqual(try run(Self.outsider, ["find-generic-password", "-s", "teamsvc", "--access-group", "team"], initGroups: false).status, 30)
+        XCTAssertEqual(try run(Self.outsider, ["delete-generic-password", "-s", "teamsvc"], initGroups: false).status, 44)
+        XCTAssertEqual(try run(Self.outsider, ["delete-generic-password", "-s", "teamsvc", "--access-group", "team"], initGroups: false).status, 30)
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "teamsvc", "-w"]).stdout, "team-secret\n", "the item survived")
+        XCTAssertTrue(try run(Self.outsider, ["show-keychain-info"], initGroups: false).stdout.hasSuffix("your access groups: mine\n"))
+        // The denials are in the daemon's log, with the caller's uid.
+        let uid = getpwnam(Self.outsider)!.pointee.pw_uid
+        let log = try daemonLog()
+        XCTAssertTrue(log.contains("denied copyMatching uid=\(uid) "), log)
+    }
+
+    func testNonRootUserDoesNotStartItsOwnDaemon() throws {
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        let r = try run(Self.outsider, ["find-generic-password", "-s", "teamsvc"], initGroups: false)
+        XCTAssertNotEqual(r.status, 0, "\(r)")
+        XCTAssertEqual(h.daemons().count, 0, "no daemon started by the outsider")
+        // Root's next command starts it again.
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "rootsvc", "-w"]).status, 36, "a fresh daemon is not yet unlocked")
+        XCTAssertEqual(h.daemons().count, 1)
+    }
+
+    func testExecutableRestriction() throws {
+        // Restricted to the keychainfs binary itself (given through a non-canonical path).
+        let binary = CLIHarness.canonicalBinary
+        let indirect = (binary as NSString).deletingLastPathComponent + "/./" + (binary as NSString).lastPathComponent
+        let add = try h.run(["group", "add", "tools", "--exe", indirect])
+        XCTAssertEqual(add.status, 0, "\(add)")
+        XCTAssertTrue(try h.run(["group", "list"]).stdout.contains("tools owner=0 group=0 mode=0400 exe=\(binary)\n"))
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "toolsvc", "-a", "t", "-w", "tool-secret", "--access-group", "tools"]).status, 0)
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "toolsvc", "-w"]).stdout, "tool-secret\n")
+        XCTAssertTrue(h.jsonObject(try h.run(["show-keychain-info", "--json"]).stdout)["groups"] as? String == "default,team,tools")
+
+        // Restricted to another program: even root running keychainfs is not entitled.
+        XCTAssertEqual(try h.run(["group", "set", "tools", "--exe", "/usr/bin/true"]).status, 0)
+        let plain = try h.run(["find-generic-password", "-s", "toolsvc", "-w"])
+        XCTAssertEqual(plain.status, 44, "\(plain)")
+        XCTAssertEqual(plain.stderr, Sentence.notFound)
+        let named = try h.run(["find-generic-password", "-s", "toolsvc", "-w", "--access-group", "tools"])
+        XCTAssertEqual(named.status, 30, "\(named)")
+        XCTAssertEqual(named.stderr, Sentence.missingEntitlement)
+        XCTAssertEqual(h.jsonObject(try h.run(["show-keychain-info", "--json"]).stdout)["groups"] as? String, "default,team")
+
+        // Several programs: any one of them entitles.
+        XCTAssertEqual(try h.run(["group", "set", "tools", "--exe", "/usr/bin/true", "--exe", binary]).status, 0)
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "toolsvc", "-w"]).stdout, "tool-secret\n")
+
+        // The restriction also applies to the group's owner.
+        XCTAssertEqual(try h.run(["group", "set", "team", "--exe", "/usr/bin/true"]).status, 0)
+        XCTAssertEqual(try run(Self.owner, ["find-generic-password", "-s", "teamsvc", "-w", "--access-group", "team"]).status, 30)
+        XCTAssertEqual(try h.run(["group", "set", "team", "--exe", binary]).status, 0)
+        XCTAssertEqual(try run(Self.owner, ["find-generic-password", "-s", "teamsvc", "-w"]).stdout, "team-secret\n")
+        // --no-exe lifts it.
+        XCTAssertEqual(try h.run(["group", "set", "tools", "--no-exe"]).status, 0)
+        XCTAssertTrue(try h.run(["group", "list"]).stdout.contains("tools owner=0 group=0 mode=0400\n"))
+    }
+
+    func daemonLog() throws -> String {
+        let files = try FileManager.default.contentsOfDirectory(atPath: h.runtimeDir).filter { $0.hasSuffix(".log") }
+        return files.map { (try? String(contentsOfFile: h.runtimeDir + "/" + $0, encoding: .utf8)) ?? "" }.joined()
+    }
+}
