@@ -47,7 +47,7 @@ extension Vault {
 
     /// The secret of one item by reference, if the caller's groups include its group.
     /// - Throws: `itemNotFound`, `interactionNotAllowed` when locked, `decode` when damaged.
-    public func secret(of ref: PersistentRef, accessGroups: [String]) throws -> SecureBytes {
+    public func readSecret(of ref: PersistentRef, accessGroups: [String]) throws -> SecureBytes {
         let r = try copyMatching(["v_PersistentRef": .data(ref.bytes), "sync": "syna", "r_Data": true],
                                  accessGroups: accessGroups)
         guard let data = r.value?.data else { throw KeychainStatus.decode }

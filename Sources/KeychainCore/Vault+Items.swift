@@ -97,6 +97,7 @@ extension Vault {
         let now = absoluteTimeNow()
         attributes["cdat"] = .date(now)
         attributes["mdat"] = .date(now)
+        attributes[Self.secretModified] = .date(now)
         return PreparedAdd(itemClass: itemClass, protection: protection, attributes: attributes, secret: data,
                            returns: returns)
     }
@@ -175,6 +176,7 @@ extension Vault {
                 if attributes["sync"]?.integerView == 1 && protection.isThisDeviceOnly { throw KeychainStatus.param }
                 if protection == .whenPasscodeSetThisDeviceOnly && !header.hasPassphrase { throw KeychainStatus.authFailed }
                 attributes["mdat"] = .date(now)
+                if newSecret != nil { attributes[Self.secretModified] = .date(now) }
                 let classKey = try availableKey(for: protection)
                 let item = seal(uuid: m.stored.uuid, rowID: m.stored.rowID, itemClass: q.itemClass, protection: protection,
                                 attributes: attributes, secret: newSecret ?? m.secret, classKey: classKey,
@@ -200,6 +202,10 @@ extension Vault {
             }
         }
     }
+
+    /// When the secret last changed, kept beside Apple's `mdat` (which any attribute change
+    /// moves) so that a file's mtime changes only with its contents. Never returned.
+    public static let secretModified = "_smod"
 
     // MARK: Internals (called with the mutex held)
 
@@ -322,7 +328,7 @@ extension Vault {
         if returns.count == 1 && returns.persistentRef { return .persistentRef(ref) }
         var attributes: Attributes = [:]
         if returns.attributes {
-            attributes = m.attributes
+            attributes = m.attributes.filter { !$0.key.hasPrefix("_") }  // store-private keys
             attributes["class"] = .string(m.stored.itemClass.rawValue)
         }
         return .item(FoundItem(attributes: attributes, secret: returns.data ? (m.secret ?? SecureBytes(count: 0)) : nil,

@@ -150,9 +150,10 @@ public final class MountServer: @unchecked Sendable {
             if case .date(let t)? = e.attributes[key] { return Int(t + 978_307_200) }
             return 0
         }
-        st.st_mtim.tv_sec = unix("mdat")
+        // mtime follows the secret; ctime any change, as for an ordinary file.
+        st.st_mtim.tv_sec = e.attributes[Vault.secretModified] != nil ? unix(Vault.secretModified) : unix("mdat")
         st.st_ctim.tv_sec = unix("mdat")
-        st.st_atim.tv_sec = unix("mdat")
+        st.st_atim.tv_sec = st.st_mtim.tv_sec
         return st
     }
 
@@ -282,7 +283,7 @@ public final class MountServer: @unchecked Sendable {
             }
             let file = OpenFile(node: .item(service: s, account: a), ref: e.ref, protection: e.protection, groups: groups)
             if !writing || fi.pointee.flags & O_TRUNC == 0 {
-                file.snapshot = try vault.secret(of: e.ref, accessGroups: groups)
+                file.snapshot = try vault.readSecret(of: e.ref, accessGroups: groups)
             }
             if writing {
                 if let snap = file.snapshot {
@@ -448,7 +449,7 @@ public final class MountServer: @unchecked Sendable {
                     if flags & 1 != 0 { return req.error(EEXIST) }
                     guard groups.contains(target.group) else { return req.error(EACCES) }
                     // An editor's save: the target keeps its attributes and takes the new secret.
-                    let secret = try vault.secret(of: source.ref, accessGroups: groups)
+                    let secret = try vault.readSecret(of: source.ref, accessGroups: groups)
                     defer { secret.wipe() }
                     try vault.update(["v_PersistentRef": .data(target.ref.bytes), "sync": "syna"], changes: [:],
                                      secret: secret, accessGroups: groups)
@@ -492,7 +493,7 @@ public final class MountServer: @unchecked Sendable {
                 } else {
                     let groups = policy.entitledGroups(identity(req))
                     guard let e = try entry(service: s, account: a, groups: groups) else { return req.error(EACCES) }
-                    let old = try vault.secret(of: e.ref, accessGroups: groups)
+                    let old = try vault.readSecret(of: e.ref, accessGroups: groups)
                     let new = SecureBytes(count: size)
                     old.withUnsafeBytes { src in new.withUnsafeMutableBytes { if min(size, src.count) > 0 { $0.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: min(size, src.count)) } } }
                     old.wipe()

@@ -1,0 +1,78 @@
+import KeychainCore
+import KeychainCrypto
+import XCTest
+
+/// What the mount asks of the vault: names, listings, sizes and times, without secrets.
+final class FileInterfaceTests: XCTestCase {
+    func testEscapingRoundTripsAndIsCanonical() {
+        let cases: [([UInt8], String, Bool)] = [
+            (Array("app".utf8), "app", false),
+            ([], "%", false),
+            (Array(".".utf8), "%2E", false),
+            (Array("..".utf8), "%2E.", false),
+            (Array(".hidden".utf8), ".hidden", false),
+            (Array(".hidden".utf8), "%2Ehidden", true),
+            (Array("a/b".utf8), "a%2Fb", false),
+            (Array("50%".utf8), "50%25", false),
+            ([0x61, 0x00, 0x62], "a%00b", false),
+            (Array("ünïcødé".utf8), "ünïcødé", false),
+        ]
+        for (value, name, top) in cases {
+            XCTAssertEqual(FileNames.escape(value, topLevel: top), Array(name.utf8), name)
+            XCTAssertEqual(FileNames.unescape(Array(name.utf8), topLevel: top), value, name)
+        }
+        // Invalid UTF-8 passes through as bytes.
+        XCTAssertEqual(FileNames.unescape(FileNames.escape([0xff, 0xfe])), [0xff, 0xfe])
+        // Non-canonical spellings are not accepted: every value has one name.
+        XCTAssertNil(FileNames.unescape(Array("%61pp".utf8)))
+        XCTAssertNil(FileNames.unescape(Array("a%2fb".utf8)))
+        XCTAssertNil(FileNames.unescape(Array("bad%".utf8)))
+        XCTAssertNil(FileNames.unescape(Array(".x".utf8), topLevel: true))
+    }
+
+    func testLongNamesAreHashedAndDistinct() {
+        let long1 = [UInt8](repeating: 0x61, count: 300), long2 = [UInt8](repeating: 0x62, count: 300)
+        let n1 = FileNames.escape(long1), n2 = FileNames.escape(long2)
+        XCTAssertLessThanOrEqual(n1.count, 255)
+        XCTAssertTrue(n1.starts(with: Array("%H".utf8)))
+        XCTAssertNotEqual(n1, n2)
+        XCTAssertNil(FileNames.unescape(n1), "resolved by lookup, not by decoding")
+        XCTAssertEqual(FileNames.escape([UInt8](repeating: 0x61, count: 255)).count, 255)
+    }
+
+    func testFileEntriesListSizesAndVanishOnLock() throws {
+        let scratch = try Scratch()
+        let vault = try scratch.makeVault()
+        try vault.addPassword(service: "db", account: "app", secret: "hunter2")
+        try vault.addPassword(service: "db", account: "cache", secret: "123456", ["pdmn": "ck"])
+        try vault.addPassword(service: "web", account: "admin", secret: "x")
+        let db = try vault.fileEntries(service: Array("db".utf8), accessGroups: groups)
+        XCTAssertEqual(db.map { String(decoding: $0.account, as: UTF8.self) }, ["app", "cache"])
+        XCTAssertEqual(db.map(\.size), [7, 6])
+        XCTAssertEqual(try vault.fileEntries(accessGroups: groups).count, 3)
+        XCTAssertEqual(try vault.fileEntries(accessGroups: ["app.shared"]).count, 0)
+        vault.lock()
+        XCTAssertEqual(try vault.fileEntries(service: Array("db".utf8), accessGroups: groups).map(\.size), [6])
+        XCTAssertStatus(.interactionNotAllowed, try vault.readSecret(of: db[0].ref, accessGroups: groups))
+        XCTAssertEqual(try vault.readSecret(of: db[1].ref, accessGroups: groups).string, "123456")
+    }
+
+    func testSecretModificationTimeMovesOnlyWithTheSecret() throws {
+        let scratch = try Scratch()
+        let vault = try scratch.makeVault()
+        try vault.addPassword(service: "db", account: "app", secret: "one")
+        let first = try XCTUnwrap(vault.fileEntries(accessGroups: groups).first)
+        usleep(1_100_000)
+        try vault.update(["class": "genp", "acct": "app"], changes: ["labl": "relabelled"], accessGroups: groups)
+        let relabelled = try XCTUnwrap(vault.fileEntries(accessGroups: groups).first)
+        XCTAssertEqual(relabelled.attributes[Vault.secretModified], first.attributes[Vault.secretModified])
+        XCTAssertNotEqual(relabelled.attributes["mdat"], first.attributes["mdat"])
+        XCTAssertEqual(relabelled.version, 2)
+        try vault.update(["class": "genp", "acct": "app"], changes: [:], secret: secret("two"), accessGroups: groups)
+        let rewritten = try XCTUnwrap(vault.fileEntries(accessGroups: groups).first)
+        XCTAssertNotEqual(rewritten.attributes[Vault.secretModified], first.attributes[Vault.secretModified])
+        // Store-private attributes never reach a caller.
+        let r = try vault.copyMatching(["class": "genp", "r_Attributes": true], accessGroups: groups)
+        XCTAssertNil(r.value?.item?.attributes[Vault.secretModified])
+    }
+}
