@@ -28,7 +28,7 @@ let package = Package(
         .target(name: "KeychainProtocol", dependencies: ["KeychainCore", "KeychainCrypto"]),
 
         // The client side of the socket, for the CLI and the Security module.
-        .target(name: "KeychainClient", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol"]),
+        .target(name: "KeychainClient", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "CProcess"]),
         // The few Linux calls Glibc's module map does not expose (prctl, accept4).
         .target(name: "CProcess"),
         // Access groups as Unix owner/group/mode, and callers' kernel identities.

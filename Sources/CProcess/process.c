@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <stddef.h>
+#include <spawn.h>
 #include "kcfs_process.h"
 
 int kcfs_harden_process(void) {
@@ -17,4 +18,12 @@ int kcfs_accept_cloexec(int listener) {
 
 int kcfs_is_dumpable(void) {
     return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+}
+
+int kcfs_spawn_actions_closefrom(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
+int kcfs_spawn_actions_chdir(posix_spawn_file_actions_t *actions, const char *path) {
+    return posix_spawn_file_actions_addchdir_np(actions, path);
 }

@@ -31,6 +31,15 @@ public struct AccessGroup: Sendable, Equatable {
         return mode & 0o004 != 0
     }
 
+    /// May the caller add, change or delete the group's items? As `entitles`, with the write
+    /// bits: the owner always, group members with 0020, others with 0002.
+    public func entitlesWriting(_ caller: CallerIdentity) -> Bool {
+        guard entitles(caller) else { return false }
+        if caller.uid == 0 || caller.uid == owner { return true }
+        if mode & 0o020 != 0 && caller.groups.contains(gid) { return true }
+        return mode & 0o002 != 0
+    }
+
     public var record: Attributes {
         ["name": .string(name), "owner": .number(Int64(owner)), "gid": .number(Int64(gid)),
          "mode": .number(Int64(mode)), "exe": .string(executables.joined(separator: "\n"))]
@@ -88,6 +97,11 @@ public struct AccessGroupTable: Sendable {
     /// The caller's entitled groups in creation order; the first is its default for adds.
     public func entitled(_ caller: CallerIdentity) -> [String] {
         groups.filter { $0.entitles(caller) }.map(\.name)
+    }
+
+    /// The groups whose items the caller may change, in creation order.
+    public func writable(_ caller: CallerIdentity) -> [String] {
+        groups.filter { $0.entitlesWriting(caller) }.map(\.name)
     }
 
     public func group(named name: String) -> AccessGroup? { groups.first { $0.name == name } }

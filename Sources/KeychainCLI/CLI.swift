@@ -40,7 +40,7 @@ public enum CLI {
             return Exit.usage
         }
         let rest = Array(args.dropFirst())
-        if rest.contains("--help") || rest.contains("-h") && verb.name != "add-internet-password" {
+        if rest.contains("--help") || rest.contains("-h") {
             Terminal.writeString(1, verb.help)
             return Exit.success
         }

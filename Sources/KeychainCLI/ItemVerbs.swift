@@ -96,6 +96,7 @@ enum ItemVerbs {
     static func readSecret(_ ctx: Context) throws -> SecureBytes {
         if let w = ctx.args.value("-w") {
             if w == "-" { return try Terminal.readAllStdin() }
+            Terminal.warn("a secret on the command line is visible to other users; prefer -w - with standard input")
             return SecureBytes(copying: Array(w.utf8))
         }
         if ctx.args.has("-w") {

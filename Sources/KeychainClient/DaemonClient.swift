@@ -1,3 +1,4 @@
+import CProcess
 import Glibc
 import KeychainCore
 import KeychainCrypto
@@ -23,16 +24,31 @@ public final class DaemonClient {
     public static func connect(vaultPath: String, startWith start: [String]? = nil) throws -> DaemonClient {
         let socket = Paths.socket(forVault: vaultPath)
         try checkDirectory(of: socket, vault: vaultPath)
-        if let fd = try UnixSocket.connect(to: socket) { return DaemonClient(vaultPath: vaultPath, fd: fd) }
+        if let fd = try UnixSocket.connect(to: socket) { return try verified(fd, vault: vaultPath) }
         guard let start else { throw KeychainStatus.notAvailable }
         guard access(vaultPath, F_OK) == 0 else { throw KeychainStatus.noSuchKeychain }
+        // A daemon runs as the vault's owner: root starting one for someone else's vault would
+        // hold the wrong device key and lock the owner out of administering it.
+        let owner = Paths.vaultOwner(vaultPath)
+        guard geteuid() == owner else { throw KeychainStatus.notAvailable }
         try spawnDetached(start, log: Paths.logFile(forVault: vaultPath))
+        try checkDirectory(of: socket, vault: vaultPath)
         // The daemon opens the vault and binds within milliseconds; allow for a slow machine.
         for attempt in 0..<500 {
-            if let fd = try UnixSocket.connect(to: socket) { return DaemonClient(vaultPath: vaultPath, fd: fd) }
+            if let fd = try UnixSocket.connect(to: socket) { return try verified(fd, vault: vaultPath) }
             usleep(attempt < 50 ? 2_000 : 10_000)
         }
         throw KeychainStatus.notAvailable
+    }
+
+    /// Accepts a connection only when the process at the other end is root or the vault's
+    /// owner, so nobody else can stand in for the daemon and collect passphrases or secrets.
+    private static func verified(_ fd: Int32, vault: String) throws -> DaemonClient {
+        guard let peer = try? UnixSocket.peerCredentials(fd), peer.uid == 0 || peer.uid == Paths.vaultOwner(vault) else {
+            close(fd)
+            throw KeychainStatus.notAvailable
+        }
+        return DaemonClient(vaultPath: vault, fd: fd)
     }
 
     /// Sends one request and waits for its response. A non-success status is thrown.
@@ -55,11 +71,12 @@ public final class DaemonClient {
         var st = stat()
         guard lstat(dir, &st) == 0 else { return }  // no directory: no daemon yet
         let owner = Paths.vaultOwner(vault)
-        let trusted = st.st_uid == 0 || st.st_uid == owner || st.st_uid == geteuid()
-        guard trusted, st.st_mode & 0o022 == 0 || st.st_mode & 0o1000 != 0 else { throw KeychainStatus.io }
+        let trusted = st.st_uid == 0 || st.st_uid == owner
+        guard trusted, st.st_mode & S_IFMT == S_IFDIR, st.st_mode & 0o022 == 0 else { throw KeychainStatus.io }
     }
 
-    /// Starts `argv` in a new session with stdin on /dev/null and output appended to `log`.
+    /// Starts `argv` in a new session with stdin on /dev/null, output appended to `log`, and
+    /// only the environment the daemon needs (no LD_PRELOAD or other surprises from a caller).
     static func spawnDetached(_ argv: [String], log: String) throws {
         let dir = String(log[..<(log.lastIndex(of: "/") ?? log.startIndex)])
         mkdir(dir, 0o755)
@@ -67,16 +84,26 @@ public final class DaemonClient {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of the starter's: a daemon holding a caller's pipe would make
+        // `$(keychainfs ...)` wait for the daemon to exit.
+        kcfs_spawn_actions_closefrom(&actions, 3)
+        kcfs_spawn_actions_chdir(&actions, "/")
         var attr = posix_spawnattr_t()
         posix_spawnattr_init(&attr)
         defer { posix_spawnattr_destroy(&attr) }
         posix_spawnattr_setflags(&attr, 0x80)  // POSIX_SPAWN_SETSID, hidden behind _GNU_SOURCE
         var cargs = argv.map { strdup($0) } + [nil]
         defer { for p in cargs { free(p) } }
+        var env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
+        for name in ["HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "KEYCHAINFS_RUNTIME_DIR", "KEYCHAINFS_DEVICE_KEY", "KEYCHAINFS_VAULT"] {
+            if let v = Paths.environment(name) { env.append(name + "=" + v) }
+        }
+        var cenv = env.map { strdup($0) } + [nil]
+        defer { for p in cenv { free(p) } }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, argv[0], &actions, &attr, &cargs, environ)
+        let rc = posix_spawn(&pid, argv[0], &actions, &attr, &cargs, &cenv)
         guard rc == 0 else { throw KeychainStatus.notAvailable }
     }
 }

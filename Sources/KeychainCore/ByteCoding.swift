@@ -2,6 +2,9 @@
 public struct ByteWriter {
     public var bytes: [UInt8] = []
     public init() {}
+    /// Reserves room up front, so a buffer that will hold secrets is never reallocated (a
+    /// reallocation would leave an unwiped copy behind).
+    public init(capacity: Int) { bytes.reserveCapacity(capacity) }
 
     public mutating func u8(_ v: UInt8) { bytes.append(v) }
     public mutating func u16(_ v: UInt16) { bytes.append(UInt8(v >> 8)); bytes.append(UInt8(v & 0xff)) }

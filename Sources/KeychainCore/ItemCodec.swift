@@ -20,7 +20,7 @@ enum ItemCodec {
 
     /// Serialises attributes in key order into guarded memory.
     static func encode(_ attributes: Attributes) -> SecureBytes {
-        var w = ByteWriter()
+        var w = ByteWriter(capacity: AttributeCoding.encodedSize(attributes))
         AttributeCoding.write(attributes, into: &w)
         let out = SecureBytes(copying: w.bytes)
         wipeBytes(&w.bytes)
@@ -44,6 +44,21 @@ enum ItemCodec {
 public enum AttributeCoding {
     // Value type tags; frozen.
     private enum Tag: UInt8 { case string = 1, data = 2, number = 3, bool = 4, date = 5 }
+
+    /// The exact number of bytes `write` produces.
+    public static func encodedSize(_ attributes: Attributes) -> Int {
+        attributes.reduce(2) { total, entry in
+            let name = min(entry.key.utf8.count, 255)
+            let value: Int
+            switch entry.value {
+            case .string(let s): value = 4 + s.utf8.count
+            case .data(let d): value = 4 + d.count
+            case .number, .date: value = 8
+            case .bool: value = 1
+            }
+            return total + 1 + name + 1 + value
+        }
+    }
 
     public static func write(_ attributes: Attributes, into w: inout ByteWriter) {
         w.u16(UInt16(attributes.count))

@@ -59,14 +59,25 @@ public final class Daemon: @unchecked Sendable {
 
     /// No core dumps, no ptrace by the same user, so keys cannot be read out of the process.
     static func hardenProcess() {
-        _ = kcfs_harden_process()
+        if kcfs_harden_process() != 0 {
+            let message = Array("keychainfs-daemon: cannot make the process non-dumpable\n".utf8)
+            _ = message.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+            exit(KeychainStatus.internalComponent.exitCode)
+        }
     }
 
     func serve(log: @escaping @Sendable (String) -> Void) -> Int32 {
         let dir = String(socketPath[..<socketPath.lastIndex(of: "/")!])
         mkdir(dir, 0o755)
-        if let probe = try? UnixSocket.connect(to: socketPath) {
-            close(probe)
+        // The directory holds the socket and the back-off count: only we may change it.
+        var st = stat()
+        guard lstat(dir, &st) == 0, st.st_mode & S_IFMT == S_IFDIR, st.st_uid == geteuid(), st.st_mode & 0o022 == 0 else {
+            log("refusing runtime directory \(dir): it must be a directory of uid \(geteuid()) that others cannot write")
+            return KeychainStatus.io.exitCode
+        }
+        // One daemon per vault: the lock is held for the daemon's life and released by the kernel.
+        let lockFD = open(socketPath + ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard lockFD >= 0, flock(lockFD, LOCK_EX | LOCK_NB) == 0 else {
             log("a daemon is already serving \(vaultPath) at \(socketPath)")
             return 1
         }
@@ -183,13 +194,26 @@ public final class Daemon: @unchecked Sendable {
         }
     }
 
+    public func writableGroups(_ caller: CallerIdentity) -> [String] {
+        state.withLock {
+            if groupTable.groups.isEmpty {
+                return AccessGroup(name: "default", owner: ownerUID, gid: ownerGID).entitlesWriting(caller) ? ["default"] : []
+            }
+            return groupTable.writable(caller)
+        }
+    }
+
     /// The daemon's own user and root administer the vault.
     func isAdministrator(_ caller: CallerIdentity) -> Bool { caller.uid == 0 || caller.uid == ownerUID }
 
     func handle(_ request: Request, caller: CallerIdentity, log: @Sendable (String) -> Void) -> Response {
-        let who = "uid=\(caller.uid) pid=\(caller.pid) exe=\(caller.executable ?? "?")"
-        if request.operation != .ping && request.operation != .info {
-            state.withLock { lastActivity = monotonicSeconds() }
+        let who = "uid=\(caller.uid) pid=\(caller.pid) exe=\(printable(caller.executable ?? "?"))"
+        defer {
+            // Only requests from entitled callers keep the vault awake; anyone else's would let
+            // them hold off the idle lock.
+            if request.operation != .ping && request.operation != .info && !entitledGroups(caller).isEmpty {
+                state.withLock { lastActivity = monotonicSeconds() }
+            }
         }
         do {
             switch request.operation {
@@ -207,7 +231,7 @@ public final class Daemon: @unchecked Sendable {
                 log("locked by \(who)")
                 return Response()
             case .add:
-                let r = try vault.add(request.query, secret: request.secrets.first, accessGroups: entitledGroups(caller))
+                let r = try vault.add(request.query, secret: request.secrets.first, accessGroups: writableGroups(caller))
                 itemsChanged()
                 log("add \(who)")
                 return Response(result: r)
@@ -215,12 +239,12 @@ public final class Daemon: @unchecked Sendable {
                 return Response(result: try vault.copyMatching(request.query, accessGroups: entitledGroups(caller)))
             case .update:
                 try vault.update(request.query, changes: request.changes, secret: request.secrets.first,
-                                 accessGroups: entitledGroups(caller))
+                                 accessGroups: writableGroups(caller))
                 itemsChanged()
                 log("update \(who)")
                 return Response()
             case .delete:
-                try vault.delete(request.query, accessGroups: entitledGroups(caller))
+                try vault.delete(request.query, accessGroups: writableGroups(caller))
                 itemsChanged()
                 log("delete \(who)")
                 return Response()
@@ -352,6 +376,19 @@ public final class Daemon: @unchecked Sendable {
         if let m = options["mode"]?.integerValue { g.mode = UInt32(truncatingIfNeeded: m) & 0o777 }
         if case .string(let exe)? = options["exe"] { g.executables = exe.isEmpty ? [] : exe.split(separator: "\n").map(String.init) }
     }
+}
+
+/// Control characters escaped, so a caller's executable path cannot forge log lines.
+func printable(_ s: String) -> String {
+    var out = ""
+    for scalar in s.unicodeScalars {
+        if scalar.value < 0x20 || scalar.value == 0x7f {
+            out += "\\x" + String(scalar.value, radix: 16)
+        } else {
+            out.unicodeScalars.append(scalar)
+        }
+    }
+    return out
 }
 
 func monotonicSeconds() -> Double {

@@ -12,8 +12,9 @@ struct Lockout {
     func read() -> State {
         guard let text = readSmallFile(path) else { return State(failures: 0, lastFailure: 0) }
         let parts = text.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int($0) }
-        guard parts.count == 2 else { return State(failures: 0, lastFailure: 0) }
-        return State(failures: parts[0], lastFailure: parts[1])
+        // Clamp what the file says, so no value in it can overflow the arithmetic below.
+        guard parts.count == 2 else { return State(failures: 1, lastFailure: Int(time(nil))) }
+        return State(failures: min(max(parts[0], 0), 1000), lastFailure: min(max(parts[1], 0), Int(time(nil))))
     }
 
     /// Seconds to wait before the next attempt may be checked.
@@ -33,7 +34,8 @@ struct Lockout {
 
     private func write(_ text: String) {
         let tmp = path + ".tmp"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        unlink(tmp)
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { return }
         _ = Array(text.utf8).withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
         fsync(fd)

@@ -7,6 +7,8 @@ import KeychainCrypto
 /// What a mount needs from its daemon: the access groups and who is entitled to them.
 public protocol MountPolicy: AnyObject, Sendable {
     func entitledGroups(_ caller: CallerIdentity) -> [String]
+    /// The groups whose items the caller may change.
+    func writableGroups(_ caller: CallerIdentity) -> [String]
     func group(named name: String) -> AccessGroup?
     func allGroups() -> [String]
     /// Owner of the directories: the daemon's user and group.
@@ -147,7 +149,7 @@ public final class MountServer: @unchecked Sendable {
         st.st_blocks = blkcnt_t((e.size + 511) / 512)
         st.st_blksize = 4096
         let unix = { (key: String) -> Int in
-            if case .date(let t)? = e.attributes[key] { return Int(t + 978_307_200) }
+            if case .date(let t)? = e.attributes[key], t.isFinite, abs(t) < 1e15 { return Int(t + 978_307_200) }
             return 0
         }
         // mtime follows the secret; ctime any change, as for an ordinary file.
@@ -276,7 +278,8 @@ public final class MountServer: @unchecked Sendable {
         let writing = fi.pointee.accessMode != O_RDONLY
         if writing && options.readOnly { return req.error(EROFS) }
         do {
-            let groups = policy.entitledGroups(identity(req))
+            let caller = identity(req)
+            let groups = writing ? policy.writableGroups(caller) : policy.entitledGroups(caller)
             guard let e = try entry(service: s, account: a, groups: groups) else {
                 // Visible to others but not to this caller: denied, not missing.
                 return req.error(try entry(service: s, account: a, groups: policy.allGroups()) == nil ? ENOENT : EACCES)
@@ -318,7 +321,7 @@ public final class MountServer: @unchecked Sendable {
         guard !options.readOnly else { return req.error(EROFS) }
         guard case .service(let s)? = inodes.node(parent) else { return req.error(EPERM) }
         guard let a = FileNames.unescape(name) else { return req.error(EINVAL) }
-        let groups = policy.entitledGroups(identity(req))
+        let groups = policy.writableGroups(identity(req))
         guard let first = groups.first else { return req.error(EACCES) }
         do {
             if let existing = try entry(service: s, account: a, groups: policy.allGroups()) {
@@ -418,7 +421,7 @@ public final class MountServer: @unchecked Sendable {
         do {
             guard let a = try value(of: name, in: s) else { return req.error(ENOENT) }
             try vault.delete(["class": "genp", "svce": .data(s), "acct": .data(a), "sync": "syna"],
-                             accessGroups: policy.entitledGroups(identity(req)))
+                             accessGroups: policy.writableGroups(identity(req)))
             req.ok()
         } catch {
             req.error(errnoFor(error))
@@ -428,7 +431,7 @@ public final class MountServer: @unchecked Sendable {
     func rename(_ req: FuseRequest, parent: UInt64, name: [UInt8], newParent: UInt64, newName: [UInt8], flags: UInt32) {
         guard !options.readOnly else { return req.error(EROFS) }
         guard flags & ~UInt32(1) == 0 else { return req.error(EINVAL) }  // only RENAME_NOREPLACE
-        let groups = policy.entitledGroups(identity(req))
+        let groups = policy.writableGroups(identity(req))
         do {
             switch (inodes.node(parent), inodes.node(newParent)) {
             case (.root?, .root?):
@@ -491,7 +494,7 @@ public final class MountServer: @unchecked Sendable {
                         file.dirty = true
                     }
                 } else {
-                    let groups = policy.entitledGroups(identity(req))
+                    let groups = policy.writableGroups(identity(req))
                     guard let e = try entry(service: s, account: a, groups: groups) else { return req.error(EACCES) }
                     let old = try vault.readSecret(of: e.ref, accessGroups: groups)
                     let new = SecureBytes(count: size)

@@ -26,7 +26,9 @@ extension MountServer {
             case .data(let d): return d
             case .number(let n): return Array(String(n).utf8)
             case .bool(let b): return Array((b ? "1" : "0").utf8)
-            case .date(let t): return Array(String(Int64((t + 978_307_200).rounded(.down))).utf8)
+            case .date(let t):
+                guard t.isFinite, abs(t) < 1e15 else { return nil }
+                return Array(String(Int64((t + 978_307_200).rounded(.down))).utf8)
             }
         }
     }
@@ -83,7 +85,7 @@ extension MountServer {
                 change = .string(p.rawValue)
             }
             try vault.update(["v_PersistentRef": .data(e.ref.bytes), "sync": "syna"], changes: [spec.1: change],
-                             accessGroups: policy.entitledGroups(identity(req)))
+                             accessGroups: policy.writableGroups(identity(req)))
             req.ok()
         } catch {
             req.error(errnoFor(error))

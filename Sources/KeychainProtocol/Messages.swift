@@ -56,7 +56,9 @@ public struct Request {
 
     /// Encodes into guarded memory (the payload may hold secrets).
     public func encoded() -> SecureBytes {
-        var w = ByteWriter()
+        let size = 3 + AttributeCoding.encodedSize(query) + AttributeCoding.encodedSize(changes)
+            + AttributeCoding.encodedSize(options) + 1 + secrets.reduce(0) { $0 + 4 + $1.count }
+        var w = ByteWriter(capacity: size)
         w.u16(WireProtocol.version)
         w.u8(operation.rawValue)
         AttributeCoding.write(query, into: &w)
@@ -102,7 +104,7 @@ public struct Response {
     }
 
     public func encoded() -> SecureBytes {
-        var w = ByteWriter()
+        var w = ByteWriter(capacity: encodedSize)
         w.u16(WireProtocol.version)
         w.u32(UInt32(bitPattern: status.rawValue))
         let values: [ReturnedValue]
@@ -129,6 +131,26 @@ public struct Response {
         AttributeCoding.write(info, into: &w)
         defer { wipeBytes(&w.bytes) }
         return SecureBytes(copying: w.bytes)
+    }
+
+    /// The exact size of `encoded()`.
+    var encodedSize: Int {
+        let values: [ReturnedValue]
+        switch result {
+        case .none: values = []
+        case .value(let v): values = [v]
+        case .array(let a): values = a
+        }
+        let body = values.reduce(0) { total, v in
+            switch v {
+            case .data(let d): return total + 1 + 2 + 1 + 4 + d.count + 1
+            case .persistentRef(let r): return total + 1 + 2 + 1 + 1 + 4 + r.count
+            case .item(let i):
+                return total + 1 + AttributeCoding.encodedSize(i.attributes) + 1 + (i.secret.map { 4 + $0.count } ?? 0)
+                    + 1 + (i.persistentRef.map { 4 + $0.count } ?? 0)
+            }
+        }
+        return 2 + 4 + 1 + 4 + body + AttributeCoding.encodedSize(info)
     }
 
     public static func decode(_ payload: SecureBytes) throws -> Response {

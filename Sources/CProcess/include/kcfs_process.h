@@ -11,4 +11,12 @@ int kcfs_accept_cloexec(int listener);
 /// 1 when the process is dumpable, 0 when not, -1 on error (prctl PR_GET_DUMPABLE).
 int kcfs_is_dumpable(void);
 
+#include <spawn.h>
+
+/// posix_spawn_file_actions_addclosefrom_np (glibc 2.34+): close every descriptor >= from in
+/// the child, so a spawned daemon holds none of its starter's pipes.
+int kcfs_spawn_actions_closefrom(posix_spawn_file_actions_t *actions, int from);
+
+/// posix_spawn_file_actions_addchdir_np: the child starts in `path`.
+int kcfs_spawn_actions_chdir(posix_spawn_file_actions_t *actions, const char *path);
 #endif
