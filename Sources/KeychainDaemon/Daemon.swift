@@ -256,7 +256,19 @@ public final class Daemon: @unchecked Sendable {
                     guard let p = KDFParameters(presetName: name) else { throw KeychainStatus.param }
                     kdf = p
                 }
-                let removed = try vault.changePassphrase(from: request.secrets[0], to: request.secrets[1], kdf: kdf)
+                // The old passphrase is a guess like any unlock: the same back-off applies.
+                let removed = try unlockSerializer.withLock { () -> Int in
+                    let wait = lockout.remainingDelayMicros()
+                    if wait > 0 { usleep(UInt32(wait)) }
+                    do {
+                        let n = try vault.changePassphrase(from: request.secrets[0], to: request.secrets[1], kdf: kdf)
+                        lockout.reset()
+                        return n
+                    } catch KeychainStatus.authFailed {
+                        lockout.recordFailure()
+                        throw KeychainStatus.authFailed
+                    }
+                }
                 log("passphrase changed by \(who)")
                 return Response(info: ["deleted": .number(Int64(removed))])
             case .setSettings:
@@ -316,8 +328,8 @@ public final class Daemon: @unchecked Sendable {
 
     private func unlock(_ passphrase: SecureBytes, who: String, log: @Sendable (String) -> Void) throws {
         try unlockSerializer.withLock {
-            let wait = lockout.remainingDelay()
-            if wait > 0 { sleep(UInt32(wait)) }
+            let wait = lockout.remainingDelayMicros()
+            if wait > 0 { usleep(UInt32(wait)) }
             do {
                 try vault.unlock(passphrase: passphrase)
             } catch KeychainStatus.authFailed {

@@ -3,31 +3,39 @@ import KeychainAccess
 
 /// Failed-unlock back-off, recorded in a file so that restarting the daemon does not reset it.
 /// After n consecutive failures the next attempt waits 2^(n-1) seconds (at most 60) from the
-/// last failure.
+/// last failure. The file holds the count and the last failure in Unix milliseconds.
 struct Lockout {
     let path: String
 
-    struct State { var failures: Int; var lastFailure: Int }
+    struct State { var failures: Int; var lastFailureMillis: Int }
 
-    func read() -> State {
-        guard let text = readSmallFile(path) else { return State(failures: 0, lastFailure: 0) }
-        let parts = text.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int($0) }
-        // Clamp what the file says, so no value in it can overflow the arithmetic below.
-        guard parts.count == 2 else { return State(failures: 1, lastFailure: Int(time(nil))) }
-        return State(failures: min(max(parts[0], 0), 1000), lastFailure: min(max(parts[1], 0), Int(time(nil))))
+    static func nowMillis() -> Int {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
     }
 
-    /// Seconds to wait before the next attempt may be checked.
-    func remainingDelay(now: Int = Int(time(nil))) -> Int {
+    func read() -> State {
+        let now = Lockout.nowMillis()
+        guard let text = readSmallFile(path) else { return State(failures: 0, lastFailureMillis: 0) }
+        let parts = text.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int($0) }
+        // Clamp what the file says, so no value in it can overflow the arithmetic below; a
+        // damaged file counts as one fresh failure rather than none.
+        guard parts.count == 2 else { return State(failures: 1, lastFailureMillis: now) }
+        return State(failures: min(max(parts[0], 0), 1000), lastFailureMillis: min(max(parts[1], 0), now))
+    }
+
+    /// Microseconds to wait before the next attempt may be checked.
+    func remainingDelayMicros() -> Int {
         let s = read()
         guard s.failures > 0 else { return 0 }
-        let delay = min(1 << min(s.failures - 1, 6), 60)
-        return max(0, s.lastFailure + delay - now)
+        let delayMillis = min(1 << min(s.failures - 1, 6), 60) * 1000
+        return max(0, s.lastFailureMillis + delayMillis - Lockout.nowMillis()) * 1000
     }
 
     func recordFailure() {
         let s = read()
-        write("\(s.failures + 1) \(Int(time(nil)))\n")
+        write("\(s.failures + 1) \(Lockout.nowMillis())\n")
     }
 
     func reset() { unlink(path) }
