@@ -56,7 +56,7 @@ enum ItemVerbs {
         Verb(
             name: "add-\(noun(c))",
             usage: "[-s ...] [-a ACCOUNT] -w PASSWORD|- [-U] [--accessible CLASS] [--synchronizable] [...] [VAULT]",
-            summary: "Add a \(c == .genericPassword ? "generic" : "internet") password (-U updates an existing one).",
+            summary: "Add \(c == .genericPassword ? "a generic" : "an internet") password (-U updates an existing one).",
             valued: Set(attributeFlags(c).keys).union(["--accessible", "--access-group"]),
             flags: ["-U", "--synchronizable"], optionalValue: ["-w"],
             details: classDetails(c) + """
@@ -126,7 +126,15 @@ enum ItemVerbs {
             let wantSecret = ctx.args.has("-w") || ctx.args.has("-g")
             query["r_Attributes"] = .bool(true)
             if wantSecret { query["r_Data"] = .bool(true) }
-            let r = try ctx.client().send(Request(.copyMatching, query: query))
+            let client = try ctx.client()
+            let r: Response
+            do {
+                r = try client.send(Request(.copyMatching, query: query))
+            } catch KeychainStatus.itemNotFound {
+                // Apple's searches see only sync=0 items; the CLI falls back to synchronizable ones.
+                query["sync"] = "syna"
+                r = try client.send(Request(.copyMatching, query: query))
+            }
             guard let item = r.result.value?.item else { throw KeychainStatus.decode }
             if ctx.json {
                 var out = "{\"keychain\":\(Output.jsonString(ctx.vault)),\"class\":\"\(c.rawValue)\",\"attributes\":\(Output.json(item.attributes))"
@@ -155,7 +163,8 @@ enum ItemVerbs {
             valued: Set(attributeFlags(c).keys).union(["--access-group"]), details: classDetails(c)
         ) { ctx in
             try ctx.checkPositionals()
-            let query = attributes(ctx, c)
+            var query = attributes(ctx, c)
+            query["sync"] = "syna"
             try ctx.client().send(Request(.delete, query: query))
             if !ctx.json { Terminal.writeString(1, "password has been deleted.\n") }
             return 0

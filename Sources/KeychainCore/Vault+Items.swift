@@ -226,7 +226,8 @@ extension Vault {
             guard accessGroups.contains(g) else { throw KeychainStatus.missingEntitlement }
             groups = [g]
         } else {
-            guard !accessGroups.isEmpty else { throw KeychainStatus.missingEntitlement }
+            // A caller with no groups sees nothing, as an outsider should: not found.
+            guard !accessGroups.isEmpty else { throw KeychainStatus.itemNotFound }
             groups = accessGroups
         }
         guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }

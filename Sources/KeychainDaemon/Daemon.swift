@@ -238,13 +238,17 @@ public final class Daemon: @unchecked Sendable {
             case .copyMatching:
                 return Response(result: try vault.copyMatching(request.query, accessGroups: entitledGroups(caller)))
             case .update:
-                try vault.update(request.query, changes: request.changes, secret: request.secrets.first,
-                                 accessGroups: writableGroups(caller))
+                try readableButNotWritable(request.query, caller) {
+                    try vault.update(request.query, changes: request.changes, secret: request.secrets.first,
+                                     accessGroups: writableGroups(caller))
+                }
                 itemsChanged()
                 log("update \(who)")
                 return Response()
             case .delete:
-                try vault.delete(request.query, accessGroups: writableGroups(caller))
+                try readableButNotWritable(request.query, caller) {
+                    try vault.delete(request.query, accessGroups: writableGroups(caller))
+                }
                 itemsChanged()
                 log("delete \(who)")
                 return Response()
@@ -323,6 +327,21 @@ public final class Daemon: @unchecked Sendable {
             return Response(status: .param)
         } catch {
             return Response(status: .io)
+        }
+    }
+
+    /// Runs a change over the caller's writable groups. When it finds nothing there but the
+    /// caller can read a match, the answer is a missing entitlement, not "not found".
+    private func readableButNotWritable(_ query: Attributes, _ caller: CallerIdentity, _ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch KeychainStatus.itemNotFound {
+            var probe = query.filter { !$0.key.hasPrefix("m_") && !$0.key.hasPrefix("r_") }
+            probe["m_Limit"] = "m_LimitOne"
+            if (try? vault.copyMatching(probe, accessGroups: entitledGroups(caller))) != nil {
+                throw KeychainStatus.missingEntitlement
+            }
+            throw KeychainStatus.itemNotFound
         }
     }
 

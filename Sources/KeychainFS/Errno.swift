@@ -3,6 +3,7 @@ import KeychainCore
 
 /// The errno a keychain status becomes at the file interface (docs/filesystem.md).
 func errnoFor(_ error: Error) -> Int32 {
+    if error is Denied { return EACCES }
     guard let status = error as? KeychainStatus else { return EIO }
     switch status {
     case .itemNotFound, .interactionNotAllowed, .noSuchKeychain: return ENOENT
@@ -15,3 +16,6 @@ func errnoFor(_ error: Error) -> Int32 {
     default: return EIO
     }
 }
+
+/// A marker error: the operation is refused with EACCES.
+struct Denied: Error {}

@@ -17,8 +17,8 @@ public protocol MountPolicy: AnyObject, Sendable {
 
 /// An open file: one version of one item for its whole life, or a pending write.
 final class OpenFile {
-    let node: Node
-    let ref: PersistentRef?
+    var node: Node
+    var ref: PersistentRef?
     let protection: ProtectionClass
     let groups: [String]
     var snapshot: SecureBytes?
@@ -26,12 +26,23 @@ final class OpenFile {
     var buffer: SecureBytes?
     var length = 0
     var dirty = false
+    /// Set when the vault locked under this descriptor (WhenUnlocked items): it reads and writes
+    /// nothing from then on, even after an unlock, and a pending write is dropped, not stored.
+    var revoked = false
+    /// The attributes at open, for `fstat` on a descriptor whose item has since locked.
+    var openedStat: stat?
 
     init(node: Node, ref: PersistentRef?, protection: ProtectionClass, groups: [String]) {
         self.node = node
         self.ref = ref
         self.protection = protection
         self.groups = groups
+    }
+
+    func revoke() {
+        revoked = true
+        dirty = false
+        wipe()
     }
 
     func wipe() {
@@ -191,7 +202,13 @@ public final class MountServer: @unchecked Sendable {
                 guard try serviceExists(s) else { return req.error(ENOENT) }
                 req.attr(directoryStat(ino), timeout: timeout)
             case .item(let s, let a)?:
-                guard let e = try entry(service: s, account: a, groups: policy.allGroups()) else { return req.error(ENOENT) }
+                guard let e = try entry(service: s, account: a, groups: policy.allGroups()) else {
+                    // Locked under an open descriptor: fstat still answers with the attributes it
+                    // had, so a read on it reaches `read` and gets EACCES rather than ENOENT.
+                    let held = locked { files.values.first { $0.node == .item(service: s, account: a) && $0.revoked }?.openedStat }
+                    guard let st = held else { return req.error(ENOENT) }
+                    return req.attr(st, timeout: 0)
+                }
                 req.attr(fileStat(ino, e), timeout: timeout)
             case nil: req.error(ENOENT)
             }
@@ -285,6 +302,7 @@ public final class MountServer: @unchecked Sendable {
                 return req.error(try entry(service: s, account: a, groups: policy.allGroups()) == nil ? ENOENT : EACCES)
             }
             let file = OpenFile(node: .item(service: s, account: a), ref: e.ref, protection: e.protection, groups: groups)
+            file.openedStat = fileStat(ino, e)
             if !writing || fi.pointee.flags & O_TRUNC == 0 {
                 file.snapshot = try vault.readSecret(of: e.ref, accessGroups: groups)
             }
@@ -339,9 +357,11 @@ public final class MountServer: @unchecked Sendable {
             file.reserve(0)
             file.dirty = true
             try commit(file)  // the file exists from now on, empty, as after creat(2)
+            guard let made = try entry(service: s, account: a, groups: [first] + groups) else { return req.error(EIO) }
+            // Later writes go to this item by reference, whatever it is renamed to meanwhile.
+            file.ref = made.ref
             register(file, fi)
             let ino = inodes.lookedUp(.item(service: s, account: a))
-            guard let made = try entry(service: s, account: a, groups: [first] + groups) else { return req.error(EIO) }
             locked { _ = emptyServices.remove(s) }
             req.create(ino: ino, attr: fileStat(ino, made), timeout: timeout, fi: fi)
         } catch {
@@ -352,7 +372,9 @@ public final class MountServer: @unchecked Sendable {
     func read(_ req: FuseRequest, size: Int, offset: Int, fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let file = locked({ files[fi.pointee.fh] }) else { return req.error(EBADF) }
         // A descriptor opened before a lock reads nothing after it.
-        if file.protection.availability == .whileUnlocked && vault.lockState != .unlocked { return req.error(EACCES) }
+        if locked({ file.revoked }) || (file.protection.availability == .whileUnlocked && vault.lockState != .unlocked) {
+            return req.error(EACCES)
+        }
         locked {
             file.withContents { bytes in
                 guard offset < bytes.count else { return req.buffer(UnsafeRawBufferPointer(start: nil, count: 0)) }
@@ -363,7 +385,9 @@ public final class MountServer: @unchecked Sendable {
     }
 
     func write(_ req: FuseRequest, data: UnsafeRawBufferPointer, offset: Int, fi: UnsafeMutablePointer<fuse_file_info>) {
-        guard let file = locked({ files[fi.pointee.fh] }), file.buffer != nil else { return req.error(EBADF) }
+        guard let file = locked({ files[fi.pointee.fh] }) else { return req.error(EBADF) }
+        if locked({ file.revoked }) { return req.error(EACCES) }
+        guard locked({ file.buffer != nil }) else { return req.error(EBADF) }
         guard offset + data.count <= 64 << 20 else { return req.error(EFBIG) }
         locked {
             file.reserve(offset + data.count)
@@ -379,10 +403,12 @@ public final class MountServer: @unchecked Sendable {
 
     /// Stores a written file's bytes as the item's secret in one transaction.
     func commit(_ file: OpenFile) throws {
-        guard file.dirty, case .item(let s, let a) = file.node else { return }
-        let secret = locked { file.withContents { SecureBytes(copying: $0) } }
+        // Locked under this descriptor: the pending bytes are dropped, not stored.
+        if locked({ file.revoked }) { throw Denied() }
+        guard locked({ file.dirty }), case .item(let s, let a) = locked({ file.node }) else { return }
+        let (secret, ref) = locked { (file.withContents { SecureBytes(copying: $0) }, file.ref) }
         defer { secret.wipe() }
-        if let ref = file.ref {
+        if let ref {
             try vault.update(["v_PersistentRef": .data(ref.bytes), "sync": "syna"], changes: [:], secret: secret,
                              accessGroups: file.groups)
         } else {
@@ -444,6 +470,11 @@ public final class MountServer: @unchecked Sendable {
                                      accessGroups: groups)
                 }
                 inodes.renameService(from, to: to)
+                locked {
+                    for f in files.values {
+                        if case .item(let s, let a) = f.node, s == from { f.node = .item(service: to, account: a) }
+                    }
+                }
                 req.ok()
             case (.service(let s1)?, .service(let s2)?):
                 guard let a1 = try value(of: name, in: s1), let a2 = FileNames.unescape(newName) else { return req.error(ENOENT) }
@@ -457,6 +488,13 @@ public final class MountServer: @unchecked Sendable {
                     try vault.update(["v_PersistentRef": .data(target.ref.bytes), "sync": "syna"], changes: [:],
                                      secret: secret, accessGroups: groups)
                     try vault.delete(["v_PersistentRef": .data(source.ref.bytes), "sync": "syna"], accessGroups: groups)
+                    // Descriptors still open on the source now write to the target.
+                    locked {
+                        for f in files.values where f.ref == source.ref {
+                            f.ref = target.ref
+                            f.node = .item(service: s2, account: a2)
+                        }
+                    }
                 } else {
                     try vault.update(["v_PersistentRef": .data(source.ref.bytes), "sync": "syna"],
                                      changes: ["svce": .data(s2), "acct": .data(a2)], accessGroups: groups)
@@ -464,6 +502,9 @@ public final class MountServer: @unchecked Sendable {
                 }
                 // The kernel keeps the source's inode under the new name.
                 inodes.rename(.item(service: s1, account: a1), to: .item(service: s2, account: a2))
+                locked {
+                    for f in files.values where f.node == .item(service: s1, account: a1) { f.node = .item(service: s2, account: a2) }
+                }
                 req.ok()
             default:
                 req.error(EXDEV)
@@ -517,7 +558,7 @@ public final class MountServer: @unchecked Sendable {
     /// files are gone before the lock command returns.
     public func vaultDidLock() {
         locked {
-            for file in files.values where file.protection.availability == .whileUnlocked { file.wipe() }
+            for file in files.values where file.protection.availability == .whileUnlocked { file.revoke() }
         }
         invalidateAll()
     }

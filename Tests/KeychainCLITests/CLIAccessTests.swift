@@ -93,8 +93,19 @@ final class CLIAccessTests: XCTestCase {
             let items = try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [[String: Any]]
             XCTAssertEqual(items?.compactMap { ($0["attributes"] as? [String: Any])?["svce"] as? String }, ["teamsvc"], user)
         }
-        // The member may write into the group; the item lands in its first (default) group.
-        let add = try run(Self.member, ["add-generic-password", "-s", "membersvc", "-a", "m", "-w", "from-member"])
+        // Mode 0440 lets members read, not write; the owner may write.
+        let denied = try run(Self.member, ["add-generic-password", "-s", "membersvc", "-a", "m", "-w", "-"], input: "from-member")
+        XCTAssertEqual(denied.status, 30, "\(denied)")
+        XCTAssertEqual(denied.stderr, Sentence.missingEntitlement)
+        XCTAssertEqual(try run(Self.member, ["delete-generic-password", "-s", "teamsvc"]).status, 30)
+        XCTAssertEqual(try run(Self.member, ["add-generic-password", "-s", "teamsvc", "-a", "deploy", "-w", "-", "-U"],
+                               input: "overwritten").status, 30)
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "teamsvc", "-w"]).stdout, "team-secret\n")
+        let byOwner = try run(Self.owner, ["add-generic-password", "-s", "ownersvc", "-a", "o", "-w", "-"], input: "from-owner")
+        XCTAssertEqual(byOwner.status, 0, "\(byOwner)")
+        // With the group write bit (0460) members write too; the item lands in their first group.
+        XCTAssertEqual(try h.run(["group", "set", "team", "--mode", "0460"]).status, 0)
+        let add = try run(Self.member, ["add-generic-password", "-s", "membersvc", "-a", "m", "-w", "-"], input: "from-member")
         XCTAssertEqual(add.status, 0, "\(add)")
         let json = h.jsonObject(try h.run(["find-generic-password", "-s", "membersvc", "--json"]).stdout)
         XCTAssertEqual((json["attributes"] as? [String: Any])?["agrp"] as? String, "team")
@@ -128,7 +139,7 @@ final class CLIAccessTests: XCTestCase {
         XCTAssertEqual(named.stderr, Sentence.missingEntitlement)
         // A caller with no group at all gets errSecMissingEntitlement on every search (docs/semantics.md).
         let plainNoGroups = try run(Self.outsider, ["find-generic-password", "-s", "teamsvc", "-w"], initGroups: false)
-        XCTAssertEqual(plainNoGroups.status, 30, "\(plainNoGroups)")
+        XCTAssertEqual(plainNoGroups.status, 44, "an outsider's search finds nothing: \(plainNoGroups)")
         XCTAssertEqual(plainNoGroups.stdout, "")
         XCTAssertEqual(try run(Self.outsider, ["add-generic-password", "-s", "x", "-a", "y", "-w", "z"], initGroups: false).status, 30)
         XCTAssertEqual(try run(Self.outsider, ["group", "list"], initGroups: false).stdout, "")
@@ -159,10 +170,25 @@ final class CLIAccessTests: XCTestCase {
         XCTAssertTrue(log.contains("denied copyMatching uid=\(uid) "), log)
     }
 
+    func testOutsiderRequestsDoNotHoldOffTheIdleLock() throws {
+        XCTAssertEqual(try h.run(["set-keychain-settings", "-t", "2"]).status, 0)
+        let start = Date()
+        var locked = false
+        while !locked && Date().timeIntervalSince(start) < 6 {
+            let r = try run(Self.outsider, ["find-generic-password", "-s", "teamsvc", "--access-group", "team"], initGroups: false)
+            XCTAssertEqual(r.status, 30, "\(r)")
+            locked = try h.info()["state"] as? String == "locked"
+            usleep(200_000)
+        }
+        XCTAssertTrue(locked, "the vault locks after 2 s although the outsider kept sending requests")
+        XCTAssertEqual(try run(Self.owner, ["find-generic-password", "-s", "teamsvc", "-w"]).status, 36)
+    }
+
     func testNonRootUserDoesNotStartItsOwnDaemon() throws {
         XCTAssertEqual(try h.run(["stop"]).status, 0)
         let r = try run(Self.outsider, ["find-generic-password", "-s", "teamsvc"], initGroups: false)
-        XCTAssertNotEqual(r.status, 0, "\(r)")
+        XCTAssertEqual(r.status, 53, "\(r)")
+        XCTAssertEqual(r.stderr, Sentence.notAvailable)
         XCTAssertEqual(h.daemons().count, 0, "no daemon started by the outsider")
         // Root's next command starts it again.
         XCTAssertEqual(try h.run(["find-generic-password", "-s", "rootsvc", "-w"]).status, 36, "a fresh daemon is not yet unlocked")

@@ -70,49 +70,14 @@ final class CLIHarness {
     func run(_ args: [String], inputData: Data?, env extra: [String: String] = [:],
              prefix: [String] = [], timeout: Double = 60,
              file: StaticString = #filePath, line: UInt = #line) throws -> Result {
-        let p = Process()
         let command = prefix + [CLIHarness.binary] + args
-        p.executableURL = URL(fileURLWithPath: command[0])
-        p.arguments = Array(command.dropFirst())
-        p.environment = environment.merging(extra) { _, b in b }
-        let out = Pipe(), err = Pipe(), inp = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = inp
-        let exited = DispatchSemaphore(value: 0)
-        p.terminationHandler = { _ in exited.signal() }
-        let start = Date()
-        try p.run()
-        // Drain both pipes at once so a chatty stream can never block the other.
-        let group = DispatchGroup()
-        let box = OutputBox()
-        group.enter()
-        DispatchQueue.global().async {
-            box.setErr(err.fileHandleForReading.readDataToEndOfFile())
-            group.leave()
-        }
-        group.enter()
-        DispatchQueue.global().async {
-            box.setOut(out.fileHandleForReading.readDataToEndOfFile())
-            group.leave()
-        }
-        if let inputData, !inputData.isEmpty {
-            // A command that exits without reading its input must not kill us with SIGPIPE.
-            signal(SIGPIPE, SIG_IGN)
-            inp.fileHandleForWriting.write(inputData)
-        }
-        try? inp.fileHandleForWriting.close()
-        if exited.wait(timeout: .now() + timeout) == .timedOut {
-            p.terminate()
+        let env = environment.merging(extra) { _, b in b }
+        let r = try Spawn.run(command, environment: env, input: inputData ?? Data(), timeout: timeout)
+        if r.timedOut {
             XCTFail("keychainfs \(args) did not finish within \(timeout) s", file: file, line: line)
-            exited.wait()
         }
-        let elapsed = Date().timeIntervalSince(start)
-        if group.wait(timeout: .now() + 10) == .timedOut {
-            XCTFail("keychainfs \(args): output still open 10 s after exit (a child kept the pipe)", file: file, line: line)
-        }
-        return Result(status: p.terminationStatus, stdout: String(decoding: box.out, as: UTF8.self),
-                      stderr: String(decoding: box.err, as: UTF8.self), elapsed: elapsed)
+        return Result(status: r.status, stdout: String(decoding: r.out, as: UTF8.self),
+                      stderr: String(decoding: r.err, as: UTF8.self), elapsed: r.elapsed)
     }
 
     /// Creates the harness vault (or `path`) with the cheap KDF; the daemon starts unlocked.
@@ -222,4 +187,114 @@ func processAlive(_ pid: Int32) -> Bool {
           let close = stat.lastIndex(of: ")") else { return false }
     let state = stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).first
     return state != "Z" && state != "X"
+}
+
+/// Runs a program with posix_spawn, passing it only standard input, output and error.
+///
+/// Foundation's `Process` hands every child an extra socket and notices the child's exit only
+/// when that socket closes; the CLI's detached daemon inherits it (DaemonClient.spawnDetached
+/// keeps every inherited descriptor), so `Process` would wait for the daemon instead of the CLI.
+enum Spawn {
+    struct Outcome { var status: Int32; var out: Data; var err: Data; var elapsed: Double; var timedOut: Bool }
+
+    struct Failure: Error, CustomStringConvertible {
+        let errno: Int32
+        let what: String
+        var description: String { "\(what) failed: errno \(errno)" }
+    }
+
+    /// - Parameter passing: a descriptor the child gets as its descriptor 3 (nothing else is passed).
+    static func run(_ argv: [String], environment: [String: String], input: Data, timeout: Double,
+                    passing extra: Int32? = nil) throws -> Outcome {
+        var inFD: [Int32] = [0, 0], outFD: [Int32] = [0, 0], errFD: [Int32] = [0, 0]
+        guard pipe(&inFD) == 0, pipe(&outFD) == 0, pipe(&errFD) == 0 else { throw Failure(errno: errno, what: "pipe") }
+        for fd in inFD + outFD + errFD { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, inFD[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, outFD[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, errFD[1], 2)
+        if let extra {
+            posix_spawn_file_actions_adddup2(&actions, extra, 3)
+            closeFrom(4, &actions)
+        } else {
+            closeFrom(3, &actions)
+        }
+        let cargv = argv.map { strdup($0) } + [nil]
+        let cenv = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for p in cargv + cenv { free(p) } }
+        var pid: pid_t = 0
+        let start = Date()
+        let rc = posix_spawn(&pid, argv[0], &actions, nil, cargv, cenv)
+        close(inFD[0]); close(outFD[1]); close(errFD[1])
+        guard rc == 0 else {
+            close(inFD[1]); close(outFD[0]); close(errFD[0])
+            throw Failure(errno: rc, what: "posix_spawn \(argv[0])")
+        }
+        let box = OutputBox()
+        let readers = DispatchGroup()
+        for (fd, isOut) in [(outFD[0], true), (errFD[0], false)] {
+            readers.enter()
+            DispatchQueue.global().async {
+                let data = FileHandle(fileDescriptor: fd, closeOnDealloc: true).readDataToEndOfFile()
+                if isOut { box.setOut(data) } else { box.setErr(data) }
+                readers.leave()
+            }
+        }
+        let exited = DispatchSemaphore(value: 0)
+        let statusBox = StatusBox()
+        let child = pid
+        Thread.detachNewThread {
+            var st: Int32 = 0
+            var r: pid_t
+            repeat { r = waitpid(child, &st, 0) } while r < 0 && errno == EINTR
+            statusBox.set(r == child ? st : 0xff00)     // lost the status: report exit 255
+            exited.signal()
+        }
+        if !input.isEmpty {
+            signal(SIGPIPE, SIG_IGN)    // a command that exits without reading must not kill us
+            input.withUnsafeBytes { buf in
+                var done = 0
+                while done < buf.count {
+                    let n = write(inFD[1], buf.baseAddress! + done, buf.count - done)
+                    if n < 0 { if errno == EINTR { continue }; break }
+                    done += n
+                }
+            }
+        }
+        close(inFD[1])
+        var timedOut = false
+        if exited.wait(timeout: .now() + timeout) == .timedOut {
+            timedOut = true
+            kill(pid, SIGKILL)
+            exited.wait()
+        }
+        let elapsed = Date().timeIntervalSince(start)
+        if readers.wait(timeout: .now() + 10) == .timedOut { timedOut = true }
+        let st = statusBox.value
+        let status: Int32 = (st & 0x7f) == 0 ? (st >> 8) & 0xff : 128 + (st & 0x7f)
+        return Outcome(status: status, out: box.out, err: box.err, elapsed: elapsed, timedOut: timedOut)
+    }
+}
+
+extension Spawn {
+    /// Closes every descriptor from `first` up in the child: glibc's posix_spawn_file_actions_addclosefrom_np
+    /// (hidden from Swift behind _GNU_SOURCE, so looked up), else one close per open descriptor.
+    static func closeFrom(_ first: Int32, _ actions: inout posix_spawn_file_actions_t) {
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        if let sym = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") {
+            let closefrom = unsafeBitCast(sym, to: CloseFrom.self)
+            if closefrom(&actions, first) == 0 { return }
+        }
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.compactMap { Int32($0) } ?? []
+        for fd in fds where fd >= first { posix_spawn_file_actions_addclose(&actions, fd) }
+    }
+}
+
+private final class StatusBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var status: Int32 = 0
+    func set(_ s: Int32) { lock.lock(); status = s; lock.unlock() }
+    var value: Int32 { lock.lock(); defer { lock.unlock() }; return status }
 }

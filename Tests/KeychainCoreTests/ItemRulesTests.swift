@@ -135,6 +135,9 @@ final class ItemRulesTests: XCTestCase {
                                                                    ["agrp": "other"]))
         XCTAssertStatus(.missingEntitlement, try vault.copyMatching(["class": "genp", "agrp": "other"], accessGroups: groups))
         XCTAssertStatus(.missingEntitlement, try vault.addPassword(service: "s", account: "c", secret: "x", groups: []))
+        // A caller with no groups at all sees nothing.
+        XCTAssertStatus(.itemNotFound, try vault.copyMatching(["class": "genp"], accessGroups: []))
+        XCTAssertStatus(.itemNotFound, try vault.delete(["class": "genp"], accessGroups: []))
         // A search without agrp covers all of the caller's groups.
         try vault.addPassword(service: "s", account: "d", secret: "y", ["agrp": "app.default"])
         let all = try vault.copyMatching(["class": "genp", "svce": "s", "m_Limit": "m_LimitAll", "r_Attributes": true],
