@@ -33,6 +33,15 @@ extension Vault {
         }
     }
 
+    /// A key for another purpose of the daemon's (the audit chain), derived from the index key:
+    /// available whenever items can be looked up on this machine, never stored.
+    public func derivedKey(purpose: String) throws -> SecureBytes {
+        try mutex.withLock {
+            guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
+            return KeyedHash.deriveKey(from: indexKey, context: Array("keychainfs \(purpose) v1".utf8) + header.vaultID)
+        }
+    }
+
     private func settingsKey() throws -> SecureBytes {
         guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
         return KeyedHash.deriveKey(from: indexKey, context: Array("keychainfs settings v1".utf8))

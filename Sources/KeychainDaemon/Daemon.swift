@@ -23,6 +23,7 @@ public final class Daemon: @unchecked Sendable {
     private let unlockSerializer = PThreadLock()
     private var listener: Int32 = -1
     private var mounts: [MountServer] = []
+    private var auditLog: AuditLog?
 
     init(vault: Vault, vaultPath: String) throws {
         self.vault = vault
@@ -31,6 +32,23 @@ public final class Daemon: @unchecked Sendable {
         self.lockout = Lockout(path: Paths.lockoutFile(forVault: vaultPath))
         self.groupTable = (try? AccessGroupTable.load(from: vault)) ?? AccessGroupTable(groups: [])
         if let t = try vault.setting("lock-timeout"), let n = Int(String(decoding: t, as: UTF8.self)) { idleTimeout = n }
+        openAuditLog()
+    }
+
+    /// The audit log lives beside the vault (`VAULT.audit`); its chain key needs the index key,
+    /// so on another machine it starts at the first unlock.
+    func openAuditLog() {
+        guard state.withLock({ auditLog == nil }), let key = try? vault.derivedKey(purpose: "audit") else { return }
+        let log = AuditLog(path: vaultPath + ".audit", key: key)
+        state.withLock { auditLog = log }
+    }
+
+    public func audit(_ event: String, caller: CallerIdentity, detail: String) {
+        state.withLock { auditLog }?.record(event, caller: caller, detail: detail)
+    }
+
+    func audit(_ event: String, _ caller: CallerIdentity?, _ detail: String = "-") {
+        state.withLock { auditLog }?.record(event, caller: caller, detail: detail)
     }
 
     /// Runs the daemon in the foreground until `stop`, SIGTERM or SIGINT. Returns an exit status.
@@ -96,7 +114,7 @@ public final class Daemon: @unchecked Sendable {
         let queue = DispatchQueue(label: "keychainfs.daemon.events")
         let usr1 = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: queue)
         usr1.setEventHandler { [self] in
-            lockEverywhere()
+            lockEverywhere(trigger: "SIGUSR1")
             log("locked by SIGUSR1")
         }
         usr1.resume()
@@ -114,7 +132,7 @@ public final class Daemon: @unchecked Sendable {
         timer.setEventHandler { [self] in
             let (timeout, idle) = state.withLock { (idleTimeout, monotonicSeconds() - lastActivity) }
             if timeout > 0 && idle >= Double(timeout) && vault.lockState == .unlocked {
-                lockEverywhere()
+                lockEverywhere(trigger: "idle")
                 log("locked after \(timeout) s idle")
             }
         }
@@ -146,9 +164,11 @@ public final class Daemon: @unchecked Sendable {
     }
 
     /// Locks the vault and makes its WhenUnlocked files vanish from every mount before returning.
-    func lockEverywhere() {
+    func lockEverywhere(by caller: CallerIdentity? = nil, trigger: String = "request") {
         vault.lock()
         for m in state.withLock({ mounts }) { m.vaultDidLock() }
+        audit("lock", caller, trigger)
+        state.withLock { auditLog }?.sync()
     }
 
     /// After a change through the socket, drop what the kernel cached so mounts show it at once.
@@ -223,26 +243,31 @@ public final class Daemon: @unchecked Sendable {
                 return Response(info: try info(for: caller))
             case .unlock:
                 guard let pass = request.secrets.first else { throw KeychainStatus.param }
-                try unlock(pass, who: who, log: log)
+                try unlock(pass, caller: caller, who: who, log: log)
                 return Response()
             case .lock:
                 guard isAdministrator(caller) || !entitledGroups(caller).isEmpty else { throw KeychainStatus.authFailed }
-                lockEverywhere()
+                lockEverywhere(by: caller)
                 log("locked by \(who)")
                 return Response()
             case .add:
                 let r = try vault.add(request.query, secret: request.secrets.first, accessGroups: writableGroups(caller))
                 itemsChanged()
+                audit("add", caller)
                 log("add \(who)")
                 return Response(result: r)
             case .copyMatching:
-                return Response(result: try vault.copyMatching(request.query, accessGroups: entitledGroups(caller)))
+                let result = try vault.copyMatching(request.query, accessGroups: entitledGroups(caller))
+                if case .bool(true)? = request.query["r_Data"] { audit("read", caller) }
+                else if case .number(1)? = request.query["r_Data"] { audit("read", caller) }
+                return Response(result: result)
             case .update:
                 try readableButNotWritable(request.query, caller) {
                     try vault.update(request.query, changes: request.changes, secret: request.secrets.first,
                                      accessGroups: writableGroups(caller))
                 }
                 itemsChanged()
+                audit("update", caller)
                 log("update \(who)")
                 return Response()
             case .delete:
@@ -250,6 +275,7 @@ public final class Daemon: @unchecked Sendable {
                     try vault.delete(request.query, accessGroups: writableGroups(caller))
                 }
                 itemsChanged()
+                audit("delete", caller)
                 log("delete \(who)")
                 return Response()
             case .changePassphrase:
@@ -273,6 +299,7 @@ public final class Daemon: @unchecked Sendable {
                         throw KeychainStatus.authFailed
                     }
                 }
+                audit("passphrase-changed", caller)
                 log("passphrase changed by \(who)")
                 return Response(info: ["deleted": .number(Int64(removed))])
             case .setSettings:
@@ -287,6 +314,7 @@ public final class Daemon: @unchecked Sendable {
                 guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
                 try changeGroups(request)
                 itemsChanged()
+                audit("groups-changed", caller, "\(request.operation)")
                 log("groups changed by \(who)")
                 return Response()
             case .groupList:
@@ -294,7 +322,19 @@ public final class Daemon: @unchecked Sendable {
                 return Response(result: .array(visible.map { .item(FoundItem(attributes: $0.record, secret: nil, persistentRef: nil)) }))
             case .stop:
                 guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
+                audit("stop", caller)
+                state.withLock { auditLog }?.sync()
                 return Response()
+            case .audit:
+                guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
+                guard let log = state.withLock({ auditLog }) else { throw KeychainStatus.interactionNotAllowed }
+                if case .bool(true)? = request.options["verify"] {
+                    let (lines, bad) = log.verify()
+                    var info: Attributes = ["lines": .number(Int64(lines))]
+                    if let bad { info["first-bad"] = .number(Int64(bad)) }
+                    return Response(info: info)
+                }
+                return Response(info: ["log": .string(log.contents())])
             case .mount:
                 guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
                 guard case .string(let point)? = request.options["mountpoint"] else { throw KeychainStatus.param }
@@ -305,6 +345,7 @@ public final class Daemon: @unchecked Sendable {
                 let server = MountServer(mountpoint: point, options: options, vault: vault, policy: self)
                 try server.start()
                 state.withLock { mounts.append(server) }
+                audit("mount", caller, options.description)
                 log("mounted at \(point) (\(options.description)) by \(who)")
                 return Response()
             case .unmount:
@@ -315,11 +356,16 @@ public final class Daemon: @unchecked Sendable {
                     return mounts.remove(at: i)
                 }) else { throw KeychainStatus.itemNotFound }
                 server.unmount()
+                audit("unmount", caller)
                 log("unmounted \(point) by \(who)")
                 return Response()
             }
         } catch let status as KeychainStatus {
-            if status == .missingEntitlement { log("denied \(request.operation) \(who)") }
+            if status == .missingEntitlement || (status == .authFailed && request.operation != .unlock && request.operation != .changePassphrase) {
+                log("denied \(request.operation) \(who)")
+                audit("denied", caller, "\(request.operation)")
+            }
+            if status == .decode { audit("damaged", caller, "\(request.operation)") }
             return Response(status: status)
         } catch let e as VaultFileError {
             return Response(status: e.status)
@@ -345,7 +391,7 @@ public final class Daemon: @unchecked Sendable {
         }
     }
 
-    private func unlock(_ passphrase: SecureBytes, who: String, log: @Sendable (String) -> Void) throws {
+    private func unlock(_ passphrase: SecureBytes, caller: CallerIdentity, who: String, log: @Sendable (String) -> Void) throws {
         try unlockSerializer.withLock {
             let wait = lockout.remainingDelayMicros()
             if wait > 0 { usleep(UInt32(wait)) }
@@ -353,6 +399,7 @@ public final class Daemon: @unchecked Sendable {
                 try vault.unlock(passphrase: passphrase)
             } catch KeychainStatus.authFailed {
                 lockout.recordFailure()
+                audit("unlock-failed", caller)
                 log("unlock failed for \(who)")
                 throw KeychainStatus.authFailed
             }
@@ -361,6 +408,8 @@ public final class Daemon: @unchecked Sendable {
                 lastActivity = monotonicSeconds()
                 if groupTable.groups.isEmpty, let t = try? AccessGroupTable.load(from: vault) { groupTable = t }
             }
+            openAuditLog()
+            audit("unlock", caller)
             log("unlocked by \(who)")
         }
     }

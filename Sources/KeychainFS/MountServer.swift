@@ -11,6 +11,8 @@ public protocol MountPolicy: AnyObject, Sendable {
     func writableGroups(_ caller: CallerIdentity) -> [String]
     func group(named name: String) -> AccessGroup?
     func allGroups() -> [String]
+    /// Records a file-interface decision in the audit log.
+    func audit(_ event: String, caller: CallerIdentity, detail: String)
     /// Owner of the directories: the daemon's user and group.
     var directoryOwner: (uid: UInt32, gid: UInt32) { get }
 }
@@ -299,8 +301,11 @@ public final class MountServer: @unchecked Sendable {
             let groups = writing ? policy.writableGroups(caller) : policy.entitledGroups(caller)
             guard let e = try entry(service: s, account: a, groups: groups) else {
                 // Visible to others but not to this caller: denied, not missing.
-                return req.error(try entry(service: s, account: a, groups: policy.allGroups()) == nil ? ENOENT : EACCES)
+                guard let other = try entry(service: s, account: a, groups: policy.allGroups()) else { return req.error(ENOENT) }
+                policy.audit("file-denied", caller: caller, detail: Self.hex(other.ref.bytes))
+                return req.error(EACCES)
             }
+            defer { policy.audit(writing ? "file-open-write" : "file-open-read", caller: caller, detail: Self.hex(e.ref.bytes)) }
             let file = OpenFile(node: .item(service: s, account: a), ref: e.ref, protection: e.protection, groups: groups)
             file.openedStat = fileStat(ino, e)
             if !writing || fi.pointee.flags & O_TRUNC == 0 {
@@ -321,9 +326,14 @@ public final class MountServer: @unchecked Sendable {
             register(file, fi)
             req.open(fi)
         } catch {
+            if (error as? KeychainStatus) == .decode {
+                policy.audit("file-damaged", caller: identity(req), detail: "-")
+            }
             req.error(errnoFor(error))
         }
     }
+
+    static func hex(_ bytes: [UInt8]) -> String { bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() }
 
     private func register(_ file: OpenFile, _ fi: UnsafeMutablePointer<fuse_file_info>) {
         fi.pointee.fh = locked { () -> UInt64 in

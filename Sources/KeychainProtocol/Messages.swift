@@ -35,6 +35,7 @@ public enum Operation: UInt8, Sendable, CaseIterable {
     case stop = 15
     case mount = 16
     case unmount = 17
+    case audit = 18
 }
 
 /// A request. Secrets (item data, passphrases) travel only in `secrets`, in guarded memory.

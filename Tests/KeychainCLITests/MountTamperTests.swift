@@ -33,6 +33,9 @@ final class MountTamperTests: MountTestCase {
         XCTAssertEqual(FS.xattr(mnt + "/damaged/acct", "user.keychain.class"), "genp", "nor getfattr")
         assertErrno(FS.read(mnt + "/damaged/acct").errno, EIO, "reading the tampered file")
         assertErrno(FS.write(mnt + "/damaged/acct", Array("x".utf8), flags: O_WRONLY), EIO, "opening it for a partial write")
+        // The failed read is in the audit log, with the reader's executable.
+        let audit = try h.run(["audit"]).stdout
+        XCTAssertTrue(audit.split(separator: "\n").contains { $0.split(separator: "\t").dropFirst(4).first == "file-damaged" }, audit)
         // The daemon is still serving.
         XCTAssertEqual(FS.read(mnt + "/intact/acct").bytes, Array("intact secret".utf8))
         XCTAssertEqual(try secret("intact", "acct"), "intact secret")

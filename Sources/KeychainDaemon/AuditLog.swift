@@ -1,0 +1,105 @@
+import Glibc
+import KeychainAccess
+import KeychainCore
+import KeychainCrypto
+
+/// The append-only, hash-chained audit log (PRODUCT 8): one line per read, write, denial, lock
+/// and unlock, with the caller's uid, pid and executable, never a secret or a name.
+///
+/// A line is `SEQ TIME UID PID EVENT DETAIL EXE CHAIN`, fields separated by tabs, where CHAIN is
+/// the hex keyed BLAKE2b-256 of the previous line's CHAIN and this line without its CHAIN. The
+/// key is derived from the vault's index key, so only the daemon can extend or verify the chain,
+/// and an edited, inserted or removed line breaks it. Items are named by their persistent
+/// reference in hex, never by service or account.
+final class AuditLog: @unchecked Sendable {
+    let path: String
+    private let key: SecureBytes
+    private var mutex = pthread_mutex_t()
+    private var seq: Int64 = 0
+    private var head: [UInt8] = [UInt8](repeating: 0, count: 32)
+    private var fd: Int32 = -1
+
+    /// Opens (creating, mode 0600) the log and reads its last line to continue the chain.
+    init(path: String, key: SecureBytes) {
+        self.path = path
+        self.key = key
+        pthread_mutex_init(&mutex, nil)
+        fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if let text = readSmallFile(path), let last = text.split(separator: "\n").last {
+            let fields = last.split(separator: "\t", omittingEmptySubsequences: false)
+            if fields.count == 8, let n = Int64(fields[0]), let h = Self.unhex(String(fields[7])) {
+                seq = n
+                head = h
+            }
+        }
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
+
+    /// Appends one event. `detail` must never hold a secret or an attribute value.
+    func record(_ event: String, caller: CallerIdentity?, detail: String = "-") {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        seq += 1
+        let fields = [String(seq), String(time(nil)), caller.map { String($0.uid) } ?? "-",
+                      caller.map { String($0.pid) } ?? "-", Self.clean(event), Self.clean(detail),
+                      Self.clean(caller?.executable ?? "-")]
+        let body = fields.joined(separator: "\t")
+        head = chain(previous: head, body: body)
+        let line = Array((body + "\t" + Self.hex(head) + "\n").utf8)
+        _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    }
+
+    /// Makes every recorded line durable (on lock and stop).
+    func sync() { fsync(fd) }
+
+    /// Checks every line's chain from the first. Returns the number of lines and the first bad
+    /// line number (1-based), if any.
+    func verify() -> (lines: Int, firstBad: Int?) {
+        guard let text = readSmallFile(path) else { return (0, nil) }
+        var previous = [UInt8](repeating: 0, count: 32)
+        var expectedSeq: Int64 = 1
+        var count = 0
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) where !line.isEmpty {
+            count += 1
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard fields.count == 8, Int64(fields[0]) == expectedSeq,
+                  let stored = Self.unhex(String(fields[7])) else { return (count, count) }
+            let body = fields[0..<7].joined(separator: "\t")
+            let computed = chain(previous: previous, body: body)
+            guard computed == stored else { return (count, count) }
+            previous = computed
+            expectedSeq += 1
+        }
+        return (count, nil)
+    }
+
+    /// The whole log's text, for `keychainfs audit`.
+    func contents() -> String { readSmallFile(path) ?? "" }
+
+    private func chain(previous: [UInt8], body: String) -> [UInt8] {
+        KeyedHash.hash(previous + Array(body.utf8), key: key, length: 32)
+    }
+
+    /// Tabs, newlines and other control characters escaped, so no field can forge a line.
+    static func clean(_ s: String) -> String {
+        var out = ""
+        for scalar in s.unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7f { out += "\\x" + String(scalar.value, radix: 16) } else { out.unicodeScalars.append(scalar) }
+        }
+        return out.isEmpty ? "-" : out
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String { bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() }
+
+    static func unhex(_ s: String) -> [UInt8]? {
+        let chars = Array(s.utf8)
+        guard chars.count == 64 else { return nil }
+        var out: [UInt8] = []
+        for i in stride(from: 0, to: 64, by: 2) {
+            guard let b = UInt8(String(decoding: chars[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
+            out.append(b)
+        }
+        return out
+    }
+}
