@@ -5,6 +5,7 @@ let package = Package(
     name: "keychainfs",
     products: [
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
+        .library(name: "Security", targets: ["Security"]),
         .executable(name: "keychainfs", targets: ["keychainfs"]),
         .executable(name: "keychainfs-bench", targets: ["keychainfs-bench"]),
     ],
@@ -29,6 +30,8 @@ let package = Package(
 
         // The client side of the socket, for the CLI and the Security module.
         .target(name: "KeychainClient", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "CProcess"]),
+        // `import Security`: Apple's SecItem API over the daemon.
+        .target(name: "Security", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "KeychainClient"]),
         // The few Linux calls Glibc's module map does not expose (prctl, accept4).
         .target(name: "CProcess"),
         // Access groups as Unix owner/group/mode, and callers' kernel identities.
@@ -49,6 +52,6 @@ let package = Package(
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto", "SQLiteStore"],
                     resources: [.copy("Fixtures")]),
-        .testTarget(name: "KeychainCLITests", dependencies: ["KeychainCLI"]),
+        .testTarget(name: "KeychainCLITests", dependencies: ["KeychainCLI", "Security"]),
     ]
 )

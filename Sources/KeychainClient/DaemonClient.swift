@@ -41,6 +41,18 @@ public final class DaemonClient {
         throw KeychainStatus.notAvailable
     }
 
+    /// Connects to a daemon socket by path (`KEYCHAINFS_SOCKET`), never starting one. The peer
+    /// must be root or this process's own user.
+    /// - Throws: `notAvailable` when nothing (acceptable) answers there.
+    public static func connect(socketPath: String) throws -> DaemonClient {
+        guard let fd = try UnixSocket.connect(to: socketPath) else { throw KeychainStatus.notAvailable }
+        guard let peer = try? UnixSocket.peerCredentials(fd), peer.uid == 0 || peer.uid == geteuid() else {
+            close(fd)
+            throw KeychainStatus.notAvailable
+        }
+        return DaemonClient(vaultPath: socketPath, fd: fd)
+    }
+
     /// Accepts a connection only when the process at the other end is root or the vault's
     /// owner, so nobody else can stand in for the daemon and collect passphrases or secrets.
     private static func verified(_ fd: Int32, vault: String) throws -> DaemonClient {

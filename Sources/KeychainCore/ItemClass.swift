@@ -45,7 +45,7 @@ public enum ItemClass: String, CaseIterable, Sendable {
 
     /// Every attribute name that is valid for this class, including store-managed dates.
     public var knownAttributes: Set<String> {
-        otherAttributes.union(primaryKey).union(["agrp", "sync", "pdmn", "cdat", "mdat"])
+        otherAttributes.union(primaryKey).union(["agrp", "sync", "pdmn", "cdat", "mdat", "accc"])
     }
 
     /// Parses an Apple class name (`genp`) or its constant name (`kSecClassGenericPassword`).

@@ -76,6 +76,7 @@ extension Vault {
                 attributes[key] = v
             }
         }
+        try Self.reconcileAccessControl(&attributes)
         if returns.ref {
             // As in a search: passwords have no object reference; other classes lack one here.
             let password = itemClass == .genericPassword || itemClass == .internetPassword
@@ -159,6 +160,7 @@ extension Vault {
             }
         }
         if let p = set["pdmn"] { _ = try Self.protection(p) }
+        if set["accc"] != nil { try Self.reconcileAccessControl(&set) }
         if let g = set["agrp"] {
             guard case .string(let group) = g else { throw KeychainStatus.param }
             guard accessGroups.contains(group) else { throw KeychainStatus.missingEntitlement }
@@ -249,6 +251,11 @@ extension Vault {
                 return true
             }
             guard Self.matches(opened.attributes, filters: q.filters, itemClass: q.itemClass) else { return true }
+            // A presence-gated secret needs an approval the engine cannot give: as if locked.
+            if needSecret, let control = opened.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence {
+                unavailable = unavailable ?? .interactionNotAllowed
+                return true
+            }
             matches.append(opened)
             return matches.count < limit
         }
@@ -334,6 +341,16 @@ extension Vault {
         }
         return .item(FoundItem(attributes: attributes, secret: returns.data ? (m.secret ?? SecureBytes(count: 0)) : nil,
                                persistentRef: returns.persistentRef ? ref : nil))
+    }
+
+    /// An access control (`accc`) carries a protection class: it becomes `pdmn`, and a different
+    /// `pdmn` given beside it is errSecParam.
+    static func reconcileAccessControl(_ attributes: inout Attributes) throws {
+        guard let value = attributes["accc"] else { return }
+        guard let control = AccessControl(value) else { throw KeychainStatus.param }
+        if let p = attributes["pdmn"], p != .string(control.protection.rawValue) { throw KeychainStatus.param }
+        attributes["pdmn"] = .string(control.protection.rawValue)
+        attributes["accc"] = control.value
     }
 
     static func protection(_ value: AttributeValue?) throws -> ProtectionClass? {

@@ -1,0 +1,88 @@
+import KeychainCore
+import KeychainCrypto
+
+/// Between Apple's dictionaries (any mix of String, NSString, Data, NSNumber, Bool, Date,
+/// optionals, SecAccessControl) and the engine's attribute values.
+enum Conversion {
+    /// A query or attribute dictionary as attributes; `v_Data` comes out separately, into
+    /// guarded memory, when `extractData` is set.
+    /// - Throws: `param` for a key or value of a type the keychain cannot hold.
+    static func attributes(_ dict: NSDictionary, extractData: Bool) throws -> (Attributes, SecureBytes?) {
+        var out: Attributes = [:]
+        var secret: SecureBytes?
+        for (k, v) in dict {
+            let key: String
+            if let s = k as? String { key = s } else if let s = k as? NSString { key = s as String } else { throw KeychainStatus.param }
+            guard let value = unwrap(v) else { continue }  // nil inside an optional: as if absent
+            if extractData && key == "v_Data" {
+                if let d = value as? Data { secret = SecureBytes(copying: d) }
+                else if let s = value as? String { secret = SecureBytes(copying: Array(s.utf8)) }
+                else { throw KeychainStatus.param }
+                continue
+            }
+            out[key] = try attribute(value)
+        }
+        return (out, secret)
+    }
+
+    /// Optionals put into an `Any` are unwrapped; nil gives nil.
+    static func unwrap(_ v: Any) -> Any? {
+        let mirror = Mirror(reflecting: v)
+        guard mirror.displayStyle == .optional else { return v }
+        guard let inner = mirror.children.first?.value else { return nil }
+        return unwrap(inner)
+    }
+
+    static func isBoolean(_ v: Any) -> Bool {
+        type(of: v) == Bool.self || String(describing: type(of: v)) == "__NSCFBoolean"
+    }
+
+    static func attribute(_ v: Any) throws -> AttributeValue {
+        if isBoolean(v), let b = v as? Bool { return .bool(b) }
+        if let s = v as? String { return .string(s) }
+        if let s = v as? NSString { return .string(s as String) }
+        if let d = v as? Data { return .data(Array(d)) }
+        if let date = v as? Date { return .date(date.timeIntervalSinceReferenceDate) }
+        if let control = v as? SecAccessControl { return control.control.value }
+        if let n = v as? NSNumber { return .number(n.int64Value) }
+        if let n = v as? Int { return .number(Int64(n)) }
+        throw KeychainStatus.param
+    }
+
+    static func object(_ value: AttributeValue, key: String) -> AnyObject {
+        switch value {
+        case .string(let s):
+            if key == "accc", let c = AccessControl(value) { return SecAccessControl(c) }
+            return s as NSString
+        case .data(let d): return Data(d) as NSData
+        case .number(let n): return NSNumber(value: n)
+        case .bool(let b): return NSNumber(value: b)
+        case .date(let t): return NSDate(timeIntervalSinceReferenceDate: t)
+        }
+    }
+
+    static func data(_ secret: SecureBytes) -> NSData {
+        secret.withUnsafeBytes { Data($0) } as NSData
+    }
+
+    static func object(_ v: ReturnedValue) -> AnyObject {
+        switch v {
+        case .data(let d): return data(d)
+        case .persistentRef(let r): return Data(r) as NSData
+        case .item(let item):
+            let dict = NSMutableDictionary()
+            for (k, value) in item.attributes { dict[k as NSString] = object(value, key: k) }
+            if let s = item.secret { dict["v_Data" as NSString] = data(s) }
+            if let r = item.persistentRef { dict["v_PersistentRef" as NSString] = Data(r) as NSData }
+            return dict
+        }
+    }
+
+    static func object(_ result: QueryResult) -> AnyObject? {
+        switch result {
+        case .none: return nil
+        case .value(let v): return object(v)
+        case .array(let a): return NSArray(array: a.map(object))
+        }
+    }
+}

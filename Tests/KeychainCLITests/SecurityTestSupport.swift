@@ -1,0 +1,37 @@
+import Foundation
+import XCTest
+
+/// One vault and daemon for the Security-module tests of a class: the module connects once per
+/// process through `KEYCHAINFS_SOCKET`, so every class points it at its own daemon's socket.
+class SecurityTestCase: XCTestCase {
+    nonisolated(unsafe) static var harness: CLIHarness?
+
+    override class func setUp() {
+        super.setUp()
+        guard let h = try? CLIHarness() else { return }
+        harness = h
+        _ = try? h.createVault()
+        // The module reads these on its first call; the CLI's runtime dir decides the socket.
+        for (k, v) in h.environment where k.hasPrefix("KEYCHAINFS_") { setenv(k, v, 1) }
+        if let status = try? h.run(["status", "--json"]).stdout,
+           let obj = try? JSONSerialization.jsonObject(with: Data(status.utf8)) as? [String: Any],
+           obj["daemon"] as? Bool == true {
+            let socket = socketPath(h)
+            setenv("KEYCHAINFS_SOCKET", socket, 1)
+        }
+    }
+
+    override class func tearDown() {
+        harness?.tearDown()
+        harness = nil
+        super.tearDown()
+    }
+
+    static func socketPath(_ h: CLIHarness) -> String {
+        let run = h.environment["KEYCHAINFS_RUNTIME_DIR"]!
+        let socks = (try? FileManager.default.contentsOfDirectory(atPath: run))?.filter { $0.hasSuffix(".sock") } ?? []
+        return run + "/" + (socks.first ?? "missing.sock")
+    }
+
+    var h: CLIHarness { Self.harness! }
+}
