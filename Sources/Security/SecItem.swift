@@ -88,7 +88,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
     status {
         let (q, _) = try Conversion.attributes(query, extractData: false)
         let (changes, secret) = try Conversion.attributes(attributesToUpdate, extractData: true)
-        try KeychainConnection.shared.send(Request(.update, query: q, changes: changes, secrets: secret.map { [$0] } ?? []))
+        _ = try KeychainConnection.shared.send(Request(.update, query: q, changes: changes, secrets: secret.map { [$0] } ?? []))
     }
 }
 
@@ -97,7 +97,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     status {
         let (q, _) = try Conversion.attributes(query, extractData: false)
-        try KeychainConnection.shared.send(Request(.delete, query: q))
+        _ = try KeychainConnection.shared.send(Request(.delete, query: q))
     }
 }
 
