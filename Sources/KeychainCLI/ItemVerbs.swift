@@ -57,7 +57,7 @@ enum ItemVerbs {
             name: "add-\(noun(c))",
             usage: "[-s ...] [-a ACCOUNT] -w PASSWORD|- [-U] [--accessible CLASS] [--synchronizable] [...] [VAULT]",
             summary: "Add \(c == .genericPassword ? "a generic" : "an internet") password (-U updates an existing one).",
-            valued: Set(attributeFlags(c).keys).union(["--accessible", "--access-group"]),
+            valued: Set(attributeFlags(c).keys).union(["--accessible", "--access-group", "--access-control"]),
             flags: ["-U", "--synchronizable"], optionalValue: ["-w"],
             details: classDetails(c) + """
 
@@ -67,6 +67,9 @@ enum ItemVerbs {
               --accessible CLASS  protection class: Apple's name (WhenUnlocked, AfterFirstUnlock,
                            Always, ...ThisDeviceOnly, WhenPasscodeSetThisDeviceOnly) or raw (ak, cku, ...)
               --synchronizable    mark the item synchronizable (sync=1)
+              --access-control FLAGS  comma-separated SecAccessControl flags: userPresence,
+                           biometryAny, biometryCurrentSet, devicePasscode, watch, or, and;
+                           reading the secret then needs the approval program's consent
             """
         ) { ctx in
             try ctx.checkPositionals()
@@ -76,6 +79,20 @@ enum ItemVerbs {
                 attrs["pdmn"] = .string(p.rawValue)
             }
             if ctx.args.has("--synchronizable") { attrs["sync"] = .bool(true) }
+            if let list = ctx.args.value("--access-control") {
+                let names: [String: UInt64] = [
+                    "userPresence": AccessControl.userPresence, "biometryAny": AccessControl.biometryAny,
+                    "biometryCurrentSet": AccessControl.biometryCurrentSet, "devicePasscode": AccessControl.devicePasscode,
+                    "watch": AccessControl.companion, "or": AccessControl.or, "and": AccessControl.and,
+                ]
+                var flags: UInt64 = 0
+                for name in list.split(separator: ",") {
+                    guard let bit = names[String(name)] else { throw UsageError("unknown access-control flag \(name)") }
+                    flags |= bit
+                }
+                let protection = attrs["pdmn"].flatMap { $0.stringValue }.flatMap(ProtectionClass.init(rawValue:)) ?? .default
+                attrs["accc"] = AccessControl(protection: protection, flags: flags).value
+            }
             let client = try ctx.client()
             let secret = try readSecret(ctx)
             do {

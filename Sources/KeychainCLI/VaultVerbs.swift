@@ -93,17 +93,38 @@ enum VaultVerbs {
     }
 
     static let settings = Verb(
-        name: "set-keychain-settings", usage: "[-t SECONDS] [VAULT]",
-        summary: "Lock the vault after SECONDS without requests; without -t, never.",
-        valued: ["-t"]
+        name: "set-keychain-settings",
+        usage: "[-t SECONDS] [--approval-program PATH] [--approval-timeout SECONDS] [--approval-remember SECONDS] [VAULT]",
+        summary: "Lock the vault after SECONDS without requests (without -t: never); set the approval program.",
+        valued: ["-t", "--approval-program", "--approval-timeout", "--approval-remember"],
+        details: """
+        The approval program confirms presence for items whose access control asks for it
+        (userPresence, biometry, watch, devicePasscode): it is run as
+        PROGRAM --reason presence|passphrase --label LABEL --uid UID --pid PID --exe EXE;
+        exit 0 approves. For `passphrase` it prints the vault passphrase on its first line.
+        An empty PATH removes it. --approval-timeout (default 30) bounds each run;
+        --approval-remember keeps an approval per program and item for that many seconds.
+        """
     ) { ctx in
         try ctx.checkPositionals()
-        var seconds: Int64 = 0
+        var options: Attributes = [:]
+        let approvalFlags = ["--approval-program", "--approval-timeout", "--approval-remember"]
         if let t = ctx.args.value("-t") {
             guard let n = Int64(t), n >= 0 else { throw UsageError("-t takes a number of seconds") }
-            seconds = n
+            options["lock-timeout"] = .number(n)
+        } else if !approvalFlags.contains(where: ctx.args.has) {
+            options["lock-timeout"] = .number(0)  // as security: no -t means no timeout
         }
-        try ctx.client().send(Request(.setSettings, options: ["lock-timeout": .number(seconds)]))
+        if let p = ctx.args.value("--approval-program") {
+            options["approval-program"] = .string(p.isEmpty ? "" : Paths.canonical(p))
+        }
+        for flag in ["--approval-timeout", "--approval-remember"] {
+            if let v = ctx.args.value(flag) {
+                guard let n = Int64(v), n >= 0 else { throw UsageError("\(flag) takes a number of seconds") }
+                options[String(flag.dropFirst(2))] = .number(n)
+            }
+        }
+        try ctx.client().send(Request(.setSettings, options: options))
         return 0
     }
 

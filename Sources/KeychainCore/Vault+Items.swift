@@ -120,10 +120,14 @@ extension Vault {
     /// - Throws: `itemNotFound`, `param`, `noSuchClass`, `noSuchAttr`, `missingEntitlement`,
     ///   `interactionNotAllowed` when only locked items match, `decode` when only damaged or
     ///   other-device items match.
-    public func copyMatching(_ query: Attributes, accessGroups: [String]) throws -> QueryResult {
+    /// - Parameter approved: persistent references of presence-gated items whose use someone
+    ///   approved for this call; other gated items' secrets stay out of reach.
+    public func copyMatching(_ query: Attributes, accessGroups: [String],
+                             approved: Set<PersistentRef> = []) throws -> QueryResult {
         let q = try ParsedQuery(query, operation: .search)
         return try mutex.withLock {
-            let matches = try search(q, accessGroups: accessGroups, needSecret: q.returns.data, limit: q.maximumCount)
+            let matches = try search(q, accessGroups: accessGroups, needSecret: q.returns.data, limit: q.maximumCount,
+                                     approved: approved)
             guard q.returns.any else { return .none }
             let values = matches.map { shape($0, returns: q.returns) }
             return q.returnsArray ? .array(values) : .value(values[0])
@@ -222,7 +226,8 @@ extension Vault {
         throw KeychainStatus.interactionNotAllowed
     }
 
-    func search(_ q: ParsedQuery, accessGroups: [String], needSecret: Bool, limit: Int) throws -> [Match] {
+    func search(_ q: ParsedQuery, accessGroups: [String], needSecret: Bool, limit: Int,
+                approved: Set<PersistentRef> = []) throws -> [Match] {
         let groups: [String]
         if let g = q.group {
             guard accessGroups.contains(g) else { throw KeychainStatus.missingEntitlement }
@@ -252,7 +257,8 @@ extension Vault {
             }
             guard Self.matches(opened.attributes, filters: q.filters, itemClass: q.itemClass) else { return true }
             // A presence-gated secret needs an approval the engine cannot give: as if locked.
-            if needSecret, let control = opened.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence {
+            if needSecret, let control = opened.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence,
+               !approved.contains(PersistentRef(itemClass: item.itemClass, uuid: item.uuid)) {
                 unavailable = unavailable ?? .interactionNotAllowed
                 return true
             }

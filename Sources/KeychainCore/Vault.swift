@@ -123,6 +123,19 @@ public final class Vault: @unchecked Sendable {
         }
     }
 
+    /// True when `passphrase` is the vault's (for devicePasscode checks); changes nothing.
+    public func verifyPassphrase(_ passphrase: SecureBytes) -> Bool {
+        let h = mutex.withLock { header }
+        guard let key = try? PasswordHash.deriveKey(passphrase: passphrase, salt: h.salt, parameters: h.kdf),
+              let entry = h.entry(slot: ProtectionClass.whenUnlocked.code, wrapper: .passphrase) else { return false }
+        defer { key.wipe() }
+        guard let opened = try? AEAD.open(entry.box, key: key,
+                                          associatedData: h.associatedData(slot: entry.slot, wrapper: .passphrase))
+        else { return false }
+        opened.wipe()
+        return true
+    }
+
     /// Wipes the keys of the WhenUnlocked classes (`ak`, `aku`, `akpu`).
     public func lock() { mutex.withLock { keys.lock() } }
 

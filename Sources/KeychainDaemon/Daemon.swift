@@ -24,6 +24,7 @@ public final class Daemon: @unchecked Sendable {
     private var listener: Int32 = -1
     private var mounts: [MountServer] = []
     private var auditLog: AuditLog?
+    private let approvals = ApprovalAgent()
 
     init(vault: Vault, vaultPath: String) throws {
         self.vault = vault
@@ -257,7 +258,9 @@ public final class Daemon: @unchecked Sendable {
                 log("add \(who)")
                 return Response(result: r)
             case .copyMatching:
-                let result = try vault.copyMatching(request.query, accessGroups: entitledGroups(caller))
+                let groups = entitledGroups(caller)
+                let approved = try approvePresence(request.query, groups: groups, caller: caller)
+                let result = try vault.copyMatching(request.query, accessGroups: groups, approved: approved)
                 if case .bool(true)? = request.query["r_Data"] { audit("read", caller) }
                 else if case .number(1)? = request.query["r_Data"] { audit("read", caller) }
                 return Response(result: result)
@@ -308,6 +311,16 @@ public final class Daemon: @unchecked Sendable {
                     guard t >= 0 else { throw KeychainStatus.param }
                     try vault.setSetting("lock-timeout", Array(String(t).utf8))
                     state.withLock { idleTimeout = Int(t); lastActivity = monotonicSeconds() }
+                }
+                if case .string(let program)? = request.options["approval-program"] {
+                    guard program.isEmpty || program.hasPrefix("/") else { throw KeychainStatus.param }
+                    try vault.setSetting("approval-program", Array(program.utf8))
+                }
+                for name in ["approval-timeout", "approval-remember"] {
+                    if let n = request.options[name]?.integerValue {
+                        guard n >= 0 else { throw KeychainStatus.param }
+                        try vault.setSetting(name, Array(String(n).utf8))
+                    }
                 }
                 return Response()
             case .groupAdd, .groupSet, .groupRemove:
@@ -375,6 +388,47 @@ public final class Daemon: @unchecked Sendable {
             return Response(status: .io)
         }
     }
+
+    /// Before a search that returns secrets: finds the presence-gated items it would return and
+    /// asks the approval program about each (never with the vault's lock held). A denial ends
+    /// the search with the program's status; `u_AuthUIF` / `u_AuthUIS` ask nobody.
+    private func approvePresence(_ query: Attributes, groups: [String], caller: CallerIdentity) throws -> Set<PersistentRef> {
+        let wantsData: Bool
+        switch query["r_Data"] {
+        case .bool(let b)?: wantsData = b
+        case .number(let n)?: wantsData = n != 0
+        default: wantsData = false
+        }
+        guard wantsData, query["u_AuthUI"] == nil || query["u_AuthUI"] == "u_AuthUIA" else { return [] }
+        var probe = query.filter { !$0.key.hasPrefix("r_") }
+        probe["r_Attributes"] = .bool(true)
+        probe["r_PersistentRef"] = .bool(true)
+        guard let found = try? vault.copyMatching(probe, accessGroups: groups) else { return [] }
+        let items: [FoundItem]
+        switch found {
+        case .value(let v): items = v.item.map { [$0] } ?? []
+        case .array(let a): items = a.compactMap(\.item)
+        case .none: items = []
+        }
+        let gated = items.compactMap { item -> (PersistentRef, String, AccessControl)? in
+            guard let c = item.attributes["accc"].flatMap(AccessControl.init), c.requiresPresence,
+                  let bytes = item.persistentRef, let ref = PersistentRef(bytes: bytes) else { return nil }
+            return (ref, item.attributes["labl"]?.stringValue ?? item.attributes["svce"]?.stringValue ?? "item", c)
+        }
+        guard !gated.isEmpty else { return [] }
+        let settings = ApprovalAgent.settings(of: vault)
+        var approved = Set<PersistentRef>()
+        for (ref, label, control) in gated {
+            let status = approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault, settings: settings)
+            audit(status == .success ? "presence-approved" : "presence-denied", caller, Self.hex(ref.bytes))
+            if status == .interactionNotAllowed { return approved }  // no program: the engine refuses
+            guard status == .success else { throw status }
+            approved.insert(ref)
+        }
+        return approved
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String { bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() }
 
     /// Runs a change over the caller's writable groups. When it finds nothing there but the
     /// caller can read a match, the answer is a missing entitlement, not "not found".

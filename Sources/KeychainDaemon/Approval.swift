@@ -1,0 +1,129 @@
+import CProcess
+import Glibc
+import KeychainAccess
+import KeychainCore
+import KeychainCrypto
+
+/// Presence checks for items whose access control asks for user presence, biometry, a watch
+/// or the device passcode. The daemon runs the configured approval program, as ssh-agent does
+/// for `-c` keys:
+///
+///     PROGRAM --reason presence|passphrase --label LABEL --uid UID --pid PID --exe EXE
+///
+/// Exit 0 approves; any other exit denies (errSecUserCanceled); no answer within the timeout
+/// denies (errSecAuthFailed). For `passphrase` the program prints the vault passphrase on its
+/// first line of output, and the daemon checks it. No program: errSecInteractionNotAllowed.
+final class ApprovalAgent: @unchecked Sendable {
+    struct Settings {
+        var program: String?
+        var timeout = 30
+        /// Seconds an approval lasts per (executable, item); 0 asks every time.
+        var remember = 0
+    }
+
+    private var mutex = pthread_mutex_t()
+    private var remembered: [String: Double] = [:]
+
+    init() { pthread_mutex_init(&mutex, nil) }
+
+    static func settings(of vault: Vault) -> Settings {
+        func text(_ name: String) -> String? {
+            (try? vault.setting(name)).flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) }
+        }
+        var s = Settings()
+        if let p = text("approval-program"), !p.isEmpty { s.program = p }
+        if let t = text("approval-timeout").flatMap(Int.init) { s.timeout = t }
+        if let r = text("approval-remember").flatMap(Int.init) { s.remember = r }
+        return s
+    }
+
+    /// Asks for one item. Returns `.success` when approved.
+    func approve(ref: PersistentRef, label: String, control: AccessControl, caller: CallerIdentity,
+                 vault: Vault, settings: Settings) -> KeychainStatus {
+        guard let program = settings.program else { return .interactionNotAllowed }
+        let key = (caller.executable ?? "?") + "|" + ref.bytes.map { String($0) }.joined(separator: ",")
+        let now = monotonicSeconds()
+        pthread_mutex_lock(&mutex)
+        let cached = (remembered[key] ?? 0) > now
+        pthread_mutex_unlock(&mutex)
+        if cached { return .success }
+
+        let presence = AccessControl.userPresence | AccessControl.biometryAny | AccessControl.biometryCurrentSet
+            | AccessControl.companion
+        let wantsPassphrase = control.flags & AccessControl.devicePasscode != 0 && control.flags & presence == 0
+        let argv = [program, "--reason", wantsPassphrase ? "passphrase" : "presence", "--label", label,
+                    "--uid", String(caller.uid), "--pid", String(caller.pid), "--exe", caller.executable ?? "?"]
+        let outcome = run(argv, timeout: settings.timeout, captureLine: wantsPassphrase)
+        var status: KeychainStatus
+        switch outcome {
+        case .timedOut, .failedToStart: status = .authFailed
+        case .exited(let code, let line):
+            if code != 0 { status = .userCanceled }
+            else if wantsPassphrase { status = line.map { vault.verifyPassphrase($0) } == true ? .success : .authFailed }
+            else { status = .success }
+            line?.wipe()
+        }
+        if status == .success && settings.remember > 0 {
+            pthread_mutex_lock(&mutex)
+            remembered[key] = now + Double(settings.remember)
+            pthread_mutex_unlock(&mutex)
+        }
+        return status
+    }
+
+    enum Outcome { case exited(Int32, SecureBytes?), timedOut, failedToStart }
+
+    /// Runs the program with no input, a minimal environment and, when asked, its first output
+    /// line read into guarded memory.
+    private func run(_ argv: [String], timeout: Int, captureLine: Bool) -> Outcome {
+        var pipeFDs: [Int32] = [-1, -1]
+        guard pipe(&pipeFDs) == 0 else { return .failedToStart }
+        _ = fcntl(pipeFDs[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(pipeFDs[1], F_SETFD, FD_CLOEXEC)
+        defer { close(pipeFDs[0]) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
+        kcfs_spawn_actions_closefrom(&actions, 3)
+        var cargs = argv.map { strdup($0) } + [nil]
+        defer { for p in cargs { free(p) } }
+        var cenv: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=/usr/local/bin:/usr/bin:/bin"), nil]
+        defer { for p in cenv { free(p) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, argv[0], &actions, nil, &cargs, &cenv)
+        close(pipeFDs[1])
+        guard rc == 0 else { return .failedToStart }
+
+        let deadline = monotonicSeconds() + Double(max(timeout, 1))
+        var line: SecureBytes?
+        if captureLine {
+            var pfd = pollfd(fd: pipeFDs[0], events: Int16(POLLIN), revents: 0)
+            if poll(&pfd, 1, Int32(max(timeout, 1) * 1000)) > 0 {
+                let buf = SecureBytes(count: 4096)
+                let n = buf.withUnsafeMutableBytes { read(pipeFDs[0], $0.baseAddress, 4096) }
+                if n > 0 {
+                    let end = buf.withUnsafeBytes { b in (0..<n).first { b[$0] == 10 } ?? n }
+                    line = buf.slice(0..<end)
+                }
+                buf.wipe()
+            }
+        }
+        var status: Int32 = 0
+        while true {
+            let r = waitpid(pid, &status, WNOHANG)
+            if r == pid { break }
+            if monotonicSeconds() > deadline {
+                kill(pid, SIGKILL)
+                waitpid(pid, &status, 0)
+                line?.wipe()
+                return .timedOut
+            }
+            usleep(5_000)
+        }
+        // Exited normally with a code, or killed by a signal (a denial).
+        let code: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return .exited(code, line)
+    }
+}
