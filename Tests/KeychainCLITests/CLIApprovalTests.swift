@@ -1,0 +1,92 @@
+import Foundation
+import XCTest
+
+/// Presence-gated items (access control): the daemon asks the approval program, and the answer
+/// decides the read, as PRODUCT 2 and issue 3 describe.
+final class CLIApprovalTests: XCTestCase {
+    var h: CLIHarness!
+    var program: String { h.dir + "/approve.sh" }
+    var answer: String { h.dir + "/answer" }
+    var calls: String { h.dir + "/calls" }
+
+    override func setUpWithError() throws {
+        h = try CLIHarness()
+        try h.createVault()
+        // A stand-in for a confirmation dialog: answers from a file, records its arguments.
+        let script = """
+            #!/bin/sh
+            echo "$@" >> \(calls)
+            case "$(cat \(answer) 2>/dev/null)" in
+              yes) exit 0;;
+              passphrase) echo "pass phrase 1"; exit 0;;
+              wrong-passphrase) echo "guess"; exit 0;;
+              hang) sleep 30; exit 0;;
+              *) exit 1;;
+            esac
+            """
+        try script.write(toFile: program, atomically: true, encoding: .utf8)
+        chmod(program, 0o755)
+        let add = try h.run(["add-generic-password", "-s", "gated", "-a", "app", "-l", "Gated label", "-w", "-",
+                             "--access-control", "userPresence"], input: "gated-secret")
+        XCTAssertEqual(add.status, 0, "\(add)")
+    }
+
+    override func tearDown() {
+        h?.tearDown()
+        h = nil
+        super.tearDown()
+    }
+
+    func say(_ text: String) throws { try text.write(toFile: answer, atomically: true, encoding: .utf8) }
+
+    func testWithoutAProgramTheSecretIsNotAllowed() throws {
+        let r = try h.run(["find-generic-password", "-s", "gated", "-w"])
+        XCTAssertEqual(r.status, 36, "\(r)")
+        XCTAssertEqual(r.stderr, "keychainfs: User interaction is not allowed.\n")
+        // Attributes are not gated.
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "gated"]).status, 0)
+    }
+
+    func testApprovedDeniedAndTimedOut() throws {
+        XCTAssertEqual(try h.run(["set-keychain-settings", "--approval-program", program, "--approval-timeout", "1"]).status, 0)
+        try say("yes")
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "gated", "-w"]).stdout, "gated-secret\n")
+        let args = try String(contentsOfFile: calls, encoding: .utf8)
+        XCTAssertTrue(args.hasPrefix("--reason presence --label Gated label --uid 0 --pid "), args)
+        XCTAssertFalse(args.contains("gated-secret"))
+        try say("no")
+        let denied = try h.run(["find-generic-password", "-s", "gated", "-w"])
+        XCTAssertEqual(denied.status, 128, "errSecUserCanceled: \(denied)")
+        XCTAssertEqual(denied.stdout, "")
+        try say("hang")
+        let slow = try h.run(["find-generic-password", "-s", "gated", "-w"])
+        XCTAssertEqual(slow.status, 51, "errSecAuthFailed on timeout: \(slow)")
+        XCTAssertLessThan(slow.elapsed, 10)
+        // The denial is audited.
+        let audit = try h.run(["audit"]).stdout
+        XCTAssertTrue(audit.contains("\tpresence-denied\t"), audit)
+        XCTAssertTrue(audit.contains("\tpresence-approved\t"), audit)
+    }
+
+    func testDevicePasscodeAsksForTheVaultPassphrase() throws {
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "pin", "-a", "app", "-w", "-",
+                                  "--access-control", "devicePasscode"], input: "pin-secret").status, 0)
+        XCTAssertEqual(try h.run(["set-keychain-settings", "--approval-program", program]).status, 0)
+        try say("passphrase")
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "pin", "-w"]).stdout, "pin-secret\n")
+        XCTAssertTrue(try String(contentsOfFile: calls, encoding: .utf8).hasPrefix("--reason passphrase "))
+        try say("wrong-passphrase")
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "pin", "-w"]).status, 51)
+    }
+
+    func testRememberedApprovalAsksOnce() throws {
+        XCTAssertEqual(try h.run(["set-keychain-settings", "--approval-program", program, "--approval-remember", "60"]).status, 0)
+        try say("yes")
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "gated", "-w"]).status, 0)
+        try say("no")
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "gated", "-w"]).stdout, "gated-secret\n",
+                       "the same executable and item within 60 s")
+        let asked = try String(contentsOfFile: calls, encoding: .utf8).split(separator: "\n").count
+        XCTAssertEqual(asked, 1)
+    }
+}
