@@ -47,9 +47,9 @@ extension Vault {
 
     /// The secret of one item by reference, if the caller's groups include its group.
     /// - Throws: `itemNotFound`, `interactionNotAllowed` when locked, `decode` when damaged.
-    public func readSecret(of ref: PersistentRef, accessGroups: [String]) throws -> SecureBytes {
+    public func readSecret(of ref: PersistentRef, accessGroups: [String], approved: Bool = false) throws -> SecureBytes {
         let r = try copyMatching(["v_PersistentRef": .data(ref.bytes), "sync": "syna", "r_Data": true],
-                                 accessGroups: accessGroups)
+                                 accessGroups: accessGroups, approved: approved ? [ref] : [])
         guard let data = r.value?.data else { throw KeychainStatus.decode }
         return data
     }

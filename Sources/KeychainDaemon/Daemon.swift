@@ -556,4 +556,13 @@ extension Daemon: MountPolicy {
     }
 
     public var directoryOwner: (uid: UInt32, gid: UInt32) { (ownerUID, ownerGID) }
+
+    public func approvePresence(ref: PersistentRef, attributes: Attributes, caller: CallerIdentity) -> KeychainStatus {
+        guard let control = attributes["accc"].flatMap(AccessControl.init) else { return .success }
+        let label = attributes["labl"]?.stringValue ?? attributes["svce"]?.stringValue ?? "item"
+        let status = approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault,
+                                       settings: ApprovalAgent.settings(of: vault))
+        audit(status == .success ? "presence-approved" : "presence-denied", caller, Self.hex(ref.bytes))
+        return status
+    }
 }

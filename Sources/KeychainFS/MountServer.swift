@@ -11,6 +11,8 @@ public protocol MountPolicy: AnyObject, Sendable {
     func writableGroups(_ caller: CallerIdentity) -> [String]
     func group(named name: String) -> AccessGroup?
     func allGroups() -> [String]
+    /// Asks the approval program about a presence-gated item; `.success` approves.
+    func approvePresence(ref: PersistentRef, attributes: Attributes, caller: CallerIdentity) -> KeychainStatus
     /// Records a file-interface decision in the audit log.
     func audit(_ event: String, caller: CallerIdentity, detail: String)
     /// Owner of the directories: the daemon's user and group.
@@ -309,7 +311,13 @@ public final class MountServer: @unchecked Sendable {
             let file = OpenFile(node: .item(service: s, account: a), ref: e.ref, protection: e.protection, groups: groups)
             file.openedStat = fileStat(ino, e)
             if !writing || fi.pointee.flags & O_TRUNC == 0 {
-                file.snapshot = try vault.readSecret(of: e.ref, accessGroups: groups)
+                var approved = false
+                if let control = e.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence {
+                    let status = policy.approvePresence(ref: e.ref, attributes: e.attributes, caller: caller)
+                    guard status == .success else { return req.error(EACCES) }  // no program, denied or timed out
+                    approved = true
+                }
+                file.snapshot = try vault.readSecret(of: e.ref, accessGroups: groups, approved: approved)
             }
             if writing {
                 if let snap = file.snapshot {

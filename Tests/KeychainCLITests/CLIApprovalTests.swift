@@ -89,4 +89,29 @@ final class CLIApprovalTests: XCTestCase {
         let asked = try String(contentsOfFile: calls, encoding: .utf8).split(separator: "\n").count
         XCTAssertEqual(asked, 1)
     }
+
+    /// Opening a gated item's file asks the same program; a refusal is EACCES.
+    func testMountedGatedFileAsksTheProgram() throws {
+        let mnt = h.dir + "/mnt"
+        try FileManager.default.createDirectory(atPath: mnt, withIntermediateDirectories: true)
+        XCTAssertEqual(try h.run(["mount", mnt]).status, 0)
+        defer {
+            _ = try? h.run(["unmount", mnt])
+            umount2(mnt, Int32(MNT_DETACH))
+        }
+        func read() -> (Int32, String?) {
+            let fd = open(mnt + "/gated/app", O_RDONLY)
+            guard fd >= 0 else { return (errno, nil) }
+            defer { close(fd) }
+            var buf = [UInt8](repeating: 0, count: 64)
+            let n = Glibc.read(fd, &buf, 64)
+            return n < 0 ? (errno, nil) : (0, String(decoding: buf[0..<n], as: UTF8.self))
+        }
+        XCTAssertEqual(read().0, EACCES, "no program configured")
+        XCTAssertEqual(try h.run(["set-keychain-settings", "--approval-program", program]).status, 0)
+        try say("no")
+        XCTAssertEqual(read().0, EACCES, "denied")
+        try say("yes")
+        XCTAssertEqual(read().1, "gated-secret")
+    }
 }
