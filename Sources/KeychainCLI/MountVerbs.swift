@@ -8,21 +8,34 @@ enum MountVerbs {
     static let all: [Verb] = [mount, unmount]
 
     static let mount = Verb(
-        name: "mount", usage: "[-o OPTIONS] MOUNTPOINT [VAULT]",
+        name: "mount", usage: "[-o OPTIONS] [--groups A[,B]] [--map-owner UID:GID] MOUNTPOINT [VAULT]",
         summary: "Mount the vault: each generic password becomes /<service>/<account>.",
-        valued: ["-o"],
+        valued: ["-o", "--groups", "--map-owner"],
         details: """
         Options (comma-separated): allow_other (other users may enter; file modes still apply),
         ro (every change fails with EROFS), kernel_cache (let the kernel cache secrets; off by
         default, so reads bypass the page cache). The daemon serves the mount and is started if
         needed; the command returns once the mount is live. Needs root or the daemon's user.
         The mount.fuse3 form `keychainfs VAULT MOUNTPOINT -o OPTIONS` works too (for /etc/fstab).
+        A view for a container: --groups shows only those access groups and --map-owner makes
+        every file and directory owned by UID:GID (options groups=A:B, map_uid=, map_gid=);
+        that uid may then read what the view shows. All views share the daemon: one unlock,
+        one lock.
         """
     ) { ctx in
         guard (1...2).contains(ctx.args.positionals.count) else { throw UsageError("mount needs a MOUNTPOINT") }
         let point = Paths.canonical(ctx.args.positionals[0])
         let vault = ctx.args.positionals.count == 2 ? Paths.canonical(ctx.args.positionals[1]) : Paths.canonical(Paths.defaultVault())
-        return try mountVault(vault, at: point, options: ctx.args.value("-o") ?? "")
+        var options = ctx.args.all("-o")
+        if let g = ctx.args.value("--groups") { options.append("groups=" + g.split(separator: ",").joined(separator: ":")) }
+        if let m = ctx.args.value("--map-owner") {
+            let parts = m.split(separator: ":")
+            guard parts.count == 2, UInt32(parts[0]) != nil, UInt32(parts[1]) != nil else {
+                throw UsageError("--map-owner takes UID:GID")
+            }
+            options += ["map_uid=\(parts[0])", "map_gid=\(parts[1])"]
+        }
+        return try mountVault(vault, at: point, options: options.joined(separator: ","))
     }
 
     static func mountVault(_ vault: String, at point: String, options: String) throws -> Int32 {

@@ -354,7 +354,9 @@ public final class Daemon: @unchecked Sendable {
                 let options = try MountOptions(parsing: request.options["options"]?.stringValue ?? "")
                 var st = stat()
                 guard stat(point, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { throw KeychainStatus.param }
-                guard state.withLock({ !mounts.contains { $0.mountpoint == point } }) else { throw KeychainStatus.duplicateItem }
+                // Mounts that umount(8) ended are forgotten first.
+                guard state.withLock({ mounts.removeAll { $0.hasEnded }; return !mounts.contains { $0.mountpoint == point } })
+                else { throw KeychainStatus.duplicateItem }
                 let server = MountServer(mountpoint: point, options: options, vault: vault, policy: self)
                 try server.start()
                 state.withLock { mounts.append(server) }

@@ -81,6 +81,7 @@ extension MountServer {
             throw KeychainStatus.io
         }
         session = se
+        started = true
         startThread { [self] in
             let config = fuse_loop_cfg_create()
             fuse_loop_cfg_set_max_threads(config, 16)

@@ -7,6 +7,11 @@ public struct MountOptions: Sendable, Equatable {
     /// Let the kernel cache secrets in the page cache (`kernel_cache`). Off by default, so no
     /// plaintext stays in the page cache: every read comes to the daemon (direct I/O).
     public var kernelCache = false
+    /// A view: only these access groups (`groups=A:B`).
+    public var groups: [String]?
+    /// A view's file owner and group (`map_uid=N`, `map_gid=N`), for a container's user.
+    public var mapUID: UInt32?
+    public var mapGID: UInt32?
 
     public init() {}
 
@@ -22,6 +27,16 @@ public struct MountOptions: Sendable, Equatable {
             case "rw": readOnly = false
             case "kernel_cache": kernelCache = true
             case "direct_io": kernelCache = false
+            case _ where option.hasPrefix("groups="):
+                let names = option.dropFirst(7).split(separator: ":").map(String.init)
+                guard !names.isEmpty else { throw MountOptionError(option: option) }
+                groups = names
+            case _ where option.hasPrefix("map_uid="):
+                guard let n = UInt32(option.dropFirst(8)) else { throw MountOptionError(option: option) }
+                mapUID = n
+            case _ where option.hasPrefix("map_gid="):
+                guard let n = UInt32(option.dropFirst(8)) else { throw MountOptionError(option: option) }
+                mapGID = n
             case "defaults", "nodev", "nosuid", "noexec", "noatime", "relatime", "_netdev", "default_permissions",
                  "auto", "noauto", "user", "nouser", "dev", "suid", "exec":
                 continue
@@ -31,7 +46,8 @@ public struct MountOptions: Sendable, Equatable {
     }
 
     public var description: String {
-        [allowOther ? "allow_other" : nil, readOnly ? "ro" : "rw", kernelCache ? "kernel_cache" : nil]
+        [allowOther ? "allow_other" : nil, readOnly ? "ro" : "rw", kernelCache ? "kernel_cache" : nil,
+         groups.map { "groups=" + $0.joined(separator: ":") }, mapUID.map { "map_uid=\($0)" }, mapGID.map { "map_gid=\($0)" }]
             .compactMap { $0 }.joined(separator: ",")
     }
 }

@@ -89,6 +89,9 @@ public final class MountServer: @unchecked Sendable {
     private var files: [UInt64: OpenFile] = [:]
     private var directories: [UInt64: [(name: [UInt8], ino: UInt64, isDirectory: Bool)]] = [:]
     private var nextHandle: UInt64 = 1
+    var started = false
+    /// True once the kernel side is gone (unmounted with umount, or by `unmount()`).
+    public var hasEnded: Bool { started && session == nil }
     private let mountTime = time(nil)
     /// Services made with mkdir that hold no item yet; they last until unmount.
     private var emptyServices: Set<[UInt8]> = []
@@ -111,6 +114,36 @@ public final class MountServer: @unchecked Sendable {
     /// other callers' views show quickly; locks and changes through the daemon invalidate at once.
     var timeout: Double { options.kernelCache ? 30 : 1 }
 
+    // MARK: Views
+
+    /// The groups this mount shows: all of the vault's, or the view's (`groups=`).
+    var visibleGroups: [String] {
+        let all = policy.allGroups()
+        guard let view = options.groups else { return all }
+        return all.filter(view.contains)
+    }
+
+    /// A view with mapped owners is for one container: its uid (or members of its gid, when the
+    /// group may read) gets what the view shows. Otherwise the vault's own entitlements decide.
+    func readableGroups(_ caller: CallerIdentity) -> [String] {
+        if let uid = options.mapUID, caller.uid == uid || caller.uid == 0 { return visibleGroups }
+        if let gid = options.mapGID, caller.groups.contains(gid) {
+            return visibleGroups.filter { (policy.group(named: $0)?.mode ?? 0) & 0o040 != 0 }
+        }
+        let entitled = policy.entitledGroups(caller)
+        return options.groups == nil ? entitled : entitled.filter(visibleGroups.contains)
+    }
+
+    /// Groups whose items the caller may change here; a view shared into a container is read-only
+    /// for the container unless its groups' modes allow writing.
+    func changeableGroups(_ caller: CallerIdentity) -> [String] {
+        if let uid = options.mapUID, caller.uid == uid {
+            return visibleGroups.filter { (policy.group(named: $0)?.mode ?? 0) & 0o200 != 0 }
+        }
+        let writable = policy.writableGroups(caller)
+        return options.groups == nil ? writable : writable.filter(visibleGroups.contains)
+    }
+
     // MARK: Resolving
 
     func identity(_ req: FuseRequest) -> CallerIdentity {
@@ -122,7 +155,7 @@ public final class MountServer: @unchecked Sendable {
     func value(of name: [UInt8], in service: [UInt8]?) throws -> [UInt8]? {
         if let v = FileNames.unescape(name, topLevel: service == nil) { return v }
         guard name.starts(with: Array("%H".utf8)) else { return nil }
-        let entries = try vault.fileEntries(service: service, accessGroups: policy.allGroups())
+        let entries = try vault.fileEntries(service: service, accessGroups: visibleGroups)
         for e in entries {
             let candidate = service == nil ? e.service : e.account
             if FileNames.escape(candidate, topLevel: service == nil) == name { return candidate }
@@ -136,7 +169,7 @@ public final class MountServer: @unchecked Sendable {
 
     func serviceExists(_ s: [UInt8]) throws -> Bool {
         if locked({ emptyServices.contains(s) }) { return true }
-        return try !vault.fileEntries(service: s, accessGroups: policy.allGroups(), limit: 1).isEmpty
+        return try !vault.fileEntries(service: s, accessGroups: visibleGroups, limit: 1).isEmpty
     }
 
     func directoryStat(_ ino: UInt64) -> stat {
@@ -147,8 +180,8 @@ public final class MountServer: @unchecked Sendable {
         st.st_ino = __ino_t(ino)
         st.st_mode = S_IFDIR | (options.readOnly ? 0o555 : 0o755)
         st.st_nlink = 2
-        st.st_uid = policy.directoryOwner.uid
-        st.st_gid = policy.directoryOwner.gid
+        st.st_uid = options.mapUID ?? policy.directoryOwner.uid
+        st.st_gid = options.mapGID ?? policy.directoryOwner.gid
         return st
     }
 
@@ -158,8 +191,8 @@ public final class MountServer: @unchecked Sendable {
         let g = policy.group(named: e.group)
         st.st_mode = S_IFREG | mode_t((g?.mode ?? 0o400) & (options.readOnly ? 0o555 : 0o777))
         st.st_nlink = 1
-        st.st_uid = g?.owner ?? policy.directoryOwner.uid
-        st.st_gid = g?.gid ?? policy.directoryOwner.gid
+        st.st_uid = options.mapUID ?? g?.owner ?? policy.directoryOwner.uid
+        st.st_gid = options.mapGID ?? g?.gid ?? policy.directoryOwner.gid
         st.st_size = off_t(e.size)
         st.st_blocks = blkcnt_t((e.size + 511) / 512)
         st.st_blksize = 4096
@@ -185,7 +218,7 @@ public final class MountServer: @unchecked Sendable {
                 req.entry(ino: ino, attr: directoryStat(ino), timeout: timeout)
             case .service(let s)?:
                 guard let a = try value(of: name, in: s),
-                      let e = try entry(service: s, account: a, groups: policy.allGroups()) else { return req.error(ENOENT) }
+                      let e = try entry(service: s, account: a, groups: visibleGroups) else { return req.error(ENOENT) }
                 let ino = inodes.lookedUp(.item(service: s, account: a))
                 req.entry(ino: ino, attr: fileStat(ino, e), timeout: timeout)
             case .item?: req.error(ENOTDIR)
@@ -206,7 +239,7 @@ public final class MountServer: @unchecked Sendable {
                 guard try serviceExists(s) else { return req.error(ENOENT) }
                 req.attr(directoryStat(ino), timeout: timeout)
             case .item(let s, let a)?:
-                guard let e = try entry(service: s, account: a, groups: policy.allGroups()) else {
+                guard let e = try entry(service: s, account: a, groups: visibleGroups) else {
                     // Locked under an open descriptor: fstat still answers with the attributes it
                     // had, so a read on it reaches `read` and gets EACCES rather than ENOENT.
                     let held = locked { files.values.first { $0.node == .item(service: s, account: a) && $0.revoked }?.openedStat }
@@ -225,7 +258,7 @@ public final class MountServer: @unchecked Sendable {
 
     func opendir(_ req: FuseRequest, ino: UInt64, fi: UnsafeMutablePointer<fuse_file_info>) {
         do {
-            let groups = policy.entitledGroups(identity(req))
+            let groups = readableGroups(identity(req))
             var list: [(name: [UInt8], ino: UInt64, isDirectory: Bool)] = [(Array(".".utf8), ino, true), (Array("..".utf8), 1, true)]
             switch inodes.node(ino) {
             case .root?:
@@ -284,7 +317,7 @@ public final class MountServer: @unchecked Sendable {
         guard !options.readOnly else { return req.error(EROFS) }
         guard case .root? = inodes.node(parent), let s = FileNames.unescape(name, topLevel: true) else { return req.error(ENOENT) }
         do {
-            if try !vault.fileEntries(service: s, accessGroups: policy.allGroups(), limit: 1).isEmpty { return req.error(ENOTEMPTY) }
+            if try !vault.fileEntries(service: s, accessGroups: visibleGroups, limit: 1).isEmpty { return req.error(ENOTEMPTY) }
             guard locked({ emptyServices.remove(s) }) != nil else { return req.error(ENOENT) }
             req.ok()
         } catch {
@@ -300,10 +333,10 @@ public final class MountServer: @unchecked Sendable {
         if writing && options.readOnly { return req.error(EROFS) }
         do {
             let caller = identity(req)
-            let groups = writing ? policy.writableGroups(caller) : policy.entitledGroups(caller)
+            let groups = writing ? changeableGroups(caller) : readableGroups(caller)
             guard let e = try entry(service: s, account: a, groups: groups) else {
                 // Visible to others but not to this caller: denied, not missing.
-                guard let other = try entry(service: s, account: a, groups: policy.allGroups()) else { return req.error(ENOENT) }
+                guard let other = try entry(service: s, account: a, groups: visibleGroups) else { return req.error(ENOENT) }
                 policy.audit("file-denied", caller: caller, detail: Self.hex(other.ref.bytes))
                 return req.error(EACCES)
             }
@@ -357,10 +390,10 @@ public final class MountServer: @unchecked Sendable {
         guard !options.readOnly else { return req.error(EROFS) }
         guard case .service(let s)? = inodes.node(parent) else { return req.error(EPERM) }
         guard let a = FileNames.unescape(name) else { return req.error(EINVAL) }
-        let groups = policy.writableGroups(identity(req))
+        let groups = changeableGroups(identity(req))
         guard let first = groups.first else { return req.error(EACCES) }
         do {
-            if let existing = try entry(service: s, account: a, groups: policy.allGroups()) {
+            if let existing = try entry(service: s, account: a, groups: visibleGroups) {
                 // O_CREAT on an existing file without O_EXCL: an ordinary truncating open.
                 if fi.pointee.flags & O_EXCL != 0 { return req.error(EEXIST) }
                 guard groups.contains(existing.group) else { return req.error(EACCES) }
@@ -465,7 +498,7 @@ public final class MountServer: @unchecked Sendable {
         do {
             guard let a = try value(of: name, in: s) else { return req.error(ENOENT) }
             try vault.delete(["class": "genp", "svce": .data(s), "acct": .data(a), "sync": "syna"],
-                             accessGroups: policy.writableGroups(identity(req)))
+                             accessGroups: changeableGroups(identity(req)))
             req.ok()
         } catch {
             req.error(errnoFor(error))
@@ -475,7 +508,7 @@ public final class MountServer: @unchecked Sendable {
     func rename(_ req: FuseRequest, parent: UInt64, name: [UInt8], newParent: UInt64, newName: [UInt8], flags: UInt32) {
         guard !options.readOnly else { return req.error(EROFS) }
         guard flags & ~UInt32(1) == 0 else { return req.error(EINVAL) }  // only RENAME_NOREPLACE
-        let groups = policy.writableGroups(identity(req))
+        let groups = changeableGroups(identity(req))
         do {
             switch (inodes.node(parent), inodes.node(newParent)) {
             case (.root?, .root?):
@@ -497,7 +530,7 @@ public final class MountServer: @unchecked Sendable {
             case (.service(let s1)?, .service(let s2)?):
                 guard let a1 = try value(of: name, in: s1), let a2 = FileNames.unescape(newName) else { return req.error(ENOENT) }
                 guard let source = try entry(service: s1, account: a1, groups: groups) else { return req.error(ENOENT) }
-                if let target = try entry(service: s2, account: a2, groups: policy.allGroups()) {
+                if let target = try entry(service: s2, account: a2, groups: visibleGroups) {
                     if flags & 1 != 0 { return req.error(EEXIST) }
                     guard groups.contains(target.group) else { return req.error(EACCES) }
                     // An editor's save: the target keeps its attributes and takes the new secret.
@@ -553,7 +586,7 @@ public final class MountServer: @unchecked Sendable {
                         file.dirty = true
                     }
                 } else {
-                    let groups = policy.writableGroups(identity(req))
+                    let groups = changeableGroups(identity(req))
                     guard let e = try entry(service: s, account: a, groups: groups) else { return req.error(EACCES) }
                     let old = try vault.readSecret(of: e.ref, accessGroups: groups)
                     let new = SecureBytes(count: size)

@@ -35,7 +35,7 @@ extension MountServer {
 
     func itemEntry(_ ino: UInt64) throws -> FileEntry? {
         guard case .item(let s, let a)? = inodes.node(ino) else { return nil }
-        return try entry(service: s, account: a, groups: policy.allGroups())
+        return try entry(service: s, account: a, groups: visibleGroups)
     }
 
     func getxattr(_ req: FuseRequest, ino: UInt64, name: String, size: Int) {
@@ -85,7 +85,7 @@ extension MountServer {
                 change = .string(p.rawValue)
             }
             try vault.update(["v_PersistentRef": .data(e.ref.bytes), "sync": "syna"], changes: [spec.1: change],
-                             accessGroups: policy.writableGroups(identity(req)))
+                             accessGroups: changeableGroups(identity(req)))
             req.ok()
         } catch {
             req.error(errnoFor(error))
