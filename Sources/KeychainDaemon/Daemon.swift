@@ -107,6 +107,7 @@ public final class Daemon: @unchecked Sendable {
             return KeychainStatus.io.exitCode
         }
         log("serving \(vaultPath) at \(socketPath) (pid \(getpid()))")
+        notifyReady()
 
         signal(SIGUSR1, SIG_IGN)
         signal(SIGTERM, SIG_IGN)

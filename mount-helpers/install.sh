@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs keychainfs where mount(8), systemd and PAM find it:
+#   /usr/local/bin/keychainfs                 the binary (release build)
+#   /usr/sbin/mount.fuse.keychainfs           so `mount -t fuse.keychainfs` and fstab lines work
+#   /etc/systemd/system/keychainfs@.service   the daemon per vault
+#   /usr/local/lib/keychainfs/pam-unlock      the pam_exec hook that unlocks at login
+# Usage: mount-helpers/install.sh [--prefix DIR]   (DIR defaults to /, for staging a package)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+prefix=/
+if [[ "${1:-}" == "--prefix" ]]; then prefix="$2"; fi
+export PATH="/opt/swift/usr/bin:$PATH"
+swift build -c release --product keychainfs
+bin=$(swift build -c release --show-bin-path)/keychainfs
+install -D -m 0755 "$bin" "$prefix/usr/local/bin/keychainfs"
+mkdir -p "$prefix/usr/sbin"
+ln -sf /usr/local/bin/keychainfs "$prefix/usr/sbin/mount.fuse.keychainfs"
+install -D -m 0644 mount-helpers/systemd/keychainfs@.service "$prefix/etc/systemd/system/keychainfs@.service"
+install -D -m 0644 mount-helpers/systemd/run-keychain.mount "$prefix/usr/local/share/keychainfs/run-keychain.mount"
+install -D -m 0755 mount-helpers/pam-unlock "$prefix/usr/local/lib/keychainfs/pam-unlock"
+echo "installed keychainfs under $prefix"
