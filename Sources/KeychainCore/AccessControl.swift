@@ -32,6 +32,7 @@ public struct AccessControl: Equatable, Sendable {
 
     /// Reading the secret needs someone to confirm presence (or the passphrase).
     public var requiresPresence: Bool {
-        flags & (Self.userPresence | Self.biometryAny | Self.biometryCurrentSet | Self.devicePasscode | Self.companion) != 0
+        flags & (Self.userPresence | Self.biometryAny | Self.biometryCurrentSet | Self.devicePasscode | Self.companion
+                 | Self.applicationPassword) != 0
     }
 }

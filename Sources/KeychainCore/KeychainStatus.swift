@@ -52,7 +52,7 @@ public struct KeychainStatus: Error, RawRepresentable, Hashable, Sendable {
         case -25299: return "The specified item already exists in the keychain."
         case -25300: return "The specified item could not be found in the keychain."
         case -25303: return "The specified attribute does not exist."
-        case -25306: return "The specified class does not exist."
+        case -25306: return "The specified item does not appear to be a valid keychain item."
         case -25308: return "User interaction is not allowed."
         case -25315: return "User interaction is required, but is currently not allowed."
         case -25316: return "The contents of this item cannot be retrieved."

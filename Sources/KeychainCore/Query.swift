@@ -58,12 +58,15 @@ struct ParsedQuery {
                 default: throw KeychainStatus.param
                 }
             } else if key.hasPrefix("m_") {
-                // macOS-style callers send a limit with delete; update takes none.
+                // macOS-style callers send a limit with delete; update takes none. Other match
+                // keys (case and diacritic folding, certificate policies) are accepted and, as
+                // they do not apply to the items kept here, ignored.
                 guard operation != .update else { throw KeychainStatus.param }
-                guard key == "m_Limit" else { throw KeychainStatus.param }
-                limit = try Self.limit(value)
+                if key == "m_Limit" { limit = try Self.limit(value) }
             } else if key.hasPrefix("u_") || key == "nleg" {
                 continue  // authentication UI and keychain-selection hints: the daemon's concern
+            } else if key == "v_Data" {
+                continue  // Apple keeps a value in a search or delete query and does not match on it
             } else if key.hasPrefix("v_") {
                 throw KeychainStatus.param
             } else {

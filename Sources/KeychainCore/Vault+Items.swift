@@ -122,12 +122,14 @@ extension Vault {
     ///   other-device items match.
     /// - Parameter approved: persistent references of presence-gated items whose use someone
     ///   approved for this call; other gated items' secrets stay out of reach.
+    ///   `skipUnapproved` leaves other gated items out as if they did not match
+    ///   (`kSecUseAuthenticationUISkip`); otherwise they make the search errSecInteractionNotAllowed.
     public func copyMatching(_ query: Attributes, accessGroups: [String],
-                             approved: Set<PersistentRef> = []) throws -> QueryResult {
+                             approved: Set<PersistentRef> = [], skipUnapproved: Bool = false) throws -> QueryResult {
         let q = try ParsedQuery(query, operation: .search)
         return try mutex.withLock {
             let matches = try search(q, accessGroups: accessGroups, needSecret: q.returns.data, limit: q.maximumCount,
-                                     approved: approved)
+                                     approved: approved, skipUnapproved: skipUnapproved)
             guard q.returns.any else { return .none }
             let values = matches.map { shape($0, returns: q.returns) }
             return q.returnsArray ? .array(values) : .value(values[0])
@@ -178,6 +180,9 @@ extension Vault {
             var rewritten: [(StoredItem, [[UInt8]])] = []
             for m in matches {
                 var attributes = m.attributes.merging(set) { _, new in new }
+                // A new protection must agree with the item's access control, as in an add.
+                if let control = attributes["accc"].flatMap(AccessControl.init),
+                   attributes["pdmn"] != .string(control.protection.rawValue) { throw KeychainStatus.param }
                 let protection = try Self.protection(attributes["pdmn"]) ?? .default
                 if attributes["sync"]?.integerView == 1 && protection.isThisDeviceOnly { throw KeychainStatus.param }
                 if protection == .whenPasscodeSetThisDeviceOnly && !header.hasPassphrase { throw KeychainStatus.authFailed }
@@ -227,7 +232,7 @@ extension Vault {
     }
 
     func search(_ q: ParsedQuery, accessGroups: [String], needSecret: Bool, limit: Int,
-                approved: Set<PersistentRef> = []) throws -> [Match] {
+                approved: Set<PersistentRef> = [], skipUnapproved: Bool = false) throws -> [Match] {
         let groups: [String]
         if let g = q.group {
             guard accessGroups.contains(g) else { throw KeychainStatus.missingEntitlement }
@@ -259,7 +264,7 @@ extension Vault {
             // A presence-gated secret needs an approval the engine cannot give: as if locked.
             if needSecret, let control = opened.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence,
                !approved.contains(PersistentRef(itemClass: item.itemClass, uuid: item.uuid)) {
-                unavailable = unavailable ?? .interactionNotAllowed
+                if !skipUnapproved { unavailable = unavailable ?? .interactionNotAllowed }
                 return true
             }
             matches.append(opened)

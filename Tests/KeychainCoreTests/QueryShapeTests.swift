@@ -130,8 +130,10 @@ final class QueryShapeTests: XCTestCase {
     func testReturnKeysAreCheckedAndUnknownKeysRejected() throws {
         XCTAssertStatus(.param, try vault.copyMatching(query(["r_Data": "yes"]), accessGroups: groups))
         XCTAssertStatus(.param, try vault.copyMatching(query(["r_Other": true]), accessGroups: groups))
-        XCTAssertStatus(.param, try vault.copyMatching(query(["m_Other": true]), accessGroups: groups))
-        XCTAssertStatus(.param, try vault.copyMatching(query(["v_Data": .data([1])]), accessGroups: groups))
+        // Other match keys and a value in a search are accepted and ignored, as Apple's are.
+        XCTAssertNoThrow(try vault.copyMatching(query(["m_CaseInsensitive": true]), accessGroups: groups))
+        XCTAssertNoThrow(try vault.copyMatching(query(["v_Data": .data([1])]), accessGroups: groups))
+        XCTAssertStatus(.param, try vault.copyMatching(query(["v_Ref": .data([1])]), accessGroups: groups))
         XCTAssertStatus(.param, try vault.copyMatching(query(["r_Ref": true]), accessGroups: groups))
         // Authentication UI hints are accepted.
         XCTAssertNoThrow(try vault.copyMatching(query(["u_AuthUI": "u_AuthUIF", "nleg": true]), accessGroups: groups))
