@@ -261,7 +261,8 @@ public final class Daemon: @unchecked Sendable {
             case .copyMatching:
                 let groups = entitledGroups(caller)
                 let approved = try approvePresence(request.query, groups: groups, caller: caller)
-                let result = try vault.copyMatching(request.query, accessGroups: groups, approved: approved)
+                let result = try vault.copyMatching(request.query, accessGroups: groups, approved: approved,
+                                                    skipUnapproved: request.query["u_AuthUI"] == "u_AuthUIS")
                 if case .bool(true)? = request.query["r_Data"] { audit("read", caller) }
                 else if case .number(1)? = request.query["r_Data"] { audit("read", caller) }
                 return Response(result: result)
@@ -349,6 +350,12 @@ public final class Daemon: @unchecked Sendable {
                     return Response(info: info)
                 }
                 return Response(info: ["log": .string(log.contents())])
+            case .export:
+                guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
+                return try exportBackup(request, caller: caller, log: log)
+            case .import:
+                guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
+                return try importBackup(request, caller: caller, log: log)
             case .mount:
                 guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
                 guard case .string(let point)? = request.options["mountpoint"] else { throw KeychainStatus.param }
@@ -402,7 +409,14 @@ public final class Daemon: @unchecked Sendable {
         case .number(let n)?: wantsData = n != 0
         default: wantsData = false
         }
-        guard wantsData, query["u_AuthUI"] == nil || query["u_AuthUI"] == "u_AuthUIA" else { return [] }
+        // kSecUseAuthenticationUIFail / Skip and kSecUseNoAuthenticationUI: ask nobody.
+        let noUI: Bool
+        switch query["u_NoAuthUI"] {
+        case .bool(let b)?: noUI = b
+        case .number(let n)?: noUI = n != 0
+        default: noUI = false
+        }
+        guard wantsData, !noUI, query["u_AuthUI"] == nil || query["u_AuthUI"] == "u_AuthUIA" else { return [] }
         var probe = query.filter { !$0.key.hasPrefix("r_") }
         probe["r_Attributes"] = .bool(true)
         probe["r_PersistentRef"] = .bool(true)

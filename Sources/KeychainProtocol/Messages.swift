@@ -36,6 +36,8 @@ public enum Operation: UInt8, Sendable, CaseIterable {
     case mount = 16
     case unmount = 17
     case audit = 18
+    case export = 19
+    case `import` = 20
 }
 
 /// A request. Secrets (item data, passphrases) travel only in `secrets`, in guarded memory.

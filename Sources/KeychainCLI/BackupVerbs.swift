@@ -1,0 +1,231 @@
+import Glibc
+import KeychainClient
+import KeychainCore
+import KeychainCrypto
+import KeychainProtocol
+
+/// `export`, `import` and `purge-other-device-items`: backups (docs/backup-format.md) and
+/// vault files moved from another machine. The daemon seals and opens; this side moves bytes.
+enum BackupVerbs {
+    static let all: [Verb] = [export, `import`, purge]
+
+    static let export = Verb(
+        name: "export", usage: "--out FILE [--synchronizable-only] [--kdf interactive|moderate|sensitive] [VAULT]",
+        summary: "Write a passphrase-protected backup of every item that may leave this machine.",
+        valued: ["--out", "--kdf"], flags: ["--synchronizable-only"],
+        details: """
+        The backup holds every item of the classes WhenUnlocked, AfterFirstUnlock and Always
+        (ak, ck, dk), of every access group, with its attributes, access control and secret;
+        never a ThisDeviceOnly or WhenPasscodeSet item. --synchronizable-only keeps sync=1 items
+        only. The backup passphrase is read from standard input when it is not a terminal (one
+        line), else asked twice. --kdf sets its Argon2id cost (default moderate). FILE is written
+        with mode 0600 and replaced atomically. The vault must be unlocked; presence-gated items
+        need the approval program's consent. Root and the daemon's user only.
+        """
+    ) { ctx in
+        try ctx.checkPositionals()
+        guard let out = ctx.args.value("--out"), !out.isEmpty else { throw UsageError("export needs --out FILE") }
+        var options: Attributes = [:]
+        if let k = ctx.args.value("--kdf") {
+            guard KDFParameters(presetName: k) != nil else { throw UsageError("--kdf takes interactive, moderate or sensitive") }
+            options["kdf"] = .string(k)
+        }
+        if ctx.args.has("--synchronizable-only") { options["synchronizable-only"] = .bool(true) }
+        let client = try ctx.client()
+        let pass: SecureBytes
+        if Terminal.stdinIsTerminal {
+            pass = try Terminal.prompt("Backup passphrase: ")
+            let again = try Terminal.prompt("Repeat backup passphrase: ")
+            guard pass.constantTimeEquals(again) else { throw UsageError("the passphrases differ") }
+        } else {
+            guard let line = Terminal.readLine(0) else { throw UsageError("no backup passphrase on standard input") }
+            pass = line
+        }
+        guard pass.count > 0 else { throw UsageError("the backup passphrase is empty") }
+        let first = try client.send(Request(.export, options: options, secrets: [pass])).info
+        guard case .number(let size)? = first["size"], case .data(var bytes)? = first["data"] else {
+            throw KeychainStatus.decode
+        }
+        if bytes.count < size {
+            guard let transfer = first["transfer"] else { throw KeychainStatus.decode }
+            bytes.reserveCapacity(Int(size))
+            while bytes.count < size {
+                let r = try client.send(Request(.export, options: ["transfer": transfer, "offset": .number(Int64(bytes.count))]))
+                guard case .data(let piece)? = r.info["data"], !piece.isEmpty else { throw KeychainStatus.decode }
+                bytes += piece
+            }
+        }
+        guard bytes.count == size else { throw KeychainStatus.decode }
+        if let failure = writeAtomically(bytes, to: out) {
+            Terminal.warn("cannot write \(out): \(failure)")
+            return KeychainStatus.io.exitCode
+        }
+        let items = first["items"].map(Output.json) ?? "0"
+        Terminal.writeString(1, "exported \(items) items to \(out)\n")
+        if case .number(let damaged)? = first["damaged"], damaged > 0 {
+            Terminal.warn("\(damaged) damaged item(s) could not be opened and are not in the backup")
+        }
+        return 0
+    }
+
+    static let `import` = Verb(
+        name: "import", usage: "FILE [--replace | --keep-newer] [VAULT]",
+        summary: "Restore a backup made by export: every item or none.",
+        flags: ["--replace", "--keep-newer"],
+        details: """
+        The backup passphrase is read from standard input when it is not a terminal, else asked
+        for. All items are added in one transaction: a wrong passphrase (exit 51), a damaged or
+        truncated file (exit 93) or a backup from a newer keychainfs (exit 49) imports nothing.
+        An item whose primary key is already in the vault: --keep-newer (the default) keeps the
+        one modified last (an item that can never be read here counts as older); --replace
+        always takes the backup's. Prints "added N, replaced N, skipped N". Items keep their
+        access groups. The vault must be unlocked for WhenUnlocked items.
+        """
+    ) { ctx in
+        let positionals = ctx.args.positionals
+        guard (1...2).contains(positionals.count) else { throw UsageError("import needs a FILE") }
+        guard !(ctx.args.has("--replace") && ctx.args.has("--keep-newer")) else {
+            throw UsageError("give --replace or --keep-newer, not both")
+        }
+        let file = positionals[0]
+        let vault = Paths.canonical(positionals.count == 2 ? positionals[1] : Paths.defaultVault())
+        let bytes: [UInt8]
+        switch readFile(file) {
+        case .success(let b): bytes = b
+        case .failure(let why):
+            Terminal.warn("cannot read \(file): \(why.message)")
+            return KeychainStatus.io.exitCode
+        }
+        // The frozen part of the header says what this is before anything is sent.
+        do {
+            _ = try BackupFormat.version(of: bytes)
+        } catch let e as BackupFileError {
+            Terminal.warn(e.description)
+            return e.status.exitCode
+        } catch {
+            return nothingImported(.decode, "\(file) is not a keychainfs backup, or it is damaged")
+        }
+        let client = try DaemonClient.connect(vaultPath: vault, startWith: [selfExecutable(), "daemon", vault])
+        let pass = try Terminal.passphrase(ctx.args, prompt: "Backup passphrase: ")
+        let policy: ImportPolicy = ctx.args.has("--replace") ? .replace : .keepNewer
+        var info: Attributes = [:]
+        do {
+            var transfer: AttributeValue?
+            var sent = 0
+            repeat {
+                let end = min(bytes.count, sent + BackupVerbs.pieceSize)
+                var options: Attributes = ["data": .data(Array(bytes[sent..<end])), "policy": .string(policy.rawValue),
+                                           "size": .number(Int64(bytes.count))]
+                if let transfer { options["transfer"] = transfer }
+                let last = end == bytes.count
+                info = try client.send(Request(.import, options: options, secrets: last ? [pass] : [])).info
+                if transfer == nil && !last {
+                    guard let t = info["transfer"] else { throw KeychainStatus.decode }
+                    transfer = t
+                }
+                sent = end
+            } while sent < bytes.count
+        } catch KeychainStatus.authFailed {
+            // The daemon answers a caller who may not administer the vault the same way.
+            let administrator = geteuid() == 0 || geteuid() == Paths.vaultOwner(vault)
+            return nothingImported(.authFailed, administrator ? "the backup passphrase is wrong"
+                                                              : "only root and the vault's owner may import")
+        } catch KeychainStatus.decode {
+            return nothingImported(.decode, "the backup is damaged, truncated or reordered")
+        }
+        func n(_ key: String) -> String { info[key].map(Output.json) ?? "0" }
+        Terminal.writeString(1, "added \(n("added")), replaced \(n("replaced")), skipped \(n("skipped"))\n")
+        return 0
+    }
+
+    static let purge = Verb(
+        name: "purge-other-device-items", usage: "[--yes] [VAULT]",
+        summary: "Delete the ThisDeviceOnly items of a vault file made on another machine.",
+        flags: ["--yes"],
+        details: """
+        A vault file copied from another machine keeps its ThisDeviceOnly items (aku, cku, dku,
+        akpu), but they are bound to that machine's device key and can never be read here;
+        show-keychain-info counts them as "bound to another device". This deletes them, by
+        protection class, without decrypting anything. On the machine the vault was made on it
+        deletes nothing. It asks first unless --yes is given. Root and the daemon's user only.
+        """
+    ) { ctx in
+        try ctx.checkPositionals()
+        let client = try ctx.client()
+        guard case .number(let count)? = try client.send(Request(.info)).info["other-device"], count > 0 else {
+            Terminal.writeString(1, "no items bound to another device\n")
+            return 0
+        }
+        if !ctx.args.has("--yes") {
+            guard Terminal.stdinIsTerminal else { throw UsageError("purge-other-device-items needs --yes when not on a terminal") }
+            let answer = try Terminal.prompt("Delete \(count) item(s) bound to another device? Type yes: ")
+            guard answer.withUnsafeBytes({ Array($0) }) == Array("yes".utf8) else { throw KeychainStatus.userCanceled }
+        }
+        let r = try client.send(Request(.import, options: ["purge-other-device": .bool(true)]))
+        Terminal.writeString(1, "deleted \(r.info["deleted"].map(Output.json) ?? "0") item(s) bound to another device\n")
+        return 0
+    }
+
+    /// Bytes per request: well under the 64 MiB frame limit with the framing around them.
+    static let pieceSize = 16 << 20
+
+    /// Apple's sentence for `status`, then why nothing was imported; returns the exit status.
+    static func nothingImported(_ status: KeychainStatus, _ why: String) -> Int32 {
+        Terminal.writeString(2, "keychainfs: \(status.message)\n")
+        Terminal.warn("nothing was imported: \(why)")
+        return status.exitCode
+    }
+
+    struct FileFailure: Error {
+        let message: String
+        init(_ code: Int32) { message = String(cString: strerror(code)) }
+    }
+
+    static func readFile(_ path: String) -> Result<[UInt8], FileFailure> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(FileFailure(errno)) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return .failure(FileFailure(errno)) }
+        guard st.st_mode & S_IFMT == S_IFREG else { return .failure(FileFailure(EINVAL)) }
+        var out = [UInt8](repeating: 0, count: Int(st.st_size))
+        var done = 0
+        while done < out.count {
+            let n = out.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 { if errno == EINTR { continue }; return .failure(FileFailure(errno)) }
+            if n == 0 { break }
+            done += n
+        }
+        out.removeSubrange(done...)
+        return .success(out)
+    }
+
+    /// Writes `bytes` to a new 0600 file beside `path`, syncs it and renames it over `path`,
+    /// so a reader sees the old file or the whole new one. Returns why it failed, or nil.
+    static func writeAtomically(_ bytes: [UInt8], to path: String) -> String? {
+        let slash = path.lastIndex(of: "/")
+        let dir = slash.map { String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        var template = Array(((dir.isEmpty ? "" : dir) + "/." + name + ".XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }  // mode 0600
+        guard fd >= 0 else { return String(cString: strerror(errno)) }
+        let temp = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var failure: String?
+        if fchmod(fd, 0o600) != 0 { failure = String(cString: strerror(errno)) }
+        var done = 0
+        while failure == nil && done < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 { if errno == EINTR { continue }; failure = String(cString: strerror(errno)) } else { done += n }
+        }
+        if failure == nil && fsync(fd) != 0 { failure = String(cString: strerror(errno)) }
+        if close(fd) != 0 && failure == nil { failure = String(cString: strerror(errno)) }
+        if failure == nil && rename(temp, path) != 0 { failure = String(cString: strerror(errno)) }
+        if let failure {
+            unlink(temp)
+            return failure
+        }
+        let dfd = open(dir.isEmpty ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 { fsync(dfd); close(dfd) }
+        return nil
+    }
+}

@@ -1,0 +1,220 @@
+import KeychainCrypto
+
+/// A finished export: the backup file's bytes (all sealed but the clear header) and counts.
+public struct BackupExport: Sendable {
+    public var bytes: [UInt8]
+    /// Items written to the backup.
+    public var itemCount: Int
+    /// Items of an exportable class that failed to open (damaged) and were left out.
+    public var damagedCount: Int
+}
+
+/// What an import does with an item whose primary key is already in the vault.
+public enum ImportPolicy: String, Sendable {
+    /// The item with the later modification date (`mdat`) stays; on a tie the vault's stays.
+    case keepNewer = "keep-newer"
+    /// The backup's item always replaces the vault's.
+    case replace
+}
+
+/// What an import did.
+public struct ImportSummary: Equatable, Sendable {
+    public var added = 0
+    public var replaced = 0
+    public var skipped = 0
+    public init(added: Int = 0, replaced: Int = 0, skipped: Int = 0) {
+        self.added = added
+        self.replaced = replaced
+        self.skipped = skipped
+    }
+}
+
+/// An export would include presence-gated items nobody approved; ask, then export again with
+/// their references.
+public struct BackupApprovalNeeded: Error, Sendable {
+    public let items: [(ref: PersistentRef, attributes: Attributes)]
+}
+
+extension Vault {
+    /// The protection classes a backup carries: the ones that may leave this machine.
+    public static let exportableClasses: [ProtectionClass] = ProtectionClass.allCases.filter { !$0.isThisDeviceOnly }
+
+    // MARK: Export
+
+    /// Writes every item of the classes that may leave the machine (`ak`, `ck`, `dk`), of every
+    /// access group, with all its attributes and its secret, sealed under `passphrase`
+    /// (docs/backup-format.md). Never a ThisDeviceOnly item.
+    /// - Parameters:
+    ///   - kdf: Argon2id cost of the backup key, stored in the backup's header.
+    ///   - synchronizableOnly: only items with `sync=1`.
+    ///   - approved: presence-gated items someone approved for this export.
+    ///   - chunkSize: plaintext bytes per sealed chunk.
+    /// - Throws: `param` for an empty passphrase or bad limits; `interactionNotAllowed` when a
+    ///   class key is locked (the backup would be incomplete); `BackupApprovalNeeded` for
+    ///   presence-gated items not in `approved`.
+    public func exportBackup(passphrase: SecureBytes, kdf: KDFParameters = .moderate, synchronizableOnly: Bool = false,
+                             approved: Set<PersistentRef> = [],
+                             chunkSize: Int = BackupFormat.defaultChunkSize) throws -> BackupExport {
+        guard passphrase.count > 0, kdf.isValid, (1...BackupFormat.maximumChunkSize).contains(chunkSize) else {
+            throw KeychainStatus.param
+        }
+        let salt = randomBytes(PasswordHash.saltLength)
+        let key: SecureBytes
+        do { key = try PasswordHash.deriveKey(passphrase: passphrase, salt: salt, parameters: kdf) }
+        catch { throw KeychainStatus.allocate }
+        defer { key.wipe() }
+        let writer = BackupWriter(header: BackupFormat.makeHeader(kdf: kdf, salt: salt, chunkSize: chunkSize, key: key),
+                                  key: key, chunkSize: chunkSize)
+        var count = 0, damaged = 0
+        var unapproved: [(ref: PersistentRef, attributes: Attributes)] = []
+        try mutex.withLock {
+            try store.rows(protections: Self.exportableClasses, synchronizableOnly: synchronizableOnly) { item in
+                let classKey = try availableKey(for: item.protection)
+                guard let m = try? open(item, classKey: classKey, needSecret: true) else {
+                    damaged += 1
+                    return
+                }
+                defer { m.secret?.wipe() }
+                let ref = PersistentRef(itemClass: item.itemClass, uuid: item.uuid)
+                if let control = m.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence,
+                   !approved.contains(ref) {
+                    unapproved.append((ref, m.attributes.filter { !$0.key.hasPrefix("_") }))
+                    return
+                }
+                let blob = ItemCodec.encode(m.attributes)
+                defer { blob.wipe() }
+                let secret = m.secret ?? SecureBytes(count: 0)
+                var w = ByteWriter()
+                w.u8(BackupFormat.itemRecord)
+                w.u8(item.itemClass.code)
+                w.u8(item.protection.code)
+                w.u32(UInt32(blob.count))
+                writer.write(w.bytes)
+                writer.write(blob)
+                var s = ByteWriter()
+                s.u32(UInt32(secret.count))
+                writer.write(s.bytes)
+                writer.write(secret)
+                count += 1
+            }
+        }
+        guard unapproved.isEmpty else { throw BackupApprovalNeeded(items: unapproved) }
+        var end = ByteWriter()
+        end.u8(BackupFormat.endRecord)
+        end.u64(UInt64(count))
+        writer.write(end.bytes)
+        return BackupExport(bytes: writer.finish(), itemCount: count, damagedCount: damaged)
+    }
+
+    // MARK: Import
+
+    /// Restores a backup in one transaction: every item or none. Items keep their attributes
+    /// (dates included), access group and access control; each gets a new item key and
+    /// identifier. An item whose primary key is taken is resolved by `policy`; under
+    /// `keepNewer`, a vault item that can never be read here (damaged, or bound to another
+    /// device key) counts as older.
+    /// - Throws: `decode` for a damaged, truncated or reordered backup; `authFailed` for a
+    ///   wrong passphrase; `BackupFileError.newerFormat`; `interactionNotAllowed` when a class
+    ///   key the import needs is locked.
+    public func importBackup(_ bytes: [UInt8], passphrase: SecureBytes,
+                             policy: ImportPolicy = .keepNewer) throws -> ImportSummary {
+        let header = try BackupHeader.parse(bytes)
+        let key = try header.key(passphrase: passphrase)   // slow: outside the mutex
+        defer { key.wipe() }
+        let reader = BackupReader(file: bytes, header: header, key: key)
+        return try mutex.withLock {
+            guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
+            return try store.db.transaction {
+                var summary = ImportSummary()
+                var count: UInt64 = 0
+                while true {
+                    let kind = try reader.u8()
+                    if kind == BackupFormat.endRecord {
+                        guard try reader.u64() == count, reader.atEnd else { throw KeychainStatus.decode }
+                        return summary
+                    }
+                    guard kind == BackupFormat.itemRecord,
+                          let itemClass = ItemClass(code: try reader.u8()),
+                          let protection = ProtectionClass(code: try reader.u8()), !protection.isThisDeviceOnly
+                    else { throw KeychainStatus.decode }
+                    let blob = try reader.read(Int(try reader.u32()))
+                    let attributes = try ItemCodec.decode(blob)
+                    blob.wipe()
+                    try Self.checkBackupRecord(attributes, itemClass: itemClass, protection: protection)
+                    let secret = try reader.read(Int(try reader.u32()))
+                    defer { secret.wipe() }
+                    try restore(itemClass: itemClass, protection: protection, attributes: attributes, secret: secret,
+                                policy: policy, indexKey: indexKey, summary: &summary)
+                    count += 1
+                }
+            }
+        }
+    }
+
+    /// Adds, replaces or skips one item from a backup; mutex held, inside the transaction.
+    private func restore(itemClass: ItemClass, protection: ProtectionClass, attributes: Attributes, secret: SecureBytes,
+                         policy: ImportPolicy, indexKey: SecureBytes, summary: inout ImportSummary) throws {
+        let classKey = try availableKey(for: protection)
+        let tokens = lookupTokens(attributes, itemClass: itemClass, indexKey: indexKey)
+        guard let existing = try store.row(primaryKeyToken: IndexToken.primaryKey(attributes, itemClass: itemClass,
+                                                                                 key: indexKey)) else {
+            let item = seal(uuid: randomBytes(16), rowID: 0, itemClass: itemClass, protection: protection,
+                            attributes: attributes, secret: secret, classKey: classKey, indexKey: indexKey, version: 1)
+            _ = try store.insert(item, tokens: tokens)
+            summary.added += 1
+            return
+        }
+        if policy == .keepNewer, try Self.modified(attributes) <= modifiedDateForImport(existing) {
+            summary.skipped += 1
+            return
+        }
+        // The row, its identifier and its place in insertion order stay; the contents are the backup's.
+        let item = seal(uuid: existing.uuid, rowID: existing.rowID, itemClass: itemClass, protection: protection,
+                        attributes: attributes, secret: secret, classKey: classKey, indexKey: indexKey,
+                        version: existing.version + 1)
+        try store.replace(item, tokens: tokens)
+        summary.replaced += 1
+    }
+
+    /// The vault item's `mdat`; minus infinity when it can never be read here.
+    /// - Throws: `interactionNotAllowed` when its class key is only locked: unlock and retry.
+    private func modifiedDateForImport(_ item: StoredItem) throws -> Double {
+        let key: SecureBytes
+        do { key = try availableKey(for: item.protection) } catch KeychainStatus.decode { return -.infinity }
+        guard let m = try? open(item, classKey: key, needSecret: false) else { return -.infinity }
+        return Self.modified(m.attributes)
+    }
+
+    private static func modified(_ attributes: Attributes) -> Double {
+        if case .date(let t)? = attributes["mdat"], !t.isNaN { return t }
+        return -.infinity
+    }
+
+    /// A record must look like what the vault itself stores for that class.
+    private static func checkBackupRecord(_ a: Attributes, itemClass: ItemClass, protection: ProtectionClass) throws {
+        let known = itemClass.knownAttributes
+        guard a.keys.allSatisfy({ known.contains($0) || $0 == secretModified }),
+              a["pdmn"] == .string(protection.rawValue),
+              case .string(let group)? = a["agrp"], !group.isEmpty,
+              a["sync"] == .number(0) || a["sync"] == .number(1)
+        else { throw KeychainStatus.decode }
+        if let c = a["accc"] {
+            guard let control = AccessControl(c), control.protection == protection else { throw KeychainStatus.decode }
+        }
+    }
+
+    // MARK: Items bound to another machine
+
+    /// Deletes every ThisDeviceOnly item (`aku`, `cku`, `dku`, `akpu`) when this vault was made
+    /// with another device key, so those items can never be read here. Reads only the clear
+    /// `pdmn` column; decrypts nothing. On the original machine it deletes nothing.
+    /// - Returns: how many items were deleted.
+    public func purgeOtherDeviceItems() throws -> Int {
+        try mutex.withLock {
+            guard header.deviceKeyID != device.identifier else { return 0 }
+            return try store.db.transaction {
+                try ProtectionClass.allCases.filter(\.isThisDeviceOnly).reduce(0) { $0 + (try store.deleteAll(protection: $1)) }
+            }
+        }
+    }
+}

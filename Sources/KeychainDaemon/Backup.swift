@@ -1,0 +1,188 @@
+import Glibc
+import KeychainAccess
+import KeychainCore
+import KeychainCrypto
+import KeychainProtocol
+
+/// `export` and `import` requests (docs/backup-format.md). The daemon holds the keys, so it
+/// seals and opens backups; the CLI reads and writes the file. A backup larger than one frame
+/// travels in pieces of `BackupTransfers.pieceSize`, all on one numbered transfer.
+///
+/// Export:  options kdf, synchronizable-only; secret: the backup passphrase.
+///          → info size, items, damaged, data (first piece) [, transfer].
+///          options transfer, offset → info data (the piece at offset).
+/// Import:  options size, data (a piece) [, transfer], policy; secret: the backup passphrase
+///          with the last piece. → info transfer, received until the last piece; then
+///          added, replaced, skipped.
+///          option purge-other-device → info deleted: ThisDeviceOnly items of another machine.
+/// Both are for administrators only; `Daemon.handle` checks that before calling.
+extension Daemon {
+    func exportBackup(_ request: Request, caller: CallerIdentity, log: @Sendable (String) -> Void) throws -> Response {
+        if let id = request.options["transfer"]?.integerValue {
+            guard let offset = request.options["offset"]?.integerValue else { throw KeychainStatus.param }
+            return Response(info: ["data": .data(try BackupTransfers.shared.piece(id, offset: Int(offset), uid: caller.uid))])
+        }
+        guard let passphrase = request.secrets.first, passphrase.count > 0 else { throw KeychainStatus.param }
+        var kdf = KDFParameters.moderate
+        if case .string(let name)? = request.options["kdf"] {
+            guard let p = KDFParameters(presetName: name) else { throw KeychainStatus.param }
+            kdf = p
+        }
+        let syncOnly = request.options["synchronizable-only"] == .bool(true)
+        let export: BackupExport
+        do {
+            export = try vault.exportBackup(passphrase: passphrase, kdf: kdf, synchronizableOnly: syncOnly)
+        } catch let needed as BackupApprovalNeeded {
+            // Presence-gated secrets leave only with the approval program's consent, one by one,
+            // asked with the vault's lock released.
+            var approved = Set<PersistentRef>()
+            for item in needed.items {
+                let status = approvePresence(ref: item.ref, attributes: item.attributes, caller: caller)
+                guard status == .success else { throw status }
+                approved.insert(item.ref)
+            }
+            do {
+                export = try vault.exportBackup(passphrase: passphrase, kdf: kdf, synchronizableOnly: syncOnly,
+                                                approved: approved)
+            } catch is BackupApprovalNeeded {
+                throw KeychainStatus.interactionNotAllowed  // new gated items arrived meanwhile
+            }
+        }
+        var info: Attributes = ["size": .number(Int64(export.bytes.count)), "items": .number(Int64(export.itemCount)),
+                                "damaged": .number(Int64(export.damagedCount))]
+        let first = min(export.bytes.count, BackupTransfers.pieceSize)
+        info["data"] = .data(Array(export.bytes[0..<first]))
+        if first < export.bytes.count {
+            info["transfer"] = .number(try BackupTransfers.shared.start(uid: caller.uid, outgoing: true, bytes: export.bytes,
+                                                                        expected: export.bytes.count))
+        }
+        audit("export", caller, "items=\(export.itemCount)")
+        log("export of \(export.itemCount) items by uid=\(caller.uid) pid=\(caller.pid)")
+        return Response(info: info)
+    }
+
+    func importBackup(_ request: Request, caller: CallerIdentity, log: @Sendable (String) -> Void) throws -> Response {
+        if request.options["purge-other-device"] == .bool(true) {
+            let deleted = try vault.purgeOtherDeviceItems()
+            itemsChanged()
+            audit("purge-other-device", caller, "deleted=\(deleted)")
+            log("purged \(deleted) items bound to another device, by uid=\(caller.uid) pid=\(caller.pid)")
+            return Response(info: ["deleted": .number(Int64(deleted))])
+        }
+        guard case .data(let piece)? = request.options["data"] else { throw KeychainStatus.param }
+        let policy: ImportPolicy
+        switch request.options["policy"] {
+        case nil: policy = .keepNewer
+        case .string(let name)?:
+            guard let p = ImportPolicy(rawValue: name) else { throw KeychainStatus.param }
+            policy = p
+        default: throw KeychainStatus.param
+        }
+        let bytes: [UInt8]
+        if let id = request.options["transfer"]?.integerValue {
+            guard let whole = try BackupTransfers.shared.append(id, piece, uid: caller.uid) else {
+                return Response(info: ["transfer": .number(id)])
+            }
+            bytes = whole
+        } else {
+            guard let size = request.options["size"]?.integerValue, size >= Int64(piece.count),
+                  size <= Int64(BackupTransfers.maximumSize) else { throw KeychainStatus.param }
+            if size > Int64(piece.count) {
+                let id = try BackupTransfers.shared.start(uid: caller.uid, outgoing: false, bytes: piece, expected: Int(size))
+                return Response(info: ["transfer": .number(id)])
+            }
+            bytes = piece
+        }
+        guard let passphrase = request.secrets.first else { throw KeychainStatus.param }
+        let summary: ImportSummary
+        do {
+            summary = try vault.importBackup(bytes, passphrase: passphrase, policy: policy)
+        } catch let e as BackupFileError {
+            throw e.status
+        }
+        itemsChanged()
+        let counts = "added=\(summary.added) replaced=\(summary.replaced) skipped=\(summary.skipped)"
+        audit("import", caller, counts)
+        log("import (\(counts)) by uid=\(caller.uid) pid=\(caller.pid)")
+        return Response(info: ["added": .number(Int64(summary.added)), "replaced": .number(Int64(summary.replaced)),
+                               "skipped": .number(Int64(summary.skipped))])
+    }
+}
+
+/// Backups in transit between the CLI and the daemon, one per transfer number, each bound to
+/// the uid that started it. Abandoned transfers are dropped after `lifetime` seconds.
+final class BackupTransfers: @unchecked Sendable {
+    static let shared = BackupTransfers()
+    /// Bytes per request or response: well under `Frame.maximumLength` with the framing around it.
+    static let pieceSize = 16 << 20
+    /// The largest backup the daemon accepts for import.
+    static let maximumSize = 1 << 32
+    static let lifetime = 600.0
+    static let maximumOpen = 4
+
+    private struct Transfer {
+        var uid: UInt32
+        /// From the daemon to the CLI (an export) or the other way.
+        var outgoing: Bool
+        var bytes: [UInt8]
+        var expected: Int
+        var touched: Double
+    }
+
+    private let lock = PThreadLock()
+    private var transfers: [Int64: Transfer] = [:]
+
+    /// Opens a transfer holding `bytes` of `expected`; returns its number.
+    func start(uid: UInt32, outgoing: Bool, bytes: [UInt8], expected: Int) throws -> Int64 {
+        try lock.withLock {
+            expire()
+            guard transfers.count < Self.maximumOpen else { throw KeychainStatus.allocate }
+            var id: Int64 = 0
+            repeat {
+                id = randomBytes(7).reduce(0) { $0 << 8 | Int64($1) }
+            } while id == 0 || transfers[id] != nil
+            transfers[id] = Transfer(uid: uid, outgoing: outgoing, bytes: bytes, expected: expected,
+                                     touched: monotonicSeconds())
+            return id
+        }
+    }
+
+    /// The piece of an outgoing transfer at `offset`; the transfer ends with its last piece.
+    func piece(_ id: Int64, offset: Int, uid: UInt32) throws -> [UInt8] {
+        try lock.withLock {
+            expire()
+            guard var t = transfers[id], t.uid == uid, t.outgoing, offset >= 0, offset < t.bytes.count else {
+                throw KeychainStatus.param
+            }
+            let end = min(t.bytes.count, offset + Self.pieceSize)
+            if end == t.bytes.count {
+                transfers[id] = nil
+            } else {
+                t.touched = monotonicSeconds()
+                transfers[id] = t
+            }
+            return Array(t.bytes[offset..<end])
+        }
+    }
+
+    /// Adds a piece to an incoming transfer; returns the whole backup once complete.
+    func append(_ id: Int64, _ piece: [UInt8], uid: UInt32) throws -> [UInt8]? {
+        try lock.withLock {
+            expire()
+            guard var t = transfers[id], t.uid == uid, !t.outgoing, piece.count <= t.expected - t.bytes.count else {
+                throw KeychainStatus.param
+            }
+            transfers[id] = nil   // no copy-on-write of a large buffer
+            t.bytes += piece
+            if t.bytes.count == t.expected { return t.bytes }
+            t.touched = monotonicSeconds()
+            transfers[id] = t
+            return nil
+        }
+    }
+
+    private func expire() {
+        let now = monotonicSeconds()
+        transfers = transfers.filter { now - $0.value.touched < Self.lifetime }
+    }
+}
