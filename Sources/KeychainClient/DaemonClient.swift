@@ -53,6 +53,14 @@ public final class DaemonClient {
         return DaemonClient(vaultPath: socketPath, fd: fd)
     }
 
+    /// Waits for the next response the daemon sends unasked (events after `watch`); nil when
+    /// the daemon closed the connection.
+    public func receive() throws -> Response? {
+        guard let frame = try Frame.read(from: fd) else { return nil }
+        defer { frame.wipe() }
+        return try Response.decode(frame)
+    }
+
     /// Accepts a connection only when the process at the other end is root or the vault's
     /// owner, so nobody else can stand in for the daemon and collect passphrases or secrets.
     private static func verified(_ fd: Int32, vault: String) throws -> DaemonClient {

@@ -25,6 +25,7 @@ public final class Daemon: @unchecked Sendable {
     private var mounts: [MountServer] = []
     private var auditLog: AuditLog?
     private let approvals = ApprovalAgent()
+    let events = EventHub()
 
     init(vault: Vault, vaultPath: String) throws {
         self.vault = vault
@@ -169,13 +170,22 @@ public final class Daemon: @unchecked Sendable {
     func lockEverywhere(by caller: CallerIdentity? = nil, trigger: String = "request") {
         vault.lock()
         for m in state.withLock({ mounts }) { m.vaultDidLock() }
+        events.publish(ChangeEvent(kind: "lock"))
         audit("lock", caller, trigger)
         state.withLock { auditLog }?.sync()
     }
 
-    /// After a change through the socket, drop what the kernel cached so mounts show it at once.
-    func itemsChanged() {
-        for m in state.withLock({ mounts }) { m.invalidateAll() }
+    /// After a change, drop what the kernel cached so every mount shows it at once, tell the
+    /// watchers, and run the `on_change` commands of the mounts that show the item.
+    func itemsChanged(_ event: ChangeEvent? = nil) {
+        let current = state.withLock { mounts }
+        for m in current { m.invalidateAll() }
+        guard let event else { return }
+        events.publish(event)
+        for m in current {
+            guard let command = m.options.onChange else { continue }
+            runChangeCommand(command, event: event, mountpoint: m.mountpoint)
+        }
     }
 
     private func connection(_ fd: Int32, log: @escaping @Sendable (String) -> Void) {
@@ -190,6 +200,17 @@ public final class Daemon: @unchecked Sendable {
                 stopAfter = request.operation == .stop
                 response = handle(request, caller: caller, log: log)
                 if response.status != .success { stopAfter = false }
+                if request.operation == .watch && response.status == .success {
+                    // From now on this connection only receives events, until the client closes it.
+                    let out = response.encoded()
+                    guard (try? Frame.write(out, to: fd)) != nil else { return }
+                    events.add(fd: fd, names: isAdministrator(caller), service: request.options["service"]?.stringValue,
+                               account: request.options["account"]?.stringValue)
+                    var byte: UInt8 = 0
+                    while recv(fd, &byte, 1, 0) > 0 {}
+                    events.remove(fd: fd)
+                    return
+                }
             } catch let status as KeychainStatus {
                 response = Response(status: status)
             } catch {
@@ -254,7 +275,7 @@ public final class Daemon: @unchecked Sendable {
                 return Response()
             case .add:
                 let r = try vault.add(request.query, secret: request.secrets.first, accessGroups: writableGroups(caller))
-                itemsChanged()
+                itemsChanged(ChangeEvent(kind: "add", query: request.query))
                 audit("add", caller)
                 log("add \(who)")
                 return Response(result: r)
@@ -271,7 +292,7 @@ public final class Daemon: @unchecked Sendable {
                     try vault.update(request.query, changes: request.changes, secret: request.secrets.first,
                                      accessGroups: writableGroups(caller))
                 }
-                itemsChanged()
+                itemsChanged(ChangeEvent(kind: "update", query: request.query, changes: request.changes))
                 audit("update", caller)
                 log("update \(who)")
                 return Response()
@@ -279,7 +300,7 @@ public final class Daemon: @unchecked Sendable {
                 try readableButNotWritable(request.query, caller) {
                     try vault.delete(request.query, accessGroups: writableGroups(caller))
                 }
-                itemsChanged()
+                itemsChanged(ChangeEvent(kind: "delete", query: request.query))
                 audit("delete", caller)
                 log("delete \(who)")
                 return Response()
@@ -355,7 +376,13 @@ public final class Daemon: @unchecked Sendable {
                 return try exportBackup(request, caller: caller, log: log)
             case .import:
                 guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
-                return try importBackup(request, caller: caller, log: log)
+                let r = try importBackup(request, caller: caller, log: log)
+                itemsChanged(ChangeEvent(kind: "update"))
+                return r
+            case .watch:
+                // Anyone entitled to a group may watch; only administrators see names.
+                guard isAdministrator(caller) || !entitledGroups(caller).isEmpty else { throw KeychainStatus.authFailed }
+                return Response(info: ["names": .bool(isAdministrator(caller))])
             case .mount:
                 guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
                 guard case .string(let point)? = request.options["mountpoint"] else { throw KeychainStatus.param }
@@ -480,6 +507,7 @@ public final class Daemon: @unchecked Sendable {
                 if groupTable.groups.isEmpty, let t = try? AccessGroupTable.load(from: vault) { groupTable = t }
             }
             openAuditLog()
+            events.publish(ChangeEvent(kind: "unlock"))
             audit("unlock", caller)
             log("unlocked by \(who)")
         }
@@ -573,6 +601,12 @@ extension Daemon: MountPolicy {
     }
 
     public var directoryOwner: (uid: UInt32, gid: UInt32) { (ownerUID, ownerGID) }
+
+    public func itemChanged(_ kind: String, service: [UInt8], account: [UInt8]?) {
+        // From a mount's own thread: tell the others on a queue, never from inside a kernel request.
+        let event = ChangeEvent(kind: kind, service: service, account: account)
+        DispatchQueue.global().async { [self] in itemsChanged(event) }
+    }
 
     public func approvePresence(ref: PersistentRef, attributes: Attributes, caller: CallerIdentity) -> KeychainStatus {
         guard let control = attributes["accc"].flatMap(AccessControl.init) else { return .success }

@@ -12,6 +12,8 @@ public struct MountOptions: Sendable, Equatable {
     /// A view's file owner and group (`map_uid=N`, `map_gid=N`), for a container's user.
     public var mapUID: UInt32?
     public var mapGID: UInt32?
+    /// A command run (through /bin/sh) once per change of an item this mount shows (`on_change=`).
+    public var onChange: String?
 
     public init() {}
 
@@ -34,6 +36,10 @@ public struct MountOptions: Sendable, Equatable {
             case _ where option.hasPrefix("map_uid="):
                 guard let n = UInt32(option.dropFirst(8)) else { throw MountOptionError(option: option) }
                 mapUID = n
+            case _ where option.hasPrefix("on_change="):
+                let command = String(option.dropFirst(10))
+                guard !command.isEmpty else { throw MountOptionError(option: option) }
+                onChange = command
             case _ where option.hasPrefix("map_gid="):
                 guard let n = UInt32(option.dropFirst(8)) else { throw MountOptionError(option: option) }
                 mapGID = n

@@ -13,6 +13,8 @@ public protocol MountPolicy: AnyObject, Sendable {
     func allGroups() -> [String]
     /// Asks the approval program about a presence-gated item; `.success` approves.
     func approvePresence(ref: PersistentRef, attributes: Attributes, caller: CallerIdentity) -> KeychainStatus
+    /// Reports a change made through the mount (for watchers, `on_change` and other mounts).
+    func itemChanged(_ kind: String, service: [UInt8], account: [UInt8]?)
     /// Records a file-interface decision in the audit log.
     func audit(_ event: String, caller: CallerIdentity, detail: String)
     /// Owner of the directories: the daemon's user and group.
@@ -35,6 +37,8 @@ final class OpenFile {
     var revoked = false
     /// The attributes at open, for `fstat` on a descriptor whose item has since locked.
     var openedStat: stat?
+    /// Made by this open (create): its first stored contents are reported as one `add`.
+    var isNew = false
 
     init(node: Node, ref: PersistentRef?, protection: ProtectionClass, groups: [String]) {
         self.node = node
@@ -407,7 +411,10 @@ public final class MountServer: @unchecked Sendable {
             let file = OpenFile(node: .item(service: s, account: a), ref: nil, protection: .default, groups: groups)
             file.reserve(0)
             file.dirty = true
-            try commit(file)  // the file exists from now on, empty, as after creat(2)
+            try commit(file, notify: false)  // the file exists from now on, empty, as after creat(2)
+            // The close stores the contents (even none) and reports the new item once.
+            file.isNew = true
+            file.dirty = true
             guard let made = try entry(service: s, account: a, groups: [first] + groups) else { return req.error(EIO) }
             // Later writes go to this item by reference, whatever it is renamed to meanwhile.
             file.ref = made.ref
@@ -453,7 +460,7 @@ public final class MountServer: @unchecked Sendable {
     }
 
     /// Stores a written file's bytes as the item's secret in one transaction.
-    func commit(_ file: OpenFile) throws {
+    func commit(_ file: OpenFile, notify: Bool = true) throws {
         // Locked under this descriptor: the pending bytes are dropped, not stored.
         if locked({ file.revoked }) { throw Denied() }
         guard locked({ file.dirty }), case .item(let s, let a) = locked({ file.node }) else { return }
@@ -470,7 +477,12 @@ public final class MountServer: @unchecked Sendable {
                                  accessGroups: file.groups)
             }
         }
-        locked { file.dirty = false }
+        let wasNew = locked { () -> Bool in
+            file.dirty = false
+            defer { file.isNew = false }
+            return file.isNew
+        }
+        if notify { policy.itemChanged(ref == nil || wasNew ? "add" : "update", service: s, account: a) }
     }
 
     func flush(_ req: FuseRequest, fi: UnsafeMutablePointer<fuse_file_info>) {
@@ -499,6 +511,7 @@ public final class MountServer: @unchecked Sendable {
             guard let a = try value(of: name, in: s) else { return req.error(ENOENT) }
             try vault.delete(["class": "genp", "svce": .data(s), "acct": .data(a), "sync": "syna"],
                              accessGroups: changeableGroups(identity(req)))
+            policy.itemChanged("delete", service: s, account: a)
             req.ok()
         } catch {
             req.error(errnoFor(error))
@@ -521,6 +534,7 @@ public final class MountServer: @unchecked Sendable {
                                      accessGroups: groups)
                 }
                 inodes.renameService(from, to: to)
+                policy.itemChanged("update", service: to, account: nil)
                 locked {
                     for f in files.values {
                         if case .item(let s, let a) = f.node, s == from { f.node = .item(service: to, account: a) }
@@ -551,6 +565,7 @@ public final class MountServer: @unchecked Sendable {
                                      changes: ["svce": .data(s2), "acct": .data(a2)], accessGroups: groups)
                     locked { _ = emptyServices.remove(s2) }
                 }
+                policy.itemChanged("update", service: s2, account: a2)
                 // The kernel keeps the source's inode under the new name.
                 inodes.rename(.item(service: s1, account: a1), to: .item(service: s2, account: a2))
                 locked {

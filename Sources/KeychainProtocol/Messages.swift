@@ -38,6 +38,8 @@ public enum Operation: UInt8, Sendable, CaseIterable {
     case audit = 18
     case export = 19
     case `import` = 20
+    /// Keeps the connection open and sends one response per change (`keychainfs watch`).
+    case watch = 21
 }
 
 /// A request. Secrets (item data, passphrases) travel only in `secrets`, in guarded memory.

@@ -1,0 +1,42 @@
+import Glibc
+import KeychainClient
+import KeychainCore
+import KeychainProtocol
+
+/// `keychainfs watch`: a stream of changes, since inotify cannot see what the daemon changes.
+enum WatchVerbs {
+    static let all: [Verb] = [watch]
+
+    static let watch = Verb(
+        name: "watch", usage: "[-s SERVICE] [-a ACCOUNT] [--json] [VAULT]",
+        summary: "Print one line per add, update, delete, lock and unlock, as they happen.",
+        valued: ["-s", "-a"],
+        details: """
+        Runs until interrupted. Lines are `TIME EVENT SERVICE/ACCOUNT` (UTC); --json prints one
+        object per line. -s and -a keep only changes of that service (and account); locks,
+        unlocks and changes that name no item always show. Callers entitled to any access group
+        may watch; only root and the daemon's user see service and account names.
+        """
+    ) { ctx in
+        try ctx.checkPositionals()
+        var options: Attributes = [:]
+        if let s = ctx.args.value("-s") { options["service"] = .string(s) }
+        if let a = ctx.args.value("-a") { options["account"] = .string(a) }
+        let client = try ctx.client()
+        try client.send(Request(.watch, options: options))
+        while let event = try client.receive() {
+            let info = event.info
+            if ctx.json {
+                Terminal.writeString(1, Output.json(info) + "\n")
+                continue
+            }
+            var time = "-"
+            if case .number(let t)? = info["time"] { time = Output.isoDate(Double(t) - 978_307_200) }
+            var line = "\(time) \(info["event"]?.stringValue ?? "?")"
+            let s = info["service"]?.stringValue, a = info["account"]?.stringValue
+            if s != nil || a != nil { line += " \(s ?? "*")/\(a ?? "*")" }
+            Terminal.writeString(1, line + "\n")
+        }
+        return 0
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import XCTest
+
+/// Issue 6: `watch` reports changes within a second, `on_change` runs once per change, and the
+/// version attribute counts changes.
+final class CLIWatchTests: XCTestCase {
+    var h: CLIHarness!
+    var mnt: String!
+
+    override func setUpWithError() throws {
+        h = try CLIHarness()
+        try h.createVault()
+        mnt = h.dir + "/mnt"
+        try FileManager.default.createDirectory(atPath: mnt, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        _ = try? h.run(["unmount", mnt])
+        umount2(mnt, Int32(MNT_DETACH))
+        h?.tearDown()
+        h = nil
+        super.tearDown()
+    }
+
+    func startWatch(_ args: [String] = []) throws -> (Process, String) {
+        let out = h.dir + "/watch-\(UUID().uuidString.prefix(6)).out"
+        FileManager.default.createFile(atPath: out, contents: nil)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: CLIHarness.binary)
+        p.arguments = ["watch"] + args
+        p.environment = h.environment
+        p.standardOutput = FileHandle(forWritingAtPath: out)
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        // Wait until the daemon has the watcher: a first event proves the stream is live.
+        usleep(300_000)
+        return (p, out)
+    }
+
+    func lines(_ path: String) -> [String] {
+        ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    func testWatchReportsAnUpdateWithinASecond() throws {
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "db", "-a", "app", "-w", "-"], input: "one").status, 0)
+        let (p, out) = try startWatch(["--json"])
+        defer { p.terminate(); p.waitUntilExit() }
+        let start = Date()
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "db", "-a", "app", "-w", "-", "-U"], input: "two").status, 0)
+        XCTAssertTrue(h.waitUntil(1.0) { lines(out).count >= 1 }, "an event within a second")
+        XCTAssertLessThan(Date().timeIntervalSince(start), 2)
+        let event = try JSONSerialization.jsonObject(with: Data(lines(out)[0].utf8)) as? [String: Any]
+        XCTAssertEqual(event?["event"] as? String, "update")
+        XCTAssertEqual(event?["service"] as? String, "db")
+        XCTAssertEqual(event?["account"] as? String, "app")
+        XCTAssertEqual(try h.run(["lock-keychain"]).status, 0)
+        XCTAssertTrue(h.waitUntil(1.0) { lines(out).contains { $0.contains("\"lock\"") } })
+    }
+
+    func testWatchFilterAndPlainLines() throws {
+        let (p, out) = try startWatch(["-s", "web"])
+        defer { p.terminate(); p.waitUntilExit() }
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "db", "-a", "x", "-w", "-"], input: "1").status, 0)
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "web", "-a", "y", "-w", "-"], input: "2").status, 0)
+        XCTAssertTrue(h.waitUntil(1.0) { lines(out).count >= 1 })
+        usleep(200_000)
+        XCTAssertEqual(lines(out).count, 1, "only the web change: \(lines(out))")
+        XCTAssertTrue(lines(out)[0].hasSuffix(" add web/y"), lines(out)[0])
+    }
+
+    func testOnChangeRunsOncePerChangeAndVersionIncreases() throws {
+        let log = h.dir + "/changes"
+        let mount = try h.run(["mount", "-o", "on_change=echo $KEYCHAINFS_EVENT $KEYCHAINFS_SERVICE/$KEYCHAINFS_ACCOUNT >> \(log)", mnt])
+        XCTAssertEqual(mount.status, 0, "\(mount)")
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "db", "-a", "app", "-w", "-"], input: "v1").status, 0)
+        func version(_ account: String = "app") -> String? {
+            FS.getxattr(mnt + "/db/" + account, "user.keychain.version").value.map { String(decoding: $0, as: UTF8.self) }
+        }
+        XCTAssertEqual(version(), "1")
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "db", "-a", "app", "-w", "-", "-U"], input: "v2").status, 0)
+        XCTAssertEqual(try h.run(["delete-generic-password", "-s", "db", "-a", "app"]).status, 0)
+        XCTAssertTrue(h.waitUntil(2.0) { lines(log).count >= 3 })
+        usleep(300_000)
+        XCTAssertEqual(lines(log), ["add db/app", "update db/app", "delete db/app"])
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "db", "-a", "again", "-w", "-"], input: "a").status, 0)
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "db", "-a", "again", "-l", "relabelled", "-w", "-", "-U"], input: "b").status, 0)
+        XCTAssertEqual(version("again"), "2", "every change counts")
+    }
+}
