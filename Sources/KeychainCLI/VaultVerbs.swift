@@ -183,7 +183,22 @@ enum VaultVerbs {
             Terminal.writeString(1, Output.json(all) + "\n")
         } else {
             let pid = i["pid"].map(Output.json) ?? "?"
-            Terminal.writeString(1, "\(ctx.vault): daemon pid \(pid), \(i["state"]?.stringValue ?? "?"), socket \(Paths.socket(forVault: ctx.vault))\n")
+            var out = "\(ctx.vault): daemon pid \(pid), \(i["state"]?.stringValue ?? "?"), socket \(Paths.socket(forVault: ctx.vault))\n"
+            if case .number(let n)? = i["locks-in"] { out += "  idle lock in \(n) s\n" }
+            if case .number(let n)? = i["items"] {
+                let counts = ProtectionClass.allCases.compactMap { p -> String? in
+                    guard case .number(let c)? = i["count." + p.rawValue], c > 0 else { return nil }
+                    return "\(p.rawValue) \(c)"
+                }
+                out += "  items: \(n)" + (counts.isEmpty ? "" : " (" + counts.joined(separator: ", ") + ")") + "\n"
+            }
+            if case .string(let m)? = i["mounts"] {
+                for line in m.split(separator: "\n") { out += "  mount: \(line)\n" }
+            }
+            if case .number(let n)? = i["audit-lines"], case .string(let h)? = i["audit-head"] {
+                out += "  audit log: \(n) entries, head \(h.prefix(16))\n"
+            }
+            Terminal.writeString(1, out)
         }
         return 0
     }

@@ -74,6 +74,13 @@ final class AuditLog: @unchecked Sendable {
         return (count, nil)
     }
 
+    /// The last line's number and chain value, for `status`.
+    func headLine() -> (line: Int64, chain: String) {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return (seq, Self.hex(head))
+    }
+
     /// The whole log's text, for `keychainfs audit`.
     func contents() -> String { readSmallFile(path) ?? "" }
 

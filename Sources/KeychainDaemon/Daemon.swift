@@ -514,6 +514,10 @@ public final class Daemon: @unchecked Sendable {
     }
 
     private func info(for caller: CallerIdentity) throws -> Attributes {
+        // Callers with no group learn only that a daemon runs and whether it is locked.
+        guard isAdministrator(caller) || !entitledGroups(caller).isEmpty else {
+            return ["state": .string(vault.lockState.rawValue), "pid": .number(Int64(getpid())), "groups": .string("")]
+        }
         let i = try vault.info()
         var out: Attributes = [
             "path": .string(vaultPath), "state": .string(i.lockState.rawValue),
@@ -524,6 +528,16 @@ public final class Daemon: @unchecked Sendable {
             "groups": .string(entitledGroups(caller).joined(separator: ",")),
         ]
         for p in ProtectionClass.allCases { out["count." + p.rawValue] = .number(Int64(i.itemsByProtection[p] ?? 0)) }
+        let (timeout, idle) = state.withLock { (idleTimeout, monotonicSeconds() - lastActivity) }
+        if timeout > 0 && i.lockState == .unlocked { out["locks-in"] = .number(Int64(max(0, Double(timeout) - idle))) }
+        if isAdministrator(caller) {
+            let current = state.withLock { mounts.filter { !$0.hasEnded } }
+            out["mounts"] = .string(current.map { "\($0.mountpoint) (\($0.options.description))" }.joined(separator: "\n"))
+            if let (line, chain) = state.withLock({ auditLog })?.headLine() {
+                out["audit-lines"] = .number(line)
+                out["audit-head"] = .string(chain)
+            }
+        }
         return out
     }
 

@@ -86,4 +86,18 @@ final class CLIWatchTests: XCTestCase {
         XCTAssertEqual(try h.run(["add-generic-password", "-s", "db", "-a", "again", "-l", "relabelled", "-w", "-", "-U"], input: "b").status, 0)
         XCTAssertEqual(version("again"), "2", "every change counts")
     }
+
+    func testStatusShowsMountsTimerCountsAndAuditHead() throws {
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "db", "-a", "app", "-w", "-"], input: "x").status, 0)
+        XCTAssertEqual(try h.run(["set-keychain-settings", "-t", "300"]).status, 0)
+        XCTAssertEqual(try h.run(["mount", "-o", "ro", "--groups", "default", mnt]).status, 0)
+        let r = try h.run(["status"])
+        XCTAssertEqual(r.status, 0)
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        XCTAssertTrue(lines[0].hasPrefix("\(h.vault): daemon pid ") && lines[0].contains(", unlocked, socket "), r.stdout)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("  idle lock in ") && $0.hasSuffix(" s") }, r.stdout)
+        XCTAssertTrue(lines.contains("  items: 1 (ak 1)"), r.stdout)
+        XCTAssertTrue(lines.contains("  mount: \(mnt!) (ro,groups=default)"), r.stdout)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("  audit log: ") && $0.contains(" entries, head ") }, r.stdout)
+    }
 }
