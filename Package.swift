@@ -37,16 +37,16 @@ let package = Package(
         // Access groups as Unix owner/group/mode, and callers' kernel identities.
         .target(name: "KeychainAccess", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol"]),
         // The FUSE mount: items as files, served from the daemon.
-        .target(name: "KeychainFS", dependencies: ["CFuse", "KeychainCore", "KeychainCrypto", "KeychainAccess"]),
+        .target(name: "KeychainFS", dependencies: ["CFuse", "KeychainCore", "KeychainCrypto", "KeychainAccess", "SQLiteStore"]),
         // The daemon: socket server, lock triggers, back-off, mounts.
         .target(name: "KeychainDaemon", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol",
-                                                       "KeychainAccess", "KeychainFS", "CProcess"]),
+                                                       "KeychainAccess", "KeychainFS", "CProcess", "SQLiteStore"]),
 
         // The command line: verbs, option parsing, passphrase input, output formats.
         .target(name: "KeychainCLI", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol",
                                                     "KeychainClient", "KeychainDaemon", "KeychainAccess"]),
         .executableTarget(name: "keychainfs", dependencies: ["KeychainCLI"]),
-        .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto"]),
+        .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainClient", "KeychainProtocol"]),
 
         .testTarget(name: "KeychainCryptoTests", dependencies: ["KeychainCrypto"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),

@@ -31,11 +31,17 @@ public final class DaemonClient {
         // hold the wrong device key and lock the owner out of administering it.
         let owner = Paths.vaultOwner(vaultPath)
         guard geteuid() == owner else { throw KeychainStatus.notAvailable }
-        try spawnDetached(start, log: Paths.logFile(forVault: vaultPath))
+        let pid = try spawnDetached(start, log: Paths.logFile(forVault: vaultPath))
         try checkDirectory(of: socket, vault: vaultPath)
         // The daemon opens the vault and binds within milliseconds; allow for a slow machine.
         for attempt in 0..<500 {
             if let fd = try UnixSocket.connect(to: socket) { return try verified(fd, vault: vaultPath) }
+            // A daemon that exited says why in its status (a damaged or foreign vault file).
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 0
+                throw Self.status(forExit: code)
+            }
             usleep(attempt < 50 ? 2_000 : 10_000)
         }
         throw KeychainStatus.notAvailable
@@ -97,7 +103,13 @@ public final class DaemonClient {
 
     /// Starts `argv` in a new session with stdin on /dev/null, output appended to `log`, and
     /// only the environment the daemon needs (no LD_PRELOAD or other surprises from a caller).
-    static func spawnDetached(_ argv: [String], log: String) throws {
+    static func status(forExit code: Int32) -> KeychainStatus {
+        let known: [KeychainStatus] = [.invalidKeychain, .noSuchKeychain, .io, .internalComponent, .writePermission, .decode]
+        return known.first { $0.exitCode == code } ?? .notAvailable
+    }
+
+    @discardableResult
+    static func spawnDetached(_ argv: [String], log: String) throws -> pid_t {
         let dir = String(log[..<(log.lastIndex(of: "/") ?? log.startIndex)])
         mkdir(dir, 0o755)
         var actions = posix_spawn_file_actions_t()
@@ -125,5 +137,6 @@ public final class DaemonClient {
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, argv[0], &actions, &attr, &cargs, &cenv)
         guard rc == 0 else { throw KeychainStatus.notAvailable }
+        return pid
     }
 }

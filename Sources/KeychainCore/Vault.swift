@@ -69,6 +69,7 @@ public final class Vault: @unchecked Sendable {
     public static func open(at path: String, deviceKey: DeviceKey) throws -> Vault {
         guard access(path, F_OK) == 0 else { throw VaultFileError.missing }
         guard access(path, R_OK | W_OK) == 0 else { throw VaultFileError.io }
+        try checkNotTruncated(path)
         let db: Connection
         let header: VaultHeader
         do {
@@ -96,6 +97,27 @@ public final class Vault: @unchecked Sendable {
         do { try vault.keys.loadDeviceWrapped(header: header, device: deviceKey) }
         catch { throw VaultFileError.corruptHeader }
         return vault
+    }
+
+    /// SQLite reads missing bytes of a cut file as zeros, so a vault cut inside its last page
+    /// would open. Its header records the page size and, when current, the page count: the file
+    /// must be at least that long.
+    static func checkNotTruncated(_ path: String) throws {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw VaultFileError.io }
+        defer { close(fd) }
+        var header = [UInt8](repeating: 0, count: 100)
+        let n = read(fd, &header, 100)
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw VaultFileError.io }
+        guard n == 100, header.starts(with: Array("SQLite format 3".utf8) + [0]) else { throw VaultFileError.notAVault }
+        let be32 = { (o: Int) in header[o..<o + 4].reduce(0) { $0 << 8 | Int($1) } }
+        let rawPageSize = Int(header[16]) << 8 | Int(header[17])
+        let pageSize = rawPageSize == 1 ? 65536 : rawPageSize
+        let pages = be32(28)
+        // The page count is valid when the "version-valid-for" number equals the change counter.
+        guard pages > 0, be32(92) == be32(24) else { return }
+        if Int(st.st_size) < pageSize * pages { throw VaultFileError.notAVault }
     }
 
     // MARK: Lock state

@@ -99,6 +99,12 @@ extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible {
     public var debugDescription: String { description }
 }
 
+/// Wipes memory that is not ours to free (a library's receive buffer) with `sodium_memzero`.
+public func wipeMemory(_ buffer: UnsafeMutableRawBufferPointer) {
+    Sodium.ensure()
+    if let base = buffer.baseAddress, buffer.count > 0 { sodium_memzero(base, buffer.count) }
+}
+
 /// Wipes an ordinary byte array in place; for transient copies that cannot be avoided.
 public func wipeBytes(_ bytes: inout [UInt8]) {
     Sodium.ensure()

@@ -25,6 +25,13 @@ final class AuditLog: @unchecked Sendable {
         self.key = key
         pthread_mutex_init(&mutex, nil)
         fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        // A crash can leave half a line at the end; it chains nowhere, so it is cut off and the
+        // chain goes on from the last whole line.
+        if var text = readSmallFile(path), !text.isEmpty, !text.hasSuffix("\n") {
+            let keep = text.utf8.lastIndex(of: UInt8(ascii: "\n")).map { text.utf8.distance(from: text.utf8.startIndex, to: $0) + 1 } ?? 0
+            _ = ftruncate(fd, off_t(keep))
+            text = String(text.utf8.prefix(keep))!
+        }
         if let text = readSmallFile(path), let last = text.split(separator: "\n").last {
             let fields = last.split(separator: "\t", omittingEmptySubsequences: false)
             if fields.count == 8, let n = Int64(fields[0]), let h = Self.unhex(String(fields[7])) {

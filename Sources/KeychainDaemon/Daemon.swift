@@ -6,6 +6,7 @@ import KeychainCrypto
 import KeychainFS
 import KeychainAccess
 import KeychainProtocol
+import SQLiteStore
 
 /// The keychainfs daemon (our securityd): one per vault. Holds the unlocked keys, serves the
 /// socket, and decides every request by the caller's kernel credentials.
@@ -421,6 +422,8 @@ public final class Daemon: @unchecked Sendable {
             return Response(status: e.status)
         } catch is MountOptionError {
             return Response(status: .param)
+        } catch let e as SQLiteError where e.isDiskFull {
+            return Response(status: .diskFull)
         } catch {
             return Response(status: .io)
         }

@@ -456,6 +456,8 @@ public final class MountServer: @unchecked Sendable {
             file.length = max(file.length, offset + data.count)
             file.dirty = true
         }
+        // libfuse keeps its receive buffer for the next request: no plaintext may stay in it.
+        wipeMemory(UnsafeMutableRawBufferPointer(mutating: data))
         req.written(data.count)
     }
 
