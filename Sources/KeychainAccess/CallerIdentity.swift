@@ -33,12 +33,27 @@ public struct CallerIdentity: Sendable, Equatable {
     }
 
     static func supplementaryGroups(pid: Int32) -> Set<UInt32> {
-        guard let text = readSmallFile("/proc/\(pid)/status") else { return [] }
-        for line in text.split(separator: "\n") where line.hasPrefix("Groups:") {
-            return Set(line.dropFirst(7).split(separator: " ").compactMap { UInt32($0.trimmingCharacters(in: " \t")) })
+        // Byte-level scan for the "Groups:" line: String splitting of the whole file is slow.
+        guard let bytes = readSmallBytes("/proc/\(pid)/status") else { return [] }
+        let key = Array("\nGroups:".utf8)
+        guard let start = bytes.firstRange(of: key)?.upperBound else { return [] }
+        var groups = Set<UInt32>()
+        var value: UInt32 = 0
+        var inNumber = false
+        for b in bytes[start...] {
+            if b >= 48 && b <= 57 {
+                value = value &* 10 &+ UInt32(b - 48)
+                inNumber = true
+            } else {
+                if inNumber { groups.insert(value) }
+                value = 0
+                inNumber = false
+                if b == 10 { break }
+            }
         }
-        return []
+        return groups
     }
+
 
     static func executablePath(pid: Int32) -> String? {
         var buf = [CChar](repeating: 0, count: 4096)
@@ -49,6 +64,11 @@ public struct CallerIdentity: Sendable, Equatable {
 }
 
 public func readSmallFile(_ path: String) -> String? {
+    readSmallBytes(path).map { String(decoding: $0, as: UTF8.self) }
+}
+
+/// The bytes of a small file (a /proc entry, a state file); nil when it cannot be opened.
+public func readSmallBytes(_ path: String) -> [UInt8]? {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
@@ -59,7 +79,7 @@ public func readSmallFile(_ path: String) -> String? {
         if n <= 0 { break }
         out += buf[0..<n]
     }
-    return String(decoding: out, as: UTF8.self)
+    return out
 }
 
 extension Substring {

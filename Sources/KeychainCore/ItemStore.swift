@@ -97,17 +97,30 @@ final class ItemStore {
                     protection: ProtectionClass?, tokens: [[UInt8]], uuid: [UInt8]?,
                     visit: (StoredItem) throws -> Bool) throws {
         guard !groupTokens.isEmpty else { return }
-        var sql = "SELECT \(ItemStore.columns) FROM items WHERE cls = ? AND agrp_token IN ("
-        sql += Array(repeating: "?", count: groupTokens.count).joined(separator: ",") + ")"
-        var args: [SQLiteValue] = [.integer(Int64(itemClass.code))] + groupTokens.map { .blob($0) }
-        if let synchronizable { sql += " AND sync = ?"; args.append(.integer(synchronizable ? 1 : 0)) }
-        if let protection { sql += " AND pdmn = ?"; args.append(.integer(Int64(protection.code))) }
-        if let uuid { sql += " AND uuid = ?"; args.append(.blob(uuid)) }
-        for t in tokens {
-            sql += " AND rowid IN (SELECT item FROM tokens WHERE token = ?)"
+        // With tokens, the search starts from the first one's index entries (the most selective:
+        // the account for passwords) and checks the others per row, so a lookup costs the same
+        // whatever the size of the service. `IN (subquery)` would build each token's whole list.
+        let columns = ItemStore.columns.split(separator: ",").map { "items." + $0.trimmingCharacters(in: " ") }
+            .joined(separator: ", ")
+        var sql: String
+        var args: [SQLiteValue] = []
+        if let first = tokens.first {
+            sql = "SELECT \(columns) FROM tokens AS t0 JOIN items ON items.rowid = t0.item WHERE t0.token = ? AND items.cls = ?"
+            args = [.blob(first)]
+        } else {
+            sql = "SELECT \(columns) FROM items WHERE items.cls = ?"
+        }
+        args.append(.integer(Int64(itemClass.code)))
+        sql += " AND items.agrp_token IN (" + Array(repeating: "?", count: groupTokens.count).joined(separator: ",") + ")"
+        args += groupTokens.map { .blob($0) }
+        if let synchronizable { sql += " AND items.sync = ?"; args.append(.integer(synchronizable ? 1 : 0)) }
+        if let protection { sql += " AND items.pdmn = ?"; args.append(.integer(Int64(protection.code))) }
+        if let uuid { sql += " AND items.uuid = ?"; args.append(.blob(uuid)) }
+        for t in tokens.dropFirst() {
+            sql += " AND EXISTS (SELECT 1 FROM tokens AS tk WHERE tk.token = ? AND tk.item = items.rowid)"
             args.append(.blob(t))
         }
-        sql += " ORDER BY rowid"
+        sql += " ORDER BY items.rowid"
         let st = try db.prepare(sql)
         defer { st.reset() }
         try st.bind(args)
@@ -173,5 +186,11 @@ final class ItemStore {
             if let p = ProtectionClass(code: UInt8(clamping: st.int(0))) { out[p] = Int(st.int(1)) }
         }
         return out
+    }
+}
+
+private extension Substring {
+    func trimmingCharacters(in set: String) -> String {
+        String(drop(while: { set.contains($0) }).reversed().drop(while: { set.contains($0) }).reversed())
     }
 }

@@ -25,7 +25,9 @@ extension Vault {
         return try mutex.withLock {
             guard !accessGroups.isEmpty, let indexKey = keys.indexKey else { return [] }
             let groupTokens = accessGroups.map { IndexToken.group($0, key: indexKey) }
-            let tokens = q.filters.map { IndexToken.attribute($0.key, $0.value, itemClass: .genericPassword, key: indexKey) }
+            let tokens = ItemClass.genericPassword.primaryKey.compactMap { name in  // account first
+                q.filters[name].map { IndexToken.attribute(name, $0, itemClass: .genericPassword, key: indexKey) }
+            }
             var out: [FileEntry] = []
             try store.candidates(itemClass: .genericPassword, groupTokens: groupTokens, synchronizable: nil,
                                  protection: nil, tokens: tokens, uuid: nil) { item in

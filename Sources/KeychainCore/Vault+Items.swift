@@ -244,8 +244,10 @@ extension Vault {
         }
         guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
         let groupTokens = groups.map { IndexToken.group($0, key: indexKey) }
-        let tokens = q.filters.filter { q.itemClass.primaryKey.contains($0.key) }
-            .map { IndexToken.attribute($0.key, $0.value, itemClass: q.itemClass, key: indexKey) }
+        // In primary-key order, most selective first: the store starts from the first token.
+        let tokens = q.itemClass.primaryKey.compactMap { name in
+            q.filters[name].map { IndexToken.attribute(name, $0, itemClass: q.itemClass, key: indexKey) }
+        }
         var matches: [Match] = []
         var unavailable: KeychainStatus?
         var damaged = false

@@ -25,19 +25,25 @@ final class AuditLog: @unchecked Sendable {
         self.key = key
         pthread_mutex_init(&mutex, nil)
         fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        // A crash can leave half a line at the end; it chains nowhere, so it is cut off and the
-        // chain goes on from the last whole line.
-        if var text = readSmallFile(path), !text.isEmpty, !text.hasSuffix("\n") {
-            let keep = text.utf8.lastIndex(of: UInt8(ascii: "\n")).map { text.utf8.distance(from: text.utf8.startIndex, to: $0) + 1 } ?? 0
-            _ = ftruncate(fd, off_t(keep))
-            text = String(text.utf8.prefix(keep))!
-        }
-        if let text = readSmallFile(path), let last = text.split(separator: "\n").last {
-            let fields = last.split(separator: "\t", omittingEmptySubsequences: false)
-            if fields.count == 8, let n = Int64(fields[0]), let h = Self.unhex(String(fields[7])) {
-                seq = n
-                head = h
-            }
+        // Only the end of the file matters: the last whole line continues the chain, and half a
+        // line after it (a crash mid-write) chains nowhere, so it is cut off.
+        var st = stat()
+        guard fd >= 0, fstat(fd, &st) == 0, st.st_size > 0 else { return }
+        let size = Int(st.st_size)
+        let tailLength = min(size, 64 * 1024)
+        let reader = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard reader >= 0 else { return }
+        defer { close(reader) }
+        var tail = [UInt8](repeating: 0, count: tailLength)
+        guard pread(reader, &tail, tailLength, off_t(size - tailLength)) == tailLength else { return }
+        guard let lastNewline = tail.lastIndex(of: 10) else { return }
+        if lastNewline != tail.count - 1 { _ = ftruncate(fd, off_t(size - tailLength + lastNewline + 1)) }
+        let lineStart = tail[..<lastNewline].lastIndex(of: 10).map { $0 + 1 } ?? 0
+        let last = String(decoding: tail[lineStart..<lastNewline], as: UTF8.self)
+        let fields = last.split(separator: "\t", omittingEmptySubsequences: false)
+        if fields.count == 8, let n = Int64(fields[0]), let h = Self.unhex(String(fields[7])) {
+            seq = n
+            head = h
         }
     }
 

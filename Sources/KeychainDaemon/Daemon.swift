@@ -180,7 +180,11 @@ public final class Daemon: @unchecked Sendable {
     /// watchers, and run the `on_change` commands of the mounts that show the item.
     func itemsChanged(_ event: ChangeEvent? = nil) {
         let current = state.withLock { mounts }
-        for m in current { m.invalidateAll() }
+        for m in current {
+            // A change that names its item drops just those names; others drop everything.
+            if let s = event?.service { m.invalidate(service: Array(s.utf8), account: event?.account.map { Array($0.utf8) }) }
+            else { m.invalidateAll() }
+        }
         guard let event else { return }
         events.publish(event)
         for m in current {
@@ -282,9 +286,16 @@ public final class Daemon: @unchecked Sendable {
                 return Response(result: r)
             case .copyMatching:
                 let groups = entitledGroups(caller)
-                let approved = try approvePresence(request.query, groups: groups, caller: caller)
-                let result = try vault.copyMatching(request.query, accessGroups: groups, approved: approved,
-                                                    skipUnapproved: request.query["u_AuthUI"] == "u_AuthUIS")
+                let skip = request.query["u_AuthUI"] == "u_AuthUIS"
+                let result: QueryResult
+                do {
+                    // Most searches touch no presence-gated item: one search, no approval round.
+                    result = try vault.copyMatching(request.query, accessGroups: groups, skipUnapproved: skip)
+                } catch KeychainStatus.interactionNotAllowed {
+                    let approved = try approvePresence(request.query, groups: groups, caller: caller)
+                    guard !approved.isEmpty else { throw KeychainStatus.interactionNotAllowed }
+                    result = try vault.copyMatching(request.query, accessGroups: groups, approved: approved, skipUnapproved: skip)
+                }
                 if case .bool(true)? = request.query["r_Data"] { audit("read", caller) }
                 else if case .number(1)? = request.query["r_Data"] { audit("read", caller) }
                 return Response(result: result)
@@ -447,6 +458,8 @@ public final class Daemon: @unchecked Sendable {
         default: noUI = false
         }
         guard wantsData, !noUI, query["u_AuthUI"] == nil || query["u_AuthUI"] == "u_AuthUIA" else { return [] }
+        let settings = ApprovalAgent.settings(of: vault)
+        guard settings.program != nil else { return [] }  // nobody to ask
         var probe = query.filter { !$0.key.hasPrefix("r_") }
         probe["r_Attributes"] = .bool(true)
         probe["r_PersistentRef"] = .bool(true)
@@ -463,7 +476,6 @@ public final class Daemon: @unchecked Sendable {
             return (ref, item.attributes["labl"]?.stringValue ?? item.attributes["svce"]?.stringValue ?? "item", c)
         }
         guard !gated.isEmpty else { return [] }
-        let settings = ApprovalAgent.settings(of: vault)
         var approved = Set<PersistentRef>()
         for (ref, label, control) in gated {
             let status = approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault, settings: settings)

@@ -93,6 +93,7 @@ public final class MountServer: @unchecked Sendable {
     private var files: [UInt64: OpenFile] = [:]
     private var directories: [UInt64: [(name: [UInt8], ino: UInt64, isDirectory: Bool)]] = [:]
     private var nextHandle: UInt64 = 1
+    private var callers: [Int32: (identity: CallerIdentity, until: Double)] = [:]
     var started = false
     /// True once the kernel side is gone (unmounted with umount, or by `unmount()`).
     public var hasEnded: Bool { started && session == nil }
@@ -150,9 +151,21 @@ public final class MountServer: @unchecked Sendable {
 
     // MARK: Resolving
 
+    /// The caller of a request. Reading /proc costs more than the rest of an open, so the answer
+    /// is kept for a second per (pid, uid, gid): long enough for one program's open-read-close,
+    /// too short for a pid to be reused meanwhile.
     func identity(_ req: FuseRequest) -> CallerIdentity {
         let c = req.caller
-        return CallerIdentity.of(pid: c.pid, uid: c.uid, gid: c.gid)
+        let now = monotonicNow()
+        if let hit = locked({ callers[c.pid] }), hit.identity.uid == c.uid, hit.identity.gid == c.gid, hit.until > now {
+            return hit.identity
+        }
+        let fresh = CallerIdentity.of(pid: c.pid, uid: c.uid, gid: c.gid)
+        locked {
+            if callers.count > 4096 { callers.removeAll() }
+            callers[c.pid] = (fresh, now + 1)
+        }
+        return fresh
     }
 
     /// A service or account name as its value, resolving hashed long names by listing.
@@ -388,6 +401,8 @@ public final class MountServer: @unchecked Sendable {
         }
         fi.pointee.direct_io = options.kernelCache ? 0 : 1
         fi.pointee.keep_cache = options.kernelCache ? 1 : 0
+        // A read-only descriptor has nothing to store at close: spare the kernel the FLUSH trip.
+        if file.buffer == nil { fi.pointee.noflush = 1 }
     }
 
     func create(_ req: FuseRequest, parent: UInt64, name: [UInt8], fi: UnsafeMutablePointer<fuse_file_info>) {
@@ -631,6 +646,31 @@ public final class MountServer: @unchecked Sendable {
         invalidateAll()
     }
 
+    /// Drops what the kernel knows of one service (and account), and of the service's
+    /// directory listing.
+    public func invalidate(service: [UInt8], account: [UInt8]?) {
+        guard let se = session else { return }
+        let serviceName = FileNames.escape(service, topLevel: true).map { CChar(bitPattern: $0) }
+        _ = fuse_lowlevel_notify_inval_entry(se, InodeTable.rootIno, serviceName, serviceName.count)
+        guard let dir = inodes.existing(.service(service)) else { return }
+        _ = fuse_lowlevel_notify_inval_inode(se, dir, 0, 0)
+        let items = inodes.all().filter { entry in
+            guard case .item(let s, let a) = entry.1, s == service else { return false }
+            return account == nil || a == account
+        }
+        for (ino, node) in items {
+            guard case .item(_, let a) = node else { continue }
+            let name = FileNames.escape(a).map { CChar(bitPattern: $0) }
+            _ = fuse_lowlevel_notify_inval_entry(se, dir, name, name.count)
+            _ = fuse_lowlevel_notify_inval_inode(se, ino, 0, 0)
+        }
+        if let account, items.isEmpty {
+            // A new item: the kernel may hold a negative entry for its name.
+            let name = FileNames.escape(account).map { CChar(bitPattern: $0) }
+            _ = fuse_lowlevel_notify_inval_entry(se, dir, name, name.count)
+        }
+    }
+
     /// Drops the kernel's cached names, attributes and pages for every known node.
     public func invalidateAll() {
         guard let se = session else { return }
@@ -650,4 +690,10 @@ public final class MountServer: @unchecked Sendable {
         }
         _ = fuse_lowlevel_notify_inval_inode(se, InodeTable.rootIno, 0, 0)
     }
+}
+
+func monotonicNow() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }

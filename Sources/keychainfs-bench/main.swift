@@ -178,6 +178,8 @@ struct Options {
 
 let usage = """
     usage: keychainfs-bench [options]
+           keychainfs-bench fill --help      (fill a vault file for bench/run.sh)
+           keychainfs-bench socket --help    (lookups per second through a running daemon)
 
     Fills a vault to each size N with generic passwords (Vault.addAll, in batches) and reports:
     batched and single-add throughput, find-by-primary-key rates (hits with r_Data, misses),
@@ -530,4 +532,9 @@ func run() {
     if rows.count < o.sizes.count { exit(1) }
 }
 
-run()
+// Modes for bench/run.sh (Modes.swift); without one, the in-process benchmark above.
+switch CommandLine.arguments.dropFirst().first {
+case "fill": fillMode(Array(CommandLine.arguments.dropFirst(2)))
+case "socket": socketMode(Array(CommandLine.arguments.dropFirst(2)))
+default: run()
+}
