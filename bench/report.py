@@ -178,6 +178,11 @@ rows.append(("socket lookups, 8 clients (total)", rate(num("socket.c8.rate")),
 rows.append((f"socket lookups, 1 client, random accounts of big", rate(num("socket.c1_random.rate")),
              f"1 client, bench/secret {rate(num('socket.c1.rate'))}", ratio(num("socket.c1_random.rate"), num("socket.c1.rate")), ""))
 rows.append(("socket request latency, 1 client (median)", us(num("socket.c1.median_us")), "", "", ""))
+rows.append(("SecItemCopyMatching (ReturnData), 1 thread", rate(num("secitem.t1.rate")),
+             f"{inproc_label} {rate(inproc_rate)}", ratio(num("secitem.t1.rate"), inproc_rate),
+             f"tens of thousands/s: {verdict(num('secitem.t1.rate') >= 10000)}"))
+rows.append(("SecItemCopyMatching (ReturnData), 8 threads (total)", rate(num("secitem.t8.rate")),
+             f"1 thread {rate(num('secitem.t1.rate'))}", ratio(num("secitem.t8.rate"), num("secitem.t1.rate")), ""))
 rows.append((f"daemon start with this run's audit log ({grouped(num('audit_lines'))} lines, {num('audit_bytes') / 1048576:.1f} MiB)",
              ms(num("daemon_start.end_ms")), f"at the start {ms(num('daemon_start.first_ms'))}",
              ratio(num("daemon_start.end_ms"), num("daemon_start.first_ms")), ""))

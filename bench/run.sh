@@ -347,6 +347,11 @@ log "socket: copyMatching r_Data for $socket_seconds s: 1 client, 8 clients, 1 c
 socket_run c1 --service bench --account secret --clients 1
 socket_run c8 --service bench --account secret --clients 8
 socket_run c1_random --service big --accounts "$big" --prefix user --clients 1
+log "SecItemCopyMatching through import Security for $socket_seconds s: 1 and 8 threads"
+for n in 1 8; do
+    "$kcbench" secitem --service bench --account secret --threads "$n" --seconds "$socket_seconds" | tr ' ' '\n' |
+        sed -n "s/^\(rate\|ops\|errors\)=/secitem.t$n.\1=/p" >> "$res"
+done
 
 # ---------------------------------------------------------------- daemon memory
 put daemon_rss_kib "$(awk '/^VmRSS/ { print $2 }' "/proc/$daemon_pid/status")"

@@ -105,7 +105,8 @@ final class ItemStore {
         var sql: String
         var args: [SQLiteValue] = []
         if let first = tokens.first {
-            sql = "SELECT \(columns) FROM tokens AS t0 JOIN items ON items.rowid = t0.item WHERE t0.token = ? AND items.cls = ?"
+            // CROSS JOIN keeps the token as the outer loop: SQLite would otherwise scan the group index.
+            sql = "SELECT \(columns) FROM tokens AS t0 CROSS JOIN items ON items.rowid = t0.item WHERE t0.token = ? AND items.cls = ?"
             args = [.blob(first)]
         } else {
             sql = "SELECT \(columns) FROM items WHERE items.cls = ?"
@@ -120,7 +121,8 @@ final class ItemStore {
             sql += " AND EXISTS (SELECT 1 FROM tokens AS tk WHERE tk.token = ? AND tk.item = items.rowid)"
             args.append(.blob(t))
         }
-        sql += " ORDER BY items.rowid"
+        // Insertion order. From a token, t0.item is that order already (the index is (token, item)).
+        sql += tokens.isEmpty ? " ORDER BY items.rowid" : " ORDER BY t0.item"
         let st = try db.prepare(sql)
         defer { st.reset() }
         try st.bind(args)

@@ -536,5 +536,6 @@ func run() {
 switch CommandLine.arguments.dropFirst().first {
 case "fill": fillMode(Array(CommandLine.arguments.dropFirst(2)))
 case "socket": socketMode(Array(CommandLine.arguments.dropFirst(2)))
+case "secitem": secitemMode(Array(CommandLine.arguments.dropFirst(2)))
 default: run()
 }
