@@ -219,8 +219,16 @@ enum VaultVerbs {
         let client: DaemonClient
         do { client = try DaemonClient.connect(vaultPath: ctx.vault) } catch KeychainStatus.notAvailable { return 0 }
         try client.send(Request(.stop))
-        // Wait until the socket is gone so a following command starts a fresh daemon.
-        for _ in 0..<200 where access(Paths.socket(forVault: ctx.vault), F_OK) == 0 { usleep(10_000) }
+        // Wait until the daemon has exited (its lock is free), so a following command starts a
+        // fresh one.
+        let lockFD = open(Paths.socket(forVault: ctx.vault) + ".lock", O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if lockFD >= 0 {
+            defer { close(lockFD) }
+            for _ in 0..<300 {
+                if flock(lockFD, LOCK_SH | LOCK_NB) == 0 { flock(lockFD, LOCK_UN); break }
+                usleep(10_000)
+            }
+        }
         return 0
     }
 

@@ -98,7 +98,14 @@ public final class Daemon: @unchecked Sendable {
         }
         // One daemon per vault: the lock is held for the daemon's life and released by the kernel.
         let lockFD = open(socketPath + ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard lockFD >= 0, flock(lockFD, LOCK_EX | LOCK_NB) == 0 else {
+        // A daemon that was just stopped may still be exiting: give it two seconds.
+        var locked = lockFD >= 0 && flock(lockFD, LOCK_EX | LOCK_NB) == 0
+        for _ in 0..<40 where !locked && lockFD >= 0 {
+            if let probe = try? UnixSocket.connect(to: socketPath) { close(probe); break }  // a live one: give up
+            usleep(50_000)
+            locked = flock(lockFD, LOCK_EX | LOCK_NB) == 0
+        }
+        guard locked else {
             log("a daemon is already serving \(vaultPath) at \(socketPath)")
             return 1
         }
