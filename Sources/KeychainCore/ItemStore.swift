@@ -80,6 +80,8 @@ final class ItemStore {
     }
 
     private static let columns = "rowid, uuid, cls, pdmn, sync, agrp_token, pk_token, wrapped_key, attrs, data, version"
+    private static let qualifiedColumns = columns.split(separator: ",").map { "items." + $0.trimmingCharacters(in: " ") }
+        .joined(separator: ", ")
 
     private func row(_ st: Statement) throws -> StoredItem {
         guard let cls = ItemClass(code: UInt8(clamping: st.int(2))),
@@ -100,8 +102,7 @@ final class ItemStore {
         // With tokens, the search starts from the first one's index entries (the most selective:
         // the account for passwords) and checks the others per row, so a lookup costs the same
         // whatever the size of the service. `IN (subquery)` would build each token's whole list.
-        let columns = ItemStore.columns.split(separator: ",").map { "items." + $0.trimmingCharacters(in: " ") }
-            .joined(separator: ", ")
+        let columns = ItemStore.qualifiedColumns
         var sql: String
         var args: [SQLiteValue] = []
         if let first = tokens.first {
