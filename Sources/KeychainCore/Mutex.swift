@@ -1,13 +1,13 @@
 import Glibc
 
 /// A plain pthread mutex; the vault serialises every operation through one.
-final class PThreadMutex: @unchecked Sendable {
+public final class PThreadMutex: @unchecked Sendable {
     private var mutex = pthread_mutex_t()
 
-    init() { pthread_mutex_init(&mutex, nil) }
+    public init() { pthread_mutex_init(&mutex, nil) }
     deinit { pthread_mutex_destroy(&mutex) }
 
-    func withLock<R>(_ body: () throws -> R) rethrows -> R {
+    public func withLock<R>(_ body: () throws -> R) rethrows -> R {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
         return try body()

@@ -7,6 +7,18 @@ public enum MatchLimit: Equatable, Sendable {
 struct ReturnKeys: Equatable {
     var data = false, attributes = false, persistentRef = false, ref = false
     var any: Bool { data || attributes || persistentRef || ref }
+
+    /// Records one `r_…` key. - Throws: `param` for an unknown key or a value that is not a flag.
+    mutating func set(_ key: String, _ value: AttributeValue) throws {
+        let on = try ParsedQuery.flag(value)
+        switch key {
+        case "r_Data": data = on
+        case "r_Attributes": attributes = on
+        case "r_PersistentRef": persistentRef = on
+        case "r_Ref": ref = on
+        default: throw KeychainStatus.param
+        }
+    }
     var count: Int { [data, attributes, persistentRef, ref].filter { $0 }.count }
 }
 
@@ -49,14 +61,7 @@ struct ParsedQuery {
         for (key, value) in query.sorted(by: { $0.key < $1.key }) where key != "class" && key != "v_PersistentRef" {
             if key.hasPrefix("r_") {
                 guard operation == .search else { throw KeychainStatus.param }
-                let on = try Self.flag(value)
-                switch key {
-                case "r_Data": returns.data = on
-                case "r_Attributes": returns.attributes = on
-                case "r_PersistentRef": returns.persistentRef = on
-                case "r_Ref": returns.ref = on
-                default: throw KeychainStatus.param
-                }
+                try returns.set(key, value)
             } else if key.hasPrefix("m_") {
                 // macOS-style callers send a limit with delete; update takes none. Other match
                 // keys (case and diacritic folding, certificate policies) are accepted and, as

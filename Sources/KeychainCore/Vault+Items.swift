@@ -53,14 +53,7 @@ extension Vault {
         var data = secret
         for (key, value) in input.sorted(by: { $0.key < $1.key }) where key != "class" {
             if key.hasPrefix("r_") {
-                let on = try ParsedQuery.flag(value)
-                switch key {
-                case "r_Data": returns.data = on
-                case "r_Attributes": returns.attributes = on
-                case "r_PersistentRef": returns.persistentRef = on
-                case "r_Ref": returns.ref = on
-                default: throw KeychainStatus.param
-                }
+                try returns.set(key, value)
             } else if key == "v_Data" {
                 guard data == nil else { throw KeychainStatus.param }
                 data = try Self.secretBytes(value)

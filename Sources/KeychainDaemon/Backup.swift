@@ -129,7 +129,7 @@ final class BackupTransfers: @unchecked Sendable {
         var touched: Double
     }
 
-    private let lock = PThreadLock()
+    private let lock = PThreadMutex()
     private var transfers: [Int64: Transfer] = [:]
 
     /// Opens a transfer holding `bytes` of `expected`; returns its number.

@@ -17,11 +17,11 @@ public final class Daemon: @unchecked Sendable {
     let lockout: Lockout
     let ownerUID = geteuid()
     let ownerGID = getegid()
-    private let state = PThreadLock()
+    private let state = PThreadMutex()
     private var groupTable: AccessGroupTable
     private var lastActivity = monotonicSeconds()
     private var idleTimeout = 0
-    private let unlockSerializer = PThreadLock()
+    private let unlockSerializer = PThreadMutex()
     private var listener: Int32 = -1
     private var mounts: [MountServer] = []
     private var auditLog: AuditLog?
@@ -612,17 +612,6 @@ func monotonicSeconds() -> Double {
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
-/// A pthread mutex for the daemon's own state.
-final class PThreadLock: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    init() { pthread_mutex_init(&mutex, nil) }
-    deinit { pthread_mutex_destroy(&mutex) }
-    func withLock<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return try body()
-    }
-}
 
 extension Daemon: MountPolicy {
     public func group(named name: String) -> AccessGroup? {
