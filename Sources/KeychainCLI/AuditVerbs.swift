@@ -33,3 +33,32 @@ enum AuditVerbs {
         return 0
     }
 }
+
+/// `keychainfs verify`: the vault's full integrity check, with the audit chain.
+enum VerifyVerbs {
+    static let all: [Verb] = [verify]
+
+    static let verify = Verb(
+        name: "verify", usage: "[--json] [VAULT]",
+        summary: "Check every item (blobs open, tokens match) and the audit chain; exit 93 if anything is damaged.",
+        details: """
+        Items of a locked class are counted, not checked: unlock first for a full check. Root and
+        the daemon's user only. Reads only.
+        """
+    ) { ctx in
+        try ctx.checkPositionals()
+        let info = try ctx.client().send(Request(.verify)).info
+        let damaged = (info["damaged"]?.stringValue ?? "").split(separator: "\n").map(String.init)
+        let auditBad = info["audit-first-bad"]
+        if ctx.json {
+            Terminal.writeString(1, Output.json(info) + "\n")
+        } else {
+            func n(_ k: String) -> String { info[k].map(Output.json) ?? "0" }
+            var out = "items: \(n("checked")) checked, \(n("locked")) locked (not checked), \(n("other-device")) of another device, \(damaged.count) damaged\n"
+            for d in damaged { out += "  damaged: \(d)\n" }
+            out += auditBad.map { "audit log: broken at line \(Output.json($0))\n" } ?? "audit log: \(n("audit-lines")) entries, chain intact\n"
+            Terminal.writeString(1, out)
+        }
+        return damaged.isEmpty && auditBad == nil ? 0 : KeychainStatus.decode.exitCode
+    }
+}

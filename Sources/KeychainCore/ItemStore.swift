@@ -174,6 +174,16 @@ final class ItemStore {
         try db.prepare("DELETE FROM items WHERE rowid = ?").bind(.integer(rowID)).run()
     }
 
+    /// The lookup tokens stored for one row.
+    func tokens(of rowID: Int64) throws -> Set<[UInt8]> {
+        let st = try db.prepare("SELECT token FROM tokens WHERE item = ?")
+        defer { st.reset() }
+        try st.bind(.integer(rowID))
+        var out = Set<[UInt8]>()
+        while try st.step() { if let t = st.blob(0) { out.insert(t) } }
+        return out
+    }
+
     /// Deletes every item of one protection class (used when a passphrase is removed).
     func deleteAll(protection: ProtectionClass) throws -> Int {
         try db.prepare("DELETE FROM items WHERE pdmn = ?").bind(.integer(Int64(protection.code))).run()

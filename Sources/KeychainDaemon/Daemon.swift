@@ -398,6 +398,19 @@ public final class Daemon: @unchecked Sendable {
                 let r = try importBackup(request, caller: caller, log: log)
                 itemsChanged(ChangeEvent(kind: "update"))
                 return r
+            case .verify:
+                guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
+                let report = try vault.verify()
+                var info: Attributes = ["checked": .number(Int64(report.checked)), "locked": .number(Int64(report.locked)),
+                                        "other-device": .number(Int64(report.otherDevice)),
+                                        "damaged": .string(report.damaged.joined(separator: "\n"))]
+                if let log = state.withLock({ auditLog }) {
+                    let (lines, bad) = log.verify()
+                    info["audit-lines"] = .number(Int64(lines))
+                    if let bad { info["audit-first-bad"] = .number(Int64(bad)) }
+                }
+                audit("verify", caller, report.damaged.isEmpty ? "ok" : "\(report.damaged.count) damaged")
+                return Response(info: info)
             case .watch:
                 // Anyone entitled to a group may watch; only administrators see names.
                 guard isAdministrator(caller) || !entitledGroups(caller).isEmpty else { throw KeychainStatus.authFailed }

@@ -40,6 +40,8 @@ public enum Operation: UInt8, Sendable, CaseIterable {
     case `import` = 20
     /// Keeps the connection open and sends one response per change (`keychainfs watch`).
     case watch = 21
+    /// A full integrity check of the vault and the audit chain (`keychainfs verify`).
+    case verify = 22
 }
 
 /// A request. Secrets (item data, passphrases) travel only in `secrets`, in guarded memory.
