@@ -79,11 +79,12 @@ final class ItemStore {
         try db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)").bind(.text(key), .blob(value)).run()
     }
 
-    private static let columns = "rowid, uuid, cls, pdmn, sync, agrp_token, pk_token, wrapped_key, attrs, data, version"
+    static let columns = "rowid, uuid, cls, pdmn, sync, agrp_token, pk_token, wrapped_key, attrs, data, version"
     private static let qualifiedColumns = columns.split(separator: ",").map { "items." + $0.trimmingCharacters(in: " ") }
         .joined(separator: ", ")
 
-    private func row(_ st: Statement) throws -> StoredItem {
+    /// One `items` row, selected with `columns` in that order.
+    func row(_ st: Statement) throws -> StoredItem {
         guard let cls = ItemClass(code: UInt8(clamping: st.int(2))),
               let pdmn = ProtectionClass(code: UInt8(clamping: st.int(3)))
         else { throw KeychainStatus.decode }
