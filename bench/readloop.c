@@ -2,7 +2,7 @@
  * readloop: per-operation latency of file-system calls, timed inside one process so that
  * process start is not measured (bench/run.sh).
  *
- *   readloop MODE [-n N] [-r ROUNDS] [-w WARMUP] [-c LIMIT] [-b BYTES] [-t SECONDS] PATH...
+ *   readloop MODE [-n N] [-r ROUNDS] [-w WARMUP] [-c LIMIT] [-b BYTES] [-t SECONDS] PATH|@LIST...
  *
  * MODE:
  *   read   open(O_RDONLY) + one read(2) of up to 4096 bytes + close, per operation
@@ -17,6 +17,11 @@
  * With -b, a read that does not return exactly BYTES bytes is an error. With -t, an ls stops
  * listing once SECONDS have passed since the start (for directories too slow to list fully:
  * the line then says complete=0 and how many entries were done in how long).
+ *
+ * A PATH of the form @FILE names a list of paths, one a line: each operation on it (warm-up
+ * included) takes the next path of the list, wrapping around at its end. With a list of
+ * distinct files at least WARMUP + N long, every timed operation is on a file not touched
+ * before (random files of a large vault, for instance).
  *
  * Output, one line per PATH:
  *   path=P ops=N median_us=.. p90_us=.. mean_us=.. min_us=.. [entries=.. complete=0|1]
@@ -34,6 +39,55 @@
 #include <unistd.h>
 
 enum mode { MODE_READ, MODE_STAT, MODE_LS };
+
+/* A PATH argument: one path, or (@FILE) a list used in turn. */
+struct target {
+    const char *name;  /* as given on the command line */
+    char **list;
+    size_t count, next;
+};
+
+static void load_list(struct target *t)
+{
+    FILE *f = fopen(t->name + 1, "r");
+    if (f == NULL) {
+        fprintf(stderr, "readloop: %s: %s\n", t->name + 1, strerror(errno));
+        exit(1);
+    }
+    size_t cap = 0;
+    char *line = NULL;
+    size_t len = 0;
+    ssize_t got;
+    while ((got = getline(&line, &len, f)) > 0) {
+        if (line[got - 1] == '\n')
+            line[--got] = 0;
+        if (got == 0)
+            continue;
+        if (t->count == cap) {
+            cap = cap ? cap * 2 : 1024;
+            t->list = realloc(t->list, cap * sizeof *t->list);
+            if (t->list == NULL)
+                exit(1);
+        }
+        t->list[t->count++] = strdup(line);
+    }
+    free(line);
+    fclose(f);
+    if (t->count == 0) {
+        fprintf(stderr, "readloop: %s: no paths\n", t->name + 1);
+        exit(1);
+    }
+}
+
+/* The path of the next operation on t. */
+static const char *next_path(struct target *t)
+{
+    if (t->list == NULL)
+        return t->name;
+    const char *p = t->list[t->next];
+    t->next = (t->next + 1) % t->count;
+    return p;
+}
 
 static double now_us(void)
 {
@@ -128,7 +182,7 @@ static int one_op(enum mode m, const char *path, long *entries)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: readloop read|stat|ls [-n N] [-r ROUNDS] [-w WARMUP] [-c LIMIT] [-b BYTES] [-t SECONDS] PATH...\n");
+    fprintf(stderr, "usage: readloop read|stat|ls [-n N] [-r ROUNDS] [-w WARMUP] [-c LIMIT] [-b BYTES] [-t SECONDS] PATH|@LIST...\n");
     exit(2);
 }
 
@@ -166,7 +220,14 @@ int main(int argc, char *argv[])
         usage();
     if (rounds > n)
         rounds = n;
-    char **paths = argv + optind;
+    struct target *paths = calloc((size_t)npaths, sizeof *paths);
+    if (!paths)
+        return 1;
+    for (int p = 0; p < npaths; p++) {
+        paths[p].name = argv[optind + p];
+        if (paths[p].name[0] == '@')
+            load_list(&paths[p]);
+    }
     if (budget > 0)
         deadline_us = now_us() + budget * 1e6;
 
@@ -183,9 +244,10 @@ int main(int argc, char *argv[])
 
     for (int p = 0; p < npaths; p++) {
         for (long i = 0; i < warmup; i++) {
-            int err = one_op(m, paths[p], &entries[p]);
+            const char *path = next_path(&paths[p]);
+            int err = one_op(m, path, &entries[p]);
             if (err) {
-                fprintf(stderr, "readloop: %s %s: %s\n", argv[1], paths[p], strerror(err));
+                fprintf(stderr, "readloop: %s %s: %s\n", argv[1], path, strerror(err));
                 return 1;
             }
         }
@@ -194,11 +256,12 @@ int main(int argc, char *argv[])
         long share = n / rounds + (r < n % rounds ? 1 : 0);
         for (int p = 0; p < npaths; p++) {
             for (long i = 0; i < share; i++) {
+                const char *path = next_path(&paths[p]);
                 double t0 = now_us();
-                int err = one_op(m, paths[p], &entries[p]);
+                int err = one_op(m, path, &entries[p]);
                 double t1 = now_us();
                 if (err) {
-                    fprintf(stderr, "readloop: %s %s: %s\n", argv[1], paths[p], strerror(err));
+                    fprintf(stderr, "readloop: %s %s: %s\n", argv[1], path, strerror(err));
                     return 1;
                 }
                 samples[p][count[p]++] = t1 - t0;
@@ -213,7 +276,7 @@ int main(int argc, char *argv[])
         for (long i = 0; i < c; i++)
             sum += s[i];
         qsort(s, (size_t)c, sizeof *s, cmp_double);
-        printf("path=%s ops=%ld median_us=%.2f p90_us=%.2f mean_us=%.2f min_us=%.2f", paths[p], c,
+        printf("path=%s ops=%ld median_us=%.2f p90_us=%.2f mean_us=%.2f min_us=%.2f", paths[p].name, c,
                percentile(s, (size_t)c, 50), percentile(s, (size_t)c, 90), sum / (double)c, s[0]);
         if (m == MODE_LS)
             printf(" entries=%ld complete=%d", entries[p], !incomplete);

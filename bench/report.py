@@ -2,7 +2,7 @@
 """Turns bench/run.sh's figures into the printed results table, docs/performance.md and the
 read-latency plot. Run by bench/run.sh with Debian's python3 (python3-matplotlib).
 
-  report.py --results FILE --inproc FILE [--doc MD --plot PNG [--analysis MD]]
+  report.py --results FILE --inproc FILE [--doc MD --plot PNG [--scale-plot PNG] [--analysis MD]]
 """
 import argparse
 import os
@@ -14,6 +14,7 @@ ap.add_argument("--results", required=True)
 ap.add_argument("--inproc", required=True)
 ap.add_argument("--doc")
 ap.add_argument("--plot")
+ap.add_argument("--scale-plot")
 ap.add_argument("--analysis")
 args = ap.parse_args()
 
@@ -57,11 +58,17 @@ def ratio(a, b):
 
 
 def grouped(n):
-    return f"{int(n):,}"
+    return "-" if n != n else f"{int(n):,}"
 
 
-big = int(num("big_items"))
-small = int(num("known_small"))
+def inum(key):
+    x = num(key)
+    return int(x) if x == x else 0
+
+
+have_main = "vault_items" in r  # not with --scale-only
+big = inum("big_items")
+small = inum("known_small")
 mid = big // 2
 
 # ------------------------------------------------------------------ in-process figures
@@ -101,9 +108,9 @@ def verdict(ok):
 
 
 rows = []  # figure, value, baseline, ratio, target
-wide = int(num("wide_items"))
-per_service = int(num("per_service"))
-items_total = int(num("vault_items"))
+wide = inum("wide_items")
+per_service = inum("per_service") or 1
+items_total = inum("vault_items")
 rows.append(("open+read+close, keychainfs default (median)", us(read_kcfs),
              f"minfs {us(read_minfs)}", ratio(read_kcfs, read_minfs), f"<= 1.3x: {verdict(target_met)}"))
 rows.append(("open+read+close, keychainfs default (p90)", us(num("read.kcfs.p90_us")),
@@ -235,21 +242,97 @@ fs_table = md_table(["filesystem", "read median", "read p90", "read vs minfs", "
 summary = (f"Headline: keychainfs default-mode open+read+close is {headline:.2f}x minfs "
            f"(target 1.3x: {verdict(target_met)}).")
 
+# ------------------------------------------------------------------ scaling
+scale_sizes = [int(x) for x in r.get("scale_sizes", "").split()]
+scale_sizes = [n for n in scale_sizes if f"scale.{n}.socket_rate" in r or f"scale.{n}.fill_rate" in r]
+
+
+def sc(n, key):
+    return num(f"scale.{n}.{key}")
+
+
+def with_ratio(text, a, b):
+    return text if a != a or b != b or b == 0 else f"{text} ({a / b:.2f}x)"
+
+
+def kib_mib(x):
+    return "-" if x != x else f"{x / 1024:.1f} MiB"
+
+
+def bytes_per_item(n):
+    return (sc(n, "vault_bytes") + (sc(n, "wal_bytes") if sc(n, "wal_bytes") == sc(n, "wal_bytes") else 0)) / n
+
+
+scale_table = scale_table2 = scale_summary = ""
+if scale_sizes:
+    first, last = scale_sizes[0], scale_sizes[-1]
+    srows = []
+    for n in scale_sizes:
+        srows.append((grouped(n),
+                      f"{grouped(sc(n, 'fill_items'))} in {sc(n, 'fill_step_seconds'):.1f} s",
+                      rate(sc(n, "fill_rate")),
+                      f"{us(sc(n, 'read_random.median_us'))} / {us(sc(n, 'read_random.p90_us'))}",
+                      us(sc(n, "read_fixed.median_us")),
+                      f"{us(sc(n, 'read_minfs.median_us'))} / {us(sc(n, 'read_minfs.p90_us'))}",
+                      ratio(sc(n, "read_random.median_us"), sc(n, "read_minfs.median_us")),
+                      ratio(sc(n, "read_fixed.median_us"), sc(n, "read_minfs.median_us")),
+                      with_ratio(rate(sc(n, "socket_rate")), sc(n, "socket_rate"), sc(first, "socket_rate")),
+                      with_ratio(rate(sc(n, "find_rate")), sc(n, "find_rate"), sc(first, "find_rate"))))
+    scale_table = md_table(["items", "fill step (added)", "fill add/s", "read random: median / p90", "read s0/a0",
+                            "minfs: median / p90", "random vs minfs", "s0/a0 vs minfs",
+                            f"socket lookups (vs {grouped(first)})", f"in-process find (vs {grouped(first)})"],
+                           srows, ["r", "r", "r", "r", "r", "r", "r", "r", "r", "r"])
+    srows2 = []
+    for n in scale_sizes:
+        srows2.append((grouped(n),
+                       with_ratio(ms(sc(n, "daemon_start_ms")), sc(n, "daemon_start_ms"), sc(first, "daemon_start_ms")),
+                       with_ratio(ms(sc(n, "unlock_ms")), sc(n, "unlock_ms"), sc(first, "unlock_ms")),
+                       with_ratio(ms(sc(n, "mount_ms")), sc(n, "mount_ms"), sc(first, "mount_ms")),
+                       with_ratio(ms(sc(n, "lock_ms")), sc(n, "lock_ms"), sc(first, "lock_ms")),
+                       with_ratio(ms(sc(n, "status_ms")), sc(n, "status_ms"), sc(first, "status_ms")),
+                       kib_mib(sc(n, "rss_mounted_kib")), kib_mib(sc(n, "rss_kib")), kib_mib(sc(n, "hwm_kib")),
+                       f"{sc(n, 'vault_bytes') / 1048576:.1f} MiB", f"{bytes_per_item(n):.0f}"))
+    scale_table2 = md_table(["items", "daemon start", "unlock", "mount", "lock", "status --json",
+                             "daemon RSS mounted", "RSS after reads + lookups", "peak (VmHWM)", "vault file",
+                             "bytes/item"],
+                            srows2, ["r"] * 11)
+    scale_summary = (f"At {grouped(last)} items: daemon peak memory {kib_mib(sc(last, 'hwm_kib'))} (VmHWM; "
+                     f"{kib_mib(sc(first, 'hwm_kib'))} at {grouped(first)}), resident {kib_mib(sc(last, 'rss_kib'))} "
+                     f"after the reads and lookups; vault {bytes_per_item(last):.0f} bytes per item; "
+                     f"open+read+close of a random file {us(sc(last, 'read_random.median_us'))} "
+                     f"({ratio(sc(last, 'read_random.median_us'), sc(last, 'read_minfs.median_us'))} minfs, "
+                     f"{ratio(sc(last, 'read_random.median_us'), sc(first, 'read_random.median_us'))} the "
+                     f"{grouped(first)}-item figure); socket lookups {rate(sc(last, 'socket_rate'))} "
+                     f"({ratio(sc(last, 'socket_rate'), sc(first, 'socket_rate'))} the {grouped(first)}-item rate).")
+
 print()
 print(f"keychainfs benchmark ({r.get('mode', '?')} run, {r.get('machine_date', '?')}, "
       f"{r.get('machine_nproc', '?')} cores, kernel {r.get('machine_kernel', '?')}, commit {r.get('machine_commit', '?')})")
+if have_main:
+    print()
+    print(main_table)
+    print()
+    print(fs_table)
+if scale_sizes:
+    print()
+    print(f"Scaling to {grouped(scale_sizes[-1])} items (one vault grown step by step; services of "
+          f"{grouped(num('scale_per_service'))}):")
+    print()
+    print(scale_table)
+    print()
+    print(scale_table2)
 print()
-print(main_table)
-print()
-print(fs_table)
-print()
-print(summary)
+if have_main:
+    print(summary)
+if scale_sizes:
+    print(scale_summary)
 print(f"Run time: {num('total_seconds'):.0f} s in all (build {num('build_seconds'):.0f} s, "
-      f"measurements {num('measure_seconds'):.0f} s).")
+      f"measurements {num('measure_seconds'):.0f} s" +
+      (f", of which scaling {num('scale_total_seconds'):.0f} s)." if scale_sizes else ")."))
 
 # ------------------------------------------------------------------ plot
 plot_names = [(k, label) for k, label in fs_names if k != "kcfs_big"]
-if args.plot:
+if args.plot and have_main:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -281,6 +364,56 @@ if args.plot:
     fig.tight_layout()
     fig.savefig(args.plot, dpi=110)
 
+if args.scale_plot and scale_sizes:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs = scale_sizes
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    series = [("read_random.median_us", "keychainfs, random file (median)", "#dd8452", "o", "-"),
+              ("read_random.p90_us", "keychainfs, random file (p90)", "#dd8452", "", ":"),
+              ("read_fixed.median_us", "keychainfs, one file again and again (median)", "#c44e52", "s", "-"),
+              ("read_minfs.median_us", "minfs, same run (median)", "#4c72b0", "^", "--")]
+    top = 0
+    for key, label, color, marker, style in series:
+        ys = [sc(n, key) for n in xs]
+        top = max([top] + [y for y in ys if y == y])
+        ax1.plot(xs, ys, marker=marker or None, linestyle=style, color=color, label=label)
+    minfs_all = sorted(y for y in (sc(n, "read_minfs.median_us") for n in xs) if y == y)
+    if minfs_all:
+        ref = minfs_all[len(minfs_all) // 2]
+        ax1.axhline(ref, color="#4c72b0", linewidth=0.8, alpha=0.5)
+        ax1.axhline(ref * 1.3, color="#4c72b0", linewidth=0.8, linestyle="-.", alpha=0.7,
+                    label="1.3x minfs (median over sizes)")
+    ax1.set_xscale("log")
+    ax1.set_ylim(0, top * 1.15 if top else 1)
+    ax1.set_xlabel("items in the vault")
+    ax1.set_ylabel("microseconds")
+    ax1.set_title("open + read + close through the mount", fontsize=10)
+    ax1.legend(fontsize=7, loc="upper left")
+    top = 0
+    for key, label, color, marker in (("socket_rate", "through the daemon's socket, 1 client", "#55a868", "o"),
+                                      ("find_rate", "in process (Vault.copyMatching)", "#8172b2", "s")):
+        ys = [sc(n, key) for n in xs]
+        top = max([top] + [y for y in ys if y == y])
+        ax2.plot(xs, ys, marker=marker, color=color, label=label)
+    ax2.set_xscale("log")
+    ax2.set_ylim(0, top * 1.15 if top else 1)
+    ax2.set_xlabel("items in the vault")
+    ax2.set_ylabel("lookups per second (r_Data, random items)")
+    ax2.set_title("lookups", fontsize=10)
+    ax2.legend(fontsize=7, loc="lower left")
+    for ax in (ax1, ax2):
+        ax.set_xticks(xs)
+        ax.set_xticklabels([f"{n:,}" for n in xs], fontsize=8)
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.grid(True, which="major", alpha=0.3)
+    fig.suptitle(f"keychainfs against item count, same run: {r.get('machine_nproc', '?')} cores, "
+                 f"{r.get('machine_date', '?')} ({r.get('mode', '?')} run)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(args.scale_plot, dpi=110)
+
 # ------------------------------------------------------------------ the document
 if args.doc:
     analysis = ""
@@ -291,7 +424,29 @@ if args.doc:
     kdf = f"Argon2id {m.group(1)} ({m.group(2)} passes, {int(m.group(3).replace(',', '')) >> 20} MiB)" if m else "Argon2id"
     kdf_mib = int(m.group(3).replace(',', '')) >> 20 if m else 64
     plot_name = os.path.basename(args.plot) if args.plot else "performance-read-latency.png"
+    scale_plot_name = os.path.basename(args.scale_plot) if args.scale_plot else "performance-scale.png"
     mode = r.get("mode", "?")
+    scale_largest = grouped(scale_sizes[-1]) if scale_sizes else "-"
+    if scale_sizes:
+        scale_md = f"""## Scaling to {scale_largest} items
+
+One vault (`scale.vault`, `--kdf interactive`) grown step by step to {", ".join(grouped(n) for n in scale_sizes)}
+generic passwords `s<i/{inum('scale_per_service')}>/a<i>` (services of {grouped(num('scale_per_service'))} accounts, 32-byte
+secrets, WhenUnlocked) with the in-process fill, its daemon stopped; at each size its daemon is
+started, unlocked and the vault mounted, then measured, locked and stopped. Read latency is
+compared with minfs read in the same loop at the same size; lookup rates with the
+{grouped(scale_sizes[0])}-item figure; daemon start, unlock, mount, lock and `status` with theirs.
+
+**{scale_summary}**
+
+{scale_table}
+
+{scale_table2}
+
+![read latency and lookups against item count]({scale_plot_name})
+"""
+    else:
+        scale_md = "## Scaling\n\n(not measured in this run: `--no-scale`)\n"
     doc = f"""# Performance
 
 Figures from `bench/run.sh` (PRODUCT 10; the Benchmark sections of issues 3 and 5). Every
@@ -300,29 +455,40 @@ comparison is a ratio inside one run on one machine, because the machine is nois
 keychainfs where possible. The tables and the plot are rewritten by each run of the script.
 
 - Run: {mode} (`bench/run.sh{' --quick' if mode == 'quick' else ''}`), {r.get('machine_date', '?')}; {num('total_seconds'):.0f} s in all
-  (build {num('build_seconds'):.0f} s, measurements {num('measure_seconds'):.0f} s)
+  (build {num('build_seconds'):.0f} s, measurements {num('measure_seconds'):.0f} s{f", of which the scaling to {scale_largest} items {num('scale_total_seconds'):.0f} s" if scale_sizes else ""})
 - Machine: {r.get('machine_nproc', '?')} cores ({r.get('machine_cpu', '?')}), Linux {r.get('machine_kernel', '?')},
   load average at the start {r.get('machine_load', '?')}; {r.get('machine_swift', '?')}; libfuse {r.get('machine_libfuse', '?')}
 - Code: commit {r.get('machine_commit', '?')}; release build of {r.get('binary_date', '?')}
 - Vault: {grouped(items_total)} generic passwords, all WhenUnlocked with 32-byte secrets, `--kdf interactive`:
   `big/user0` .. `big/user{big - 1}` (one service of {grouped(big)}), `w0/a0` .. (the "wide" layout:
-  {grouped(wide)} accounts in services of {per_service}), and `bench/secret`
+  {grouped(wide)} accounts in services of {per_service}), and `bench/secret`; for the scaling, a second
+  vault grown to {scale_largest} items (below)
 
-**{summary}**
+**{summary}**{chr(10) * 2 + "**" + scale_summary + "**" if scale_sizes else ""}
 
 ## Reproduce
 
 ```sh
-bench/run.sh            # full: 100,000 accounts in one service and 100,000 in services of 100
-bench/run.sh --quick    # 10,000 of each and fewer iterations: under two minutes
-bench/run.sh --items N  # another size; --no-doc leaves this file alone; --keep keeps the temp dir
+bench/run.sh                 # full: 100,000 accounts in one service and 100,000 in services of 100,
+                             # then a second vault grown to 1,000,000 items (about 15 minutes)
+bench/run.sh --quick         # 10,000 of each, fewer iterations, growth to 100,000: a few minutes
+bench/run.sh --items N       # another size for the first part
+bench/run.sh --scale-max N   # grow the scaling vault to N items (1,000, 10,000, ... below N, then N)
+bench/run.sh --no-scale      # the first part only; --scale-only: the scaling only (no page written)
+bench/run.sh --no-doc        # leave this page and its plots alone; --keep keeps the temp dir
+KEYCHAINFS_BENCH_SCRATCH=/tmp/my-build bench/run.sh   # another SwiftPM scratch path
+bench/run.sh --no-build      # the binaries already in the scratch path, as they are
+bench/run.sh --source DIR    # build from another checkout, e.g. `git worktree add DIR HEAD`
 ```
 
 As root on Debian 12 with Swift at `/opt/swift` and `/dev/fuse`. The script installs what it
 misses with apt-get (libfuse3, libsodium, SQLite, `hyperfine`, `bc`, `python3-matplotlib`), builds
 `keychainfs` and `keychainfs-bench` in release with `--scratch-path ${{KEYCHAINFS_BENCH_SCRATCH:-/tmp/perf-build}}`,
 compiles `bench/minfs.c` and `bench/readloop.c`, and undoes every mount, daemon and temporary
-file on exit, also when interrupted. `bench/report.py` turns the figures into this page.
+file on exit, also when interrupted. `bench/report.py` turns the figures into this page and
+its two plots (`{plot_name}`, `{scale_plot_name}`). The first part and
+the scaling use separate vaults and daemons; the scaling's fill of {scale_largest} items dominates its time
+(the fill rate is in the table).
 
 ## Results
 
@@ -334,6 +500,7 @@ file on exit, also when interrupted. `bench/report.py` turns the figures into th
 
 ![read latency per filesystem]({plot_name})
 
+{scale_md}
 ## In-process (`keychainfs-bench --quick`, same run)
 
 KeychainCore alone, no daemon or socket; {kdf}. Rates are operations per second.
@@ -393,6 +560,19 @@ find 6.0k / 5.9k / 5.7k/s, unlock ~84-98 ms and passphrase change ~170-184 ms fl
   for `bench/secret`, or for random accounts of `big`.
 - **fill**: `keychainfs-bench fill` adds the items with `Vault.addAll` (batches of 10,000) to the
   vault file before the daemon opens it.
+- **scaling**: at each size, `keychainfs-bench fill --start K --finds F` adds the items from the
+  previous size on (so the vault grows, it is not refilled; "fill step" is the whole process,
+  Argon2id unlock included, "fill add/s" the rate inside `addAll`), then looks up
+  {grouped(num('scale_finds'))} random items of the whole vault in process with `r_Data`
+  ("in-process find"). The vault file's size after the fill closed it (WAL checkpointed)
+  divided by the items is "bytes/item". Then: `lock-keychain` (starts the daemon: "daemon
+  start"), `unlock-keychain` (Argon2id and the CLI's process start included), `status --json`,
+  `mount`; `readloop read` with a list of distinct random existing files (`@LIST`: each file
+  read once, so each open also makes the kernel look the name up), next to `s0/a0` read over
+  and over and minfs's file, in 5 interleaved rounds; `keychainfs-bench socket --per-service`
+  from 1 client for {r.get('scale_seconds_socket', '?')} s over random items of the whole vault; the daemon's
+  VmRSS after the mount and after the reads and lookups, and VmHWM (its peak, which includes
+  Argon2id's {kdf_mib} MiB during the unlock); then `lock-keychain` ("lock"), `unmount`, `stop`.
 """
     open(args.doc, "w").write(doc)
     print(f"wrote {args.doc}" + (f" and {args.plot}" if args.plot else ""))

@@ -1,15 +1,18 @@
 // Extra modes of keychainfs-bench, used by bench/run.sh:
 //
 //   keychainfs-bench fill   --vault PATH --service S --count N [--prefix P] [--per-service M]
-//                           [--group G] [--batch B]
-//   keychainfs-bench socket --vault PATH --service S (--account A | --accounts N [--prefix P])
-//                           [--clients C] [--seconds T]
+//                           [--group G] [--batch B] [--start K] [--finds F]
+//   keychainfs-bench socket --vault PATH --service S (--account A | --accounts N [--prefix P]
+//                           [--per-service M]) [--clients C] [--seconds T]
 //
 // `fill` opens a vault file that no daemon is serving, unlocks it with the passphrase on standard
 // input (one line) and adds N WhenUnlocked generic passwords `S`/`P0`..`P(N-1)` (32-byte secrets)
 // with `Vault.addAll`, in batches, in the access group G (default "default", the group that
 // create-keychain makes). With --per-service M the items are spread over services S0, S1, ...
-// with M accounts each (item i is S<i/M>/P<i>). The device key is the default one (`$KEYCHAINFS_DEVICE_KEY`).
+// with M accounts each (item i is S<i/M>/P<i>). With --start K the items are K .. K+N-1, so that
+// a vault can be grown step by step. With --finds F it then looks up F random items of
+// 0 .. K+N-1 in process (copyMatching with r_Data, secrets checked) and reports their rate.
+// The device key is the default one (`$KEYCHAINFS_DEVICE_KEY`).
 //
 // `socket` measures SecItemCopyMatching through the daemon: C threads, each with its own
 // connection (`DaemonClient.connect`), send `copyMatching` requests with `r_Data` for T seconds
@@ -32,6 +35,8 @@ struct ModeOptions {
     var group = "default"
     var batch = 10_000
     var perService = 0
+    var start = 0
+    var finds = 0
     var clients = 1
     var seconds = 3.0
 }
@@ -62,6 +67,10 @@ func parseModeOptions(_ args: [String], usage: String) -> ModeOptions {
         case "--group": o.group = value(a)
         case "--batch": o.batch = positive(a)
         case "--per-service": o.perService = positive(a)
+        case "--start":
+            guard let k = Int(value(a).filter { $0 != "_" && $0 != "," }), k >= 0 else { fail("--start: not a number: \(args[i])") }
+            o.start = k
+        case "--finds": o.finds = positive(a)
         case "--clients": o.clients = positive(a)
         case "--seconds":
             guard let s = Double(value(a)), s > 0 else { fail("--seconds: not a positive number") }
@@ -86,7 +95,7 @@ func readPassphraseLine() -> SecureBytes {
 }
 
 /// The 32 secret bytes of fill item `i`.
-func fillSecret(_ i: Int) -> SecureBytes {
+func fillSecretBytes(_ i: Int) -> [UInt8] {
     var g = SplitMix64(state: UInt64(truncatingIfNeeded: i) &* 0x9E37_79B9_7F4A_7C15 ^ 0xF1F1)
     var out: [UInt8] = []
     out.reserveCapacity(32)
@@ -94,20 +103,33 @@ func fillSecret(_ i: Int) -> SecureBytes {
         var w = g.next()
         for _ in 0..<8 { out.append(UInt8(truncatingIfNeeded: w)); w >>= 8 }
     }
+    return out
+}
+
+func fillSecret(_ i: Int) -> SecureBytes {
+    var out = fillSecretBytes(i)
     defer { wipeBytes(&out) }
     return SecureBytes(copying: out)
+}
+
+/// The service of fill item `i`: S, or S<i/M> with --per-service M.
+func fillService(_ i: Int, _ o: ModeOptions) -> String {
+    o.perService > 0 ? o.service + String(i / o.perService) : o.service
 }
 
 // MARK: fill
 
 let fillUsage = """
     usage: keychainfs-bench fill --vault PATH --service S --count N [--prefix P] [--per-service M]
-                                 [--group G] [--batch B]
+                                 [--group G] [--batch B] [--start K] [--finds F]
 
     Adds N WhenUnlocked generic passwords S/P0 .. S/P(N-1) (32-byte secrets) to a vault that no
     daemon is serving, with Vault.addAll in batches of B (default 10000), in access group G
     (default "default"). With --per-service M, item i goes to service S<i/M> instead of S.
-    The passphrase is one line of standard input.
+    With --start K the items added are K .. K+N-1 (growing a vault filled before up to K).
+    With --finds F, F lookups (copyMatching with r_Data) of random items 0 .. K+N-1 follow in
+    the same process, and their rate is printed (find_rate). The passphrase is one line of
+    standard input.
     """
 
 func fillMode(_ args: [String]) {
@@ -129,9 +151,8 @@ func fillMode(_ args: [String]) {
             let n = min(o.batch, o.count - done)
             var batch: [(attributes: Attributes, secret: SecureBytes?)] = []
             batch.reserveCapacity(n)
-            for i in done..<(done + n) {
-                let service = o.perService > 0 ? o.service + String(i / o.perService) : o.service
-                batch.append((["class": "genp", "svce": .string(service), "acct": .string(o.prefix + String(i)),
+            for i in (o.start + done)..<(o.start + done + n) {
+                batch.append((["class": "genp", "svce": .string(fillService(i, o)), "acct": .string(o.prefix + String(i)),
                                "pdmn": "ak"], fillSecret(i)))
             }
             let t0 = monotonic()
@@ -141,10 +162,30 @@ func fillMode(_ args: [String]) {
             batch.removeAll()
             emit("fill: \(grouped(done)) / \(grouped(o.count))", fd: 2)
         }
-        vault.lock()
         let total = monotonic() - started
+        var findFigures = ""
+        if o.finds > 0 {
+            // Random items of the whole vault, queries built before the clock starts.
+            let items = o.start + o.count
+            var rng = SplitMix64(state: 0xF1D5 &+ UInt64(items))
+            let sample = (0..<o.finds).map { _ in rng.below(items) }
+            let queries: [Attributes] = sample.map {
+                ["class": "genp", "svce": .string(fillService($0, o)), "acct": .string(o.prefix + String($0)), "r_Data": true]
+            }
+            var wrong = 0
+            let t0 = monotonic()
+            for (k, q) in queries.enumerated() {
+                let r = try vault.copyMatching(q, accessGroups: [o.group])
+                let ok = r.value?.data?.withUnsafeBytes { Array($0) == fillSecretBytes(sample[k]) } ?? false
+                if !ok { wrong += 1 }
+            }
+            let seconds = monotonic() - t0
+            if wrong > 0 { fail("find: \(wrong) of \(o.finds) lookups returned a wrong secret") }
+            findFigures = " find_ops=\(o.finds) find_seconds=\(plain(seconds, 3)) find_rate=\(plain(Double(o.finds) / seconds, 0))"
+        }
+        vault.lock()
         emit("fill_items=\(o.count) fill_seconds=\(plain(total, 3)) fill_addall_seconds=\(plain(inAddAll, 3)) "
-             + "fill_rate=\(plain(Double(o.count) / inAddAll, 0))")
+             + "fill_rate=\(plain(Double(o.count) / inAddAll, 0))" + findFigures)
     } catch {
         fail("fill failed: \(describe(error))")
     }
@@ -153,12 +194,13 @@ func fillMode(_ args: [String]) {
 // MARK: socket
 
 let socketUsage = """
-    usage: keychainfs-bench socket --vault PATH --service S (--account A | --accounts N [--prefix P])
-                                   [--clients C] [--seconds T]
+    usage: keychainfs-bench socket --vault PATH --service S (--account A | --accounts N [--prefix P]
+                                   [--per-service M]) [--clients C] [--seconds T]
 
     C threads (default 1), each with its own connection to the vault's running daemon, send
-    copyMatching requests with r_Data for S/A (or S/P<random below N>) for T seconds (default 3)
-    and check that each answer holds a secret. Prints lookups per second and per-request latency.
+    copyMatching requests with r_Data for S/A (or S/P<random i below N>; with --per-service M,
+    S<i/M>/P<i>, the layout of fill --per-service) for T seconds (default 3) and check that each
+    answer holds a secret. Prints lookups per second and per-request latency.
     """
 
 /// One client thread's work and results; written by its thread only, read after the join.
@@ -168,6 +210,7 @@ final class SocketWorker: @unchecked Sendable {
     let account: String?
     let accounts: Int
     let prefix: String
+    let perService: Int
     let start: Double
     let end: Double
     let seed: UInt64
@@ -182,6 +225,7 @@ final class SocketWorker: @unchecked Sendable {
         self.account = o.account
         self.accounts = o.accounts
         self.prefix = o.prefix
+        self.perService = o.perService
         self.start = start
         self.end = start + o.seconds
         self.seed = seed
@@ -202,8 +246,11 @@ final class SocketWorker: @unchecked Sendable {
         latencies.reserveCapacity(200_000)
         while monotonic() < start { usleep(200) }
         while true {
-            let query = fixedQuery
-                ?? ["class": "genp", "svce": .string(service), "acct": .string(prefix + String(rng.below(accounts))), "r_Data": true]
+            let query = fixedQuery ?? {
+                let i = rng.below(accounts)
+                let s = perService > 0 ? service + String(i / perService) : service
+                return ["class": "genp", "svce": .string(s), "acct": .string(prefix + String(i)), "r_Data": true]
+            }()
             let t0 = monotonic()
             if t0 >= end { break }
             do {
