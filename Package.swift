@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
         .library(name: "Security", targets: ["Security"]),
+        .library(name: "KeychainProtocol", targets: ["KeychainProtocol"]),
         .executable(name: "keychainfs", targets: ["keychainfs"]),
         .executable(name: "keychainfs-bench", targets: ["keychainfs-bench"]),
     ],

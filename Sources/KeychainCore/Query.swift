@@ -22,8 +22,9 @@ struct ReturnKeys: Equatable {
     var count: Int { [data, attributes, persistentRef, ref].filter { $0 }.count }
 }
 
-/// A query dictionary parsed and checked against Apple's rules (PRODUCT 3).
-struct ParsedQuery {
+/// A query dictionary parsed and checked against Apple's rules (PRODUCT 3). Public so a caller
+/// holding a query decoded from the socket can check it without a vault.
+public struct ParsedQuery {
     var itemClass: ItemClass
     /// Normalised attribute filters other than `agrp`, `sync` and `pdmn`.
     var filters: Attributes = [:]
@@ -35,12 +36,12 @@ struct ParsedQuery {
     var returns = ReturnKeys()
     var persistentRef: PersistentRef?
 
-    enum Operation { case search, update, delete }
+    public enum Operation: CaseIterable, Sendable { case search, update, delete }
 
     /// Parses a search, update or delete query.
     /// - Throws: `param` for a missing class, bad values or keys the operation does not allow,
     ///   `noSuchClass` for an unknown class, `noSuchAttr` for an attribute the class lacks.
-    init(_ query: Attributes, operation: Operation) throws {
+    public init(_ query: Attributes, operation: Operation) throws {
         var ref: PersistentRef?
         if let value = query["v_PersistentRef"] {
             guard case .data(let bytes) = value, let parsed = PersistentRef(bytes: bytes) else { throw KeychainStatus.param }

@@ -2,7 +2,7 @@ import KeychainCrypto
 
 /// The vault header: format version, KDF parameters, identifiers and the wrapped class and index
 /// keys. Stored as one blob in the `meta` table; its layout is in docs/vault-format.md.
-struct VaultHeader: Equatable {
+public struct VaultHeader: Equatable {
     static let magic: [UInt8] = Array("KCFSVLT".utf8) + [0]
     /// The newest format this build reads and writes.
     static let currentFormat: UInt16 = 1
@@ -35,12 +35,12 @@ struct VaultHeader: Equatable {
     var deviceKeyID: [UInt8]
     var keys: [WrappedKey]
 
-    enum ParseError: Error, Equatable {
+    public enum ParseError: Error, Equatable {
         case notAVault, newerFormat(UInt16), malformed
     }
 
     /// Serialises the header.
-    func encoded() -> [UInt8] {
+    public func encoded() -> [UInt8] {
         var w = ByteWriter()
         w.raw(VaultHeader.magic)
         w.u16(format)
@@ -62,7 +62,7 @@ struct VaultHeader: Equatable {
     }
 
     /// Parses a header, rejecting anything malformed, truncated, over-long or from a newer format.
-    static func parse(_ bytes: [UInt8]) throws -> VaultHeader {
+    public static func parse(_ bytes: [UInt8]) throws -> VaultHeader {
         try bytes.withUnsafeBytes { buf in
             var r = ByteReader(buf)
             do {

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Writes the fuzzers' seed corpus: small valid inputs in each decoder's format.
+
+Run from anywhere: python3 Fuzz/Corpus/generate.py. Formats are those of
+Sources/KeychainCore/ItemCodec.swift (AttributeCoding), Sources/KeychainProtocol/Messages.swift,
+Sources/KeychainCore/VaultHeader.swift and docs/filesystem.md. Files named valid-* must decode;
+Tests/KeychainCoreTests/FuzzRegressionTests.swift checks that they do.
+"""
+import os
+import sqlite3
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def record(attrs):
+    """AttributeCoding: u16 count, then sorted entries of u8 name length, name, u8 tag, value."""
+    out = struct.pack(">H", len(attrs))
+    for name in sorted(attrs):
+        value = attrs[name]
+        key = name.encode()
+        out += struct.pack(">B", len(key)) + key
+        if isinstance(value, bool):
+            out += struct.pack(">BB", 4, 1 if value else 0)
+        elif isinstance(value, int):
+            out += struct.pack(">Bq", 3, value)
+        elif isinstance(value, float):
+            out += struct.pack(">Bd", 5, value)
+        elif isinstance(value, bytes):
+            out += struct.pack(">BI", 2, len(value)) + value
+        else:
+            data = value.encode()
+            out += struct.pack(">BI", 1, len(data)) + data
+    return out
+
+
+def request(op, query={}, changes={}, options={}, secrets=()):
+    out = struct.pack(">HB", 1, op) + record(query) + record(changes) + record(options)
+    out += struct.pack(">B", len(secrets))
+    for s in secrets:
+        out += struct.pack(">I", len(s)) + s
+    return out
+
+
+def response(status, shape, values, info={}):
+    out = struct.pack(">HiBI", 1, status, shape, len(values))
+    for kind, attrs, secret, ref in values:
+        out += struct.pack(">B", kind) + record(attrs)
+        out += struct.pack(">BI", 1, len(secret)) + secret if secret is not None else b"\x00"
+        out += struct.pack(">BI", 1, len(ref)) + ref if ref is not None else b"\x00"
+    return out + record(info)
+
+
+def frame(payload):
+    return struct.pack(">I", len(payload)) + payload
+
+
+def header(keys, passphrase=True):
+    """VaultHeader.encoded(): magic, format, flags, KDF, salt, vault ID, device key ID, keys."""
+    out = b"KCFSVLT\x00" + struct.pack(">HHBQQ", 1, 1 if passphrase else 0, 1, 2, 67108864)
+    out += bytes(range(16)) + bytes(range(16, 32)) + bytes(range(32, 48))
+    out += struct.pack(">B", len(keys))
+    for slot, wrapper, box in keys:
+        out += struct.pack(">BBH", slot, wrapper, len(box)) + box
+    return out
+
+
+def write(target, name, data):
+    os.makedirs(os.path.join(HERE, target), exist_ok=True)
+    with open(os.path.join(HERE, target, name), "wb") as f:
+        f.write(data)
+
+
+SEARCH, UPDATE, DELETE = 0, 1, 2
+REF = b"genp" + bytes(range(16))
+
+write("FuzzQuery", "valid-search-genp", bytes([SEARCH]) + record(
+    {"class": "genp", "svce": "db", "acct": "app", "r_Data": True, "m_Limit": "m_LimitOne"}))
+write("FuzzQuery", "valid-search-inet-all", bytes([SEARCH]) + record(
+    {"class": "inet", "srvr": "example.com", "port": 443, "ptcl": "htps", "sync": "syna",
+     "r_Attributes": 1, "r_PersistentRef": True, "m_Limit": "m_LimitAll", "pdmn": "ak"}))
+write("FuzzQuery", "valid-update-keys", bytes([UPDATE]) + record(
+    {"class": "keys", "atag": b"\x01\x02", "bsiz": 256, "sign": True, "sdat": 700000000.0}))
+write("FuzzQuery", "valid-delete-ref", bytes([DELETE]) + record(
+    {"v_PersistentRef": REF, "agrp": "team", "m_Limit": 5, "u_AuthUI": "u_AuthUIFail"}))
+write("FuzzQuery", "invalid-search-unknown-class", bytes([SEARCH]) + record({"class": "nope"}))
+
+write("FuzzMessages", "valid-ping", frame(request(1)))
+write("FuzzMessages", "valid-add-with-secret", frame(request(
+    5, query={"class": "genp", "svce": "db", "acct": "app", "pdmn": "ck"}, secrets=[b"s3cret"])))
+write("FuzzMessages", "valid-copy-then-update", frame(request(
+    6, query={"class": "genp", "svce": "db", "r_Data": True, "m_Limit": "m_LimitAll"}))
+    + frame(request(7, query={"class": "genp", "svce": "db"}, changes={"labl": "new"},
+                    options={"approved": REF})))
+write("FuzzMessages", "valid-response-items", frame(response(0, 2, [
+    (3, {"svce": "db", "acct": "app", "cdat": 700000000.0}, b"s3cret", REF),
+    (1, {}, b"data", None), (2, {}, None, REF)], info={"locked": False})))
+write("FuzzMessages", "valid-response-error", frame(response(-25300, 0, [])))
+
+write("FuzzFileNames", "plain", b"db")
+write("FuzzFileNames", "escapes", b"a/b%c\x00d")
+write("FuzzFileNames", "dotdot", b"..")
+write("FuzzFileNames", "hidden", b".config")
+write("FuzzFileNames", "escaped-name", b"%2Econfig%25%2F")
+write("FuzzFileNames", "long", b"x" * 300)
+
+box = bytes(72)
+write("FuzzVaultHeader", "valid-minimal", header([]))
+write("FuzzVaultHeader", "valid-keys", header(
+    [(1, 1, box), (2, 3, box), (3, 2, box), (0x10, 1, bytes(80))], passphrase=True))
+write("FuzzVaultHeader", "valid-no-passphrase", header([(3, 2, box), (6, 2, box)], passphrase=False))
+fixture = os.path.join(ROOT, "Tests/KeychainCoreTests/Fixtures/vault-v1/fixture.vault")
+with sqlite3.connect(f"file:{fixture}?mode=ro", uri=True) as db:
+    (blob,) = db.execute("select value from meta where key = 'header'").fetchone()
+write("FuzzVaultHeader", "valid-fixture-v1", bytes(blob))

@@ -1,0 +1,32 @@
+// swift-tools-version:6.0
+// libFuzzer targets for keychainfs's decoders. Kept out of the root package so its build and
+// tests are unchanged; scripts/fuzz.sh builds these with `-sanitize=fuzzer,address`.
+import PackageDescription
+
+let package = Package(
+    name: "keychainfs-fuzz",
+    dependencies: [.package(name: "keychainfs", path: "..")],
+    targets: [
+        // Declares libFuzzer's LLVMFuzzerRunDriver; the library itself comes with -sanitize=fuzzer.
+        .systemLibrary(name: "CLibFuzzer"),
+        // runFuzzer and require, shared by the four targets.
+        .target(name: "FuzzSupport", dependencies: ["CLibFuzzer"]),
+        // Wire bytes -> AttributeCoding -> ParsedQuery (search, update or delete).
+        .executableTarget(name: "FuzzQuery", dependencies: ["FuzzSupport",
+            .product(name: "KeychainCore", package: "keychainfs"),
+        ]),
+        // Frames on a socket pair -> Request.decode and Response.decode.
+        .executableTarget(name: "FuzzMessages", dependencies: ["FuzzSupport",
+            .product(name: "KeychainProtocol", package: "keychainfs"),
+            .product(name: "KeychainCore", package: "keychainfs"),
+        ]),
+        // FileNames.escape / unescape round trips, at the top level and below it.
+        .executableTarget(name: "FuzzFileNames", dependencies: ["FuzzSupport",
+            .product(name: "KeychainCore", package: "keychainfs"),
+        ]),
+        // VaultHeader.parse, and encoded() of whatever parses.
+        .executableTarget(name: "FuzzVaultHeader", dependencies: ["FuzzSupport",
+            .product(name: "KeychainCore", package: "keychainfs"),
+        ]),
+    ]
+)
