@@ -289,16 +289,20 @@ if scale_sizes:
                        with_ratio(ms(sc(n, "unlock_ms")), sc(n, "unlock_ms"), sc(first, "unlock_ms")),
                        with_ratio(ms(sc(n, "mount_ms")), sc(n, "mount_ms"), sc(first, "mount_ms")),
                        with_ratio(ms(sc(n, "lock_ms")), sc(n, "lock_ms"), sc(first, "lock_ms")),
-                       with_ratio(ms(sc(n, "status_ms")), sc(n, "status_ms"), sc(first, "status_ms")),
                        kib_mib(sc(n, "rss_mounted_kib")), kib_mib(sc(n, "rss_kib")), kib_mib(sc(n, "hwm_kib")),
+                       with_ratio(ms(sc(n, "status_ms")), sc(n, "status_ms"), sc(first, "status_ms")),
+                       kib_mib(sc(n, "rss_status_kib")), kib_mib(sc(n, "hwm_status_kib")),
                        f"{sc(n, 'vault_bytes') / 1048576:.1f} MiB", f"{bytes_per_item(n):.0f}"))
-    scale_table2 = md_table(["items", "daemon start", "unlock", "mount", "lock", "status --json",
-                             "daemon RSS mounted", "RSS after reads + lookups", "peak (VmHWM)", "vault file",
+    scale_table2 = md_table(["items", "daemon start", "unlock", "mount", "lock",
+                             "daemon RSS mounted", "RSS after reads + lookups", "peak (VmHWM)",
+                             "then status --json", "RSS after status", "peak after status", "vault file",
                              "bytes/item"],
-                            srows2, ["r"] * 11)
+                            srows2, ["r"] * 13)
     scale_summary = (f"At {grouped(last)} items: daemon peak memory {kib_mib(sc(last, 'hwm_kib'))} (VmHWM; "
-                     f"{kib_mib(sc(first, 'hwm_kib'))} at {grouped(first)}), resident {kib_mib(sc(last, 'rss_kib'))} "
-                     f"after the reads and lookups; vault {bytes_per_item(last):.0f} bytes per item; "
+                     f"{kib_mib(sc(first, 'hwm_kib'))} at {grouped(first)}; Argon2id's unlock is most of it), resident "
+                     f"{kib_mib(sc(last, 'rss_kib'))} after the reads and lookups ({kib_mib(sc(first, 'rss_kib'))} at "
+                     f"{grouped(first)}) and {kib_mib(sc(last, 'rss_status_kib'))} after one `status` "
+                     f"(peak {kib_mib(sc(last, 'hwm_status_kib'))}); vault {bytes_per_item(last):.0f} bytes per item; "
                      f"open+read+close of a random file {us(sc(last, 'read_random.median_us'))} "
                      f"({ratio(sc(last, 'read_random.median_us'), sc(last, 'read_minfs.median_us'))} minfs, "
                      f"{ratio(sc(last, 'read_random.median_us'), sc(first, 'read_random.median_us'))} the "
@@ -566,13 +570,15 @@ find 6.0k / 5.9k / 5.7k/s, unlock ~84-98 ms and passphrase change ~170-184 ms fl
   {grouped(num('scale_finds'))} random items of the whole vault in process with `r_Data`
   ("in-process find"). The vault file's size after the fill closed it (WAL checkpointed)
   divided by the items is "bytes/item". Then: `lock-keychain` (starts the daemon: "daemon
-  start"), `unlock-keychain` (Argon2id and the CLI's process start included), `status --json`,
-  `mount`; `readloop read` with a list of distinct random existing files (`@LIST`: each file
+  start"), `unlock-keychain` (Argon2id and the CLI's process start included), `mount`;
+  `readloop read` with a list of distinct random existing files (`@LIST`: each file
   read once, so each open also makes the kernel look the name up), next to `s0/a0` read over
   and over and minfs's file, in 5 interleaved rounds; `keychainfs-bench socket --per-service`
   from 1 client for {r.get('scale_seconds_socket', '?')} s over random items of the whole vault; the daemon's
   VmRSS after the mount and after the reads and lookups, and VmHWM (its peak, which includes
-  Argon2id's {kdf_mib} MiB during the unlock); then `lock-keychain` ("lock"), `unmount`, `stop`.
+  Argon2id's {kdf_mib} MiB during the unlock); then `status --json`, which counts the items
+  per protection class, and the daemon's VmRSS and VmHWM after it; then `lock-keychain`
+  ("lock"), `unmount`, `stop`. The daemon's pid comes from its command line, not from `status`.
 """
     open(args.doc, "w").write(doc)
     print(f"wrote {args.doc}" + (f" and {args.plot}" if args.plot else ""))

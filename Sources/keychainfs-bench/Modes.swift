@@ -157,10 +157,12 @@ func fillMode(_ args: [String]) {
             }
             let t0 = monotonic()
             try vault.addAll(batch, accessGroups: [o.group])
-            inAddAll += monotonic() - t0
+            let t = monotonic() - t0
+            inAddAll += t
             done += n
             batch.removeAll()
-            emit("fill: \(grouped(done)) / \(grouped(o.count))", fd: 2)
+            emit("fill: \(grouped(done)) / \(grouped(o.count)) (items up to \(grouped(o.start + done))): "
+                 + "this batch \(rate(Double(n) / t)) items/s in addAll", fd: 2)
         }
         let total = monotonic() - started
         var findFigures = ""
