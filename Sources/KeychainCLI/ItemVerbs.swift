@@ -165,7 +165,7 @@ enum ItemVerbs {
             } else {
                 Terminal.writeString(1, Output.itemText(vault: ctx.vault, attributes: item.attributes))
                 if ctx.args.has("-g"), let s = item.secret {
-                    let shown = s.withUnsafeBytes { Output.printable(Array($0)).map { "\"\(Output.escape($0))\"" } ?? "0x" + Output.hex(Array($0)) }
+                    let shown = s.withUnsafeBytes { Output.printable(Array($0)).map { "\"\(Output.escape($0))\"" } ?? "0x" + Hex.encode(Array($0)) }
                     Terminal.writeString(2, "password: \(shown)\n")
                 }
             }
@@ -211,7 +211,7 @@ enum ItemVerbs {
                 } else {
                     var text = Output.itemText(vault: ctx.vault, attributes: item.attributes)
                     if let s = item.secret {
-                        text += "data:\n" + s.withUnsafeBytes { Output.printable(Array($0)).map { "\"\(Output.escape($0))\"" } ?? "0x" + Output.hex(Array($0)) } + "\n"
+                        text += "data:\n" + s.withUnsafeBytes { Output.printable(Array($0)).map { "\"\(Output.escape($0))\"" } ?? "0x" + Hex.encode(Array($0)) } + "\n"
                     }
                     Terminal.writeString(1, text)
                 }

@@ -24,9 +24,6 @@ enum Output {
         return "\(y)-\(two(m))-\(two(d))T\(two(secs / 3600)):\(two(secs % 3600 / 60)):\(two(secs % 60))Z"
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-    }
 
     /// Printable UTF-8 without control characters, or nil.
     static func printable(_ bytes: [UInt8]) -> String? {
@@ -39,7 +36,7 @@ enum Output {
     static func text(_ key: String, _ value: AttributeValue) -> String {
         switch value {
         case .string(let s): return "\"\(key)\"<blob>=\"\(escape(s))\""
-        case .data(let d): return "\"\(key)\"<blob>=" + (printable(d).map { "\"\(escape($0))\"" } ?? "0x" + hex(d))
+        case .data(let d): return "\"\(key)\"<blob>=" + (printable(d).map { "\"\(escape($0))\"" } ?? "0x" + Hex.encode(d))
         case .number(let n): return "\"\(key)\"<uint32>=\(n)"
         case .bool(let b): return "\"\(key)\"<uint32>=\(b ? 1 : 0)"
         case .date(let t): return "\"\(key)\"<timedate>=\"\(isoDate(t))\""
@@ -64,7 +61,7 @@ enum Output {
     static func json(_ value: AttributeValue) -> String {
         switch value {
         case .string(let s): return jsonString(s)
-        case .data(let d): return printable(d).map(jsonString) ?? "{\"hex\":\"\(hex(d))\"}"
+        case .data(let d): return printable(d).map(jsonString) ?? "{\"hex\":\"\(Hex.encode(d))\"}"
         case .number(let n): return String(n)
         case .bool(let b): return b ? "true" : "false"
         case .date(let t): return jsonString(isoDate(t))

@@ -133,6 +133,14 @@ final class ItemStore {
         }
     }
 
+    /// The row of one item by its id, whatever its class and group: a point lookup.
+    func item(uuid: [UInt8]) throws -> StoredItem? {
+        let st = try db.prepare("SELECT \(ItemStore.columns) FROM items WHERE uuid = ?")
+        defer { st.reset() }
+        try st.bind(.blob(uuid))
+        return try st.step() ? try row(st) : nil
+    }
+
     /// Inserts an item and its lookup tokens. - Throws: `duplicateItem` on a primary-key clash.
     func insert(_ item: StoredItem, tokens: [[UInt8]]) throws -> Int64 {
         do {

@@ -11,6 +11,9 @@ public struct FileEntry: Sendable {
     public var size: Int
     public var attributes: Attributes
     public var version: Int64
+    /// The sealed row the entry was opened from (small secrets only), so that reading the
+    /// secret later needs no second search; its attributes were checked when it was opened.
+    var row: StoredItem?
 }
 
 extension Vault {
@@ -40,10 +43,54 @@ extension Vault {
                                      account: m.attributes["acct"]?.byteView ?? [],
                                      group: m.attributes["agrp"]?.stringValue ?? "",
                                      protection: item.protection, size: max(0, item.secret.count - AEAD.overhead),
-                                     attributes: m.attributes, version: item.version))
+                                     attributes: m.attributes, version: item.version,
+                                     row: item.secret.count <= Self.rowKeptBelow ? item : nil))
                 return out.count < limit
             }
             return out
+        }
+    }
+
+    /// Sealed secrets up to this size stay with their entries (ciphertext: nothing to wipe).
+    static let rowKeptBelow = 4096
+
+    /// The secret of an entry from `fileEntries`, opened from the row the entry kept: no search.
+    /// The caller must drop entries when their items change (the mount does, on every change
+    /// made through the daemon), or it reads the version the entry was made from.
+    /// - Throws: as `fileSecret(of:accessGroups:approved:)`.
+    public func fileSecret(of entry: FileEntry, accessGroups: [String], approved: Bool = false) throws -> SecureBytes {
+        guard let row = entry.row else { return try fileSecret(of: entry.ref, accessGroups: accessGroups, approved: approved) }
+        return try mutex.withLock {
+            guard accessGroups.contains(entry.group) else { throw KeychainStatus.itemNotFound }
+            let classKey = try availableKey(for: entry.protection)
+            if !approved, let control = entry.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence {
+                throw KeychainStatus.interactionNotAllowed
+            }
+            guard let secret = try? openSecret(row, classKey: classKey) else { throw KeychainStatus.decode }
+            return secret
+        }
+    }
+
+    /// A file's secret by reference: one row read and opened, no query to parse. The mount calls
+    /// this on every open, so it is the engine's shortest path to a secret; it applies the same
+    /// rules as `readSecret`: the caller's groups, the lock, presence approval, damage.
+    /// - Throws: `itemNotFound` (gone, or in a group the caller lacks), `interactionNotAllowed`
+    ///   when locked or gated without approval, `decode` when damaged.
+    public func fileSecret(of ref: PersistentRef, accessGroups: [String], approved: Bool = false) throws -> SecureBytes {
+        try mutex.withLock {
+            guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
+            guard let item = try store.item(uuid: ref.uuid), item.itemClass == ref.itemClass,
+                  accessGroups.contains(where: { IndexToken.group($0, key: indexKey) == item.groupToken })
+            else { throw KeychainStatus.itemNotFound }
+            let classKey = try availableKey(for: item.protection)
+            guard let opened = try? open(item, classKey: classKey, needSecret: true), let secret = opened.secret else {
+                throw KeychainStatus.decode
+            }
+            if !approved, let control = opened.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence {
+                secret.wipe()
+                throw KeychainStatus.interactionNotAllowed
+            }
+            return secret
         }
     }
 

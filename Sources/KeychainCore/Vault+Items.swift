@@ -288,10 +288,7 @@ extension Vault {
 
     /// Opens an item's key, attributes and, when asked, secret. Any failure means damage.
     func open(_ item: StoredItem, classKey: SecureBytes, needSecret: Bool) throws -> Match {
-        let ad = { (part: ItemCodec.Part) in
-            ItemCodec.associatedData(vaultID: self.header.vaultID, uuid: item.uuid, itemClass: item.itemClass,
-                                     protection: item.protection, part: part)
-        }
+        let ad = { (part: ItemCodec.Part) in self.associatedData(item, part) }
         let itemKey = try AEAD.open(item.wrappedKey, key: classKey, associatedData: ad(.itemKey))
         defer { itemKey.wipe() }
         let attributes = try ItemCodec.decode(try AEAD.open(item.attributes, key: itemKey, associatedData: ad(.attributes)))
@@ -303,6 +300,19 @@ extension Vault {
         else { throw KeychainStatus.decode }
         let secret = needSecret ? try AEAD.open(item.secret, key: itemKey, associatedData: ad(.secret)) : nil
         return Match(stored: item, attributes: attributes, secret: secret)
+    }
+
+    /// Opens only an item's key and secret, for a row whose attributes `open` already checked.
+    func openSecret(_ item: StoredItem, classKey: SecureBytes) throws -> SecureBytes {
+        let itemKey = try AEAD.open(item.wrappedKey, key: classKey, associatedData: associatedData(item, .itemKey))
+        defer { itemKey.wipe() }
+        return try AEAD.open(item.secret, key: itemKey, associatedData: associatedData(item, .secret))
+    }
+
+    /// What binds one sealed part to its vault, item, class and protection.
+    func associatedData(_ item: StoredItem, _ part: ItemCodec.Part) -> [UInt8] {
+        ItemCodec.associatedData(vaultID: header.vaultID, uuid: item.uuid, itemClass: item.itemClass,
+                                 protection: item.protection, part: part)
     }
 
     /// Seals an item's parts under a fresh item key.

@@ -51,15 +51,25 @@ final class AuditLog: @unchecked Sendable {
 
     /// Appends one event. `detail` must never hold a secret or an attribute value.
     func record(_ event: String, caller: CallerIdentity?, detail: String = "-") {
+        // Built as bytes: a line is written for every file open, so it must cost little.
+        let tab = UInt8(ascii: "\t")
+        var line: [UInt8] = []
+        line.reserveCapacity(256)
+        let uid = caller.map { String($0.uid) } ?? "-", pid = caller.map { String($0.pid) } ?? "-"
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
         seq += 1
-        let fields = [String(seq), String(time(nil)), caller.map { String($0.uid) } ?? "-",
-                      caller.map { String($0.pid) } ?? "-", Self.clean(event), Self.clean(detail),
-                      Self.clean(caller?.executable ?? "-")]
-        let body = fields.joined(separator: "\t")
-        head = chain(previous: head, body: body)
-        let line = Array((body + "\t" + Self.hex(head) + "\n").utf8)
+        line += String(seq).utf8; line.append(tab)
+        line += String(time(nil)).utf8; line.append(tab)
+        line += uid.utf8; line.append(tab)
+        line += pid.utf8; line.append(tab)
+        Self.appendClean(event, to: &line); line.append(tab)
+        Self.appendClean(detail, to: &line); line.append(tab)
+        Self.appendClean(caller?.executable ?? "-", to: &line)
+        head = KeyedHash.hash(head + line, key: key, length: 32)
+        line.append(tab)
+        line += Hex.encode(head).utf8
+        line.append(UInt8(ascii: "\n"))
         _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     }
 
@@ -91,7 +101,7 @@ final class AuditLog: @unchecked Sendable {
     func headLine() -> (line: Int64, chain: String) {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
-        return (seq, Self.hex(head))
+        return (seq, Hex.encode(head))
     }
 
     /// The whole log's text, for `keychainfs audit`.
@@ -101,25 +111,18 @@ final class AuditLog: @unchecked Sendable {
         KeyedHash.hash(previous + Array(body.utf8), key: key, length: 32)
     }
 
-    /// Tabs, newlines and other control characters escaped, so no field can forge a line.
-    static func clean(_ s: String) -> String {
-        var out = ""
-        for scalar in s.unicodeScalars {
-            if scalar.value < 0x20 || scalar.value == 0x7f { out += "\\x" + String(scalar.value, radix: 16) } else { out.unicodeScalars.append(scalar) }
+    /// Appends `s` with tabs, newlines and other control characters escaped, so no field can
+    /// forge a line.
+    static func appendClean(_ s: String, to out: inout [UInt8]) {
+        if s.isEmpty { return out.append(UInt8(ascii: "-")) }
+        for b in s.utf8 {
+            // Control characters are single bytes in UTF-8: no scalar decoding is needed.
+            if b < 0x20 || b == 0x7f { out += "\\x\(String(b, radix: 16))".utf8 } else { out.append(b) }
         }
-        return out.isEmpty ? "-" : out
     }
 
-    static func hex(_ bytes: [UInt8]) -> String { bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() }
-
     static func unhex(_ s: String) -> [UInt8]? {
-        let chars = Array(s.utf8)
-        guard chars.count == 64 else { return nil }
-        var out: [UInt8] = []
-        for i in stride(from: 0, to: 64, by: 2) {
-            guard let b = UInt8(String(decoding: chars[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
-            out.append(b)
-        }
-        return out
+        guard s.utf8.count == 64 else { return nil }
+        return Hex.decode(s)
     }
 }

@@ -189,8 +189,11 @@ public final class Daemon: @unchecked Sendable {
         let current = state.withLock { mounts }
         for m in current {
             // A change that names its item drops just those names; others drop everything.
-            if let s = event?.service { m.invalidate(service: Array(s.utf8), account: event?.account.map { Array($0.utf8) }) }
-            else { m.invalidateAll() }
+            if let touched = event?.touched {
+                for name in touched { m.invalidate(service: name.service, account: name.account) }
+            } else {
+                m.invalidateAll()
+            }
         }
         guard let event else { return }
         events.publish(event)
@@ -499,7 +502,7 @@ public final class Daemon: @unchecked Sendable {
         var approved = Set<PersistentRef>()
         for (ref, label, control) in gated {
             let status = approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault, settings: settings)
-            audit(status == .success ? "presence-approved" : "presence-denied", caller, Self.hex(ref.bytes))
+            audit(status == .success ? "presence-approved" : "presence-denied", caller, Hex.encode(ref.bytes))
             if status == .interactionNotAllowed { return approved }  // no program: the engine refuses
             guard status == .success else { throw status }
             approved.insert(ref)
@@ -507,7 +510,6 @@ public final class Daemon: @unchecked Sendable {
         return approved
     }
 
-    static func hex(_ bytes: [UInt8]) -> String { bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() }
 
     /// Runs a change over the caller's writable groups. When it finds nothing there but the
     /// caller can read a match, the answer is a missing entitlement, not "not found".
@@ -640,9 +642,10 @@ extension Daemon: MountPolicy {
 
     public var directoryOwner: (uid: UInt32, gid: UInt32) { (ownerUID, ownerGID) }
 
-    public func itemChanged(_ kind: String, service: [UInt8], account: [UInt8]?) {
+    public func itemChanged(_ kind: String, service: [UInt8], account: [UInt8]?,
+                            previous: (service: [UInt8], account: [UInt8]?)?) {
         // From a mount's own thread: tell the others on a queue, never from inside a kernel request.
-        let event = ChangeEvent(kind: kind, service: service, account: account)
+        let event = ChangeEvent(kind: kind, service: service, account: account, previous: previous)
         DispatchQueue.global().async { [self] in itemsChanged(event) }
     }
 
@@ -651,7 +654,7 @@ extension Daemon: MountPolicy {
         let label = attributes["labl"]?.stringValue ?? attributes["svce"]?.stringValue ?? "item"
         let status = approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault,
                                        settings: ApprovalAgent.settings(of: vault))
-        audit(status == .success ? "presence-approved" : "presence-denied", caller, Self.hex(ref.bytes))
+        audit(status == .success ? "presence-approved" : "presence-denied", caller, Hex.encode(ref.bytes))
         return status
     }
 }

@@ -13,24 +13,44 @@ struct ChangeEvent: Sendable {
     var service: String?
     var account: String?
     var time = Int(Glibc.time(nil))
+    /// The names, as stored bytes, whose files the change may have made, changed or removed:
+    /// before and after a rename. Nil when the change names no service (drop every name).
+    var touched: [(service: [UInt8], account: [UInt8]?)]?
 
     /// The service and account named by a request's query (and, for an update, its changes).
     init(kind: String, query: Attributes = [:], changes: Attributes = [:]) {
         self.kind = kind
         service = Self.text(changes["svce"] ?? query["svce"])
         account = Self.text(changes["acct"] ?? query["acct"])
+        if let s = Self.bytes(query["svce"]) {
+            let a = Self.bytes(query["acct"])
+            touched = [(s, a)]
+            if changes["svce"] != nil || changes["acct"] != nil {
+                touched!.append((Self.bytes(changes["svce"]) ?? s, Self.bytes(changes["acct"]) ?? a))
+            }
+        }
     }
 
-    init(kind: String, service: [UInt8]?, account: [UInt8]?) {
+    /// A change made through a mount; `previous` is the name it had before a rename.
+    init(kind: String, service: [UInt8]?, account: [UInt8]?, previous: (service: [UInt8], account: [UInt8]?)? = nil) {
         self.kind = kind
         self.service = service.map { String(decoding: $0, as: UTF8.self) }
         self.account = account.map { String(decoding: $0, as: UTF8.self) }
+        if let service { touched = [(service, account)] + (previous.map { [$0] } ?? []) }
     }
 
     static func text(_ v: AttributeValue?) -> String? {
         switch v {
         case .string(let s)?: return s
         case .data(let d)?: return String(decoding: d, as: UTF8.self)
+        default: return nil
+        }
+    }
+
+    static func bytes(_ v: AttributeValue?) -> [UInt8]? {
+        switch v {
+        case .string(let s)?: return Array(s.utf8)
+        case .data(let d)?: return d
         default: return nil
         }
     }

@@ -13,8 +13,10 @@ public protocol MountPolicy: AnyObject, Sendable {
     func allGroups() -> [String]
     /// Asks the approval program about a presence-gated item; `.success` approves.
     func approvePresence(ref: PersistentRef, attributes: Attributes, caller: CallerIdentity) -> KeychainStatus
-    /// Reports a change made through the mount (for watchers, `on_change` and other mounts).
-    func itemChanged(_ kind: String, service: [UInt8], account: [UInt8]?)
+    /// Reports a change made through the mount (for watchers, `on_change` and other mounts);
+    /// `previous` is the name the item had before a rename.
+    func itemChanged(_ kind: String, service: [UInt8], account: [UInt8]?,
+                     previous: (service: [UInt8], account: [UInt8]?)?)
     /// Records a file-interface decision in the audit log.
     func audit(_ event: String, caller: CallerIdentity, detail: String)
     /// Owner of the directories: the daemon's user and group.
@@ -100,6 +102,8 @@ public final class MountServer: @unchecked Sendable {
     private let mountTime = time(nil)
     /// Services made with mkdir that hold no item yet; they last until unmount.
     private var emptyServices: Set<[UInt8]> = []
+    /// Attributes of the files the kernel asked about, so an open needs no search.
+    let entries = EntryCache()
 
     public init(mountpoint: String, options: MountOptions, vault: Vault, policy: MountPolicy) {
         self.mountpoint = mountpoint
@@ -180,8 +184,35 @@ public final class MountServer: @unchecked Sendable {
         return nil
     }
 
+    /// The file `service`/`account` shows a caller with `groups`. A known name costs no search
+    /// when the caller may see the file the whole mount shows for it.
     func entry(service: [UInt8], account: [UInt8], groups: [String]) throws -> FileEntry? {
-        try vault.fileEntries(service: service, account: account, accessGroups: groups, limit: 1).first
+        if let known = entries.entry(service: service, account: account), groups.contains(known.group),
+           isAvailable(known.protection) {
+            return known
+        }
+        let generation = entries.currentGeneration
+        let visible = visibleGroups
+        let found = try vault.fileEntries(service: service, account: account, accessGroups: groups, limit: 1).first
+        // Only the mount-wide answer is kept: another caller's groups might pick another item.
+        if let found, groups == visible {
+            entries.store(found, service: service, account: account, generation: generation)
+        }
+        return found
+    }
+
+    /// Whether items of `protection` can be read now (WhenUnlocked ones only while unlocked).
+    func isAvailable(_ protection: ProtectionClass) -> Bool {
+        protection.availability != .whileUnlocked || vault.lockState == .unlocked
+    }
+
+    /// A change made through this mount: its own names go at once, before the reply, and the
+    /// daemon tells watchers and other mounts.
+    func changed(_ kind: String, service: [UInt8], account: [UInt8]?,
+                 previous: (service: [UInt8], account: [UInt8]?)? = nil) {
+        entries.invalidate(service: service, account: account)
+        if let previous { entries.invalidate(service: previous.service, account: previous.account) }
+        policy.itemChanged(kind, service: service, account: account, previous: previous)
     }
 
     func serviceExists(_ s: [UInt8]) throws -> Bool {
@@ -354,10 +385,10 @@ public final class MountServer: @unchecked Sendable {
             guard let e = try entry(service: s, account: a, groups: groups) else {
                 // Visible to others but not to this caller: denied, not missing.
                 guard let other = try entry(service: s, account: a, groups: visibleGroups) else { return req.error(ENOENT) }
-                policy.audit("file-denied", caller: caller, detail: Self.hex(other.ref.bytes))
+                policy.audit("file-denied", caller: caller, detail: Hex.encode(other.ref.bytes))
                 return req.error(EACCES)
             }
-            defer { policy.audit(writing ? "file-open-write" : "file-open-read", caller: caller, detail: Self.hex(e.ref.bytes)) }
+            defer { policy.audit(writing ? "file-open-write" : "file-open-read", caller: caller, detail: Hex.encode(e.ref.bytes)) }
             let file = OpenFile(node: .item(service: s, account: a), ref: e.ref, protection: e.protection, groups: groups)
             file.openedStat = fileStat(ino, e)
             if !writing || fi.pointee.flags & O_TRUNC == 0 {
@@ -367,7 +398,7 @@ public final class MountServer: @unchecked Sendable {
                     guard status == .success else { return req.error(EACCES) }  // no program, denied or timed out
                     approved = true
                 }
-                file.snapshot = try vault.readSecret(of: e.ref, accessGroups: groups, approved: approved)
+                file.snapshot = try vault.fileSecret(of: e, accessGroups: groups, approved: approved)
             }
             if writing {
                 if let snap = file.snapshot {
@@ -391,7 +422,6 @@ public final class MountServer: @unchecked Sendable {
         }
     }
 
-    static func hex(_ bytes: [UInt8]) -> String { bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() }
 
     private func register(_ file: OpenFile, _ fi: UnsafeMutablePointer<fuse_file_info>) {
         fi.pointee.fh = locked { () -> UInt64 in
@@ -499,7 +529,7 @@ public final class MountServer: @unchecked Sendable {
             defer { file.isNew = false }
             return file.isNew
         }
-        if notify { policy.itemChanged(ref == nil || wasNew ? "add" : "update", service: s, account: a) }
+        if notify { changed(ref == nil || wasNew ? "add" : "update", service: s, account: a) }
     }
 
     func flush(_ req: FuseRequest, fi: UnsafeMutablePointer<fuse_file_info>) {
@@ -528,7 +558,7 @@ public final class MountServer: @unchecked Sendable {
             guard let a = try value(of: name, in: s) else { return req.error(ENOENT) }
             try vault.delete(["class": "genp", "svce": .data(s), "acct": .data(a), "sync": "syna"],
                              accessGroups: changeableGroups(identity(req)))
-            policy.itemChanged("delete", service: s, account: a)
+            changed("delete", service: s, account: a)
             req.ok()
         } catch {
             req.error(errnoFor(error))
@@ -551,7 +581,7 @@ public final class MountServer: @unchecked Sendable {
                                      accessGroups: groups)
                 }
                 inodes.renameService(from, to: to)
-                policy.itemChanged("update", service: to, account: nil)
+                changed("update", service: to, account: nil, previous: (from, nil))
                 locked {
                     for f in files.values {
                         if case .item(let s, let a) = f.node, s == from { f.node = .item(service: to, account: a) }
@@ -582,7 +612,7 @@ public final class MountServer: @unchecked Sendable {
                                      changes: ["svce": .data(s2), "acct": .data(a2)], accessGroups: groups)
                     locked { _ = emptyServices.remove(s2) }
                 }
-                policy.itemChanged("update", service: s2, account: a2)
+                changed("update", service: s2, account: a2, previous: (s1, a1))
                 // The kernel keeps the source's inode under the new name.
                 inodes.rename(.item(service: s1, account: a1), to: .item(service: s2, account: a2))
                 locked {
@@ -626,6 +656,7 @@ public final class MountServer: @unchecked Sendable {
                     old.wipe()
                     try vault.update(["v_PersistentRef": .data(e.ref.bytes), "sync": "syna"], changes: [:], secret: new,
                                      accessGroups: groups)
+                    changed("update", service: s, account: a)
                 }
             } catch {
                 return req.error(errnoFor(error))
@@ -649,6 +680,7 @@ public final class MountServer: @unchecked Sendable {
     /// Drops what the kernel knows of one service (and account), and of the service's
     /// directory listing.
     public func invalidate(service: [UInt8], account: [UInt8]?) {
+        entries.invalidate(service: service, account: account)
         guard let se = session else { return }
         let serviceName = FileNames.escape(service, topLevel: true).map { CChar(bitPattern: $0) }
         _ = fuse_lowlevel_notify_inval_entry(se, InodeTable.rootIno, serviceName, serviceName.count)
@@ -673,6 +705,8 @@ public final class MountServer: @unchecked Sendable {
 
     /// Drops the kernel's cached names, attributes and pages for every known node.
     public func invalidateAll() {
+        entries.removeAll()
+        locked { callers.removeAll() }  // groups may have changed: entitlements are computed again
         guard let se = session else { return }
         for (ino, node) in inodes.all() {
             switch node {

@@ -86,6 +86,7 @@ extension MountServer {
             }
             try vault.update(["v_PersistentRef": .data(e.ref.bytes), "sync": "syna"], changes: [spec.1: change],
                              accessGroups: changeableGroups(identity(req)))
+            if case .item(let s, let a)? = inodes.node(ino) { changed("update", service: s, account: a) }
             req.ok()
         } catch {
             req.error(errnoFor(error))

@@ -1,0 +1,67 @@
+import Glibc
+import KeychainCore
+
+/// The entries (attributes, never secrets) of files the kernel asked about, so that `open`,
+/// `getattr` and `lookup` of a known name need no search of the vault.
+///
+/// Only the file a name shows to the whole mount is kept (found with the mount's visible
+/// groups); a caller whose groups do not include its group searches as before. Every change
+/// drops the names it touches, a lock drops everything, and a search that raced with a change
+/// does not store what it found: `store` takes the generation read before the search.
+final class EntryCache: @unchecked Sendable {
+    private struct Key: Hashable {
+        let service: [UInt8]
+        let account: [UInt8]
+    }
+
+    /// Enough for the names of a busy service; past it the cache starts again empty.
+    static let capacity = 16_384
+
+    private var mutex = pthread_mutex_t()
+    private var entries: [Key: FileEntry] = [:]
+    private var generation: UInt64 = 0
+
+    init() { pthread_mutex_init(&mutex, nil) }
+
+    private func locked<R>(_ body: () -> R) -> R {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return body()
+    }
+
+    /// Read before a search whose result may be stored.
+    var currentGeneration: UInt64 { locked { generation } }
+
+    func entry(service: [UInt8], account: [UInt8]) -> FileEntry? {
+        locked { entries[Key(service: service, account: account)] }
+    }
+
+    /// Keeps `entry` as the file of `service`/`account` unless something changed since
+    /// `generation` was read.
+    func store(_ entry: FileEntry, service: [UInt8], account: [UInt8], generation seen: UInt64) {
+        locked {
+            guard seen == generation else { return }
+            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            entries[Key(service: service, account: account)] = entry
+        }
+    }
+
+    /// Drops one account's entry, or a whole service's when `account` is nil.
+    func invalidate(service: [UInt8], account: [UInt8]?) {
+        locked {
+            generation &+= 1
+            if let account {
+                entries[Key(service: service, account: account)] = nil
+            } else {
+                entries = entries.filter { $0.key.service != service }
+            }
+        }
+    }
+
+    func removeAll() {
+        locked {
+            generation &+= 1
+            entries.removeAll()
+        }
+    }
+}
