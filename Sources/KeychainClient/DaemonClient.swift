@@ -34,13 +34,16 @@ public final class DaemonClient {
         let pid = try spawnDetached(start, log: Paths.logFile(forVault: vaultPath))
         try checkDirectory(of: socket, vault: vaultPath)
         // The daemon opens the vault and binds within milliseconds; allow for a slow machine.
+        var ours = true
         for attempt in 0..<500 {
             if let fd = try UnixSocket.connect(to: socket) { return try verified(fd, vault: vaultPath) }
-            // A daemon that exited says why in its status (a damaged or foreign vault file).
+            // A daemon that exited says why in its status (a damaged or foreign vault file);
+            // status 1 means another client's daemon won the vault: wait for that one instead.
             var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid {
+            if ours, waitpid(pid, &status, WNOHANG) == pid {
                 let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 0
-                throw Self.status(forExit: code)
+                guard code == Self.anotherDaemonServes else { throw Self.status(forExit: code) }
+                ours = false
             }
             usleep(attempt < 50 ? 2_000 : 10_000)
         }
@@ -103,6 +106,9 @@ public final class DaemonClient {
 
     /// Starts `argv` in a new session with stdin on /dev/null, output appended to `log`, and
     /// only the environment the daemon needs (no LD_PRELOAD or other surprises from a caller).
+    /// The daemon's exit status when another daemon already holds the vault.
+    static let anotherDaemonServes: Int32 = 1
+
     static func status(forExit code: Int32) -> KeychainStatus {
         let known: [KeychainStatus] = [.invalidKeychain, .noSuchKeychain, .io, .internalComponent, .writePermission, .decode]
         return known.first { $0.exitCode == code } ?? .notAvailable

@@ -22,8 +22,7 @@ extension Vault {
             guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
             var report = VerifyReport()
             try store.rows(protections: ProtectionClass.allCases, synchronizableOnly: false) { item in
-                let ref = PersistentRef(itemClass: item.itemClass, uuid: item.uuid).bytes
-                    .map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+                let ref = Hex.encode(PersistentRef(itemClass: item.itemClass, uuid: item.uuid).bytes)
                 let classKey: SecureBytes
                 do { classKey = try availableKey(for: item.protection) } catch KeychainStatus.decode {
                     report.otherDevice += 1

@@ -13,6 +13,15 @@ public enum Hex {
         }
     }
 
+    /// Appends the digits of `bytes` to `out`, for text built as bytes (no String in between).
+    public static func append<Bytes: Collection>(_ bytes: Bytes, to out: inout [UInt8]) where Bytes.Element == UInt8 {
+        out.reserveCapacity(out.count + bytes.count * 2)
+        for b in bytes {
+            out.append(digit(b >> 4))
+            out.append(digit(b & 0x0f))
+        }
+    }
+
     /// The bytes of an even-length string of hex digits (either case), or nil.
     public static func decode<Text: StringProtocol>(_ text: Text) -> [UInt8]? {
         let chars = Array(text.utf8)

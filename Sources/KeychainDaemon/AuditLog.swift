@@ -68,7 +68,7 @@ final class AuditLog: @unchecked Sendable {
         Self.appendClean(caller?.executable ?? "-", to: &line)
         head = KeyedHash.hash(head + line, key: key, length: 32)
         line.append(tab)
-        line += Hex.encode(head).utf8
+        Hex.append(head, to: &line)
         line.append(UInt8(ascii: "\n"))
         _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     }

@@ -57,6 +57,9 @@ public final class Daemon: @unchecked Sendable {
     /// Runs the daemon in the foreground until `stop`, SIGTERM or SIGINT. Returns an exit status.
     public static func run(vaultPath: String, log: @escaping @Sendable (String) -> Void) -> Int32 {
         hardenProcess()
+        // Claimed before the vault is opened: a second daemon must not touch the vault file or
+        // its audit log (which a starting daemon repairs) while the first one writes them.
+        if let refusal = claimVault(vaultPath, log: log) { return refusal }
         let device: DeviceKey
         let vault: Vault
         do {
@@ -87,7 +90,10 @@ public final class Daemon: @unchecked Sendable {
         }
     }
 
-    func serve(log: @escaping @Sendable (String) -> Void) -> Int32 {
+    /// Takes the vault's one-daemon lock (held for the daemon's life, released by the kernel),
+    /// after checking the runtime directory. Returns the exit status to stop with, or nil.
+    static func claimVault(_ vaultPath: String, log: @Sendable (String) -> Void) -> Int32? {
+        let socketPath = Paths.socket(forVault: vaultPath)
         let dir = String(socketPath[..<socketPath.lastIndex(of: "/")!])
         mkdir(dir, 0o755)
         // The directory holds the socket and the back-off count: only we may change it.
@@ -96,7 +102,6 @@ public final class Daemon: @unchecked Sendable {
             log("refusing runtime directory \(dir): it must be a directory of uid \(geteuid()) that others cannot write")
             return KeychainStatus.io.exitCode
         }
-        // One daemon per vault: the lock is held for the daemon's life and released by the kernel.
         let lockFD = open(socketPath + ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         // A daemon that was just stopped may still be exiting: give it two seconds.
         var locked = lockFD >= 0 && flock(lockFD, LOCK_EX | LOCK_NB) == 0
@@ -107,8 +112,12 @@ public final class Daemon: @unchecked Sendable {
         }
         guard locked else {
             log("a daemon is already serving \(vaultPath) at \(socketPath)")
-            return 1
+            return 1  // clients take this to mean "wait for the other daemon" (DaemonClient.anotherDaemonServes)
         }
+        return nil  // the descriptor stays open, and the lock held, until the process ends
+    }
+
+    func serve(log: @escaping @Sendable (String) -> Void) -> Int32 {
         do {
             listener = try UnixSocket.listen(at: socketPath, mode: 0o666)  // the daemon decides, not the mode
         } catch {
