@@ -24,11 +24,25 @@ public enum Frame {
         guard got == 4 else { throw KeychainStatus.io }
         let length = header.reduce(0) { $0 << 8 | Int($1) }
         guard length <= maximumLength else { throw KeychainStatus.decode }
-        let payload = SecureBytes(count: length)
-        let n = try payload.withUnsafeMutableBytes { try readAll($0, fd) }
-        guard n == length else { throw KeychainStatus.io }
+        // The buffer grows with the bytes that arrive, never ahead of them: a peer that announces
+        // 64 MiB and sends nothing costs one small page, not 64 MiB of locked memory.
+        var payload = SecureBytes(count: min(length, initialCapacity))
+        var filled = try payload.withUnsafeMutableBytes { try readAll($0, fd) }
+        while filled < length {
+            guard filled == payload.count else { throw KeychainStatus.io }
+            let bigger = SecureBytes(count: min(length, payload.count * 4))
+            payload.withUnsafeBytes { src in
+                bigger.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: src.count) }
+            }
+            payload.wipe()
+            payload = bigger
+            filled += try payload.withUnsafeMutableBytes { try readAll(UnsafeMutableRawBufferPointer(rebasing: $0[filled...]), fd) }
+        }
         return payload
     }
+
+    /// What a frame's buffer starts at; requests and replies are mostly far smaller.
+    public static let initialCapacity = 64 << 10
 
     private static func writeAll(_ buf: UnsafeRawBufferPointer, _ fd: Int32) throws {
         var done = 0

@@ -92,6 +92,27 @@ final class ProtocolFuzzRegressionTests: XCTestCase {
         XCTAssertEqual(result.error, .decode)
     }
 
+    /// Large frames arrive whole across the buffer's growth steps; a frame that announces
+    /// megabytes and sends a few bytes ends with errSecIO.
+    func testLargeFramesArriveWholeAndUnsentOnesEndWithIO() throws {
+        for length in [Frame.initialCapacity - 1, Frame.initialCapacity, Frame.initialCapacity + 1, 3 << 20 | 12345] {
+            let payload = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
+            var fds: [Int32] = [0, 0]
+            XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds), 0)
+            let writeEnd = fds[0]
+            let writer = Thread {
+                try? Frame.write(SecureBytes(copying: payload), to: writeEnd)
+                close(writeEnd)
+            }
+            writer.start()
+            let got = try Frame.read(from: fds[1])
+            close(fds[1])
+            XCTAssertEqual(got.map(bytes), payload, "a frame of \(length) bytes")
+        }
+        let announced: [UInt8] = [0x03, 0x00, 0x00, 0x00]  // 48 MiB
+        XCTAssertEqual(try readFrames(announced + Array(repeating: 7, count: 100)).error, .io)
+    }
+
     func testHostileRequestPayloadsAreDecodeOrBadRequest() throws {
         let ping = Request(.ping).encoded()
         let valid = bytes(Request(.add, query: ["class": "genp", "svce": "db"], changes: ["labl": "x"],

@@ -60,7 +60,6 @@ func same(_ a: SecureBytes, _ b: SecureBytes) -> Bool {
 /// Writes the input into one end of a socket pair, closes it, and reads frames from the other
 /// end until a clean end of stream or an error.
 func frames(_ bytes: [UInt8]) -> [SecureBytes] {
-    guard !claimsUnsentMegabytes(bytes) else { return [] }
     var fds: [Int32] = [0, 0]
     guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
         fatalError("socketpair: errno \(errno)")
@@ -85,20 +84,4 @@ func frames(_ bytes: [UInt8]) -> [SecureBytes] {
             return out
         }
     }
-}
-
-/// True when a frame header announces more than 1 MiB that the stream does not hold, and no more
-/// than Frame.maximumLength. Frame.read allocates guarded memory for the announced length before
-/// reading (up to 64 MiB, zeroed and locked), which would make such inputs thousands of times
-/// slower than the rest; the short read they end in is the same as for a small frame.
-func claimsUnsentMegabytes(_ bytes: [UInt8]) -> Bool {
-    var offset = 0
-    while bytes.count - offset >= 4 {
-        let length = bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
-        offset += 4
-        if length > Frame.maximumLength { return false }
-        if length > bytes.count - offset { return length > 1 << 20 }
-        offset += length
-    }
-    return false
 }
