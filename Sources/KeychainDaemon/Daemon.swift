@@ -274,7 +274,8 @@ public final class Daemon: @unchecked Sendable {
     func isAdministrator(_ caller: CallerIdentity) -> Bool { caller.uid == 0 || caller.uid == ownerUID }
 
     func handle(_ request: Request, caller: CallerIdentity, log: @Sendable (String) -> Void) -> Response {
-        let who = "uid=\(caller.uid) pid=\(caller.pid) exe=\(printable(caller.executable ?? "?"))"
+        // Built only for the requests that log: lookups, the common case, do not.
+        var who: String { "uid=\(caller.uid) pid=\(caller.pid) exe=\(printable(caller.executable ?? "?"))" }
         defer {
             // Only requests from entitled callers keep the vault awake; anyone else's would let
             // them hold off the idle lock.

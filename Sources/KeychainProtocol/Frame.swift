@@ -11,8 +11,30 @@ public enum Frame {
     public static func write(_ payload: SecureBytes, to fd: Int32) throws {
         var header = ByteWriter()
         header.u32(UInt32(payload.count))
-        try header.bytes.withUnsafeBytes { try writeAll($0, fd) }
-        try payload.withUnsafeBytes { try writeAll($0, fd) }
+        // Header and payload in one sendmsg: one system call and one wake-up of the reader.
+        let sent = try header.bytes.withUnsafeBytes { head in
+            try payload.withUnsafeBytes { body -> Int in
+                var parts = [iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress), iov_len: head.count),
+                             iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress), iov_len: body.count)]
+                return try parts.withUnsafeMutableBufferPointer { iov -> Int in
+                    var message = msghdr()
+                    message.msg_iov = iov.baseAddress
+                    message.msg_iovlen = body.count > 0 ? 2 : 1
+                    while true {
+                        let n = sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+                        if n >= 0 { return n }
+                        if errno != EINTR { throw KeychainStatus.io }
+                    }
+                }
+            }
+        }
+        // A short send (a full socket buffer) finishes with plain sends.
+        let headerLeft = max(0, 4 - sent)
+        if headerLeft > 0 { try header.bytes.withUnsafeBytes { try writeAll(UnsafeRawBufferPointer(rebasing: $0[(4 - headerLeft)...]), fd) } }
+        let bodySent = max(0, sent - 4)
+        if bodySent < payload.count {
+            try payload.withUnsafeBytes { try writeAll(UnsafeRawBufferPointer(rebasing: $0[bodySent...]), fd) }
+        }
     }
 
     /// Reads one frame; nil at a clean end of stream.
