@@ -345,15 +345,13 @@ public final class Daemon: @unchecked Sendable {
                     kdf = p
                 }
                 // The old passphrase is a guess like any unlock: the same back-off applies.
-                let removed = try unlockSerializer.withLock { () -> Int in
-                    let wait = lockout.remainingDelayMicros()
-                    if wait > 0 { usleep(UInt32(wait)) }
+                let removed = try withBackOff(for: caller) { () -> Int in
                     do {
                         let n = try vault.changePassphrase(from: request.secrets[0], to: request.secrets[1], kdf: kdf)
-                        lockout.reset()
+                        lockout.reset(uid: caller.uid)
                         return n
                     } catch KeychainStatus.authFailed {
-                        lockout.recordFailure()
+                        lockout.recordFailure(uid: caller.uid)
                         throw KeychainStatus.authFailed
                     }
                 }
@@ -536,19 +534,32 @@ public final class Daemon: @unchecked Sendable {
         }
     }
 
-    private func unlock(_ passphrase: SecureBytes, caller: CallerIdentity, who: String, log: @Sendable (String) -> Void) throws {
-        try unlockSerializer.withLock {
-            let wait = lockout.remainingDelayMicros()
+    /// Runs a passphrase check once the caller's back-off has passed. The wait happens outside
+    /// the one-at-a-time section, so one user's failures never hold up another's unlock; the
+    /// delay is checked again inside it, for attempts of the same user that waited together.
+    private func withBackOff<R>(for caller: CallerIdentity, _ body: () throws -> R) throws -> R {
+        while true {
+            let wait = lockout.remainingDelayMicros(uid: caller.uid)
             if wait > 0 { usleep(UInt32(wait)) }
+            let result: R? = try unlockSerializer.withLock {
+                guard lockout.remainingDelayMicros(uid: caller.uid) == 0 else { return nil }
+                return try body()
+            }
+            if let result { return result }
+        }
+    }
+
+    private func unlock(_ passphrase: SecureBytes, caller: CallerIdentity, who: String, log: @Sendable (String) -> Void) throws {
+        try withBackOff(for: caller) {
             do {
                 try vault.unlock(passphrase: passphrase)
             } catch KeychainStatus.authFailed {
-                lockout.recordFailure()
+                lockout.recordFailure(uid: caller.uid)
                 audit("unlock-failed", caller)
                 log("unlock failed for \(who)")
                 throw KeychainStatus.authFailed
             }
-            lockout.reset()
+            lockout.reset(uid: caller.uid)
             state.withLock {
                 lastActivity = monotonicSeconds()
                 if groupTable.groups.isEmpty, let t = try? AccessGroupTable.load(from: vault) { groupTable = t }

@@ -230,6 +230,27 @@ final class CLIAccessTests: XCTestCase {
         XCTAssertTrue(try h.run(["group", "list"]).stdout.contains("tools owner=0 group=0 mode=0400\n"))
     }
 
+    /// The unlock back-off counts per user: another user's wrong guesses delay that user, not
+    /// the owner's correct unlock (PRODUCT 4).
+    func testAnotherUsersWrongUnlocksDoNotDelayTheOwner() throws {
+        XCTAssertEqual(try h.run(["lock-keychain"]).status, 0)
+        XCTAssertEqual(try run(Self.outsider, ["unlock-keychain"], input: "guess one\n").status, 51)
+        let second = try run(Self.outsider, ["unlock-keychain"], input: "guess two\n")
+        XCTAssertEqual(second.status, 51, "\(second)")
+        XCTAssertGreaterThanOrEqual(second.elapsed, 0.9, "the guesser waits after its own failure")
+
+        let owner = try h.run(["unlock-keychain"], input: "pass phrase 1\n")
+        XCTAssertEqual(owner.status, 0, "\(owner)")
+        XCTAssertLessThan(owner.elapsed, 0.9, "the owner is not held up by another user's failures")
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "rootsvc", "-a", "root", "-w"]).stdout, "root-secret\n")
+
+        // The owner's success leaves the guesser's count alone: its next attempt still waits 2 s.
+        XCTAssertEqual(try h.run(["lock-keychain"]).status, 0)
+        let third = try run(Self.outsider, ["unlock-keychain"], input: "guess three\n")
+        XCTAssertEqual(third.status, 51, "\(third)")
+        XCTAssertGreaterThanOrEqual(third.elapsed, 1.0, "the guesser's back-off survives the owner's unlock")
+    }
+
     func daemonLog() throws -> String {
         let files = try FileManager.default.contentsOfDirectory(atPath: h.runtimeDir).filter { $0.hasSuffix(".log") }
         return files.map { (try? String(contentsOfFile: h.runtimeDir + "/" + $0, encoding: .utf8)) ?? "" }.joined()
