@@ -14,7 +14,8 @@ set -e
 # once for all of them; the last such line is the total.
 summary=$(grep -E '^[[:space:]]*Executed [0-9]+ tests?, with ' "$log" | tail -1 || true)
 total=$(sed -nE 's/.*Executed ([0-9]+) tests?.*/\1/p' <<<"$summary")
-failed=$(sed -nE 's/.* ([0-9]+) failures?.*/\1/p' <<<"$summary")
+# XCTest's "N failures" counts failed assertions; count the failed test cases instead.
+failed=$(grep -cE "^Test Case '.*' failed \(" "$log" || true)
 skipped=$(sed -nE 's/.* ([0-9]+) tests? skipped.*/\1/p' <<<"$summary")
 if [[ -z "$total" || "$total" == "0" ]]; then
     echo "tests: no test ran" >&2

@@ -38,10 +38,14 @@ final class EntryCache: @unchecked Sendable {
 
     /// Keeps `entry` as the file of `service`/`account` unless something changed since
     /// `generation` was read.
-    func store(_ entry: FileEntry, service: [UInt8], account: [UInt8], generation seen: UInt64) {
+    /// `evicting: false` (a listing priming the cache) stores nothing once the cache is full.
+    func store(_ entry: FileEntry, service: [UInt8], account: [UInt8], generation seen: UInt64, evicting: Bool = true) {
         locked {
             guard seen == generation else { return }
-            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            if entries.count >= Self.capacity {
+                guard evicting else { return }
+                entries.removeAll(keepingCapacity: true)
+            }
             entries[Key(service: service, account: account)] = entry
         }
     }

@@ -66,12 +66,17 @@ extension MountServer {
         var options = "default_permissions,fsname=keychainfs,subtype=keychainfs"
         if self.options.allowOther { options += ",allow_other" }
         if self.options.readOnly { options += ",ro" }
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("keychainfs"), strdup("-o"), strdup(options), nil]
+        var argv: [UnsafeMutablePointer<CChar>?] = [strdup("keychainfs"), strdup("-o"), strdup(options), nil]
         defer { for p in argv { free(p) } }
-        var args = fuse_args(argc: 3, argv: UnsafeMutablePointer(mutating: argv), allocated: 0)
         var ops = MountServer.operations()
         let me = Unmanaged.passRetained(self).toOpaque()
-        guard let se = fuse_session_new(&args, &ops, MemoryLayout<fuse_lowlevel_ops>.size, me) else {
+        let made = argv.withUnsafeMutableBufferPointer { list -> OpaquePointer? in
+            var args = fuse_args(argc: 3, argv: list.baseAddress, allocated: 0)
+            // fuse_session_new rewrites the arguments into a list of its own: free that one.
+            defer { fuse_opt_free_args(&args) }
+            return fuse_session_new(&args, &ops, MemoryLayout<fuse_lowlevel_ops>.size, me)
+        }
+        guard let se = made else {
             Unmanaged<MountServer>.fromOpaque(me).release()
             throw KeychainStatus.io
         }
@@ -80,24 +85,23 @@ extension MountServer {
             Unmanaged<MountServer>.fromOpaque(me).release()
             throw KeychainStatus.io
         }
-        session = se
-        started = true
+        began(se)
         startThread { [self] in
             let config = fuse_loop_cfg_create()
             fuse_loop_cfg_set_max_threads(config, 16)
             _ = fuse_session_loop_mt(se, config)
             fuse_loop_cfg_destroy(config)
-            session = nil
-            fuse_session_unmount(se)
-            fuse_session_destroy(se)
-            Unmanaged<MountServer>.fromOpaque(me).release()
+            ended { se in
+                fuse_session_unmount(se)
+                fuse_session_destroy(se)
+                Unmanaged<MountServer>.fromOpaque(me).release()
+            }
         }
     }
 
     /// Ends the request loop and unmounts. Safe to call more than once.
     public func unmount() {
-        guard let se = session else { return }
-        fuse_session_exit(se)
+        withSession { se in fuse_session_exit(se) }
         // The loop thread is blocked reading /dev/fuse; unmounting wakes it with ENODEV.
         umount2(mountpoint, Int32(MNT_DETACH))
     }

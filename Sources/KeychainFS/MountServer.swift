@@ -90,15 +90,59 @@ public final class MountServer: @unchecked Sendable {
     let vault: Vault
     let policy: MountPolicy
     let inodes = InodeTable()
-    var session: OpaquePointer?
+    /// The libfuse session while the loop runs. Notifications and `unmount` borrow it through
+    /// `withSession`; the loop thread's teardown waits for the last borrower, so no call uses a
+    /// destroyed session, and no caller ever waits on another's notification.
+    private var session: OpaquePointer?
+    private var borrowers = 0
+    private var pendingTeardown: (() -> Void)?
+    private let sessionMutex = PThreadMutex()
     private var mutex = pthread_mutex_t()
     private var files: [UInt64: OpenFile] = [:]
     private var directories: [UInt64: [(name: [UInt8], ino: UInt64, isDirectory: Bool)]] = [:]
     private var nextHandle: UInt64 = 1
     private var callers: [Int32: (identity: CallerIdentity, until: Double)] = [:]
-    var started = false
+    private var started = false
     /// True once the kernel side is gone (unmounted with umount, or by `unmount()`).
-    public var hasEnded: Bool { started && session == nil }
+    public var hasEnded: Bool { sessionMutex.withLock { started && session == nil } }
+
+    /// Runs `body` with the live session; nothing once the loop has ended.
+    func withSession(_ body: (OpaquePointer) -> Void) {
+        let se = sessionMutex.withLock { () -> OpaquePointer? in
+            if session != nil { borrowers += 1 }
+            return session
+        }
+        guard let se else { return }
+        body(se)
+        let teardown = sessionMutex.withLock { () -> (() -> Void)? in
+            borrowers -= 1
+            guard borrowers == 0 else { return nil }
+            defer { pendingTeardown = nil }
+            return pendingTeardown
+        }
+        teardown?()
+    }
+
+    /// Records the session the loop serves (called before the loop starts).
+    func began(_ se: OpaquePointer) {
+        sessionMutex.withLock {
+            session = se
+            started = true
+        }
+    }
+
+    /// Ends the session once the loop has returned: `teardown` (unmount, destroy) runs now, or
+    /// when the last notification that borrowed the session returns.
+    func ended(_ teardown: @escaping (OpaquePointer) -> Void) {
+        let now = sessionMutex.withLock { () -> OpaquePointer? in
+            guard let se = session else { return nil }
+            session = nil
+            if borrowers == 0 { return se }
+            pendingTeardown = { teardown(se) }
+            return nil
+        }
+        if let now { teardown(now) }
+    }
     private let mountTime = time(nil)
     /// Services made with mkdir that hold no item yet; they last until unmount.
     private var emptyServices: Set<[UInt8]> = []
@@ -319,8 +363,12 @@ public final class MountServer: @unchecked Sendable {
                 }
             case .service(let s)?:
                 var seen = Set<[UInt8]>()
+                // `ls -l` looks up every name it lists: the listing's entries answer those lookups.
+                let generation = entries.currentGeneration
+                let mountWide = groups == visibleGroups
                 for e in try vault.fileEntries(service: s, accessGroups: groups) where seen.insert(e.account).inserted {
                     list.append((FileNames.escape(e.account), inodes.existing(.item(service: s, account: e.account)) ?? 0, false))
+                    if mountWide { entries.store(e, service: s, account: e.account, generation: generation, evicting: false) }
                 }
             default: return req.error(ENOTDIR)
             }
@@ -681,25 +729,23 @@ public final class MountServer: @unchecked Sendable {
     /// directory listing.
     public func invalidate(service: [UInt8], account: [UInt8]?) {
         entries.invalidate(service: service, account: account)
-        guard let se = session else { return }
-        let serviceName = FileNames.escape(service, topLevel: true).map { CChar(bitPattern: $0) }
-        _ = fuse_lowlevel_notify_inval_entry(se, InodeTable.rootIno, serviceName, serviceName.count)
-        guard let dir = inodes.existing(.service(service)) else { return }
-        _ = fuse_lowlevel_notify_inval_inode(se, dir, 0, 0)
-        let items = inodes.all().filter { entry in
-            guard case .item(let s, let a) = entry.1, s == service else { return false }
-            return account == nil || a == account
-        }
-        for (ino, node) in items {
-            guard case .item(_, let a) = node else { continue }
-            let name = FileNames.escape(a).map { CChar(bitPattern: $0) }
-            _ = fuse_lowlevel_notify_inval_entry(se, dir, name, name.count)
-            _ = fuse_lowlevel_notify_inval_inode(se, ino, 0, 0)
-        }
-        if let account, items.isEmpty {
-            // A new item: the kernel may hold a negative entry for its name.
-            let name = FileNames.escape(account).map { CChar(bitPattern: $0) }
-            _ = fuse_lowlevel_notify_inval_entry(se, dir, name, name.count)
+        withSession { se in
+            Self.invalidateEntry(se, parent: InodeTable.rootIno, name: FileNames.escape(service, topLevel: true))
+            guard let dir = inodes.existing(.service(service)) else { return }
+            _ = fuse_lowlevel_notify_inval_inode(se, dir, 0, 0)
+            let items = inodes.all().filter { entry in
+                guard case .item(let s, let a) = entry.1, s == service else { return false }
+                return account == nil || a == account
+            }
+            for (ino, node) in items {
+                guard case .item(_, let a) = node else { continue }
+                Self.invalidateEntry(se, parent: dir, name: FileNames.escape(a))
+                _ = fuse_lowlevel_notify_inval_inode(se, ino, 0, 0)
+            }
+            if let account, items.isEmpty {
+                // A new item: the kernel may hold a negative entry for its name.
+                Self.invalidateEntry(se, parent: dir, name: FileNames.escape(account))
+            }
         }
     }
 
@@ -707,22 +753,28 @@ public final class MountServer: @unchecked Sendable {
     public func invalidateAll() {
         entries.removeAll()
         locked { callers.removeAll() }  // groups may have changed: entitlements are computed again
-        guard let se = session else { return }
-        for (ino, node) in inodes.all() {
-            switch node {
-            case .root: continue
-            case .service(let s):
-                let name = FileNames.escape(s, topLevel: true).map { CChar(bitPattern: $0) }
-                _ = fuse_lowlevel_notify_inval_entry(se, InodeTable.rootIno, name, name.count)
-            case .item(let s, let a):
-                if let parent = inodes.existing(.service(s)) {
-                    let name = FileNames.escape(a).map { CChar(bitPattern: $0) }
-                    _ = fuse_lowlevel_notify_inval_entry(se, parent, name, name.count)
+        withSession { se in
+            for (ino, node) in inodes.all() {
+                switch node {
+                case .root: continue
+                case .service(let s):
+                    Self.invalidateEntry(se, parent: InodeTable.rootIno, name: FileNames.escape(s, topLevel: true))
+                case .item(let s, let a):
+                    if let parent = inodes.existing(.service(s)) {
+                        Self.invalidateEntry(se, parent: parent, name: FileNames.escape(a))
+                    }
+                    _ = fuse_lowlevel_notify_inval_inode(se, ino, 0, 0)
                 }
-                _ = fuse_lowlevel_notify_inval_inode(se, ino, 0, 0)
             }
+            _ = fuse_lowlevel_notify_inval_inode(se, InodeTable.rootIno, 0, 0)
         }
-        _ = fuse_lowlevel_notify_inval_inode(se, InodeTable.rootIno, 0, 0)
+    }
+
+    /// libfuse sends the name with the NUL after it (`namelen + 1` bytes): the buffer must have one.
+    static func invalidateEntry(_ se: OpaquePointer, parent: UInt64, name: [UInt8]) {
+        var cName = name.map { CChar(bitPattern: $0) }
+        cName.append(0)
+        _ = fuse_lowlevel_notify_inval_entry(se, parent, cName, name.count)
     }
 }
 
