@@ -21,33 +21,42 @@ extension Vault {
     /// service and one account, in insertion order. Locked items are left out: their files vanish.
     public func fileEntries(service: [UInt8]? = nil, account: [UInt8]? = nil, accessGroups: [String],
                             limit: Int = Int.max) throws -> [FileEntry] {
+        var out: [FileEntry] = []
+        try forEachFileEntry(service: service, account: account, accessGroups: accessGroups) { e in
+            out.append(e)
+            return out.count < limit
+        }
+        return out
+    }
+
+    /// `fileEntries` one at a time, for listings that must not hold a whole service in memory;
+    /// `visit` returns false to stop. With `keepRows: false` no entry keeps its sealed row.
+    public func forEachFileEntry(service: [UInt8]? = nil, account: [UInt8]? = nil, accessGroups: [String],
+                                 keepRows: Bool = true, visit: (FileEntry) throws -> Bool) throws {
         var query: Attributes = ["class": "genp", "sync": "syna"]
         if let service { query["svce"] = .data(service) }
         if let account { query["acct"] = .data(account) }
         let q = try ParsedQuery(query, operation: .search)
-        return try mutex.withLock {
-            guard !accessGroups.isEmpty, let indexKey = keys.indexKey else { return [] }
+        try mutex.withLock {
+            guard !accessGroups.isEmpty, let indexKey = keys.indexKey else { return }
             let groupTokens = accessGroups.map { IndexToken.group($0, key: indexKey) }
             let tokens = ItemClass.genericPassword.primaryKey.compactMap { name in  // account first
                 q.filters[name].map { IndexToken.attribute(name, $0, itemClass: .genericPassword, key: indexKey) }
             }
-            var out: [FileEntry] = []
             try store.candidates(itemClass: .genericPassword, groupTokens: groupTokens, synchronizable: nil,
                                  protection: nil, tokens: tokens, uuid: nil) { item in
                 guard let classKey = try? availableKey(for: item.protection),
                       let m = try? open(item, classKey: classKey, needSecret: false),
                       Self.matches(m.attributes, filters: q.filters, itemClass: .genericPassword)
                 else { return true }
-                out.append(FileEntry(ref: PersistentRef(itemClass: .genericPassword, uuid: item.uuid),
-                                     service: m.attributes["svce"]?.byteView ?? [],
-                                     account: m.attributes["acct"]?.byteView ?? [],
-                                     group: m.attributes["agrp"]?.stringValue ?? "",
-                                     protection: item.protection, size: max(0, item.secret.count - AEAD.overhead),
-                                     attributes: m.attributes, version: item.version,
-                                     row: item.secret.count <= Self.rowKeptBelow ? item : nil))
-                return out.count < limit
+                return try visit(FileEntry(ref: PersistentRef(itemClass: .genericPassword, uuid: item.uuid),
+                                           service: m.attributes["svce"]?.byteView ?? [],
+                                           account: m.attributes["acct"]?.byteView ?? [],
+                                           group: m.attributes["agrp"]?.stringValue ?? "",
+                                           protection: item.protection, size: max(0, item.secret.count - AEAD.overhead),
+                                           attributes: m.attributes, version: item.version,
+                                           row: keepRows && item.secret.count <= Self.rowKeptBelow ? item : nil))
             }
-            return out
         }
     }
 

@@ -14,8 +14,12 @@ final class EntryCache: @unchecked Sendable {
         let account: [UInt8]
     }
 
-    /// Enough for the names of a busy service; past it the cache starts again empty.
-    static let capacity = 16_384
+    /// Enough for `ls -l` of a large service; past it the cache starts again empty. An entry
+    /// keeps only the attributes below (a few hundred bytes, plus a small item's sealed row).
+    static let capacity = 32_768
+
+    /// What `stat`, `open` and the approval prompt read; extended attributes search instead.
+    static let keptAttributes: Set<String> = ["mdat", Vault.secretModified, "accc", "labl", "svce", "acct", "agrp", "pdmn"]
 
     private var mutex = pthread_mutex_t()
     private var entries: [Key: FileEntry] = [:]
@@ -46,7 +50,9 @@ final class EntryCache: @unchecked Sendable {
                 guard evicting else { return }
                 entries.removeAll(keepingCapacity: true)
             }
-            entries[Key(service: service, account: account)] = entry
+            var kept = entry
+            kept.attributes = entry.attributes.filter { Self.keptAttributes.contains($0.key) }
+            entries[Key(service: service, account: account)] = kept
         }
     }
 

@@ -355,8 +355,11 @@ public final class MountServer: @unchecked Sendable {
             switch inodes.node(ino) {
             case .root?:
                 var seen = Set<[UInt8]>()
-                for e in try vault.fileEntries(accessGroups: groups) where seen.insert(e.service).inserted {
-                    list.append((FileNames.escape(e.service, topLevel: true), inodes.existing(.service(e.service)) ?? 0, true))
+                try vault.forEachFileEntry(accessGroups: groups, keepRows: false) { e in
+                    if seen.insert(e.service).inserted {
+                        list.append((FileNames.escape(e.service, topLevel: true), inodes.existing(.service(e.service)) ?? 0, true))
+                    }
+                    return true
                 }
                 for s in locked({ emptyServices }) where seen.insert(s).inserted {
                     list.append((FileNames.escape(s, topLevel: true), inodes.existing(.service(s)) ?? 0, true))
@@ -366,9 +369,11 @@ public final class MountServer: @unchecked Sendable {
                 // `ls -l` looks up every name it lists: the listing's entries answer those lookups.
                 let generation = entries.currentGeneration
                 let mountWide = groups == visibleGroups
-                for e in try vault.fileEntries(service: s, accessGroups: groups) where seen.insert(e.account).inserted {
+                try vault.forEachFileEntry(service: s, accessGroups: groups, keepRows: false) { e in
+                    guard seen.insert(e.account).inserted else { return true }
                     list.append((FileNames.escape(e.account), inodes.existing(.item(service: s, account: e.account)) ?? 0, false))
                     if mountWide { entries.store(e, service: s, account: e.account, generation: generation, evicting: false) }
+                    return true
                 }
             default: return req.error(ENOTDIR)
             }
@@ -436,7 +441,6 @@ public final class MountServer: @unchecked Sendable {
                 policy.audit("file-denied", caller: caller, detail: Hex.encode(other.ref.bytes))
                 return req.error(EACCES)
             }
-            defer { policy.audit(writing ? "file-open-write" : "file-open-read", caller: caller, detail: Hex.encode(e.ref.bytes)) }
             let file = OpenFile(node: .item(service: s, account: a), ref: e.ref, protection: e.protection, groups: groups)
             file.openedStat = fileStat(ino, e)
             if !writing || fi.pointee.flags & O_TRUNC == 0 {
@@ -461,7 +465,10 @@ public final class MountServer: @unchecked Sendable {
                 }
             }
             register(file, fi)
+            // Recorded before the reply: the thread then goes straight back to the kernel for the
+            // READ that follows, instead of another worker being woken for it.
             req.open(fi)
+            policy.audit(writing ? "file-open-write" : "file-open-read", caller: caller, detail: Hex.encode(e.ref.bytes))
         } catch {
             if (error as? KeychainStatus) == .decode {
                 policy.audit("file-damaged", caller: identity(req), detail: "-")

@@ -33,9 +33,10 @@ extension MountServer {
         }
     }
 
+    /// The item with all its attributes: a search, since cached entries keep only a few.
     func itemEntry(_ ino: UInt64) throws -> FileEntry? {
         guard case .item(let s, let a)? = inodes.node(ino) else { return nil }
-        return try entry(service: s, account: a, groups: visibleGroups)
+        return try vault.fileEntries(service: s, account: a, accessGroups: visibleGroups, limit: 1).first
     }
 
     func getxattr(_ req: FuseRequest, ino: UInt64, name: String, size: Int) {
