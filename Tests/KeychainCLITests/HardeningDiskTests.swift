@@ -27,6 +27,10 @@ final class HardeningDiskTests: MountTestCase {
     }
 
     func testFullDiskGivesClearErrorAndLosesNothing() throws {
+        if ProcessInfo.processInfo.environment["KEYCHAINFS_SANITIZER"] == "thread" {
+            throw XCTSkip("under ThreadSanitizer the daemon ends at an unmount mid-test: libfuse cancels its idle "
+                          + "worker threads, which ThreadSanitizer treats as fatal (docs/testing.md)")
+        }
         signal(SIGPIPE, SIG_IGN)
         let small = h.dir + "/small"
         try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: false)
