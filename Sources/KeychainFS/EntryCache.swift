@@ -1,4 +1,3 @@
-import Glibc
 import KeychainCore
 
 /// The entries (attributes, never secrets) of files the kernel asked about, so that `open`,
@@ -21,17 +20,11 @@ final class EntryCache: @unchecked Sendable {
     /// What `stat`, `open` and the approval prompt read; extended attributes search instead.
     static let keptAttributes: Set<String> = ["mdat", Vault.secretModified, "accc", "labl", "svce", "acct", "agrp", "pdmn"]
 
-    private var mutex = pthread_mutex_t()
+    private let mutex = PThreadMutex()
     private var entries: [Key: FileEntry] = [:]
     private var generation: UInt64 = 0
 
-    init() { pthread_mutex_init(&mutex, nil) }
-
-    private func locked<R>(_ body: () -> R) -> R {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return body()
-    }
+    private func locked<R>(_ body: () -> R) -> R { mutex.withLock(body) }
 
     /// Read before a search whose result may be stored.
     var currentGeneration: UInt64 { locked { generation } }
