@@ -465,8 +465,7 @@ public final class MountServer: @unchecked Sendable {
                 }
             }
             register(file, fi)
-            // Recorded before the reply: the thread then goes straight back to the kernel for the
-            // READ that follows, instead of another worker being woken for it.
+            // Recorded once the open succeeded, after the reply: the caller need not wait for it.
             req.open(fi)
             policy.audit(writing ? "file-open-write" : "file-open-read", caller: caller, detail: Hex.encode(e.ref.bytes))
         } catch {
