@@ -97,7 +97,7 @@ public final class MountServer: @unchecked Sendable {
     private var borrowers = 0
     private var pendingTeardown: (() -> Void)?
     private let sessionMutex = PThreadMutex()
-    private var mutex = pthread_mutex_t()
+    private let mutex = PThreadMutex()
     private var files: [UInt64: OpenFile] = [:]
     private var directories: [UInt64: [(name: [UInt8], ino: UInt64, isDirectory: Bool)]] = [:]
     private var nextHandle: UInt64 = 1
@@ -154,14 +154,9 @@ public final class MountServer: @unchecked Sendable {
         self.options = options
         self.vault = vault
         self.policy = policy
-        pthread_mutex_init(&mutex, nil)
     }
 
-    func locked<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return try body()
-    }
+    func locked<R>(_ body: () throws -> R) rethrows -> R { try mutex.withLock(body) }
 
     /// How long the kernel may trust names and attributes. Short by default so that changes and
     /// other callers' views show quickly; locks and changes through the daemon invalidate at once.

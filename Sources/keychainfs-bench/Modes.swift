@@ -43,41 +43,30 @@ struct ModeOptions {
 
 func parseModeOptions(_ args: [String], usage: String) -> ModeOptions {
     var o = ModeOptions()
-    var i = 0
-    func value(_ name: String) -> String {
-        i += 1
-        guard i < args.count else { fail("\(name) needs a value\n\n" + usage) }
-        return args[i]
-    }
-    func positive(_ name: String) -> Int {
-        let v = value(name).filter { $0 != "_" && $0 != "," }
-        guard let n = Int(v), n > 0 else { fail("\(name): not a positive integer: \(args[i])") }
-        return n
-    }
-    while i < args.count {
-        let a = args[i]
+    let c = ArgumentCursor(args, from: 0, usage: usage)
+    while let a = c.current {
         switch a {
         case "--help", "-h": emit(usage); exit(0)
-        case "--vault": o.vault = value(a)
-        case "--service": o.service = value(a)
-        case "--account": o.account = value(a)
-        case "--accounts": o.accounts = positive(a)
-        case "--count": o.count = positive(a)
-        case "--prefix": o.prefix = value(a)
-        case "--group": o.group = value(a)
-        case "--batch": o.batch = positive(a)
-        case "--per-service": o.perService = positive(a)
+        case "--vault": o.vault = c.value(a)
+        case "--service": o.service = c.value(a)
+        case "--account": o.account = c.value(a)
+        case "--accounts": o.accounts = c.positive(a)
+        case "--count": o.count = c.positive(a)
+        case "--prefix": o.prefix = c.value(a)
+        case "--group": o.group = c.value(a)
+        case "--batch": o.batch = c.positive(a)
+        case "--per-service": o.perService = c.positive(a)
         case "--start":
-            guard let k = Int(value(a).filter { $0 != "_" && $0 != "," }), k >= 0 else { fail("--start: not a number: \(args[i])") }
+            guard let k = Int(c.value(a).filter { $0 != "_" && $0 != "," }), k >= 0 else { fail("--start: not a number: \(c.args[c.index])") }
             o.start = k
-        case "--finds": o.finds = positive(a)
-        case "--clients": o.clients = positive(a)
+        case "--finds": o.finds = c.positive(a)
+        case "--clients": o.clients = c.positive(a)
         case "--seconds":
-            guard let s = Double(value(a)), s > 0 else { fail("--seconds: not a positive number") }
+            guard let s = Double(c.value(a)), s > 0 else { fail("--seconds: not a positive number") }
             o.seconds = s
         default: fail("unknown option \(a)\n\n" + usage)
         }
-        i += 1
+        c.advance()
     }
     return o
 }

@@ -205,19 +205,8 @@ let usage = """
 
 func parseOptions(_ args: [String]) -> Options {
     var o = Options()
-    var i = 1
-    func value(_ name: String) -> String {
-        i += 1
-        guard i < args.count else { fail("\(name) needs a value\n\n" + usage) }
-        return args[i]
-    }
-    func positive(_ name: String) -> Int {
-        let v = value(name).filter { $0 != "_" && $0 != "," }
-        guard let n = Int(v), n > 0 else { fail("\(name): not a positive integer: \(args[i])") }
-        return n
-    }
-    while i < args.count {
-        let a = args[i]
+    let c = ArgumentCursor(args, from: 1, usage: usage)
+    while let a = c.current {
         switch a {
         case "--help", "-h":
             emit(usage)
@@ -225,14 +214,14 @@ func parseOptions(_ args: [String]) -> Options {
         case "--quick":
             o.sizes = [1_000, 10_000]
         case "--sizes":
-            let list = value(a).split(separator: ",").map { $0.filter { $0 != "_" } }
+            let list = c.value(a).split(separator: ",").map { $0.filter { $0 != "_" } }
             let sizes = list.compactMap { Int($0) }
             guard !sizes.isEmpty, sizes.count == list.count, sizes.allSatisfy({ $0 > 0 }) else {
-                fail("--sizes: expected positive integers separated by commas, got \(args[i])")
+                fail("--sizes: expected positive integers separated by commas, got \(c.args[c.index])")
             }
             o.sizes = sizes
         case "--kdf":
-            let v = value(a)
+            let v = c.value(a)
             if let p = KDFParameters(presetName: v) {
                 o.kdf = p
                 o.kdfName = v
@@ -248,19 +237,19 @@ func parseOptions(_ args: [String]) -> Options {
                 o.kdfName = "custom"
                 guard o.kdf.isValid else { fail("--kdf: libsodium does not accept \(v)") }
             }
-        case "--dir": o.dir = value(a)
+        case "--dir": o.dir = c.value(a)
         case "--keep": o.keep = true
-        case "--batch": o.batch = positive(a)
-        case "--singles": o.singles = positive(a)
-        case "--lookups": o.lookups = positive(a)
-        case "--misses": o.misses = positive(a)
+        case "--batch": o.batch = c.positive(a)
+        case "--singles": o.singles = c.positive(a)
+        case "--lookups": o.lookups = c.positive(a)
+        case "--misses": o.misses = c.positive(a)
         case "--seed":
-            guard let s = UInt64(value(a)) else { fail("--seed: not an unsigned integer") }
+            guard let s = UInt64(c.value(a)) else { fail("--seed: not an unsigned integer") }
             o.seed = s
         default:
             fail("unknown option \(a)\n\n" + usage)
         }
-        i += 1
+        c.advance()
     }
     return o
 }
