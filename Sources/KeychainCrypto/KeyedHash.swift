@@ -28,6 +28,30 @@ public enum KeyedHash {
         return out
     }
 
+    /// Replaces `chain` (32 bytes) with the keyed BLAKE2b-256 of `chain` followed by `message`,
+    /// the step of a hash chain, without building the concatenation.
+    public static func extend(_ chain: inout [UInt8], with message: UnsafeRawBufferPointer, key: SecureBytes) {
+        Sodium.ensure()
+        precondition(chain.count == 32)
+        // The state type is 64-byte aligned in C, so Swift sees it as opaque: allocate it by size.
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: crypto_generichash_statebytes(), alignment: 64)
+        defer {
+            sodium_memzero(raw, crypto_generichash_statebytes())  // it held the key
+            raw.deallocate()
+        }
+        let state = OpaquePointer(raw)
+        let rc = key.withUnsafeBytes { k in
+            chain.withUnsafeMutableBufferPointer { c -> Int32 in
+                var rc = crypto_generichash_init(state, k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count, 32)
+                rc |= crypto_generichash_update(state, c.baseAddress!, 32)
+                rc |= crypto_generichash_update(state, message.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(message.count))
+                rc |= crypto_generichash_final(state, c.baseAddress!, 32)
+                return rc
+            }
+        }
+        precondition(rc == 0)
+    }
+
     /// Derives a 32-byte guarded key from `key` and a context label; a keyed BLAKE2b whose output
     /// never leaves guarded memory.
     public static func deriveKey(from key: SecureBytes, context: [UInt8]) -> SecureBytes {

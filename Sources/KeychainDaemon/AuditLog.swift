@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import KeychainAccess
 import KeychainCore
@@ -18,11 +19,27 @@ final class AuditLog: @unchecked Sendable {
     private var seq: Int64 = 0
     private var head: [UInt8] = [UInt8](repeating: 0, count: 32)
     private var fd: Int32 = -1
+    /// The line being built; kept between records so recording allocates nothing.
+    private var line: [UInt8] = []
+    /// Repeated opens counted since the last `flushRepeats`, by process and item.
+    private var repeats: [RepeatKey: (caller: CallerIdentity, count: Int)] = [:]
+    private var flushScheduled = false
+    /// How long repeated opens are counted before their line is written.
+    static let repeatWindow = 1.0
+
+    private struct RepeatKey: Hashable {
+        let uid: UInt32
+        let pid: Int32
+        let executable: String?
+        let event: String
+        let ref: PersistentRef
+    }
 
     /// Opens (creating, mode 0600) the log and reads its last line to continue the chain.
     init(path: String, key: SecureBytes) {
         self.path = path
         self.key = key
+        line.reserveCapacity(512)
         pthread_mutex_init(&mutex, nil)
         fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         // Only the end of the file matters: the last whole line continues the chain, and half a
@@ -51,34 +68,116 @@ final class AuditLog: @unchecked Sendable {
 
     /// Appends one event. `detail` must never hold a secret or an attribute value.
     func record(_ event: String, caller: CallerIdentity?, detail: String = "-") {
-        // Built as bytes: a line is written for every file open, so it must cost little.
-        let tab = UInt8(ascii: "\t")
-        var line: [UInt8] = []
-        line.reserveCapacity(256)
-        let uid = caller.map { String($0.uid) } ?? "-", pid = caller.map { String($0.pid) } ?? "-"
+        append(event, caller) { Self.appendClean(detail, to: &$0) }
+    }
+
+    /// Appends one event about an item, named by its persistent reference in hex.
+    func record(_ event: String, caller: CallerIdentity?, item ref: PersistentRef) {
+        append(event, caller) { Self.appendItem(ref, to: &$0) }
+    }
+
+    /// Records an open of an item that a process may repeat many times a second (a program that
+    /// reads its secret file on every request). The first open by a process is a line of its own,
+    /// written before the open is answered; the process's further opens of the item within the
+    /// same second are counted and written as one `EVENT-repeated` line, detail `REF count=N`,
+    /// when the second ends, and before a lock, a stop, `audit` and `status`. A crash can lose at
+    /// most one second's count, never the first open.
+    func recordRepeatable(_ event: String, caller: CallerIdentity, item ref: PersistentRef) {
+        let key = RepeatKey(uid: caller.uid, pid: caller.pid, executable: caller.executable, event: event, ref: ref)
+        pthread_mutex_lock(&mutex)
+        if let seen = repeats[key] {
+            repeats[key] = (seen.caller, seen.count + 1)
+            pthread_mutex_unlock(&mutex)
+            return
+        }
+        repeats[key] = (caller, 0)
+        let schedule = !flushScheduled
+        flushScheduled = true
+        appendLocked(event, caller) { Self.appendItem(ref, to: &$0) }
+        pthread_mutex_unlock(&mutex)
+        if schedule {
+            DispatchQueue.global().asyncAfter(deadline: .now() + Self.repeatWindow) { [weak self] in self?.flushRepeats() }
+        }
+    }
+
+    /// Writes the counts of repeated opens and starts counting afresh.
+    func flushRepeats() {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
+        flushLocked()
+    }
+
+    private func flushLocked() {
+        flushScheduled = false
+        let counted = repeats
+        repeats = [:]
+        for (key, seen) in counted where seen.count > 0 {
+            appendLocked(key.event + "-repeated", seen.caller) { line in
+                Self.appendItem(key.ref, to: &line)
+                line += " count=".utf8
+                Self.appendDecimal(Int64(seen.count), to: &line)
+            }
+        }
+    }
+
+    static func appendItem(_ ref: PersistentRef, to line: inout [UInt8]) {
+        Hex.append(ref.itemClass.rawValue.utf8, to: &line)
+        Hex.append(ref.uuid, to: &line)
+    }
+
+    private func append(_ event: String, _ caller: CallerIdentity?, detail: (inout [UInt8]) -> Void) {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        appendLocked(event, caller, detail: detail)
+    }
+
+    /// Builds a line in one reused buffer and hashes it in place: the mount records every file
+    /// open before answering it, so a line must cost little.
+    private func appendLocked(_ event: String, _ caller: CallerIdentity?, detail: (inout [UInt8]) -> Void) {
+        let tab = UInt8(ascii: "\t")
         seq += 1
-        line += String(seq).utf8; line.append(tab)
-        line += String(time(nil)).utf8; line.append(tab)
-        line += uid.utf8; line.append(tab)
-        line += pid.utf8; line.append(tab)
+        line.removeAll(keepingCapacity: true)
+        Self.appendDecimal(seq, to: &line); line.append(tab)
+        Self.appendDecimal(Int64(time(nil)), to: &line); line.append(tab)
+        if let caller { Self.appendDecimal(Int64(caller.uid), to: &line) } else { line.append(UInt8(ascii: "-")) }
+        line.append(tab)
+        if let caller { Self.appendDecimal(Int64(caller.pid), to: &line) } else { line.append(UInt8(ascii: "-")) }
+        line.append(tab)
         Self.appendClean(event, to: &line); line.append(tab)
-        Self.appendClean(detail, to: &line); line.append(tab)
+        detail(&line); line.append(tab)
         Self.appendClean(caller?.executable ?? "-", to: &line)
-        head = KeyedHash.hash(head + line, key: key, length: 32)
+        line.withUnsafeBytes { KeyedHash.extend(&head, with: $0, key: key) }
         line.append(tab)
         Hex.append(head, to: &line)
         line.append(UInt8(ascii: "\n"))
         _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     }
 
+    static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        var rest = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // up to 20 digits, most significant last
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { d in
+            repeat {
+                d[count] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+                count += 1
+            } while rest > 0
+            for i in stride(from: count - 1, through: 0, by: -1) { out.append(d[i]) }
+        }
+    }
+
     /// Makes every recorded line durable (on lock and stop).
-    func sync() { fsync(fd) }
+    func sync() {
+        flushRepeats()
+        fsync(fd)
+    }
 
     /// Checks every line's chain from the first. Returns the number of lines and the first bad
     /// line number (1-based), if any.
     func verify() -> (lines: Int, firstBad: Int?) {
+        flushRepeats()
         guard let text = readSmallFile(path) else { return (0, nil) }
         var previous = [UInt8](repeating: 0, count: 32)
         var expectedSeq: Int64 = 1
@@ -101,11 +200,15 @@ final class AuditLog: @unchecked Sendable {
     func headLine() -> (line: Int64, chain: String) {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
+        flushLocked()
         return (seq, Hex.encode(head))
     }
 
     /// The whole log's text, for `keychainfs audit`.
-    func contents() -> String { readSmallFile(path) ?? "" }
+    func contents() -> String {
+        flushRepeats()
+        return readSmallFile(path) ?? ""
+    }
 
     private func chain(previous: [UInt8], body: String) -> [UInt8] {
         KeyedHash.hash(previous + Array(body.utf8), key: key, length: 32)

@@ -54,6 +54,14 @@ public final class Daemon: @unchecked Sendable {
         state.withLock { auditLog }?.record(event, caller: caller, detail: detail)
     }
 
+    public func audit(_ event: String, caller: CallerIdentity, item ref: PersistentRef) {
+        state.withLock { auditLog }?.record(event, caller: caller, item: ref)
+    }
+
+    public func auditRepeatable(_ event: String, caller: CallerIdentity, item ref: PersistentRef) {
+        state.withLock { auditLog }?.recordRepeatable(event, caller: caller, item: ref)
+    }
+
     /// Runs the daemon in the foreground until `stop`, SIGTERM or SIGINT. Returns an exit status.
     public static func run(vaultPath: String, log: @escaping @Sendable (String) -> Void) -> Int32 {
         hardenProcess()
@@ -188,6 +196,7 @@ public final class Daemon: @unchecked Sendable {
         vault.lock()
         for m in state.withLock({ mounts }) { m.vaultDidLock() }
         events.publish(ChangeEvent(kind: "lock"))
+        state.withLock { auditLog }?.flushRepeats()  // the reads before the lock come before its line
         audit("lock", caller, trigger)
         state.withLock { auditLog }?.sync()
     }
@@ -510,7 +519,7 @@ public final class Daemon: @unchecked Sendable {
         var approved = Set<PersistentRef>()
         for (ref, label, control) in gated {
             let status = approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault, settings: settings)
-            audit(status == .success ? "presence-approved" : "presence-denied", caller, Hex.encode(ref.bytes))
+            audit(status == .success ? "presence-approved" : "presence-denied", caller: caller, item: ref)
             if status == .interactionNotAllowed { return approved }  // no program: the engine refuses
             guard status == .success else { throw status }
             approved.insert(ref)
@@ -675,7 +684,7 @@ extension Daemon: MountPolicy {
         let label = attributes["labl"]?.stringValue ?? attributes["svce"]?.stringValue ?? "item"
         let status = approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault,
                                        settings: ApprovalAgent.settings(of: vault))
-        audit(status == .success ? "presence-approved" : "presence-denied", caller, Hex.encode(ref.bytes))
+        audit(status == .success ? "presence-approved" : "presence-denied", caller: caller, item: ref)
         return status
     }
 }

@@ -19,11 +19,20 @@ public protocol MountPolicy: AnyObject, Sendable {
                      previous: (service: [UInt8], account: [UInt8]?)?)
     /// Records a file-interface decision in the audit log.
     func audit(_ event: String, caller: CallerIdentity, detail: String)
+    /// Records a decision about one item, named by its persistent reference.
+    func audit(_ event: String, caller: CallerIdentity, item: PersistentRef)
+    /// Records an open that a process may repeat many times a second: its first open of the item
+    /// is a line of its own, further ones in the same second are written as one counted line.
+    func auditRepeatable(_ event: String, caller: CallerIdentity, item: PersistentRef)
     /// Owner of the directories: the daemon's user and group.
     var directoryOwner: (uid: UInt32, gid: UInt32) { get }
 }
 
 /// An open file: one version of one item for its whole life, or a pending write.
+///
+/// The bytes (`snapshot`, `buffer`, `length`) and `revoked` are guarded by `contentLock`, so a
+/// read answers from them without holding the server's mutex through its reply; the other fields
+/// are guarded by the server's mutex. `contentLock` is taken after the server's, never before.
 final class OpenFile {
     var node: Node
     var ref: PersistentRef?
@@ -37,10 +46,12 @@ final class OpenFile {
     /// Set when the vault locked under this descriptor (WhenUnlocked items): it reads and writes
     /// nothing from then on, even after an unlock, and a pending write is dropped, not stored.
     var revoked = false
-    /// The attributes at open, for `fstat` on a descriptor whose item has since locked.
-    var openedStat: stat?
+    /// The entry at open, for `fstat` on a descriptor whose item has since locked.
+    var openedEntry: FileEntry?
     /// Made by this open (create): its first stored contents are reported as one `add`.
     var isNew = false
+
+    let contentLock = PThreadMutex()
 
     init(node: Node, ref: PersistentRef?, protection: ProtectionClass, groups: [String]) {
         self.node = node
@@ -50,19 +61,24 @@ final class OpenFile {
     }
 
     func revoke() {
-        revoked = true
-        dirty = false
-        wipe()
+        contentLock.withLock {
+            revoked = true
+            dirty = false
+            wipeContents()
+        }
     }
 
-    func wipe() {
-        snapshot?.wipe()
-        buffer?.wipe()
+    func wipe() { contentLock.withLock { wipeContents() } }
+
+    private func wipeContents() {
+        // The snapshot is wiped when its last holder lets go (SecureBytes wipes on deinit): at
+        // once, or just after a read that is answering from it.
         snapshot = nil
+        buffer?.wipe()
         buffer = nil
     }
 
-    /// Makes room for `count` bytes, keeping what is there.
+    /// Makes room for `count` bytes, keeping what is there (under `contentLock` once shared).
     func reserve(_ count: Int) {
         let current = buffer?.count ?? -1
         guard count > current else { return }
@@ -79,6 +95,19 @@ final class OpenFile {
         if let buffer { return buffer.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[0..<length])) } }
         if let snapshot { return snapshot.withUnsafeBytes(body) }
         return body(UnsafeRawBufferPointer(start: nil, count: 0))
+    }
+}
+
+/// A caller seen in the last second, and the groups computed for it (under the server's mutex).
+final class KnownCaller {
+    let identity: CallerIdentity
+    let until: Double
+    var readable: [String]?
+    var changeable: [String]?
+
+    init(identity: CallerIdentity, until: Double) {
+        self.identity = identity
+        self.until = until
     }
 }
 
@@ -101,7 +130,7 @@ public final class MountServer: @unchecked Sendable {
     private var files: [UInt64: OpenFile] = [:]
     private var directories: [UInt64: [(name: [UInt8], ino: UInt64, isDirectory: Bool)]] = [:]
     private var nextHandle: UInt64 = 1
-    private var callers: [Int32: (identity: CallerIdentity, until: Double)] = [:]
+    private var callers: [Int32: KnownCaller] = [:]
     private var started = false
     /// True once the kernel side is gone (unmounted with umount, or by `unmount()`).
     public var hasEnded: Bool { sessionMutex.withLock { started && session == nil } }
@@ -197,16 +226,28 @@ public final class MountServer: @unchecked Sendable {
     /// The caller of a request. Reading /proc costs more than the rest of an open, so the answer
     /// is kept for a second per (pid, uid, gid): long enough for one program's open-read-close,
     /// too short for a pid to be reused meanwhile.
-    func identity(_ req: FuseRequest) -> CallerIdentity {
+    func identity(_ req: FuseRequest) -> CallerIdentity { known(req).identity }
+
+    /// The caller and the groups it may read (or, `writing`, change) here, kept with its identity:
+    /// a change of the groups drops every kept caller (`invalidateAll`).
+    func caller(_ req: FuseRequest, writing: Bool) -> (identity: CallerIdentity, groups: [String]) {
+        let k = known(req)
+        if let kept = locked({ writing ? k.changeable : k.readable }) { return (k.identity, kept) }
+        let groups = writing ? changeableGroups(k.identity) : readableGroups(k.identity)
+        locked { if writing { k.changeable = groups } else { k.readable = groups } }
+        return (k.identity, groups)
+    }
+
+    private func known(_ req: FuseRequest) -> KnownCaller {
         let c = req.caller
         let now = monotonicNow()
         if let hit = locked({ callers[c.pid] }), hit.identity.uid == c.uid, hit.identity.gid == c.gid, hit.until > now {
-            return hit.identity
+            return hit
         }
-        let fresh = CallerIdentity.of(pid: c.pid, uid: c.uid, gid: c.gid)
+        let fresh = KnownCaller(identity: CallerIdentity.of(pid: c.pid, uid: c.uid, gid: c.gid), until: now + 1)
         locked {
             if callers.count > 4096 { callers.removeAll() }
-            callers[c.pid] = (fresh, now + 1)
+            callers[c.pid] = fresh
         }
         return fresh
     }
@@ -329,9 +370,9 @@ public final class MountServer: @unchecked Sendable {
                 guard let e = try entry(service: s, account: a, groups: visibleGroups) else {
                     // Locked under an open descriptor: fstat still answers with the attributes it
                     // had, so a read on it reaches `read` and gets EACCES rather than ENOENT.
-                    let held = locked { files.values.first { $0.node == .item(service: s, account: a) && $0.revoked }?.openedStat }
-                    guard let st = held else { return req.error(ENOENT) }
-                    return req.attr(st, timeout: 0)
+                    let held = locked { files.values.first { f in f.node == .item(service: s, account: a) && f.contentLock.withLock { f.revoked } }?.openedEntry }
+                    guard let held else { return req.error(ENOENT) }
+                    return req.attr(fileStat(ino, held), timeout: 0)
                 }
                 req.attr(fileStat(ino, e), timeout: timeout)
             case nil: req.error(ENOENT)
@@ -345,7 +386,7 @@ public final class MountServer: @unchecked Sendable {
 
     func opendir(_ req: FuseRequest, ino: UInt64, fi: UnsafeMutablePointer<fuse_file_info>) {
         do {
-            let groups = readableGroups(identity(req))
+            let groups = caller(req, writing: false).groups
             var list: [(name: [UInt8], ino: UInt64, isDirectory: Bool)] = [(Array(".".utf8), ino, true), (Array("..".utf8), 1, true)]
             switch inodes.node(ino) {
             case .root?:
@@ -428,16 +469,15 @@ public final class MountServer: @unchecked Sendable {
         let writing = fi.pointee.accessMode != O_RDONLY
         if writing && options.readOnly { return req.error(EROFS) }
         do {
-            let caller = identity(req)
-            let groups = writing ? changeableGroups(caller) : readableGroups(caller)
+            let (caller, groups) = self.caller(req, writing: writing)
             guard let e = try entry(service: s, account: a, groups: groups) else {
                 // Visible to others but not to this caller: denied, not missing.
                 guard let other = try entry(service: s, account: a, groups: visibleGroups) else { return req.error(ENOENT) }
-                policy.audit("file-denied", caller: caller, detail: Hex.encode(other.ref.bytes))
+                policy.audit("file-denied", caller: caller, item: other.ref)
                 return req.error(EACCES)
             }
             let file = OpenFile(node: .item(service: s, account: a), ref: e.ref, protection: e.protection, groups: groups)
-            file.openedStat = fileStat(ino, e)
+            file.openedEntry = e
             if !writing || fi.pointee.flags & O_TRUNC == 0 {
                 var approved = false
                 if let control = e.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence {
@@ -460,9 +500,13 @@ public final class MountServer: @unchecked Sendable {
                 }
             }
             register(file, fi)
-            // Recorded once the open succeeded, after the reply: the caller need not wait for it.
+            // Recorded before the reply, so no caller holds a descriptor the log does not show.
+            if writing {
+                policy.audit("file-open-write", caller: caller, item: e.ref)
+            } else {
+                policy.auditRepeatable("file-open-read", caller: caller, item: e.ref)
+            }
             req.open(fi)
-            policy.audit(writing ? "file-open-write" : "file-open-read", caller: caller, detail: Hex.encode(e.ref.bytes))
         } catch {
             if (error as? KeychainStatus) == .decode {
                 policy.audit("file-damaged", caller: identity(req), detail: "-")
@@ -488,7 +532,7 @@ public final class MountServer: @unchecked Sendable {
         guard !options.readOnly else { return req.error(EROFS) }
         guard case .service(let s)? = inodes.node(parent) else { return req.error(EPERM) }
         guard let a = FileNames.unescape(name) else { return req.error(EINVAL) }
-        let groups = changeableGroups(identity(req))
+        let groups = caller(req, writing: true).groups
         guard let first = groups.first else { return req.error(EACCES) }
         do {
             if let existing = try entry(service: s, account: a, groups: visibleGroups) {
@@ -523,25 +567,37 @@ public final class MountServer: @unchecked Sendable {
 
     func read(_ req: FuseRequest, size: Int, offset: Int, fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let file = locked({ files[fi.pointee.fh] }) else { return req.error(EBADF) }
-        // A descriptor opened before a lock reads nothing after it.
-        if locked({ file.revoked }) || (file.protection.availability == .whileUnlocked && vault.lockState != .unlocked) {
-            return req.error(EACCES)
+        let answer = { (bytes: UnsafeRawBufferPointer) in
+            guard offset < bytes.count else { return req.buffer(UnsafeRawBufferPointer(start: nil, count: 0)) }
+            let end = min(bytes.count, offset + size)
+            req.buffer(UnsafeRawBufferPointer(rebasing: bytes[offset..<end]))
         }
-        locked {
-            file.withContents { bytes in
-                guard offset < bytes.count else { return req.buffer(UnsafeRawBufferPointer(start: nil, count: 0)) }
-                let end = min(bytes.count, offset + size)
-                req.buffer(UnsafeRawBufferPointer(rebasing: bytes[offset..<end]))
+        // A read-only descriptor answers from its snapshot with no lock held through the reply
+        // (its close may arrive while the reply is being written); the reference kept here
+        // defers a lock's wipe of the snapshot until the reply is out. A written file's bytes
+        // change under writes, so its reads answer under the file's lock.
+        let snapshot = file.contentLock.withLock { () -> SecureBytes?? in
+            // A descriptor opened before a lock reads nothing after it.
+            if file.revoked || (file.protection.availability == .whileUnlocked && vault.lockState != .unlocked) {
+                req.error(EACCES)
+                return nil
             }
+            if file.buffer != nil {
+                file.withContents(answer)
+                return nil
+            }
+            return .some(file.snapshot)
         }
+        guard let snapshot else { return }
+        if let snapshot { snapshot.withUnsafeBytes(answer) } else { answer(UnsafeRawBufferPointer(start: nil, count: 0)) }
     }
 
     func write(_ req: FuseRequest, data: UnsafeRawBufferPointer, offset: Int, fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let file = locked({ files[fi.pointee.fh] }) else { return req.error(EBADF) }
-        if locked({ file.revoked }) { return req.error(EACCES) }
-        guard locked({ file.buffer != nil }) else { return req.error(EBADF) }
-        guard offset + data.count <= 64 << 20 else { return req.error(EFBIG) }
-        locked {
+        let refused = file.contentLock.withLock { () -> Int32? in
+            if file.revoked { return EACCES }
+            guard file.buffer != nil else { return EBADF }
+            guard offset + data.count <= 64 << 20 else { return EFBIG }
             file.reserve(offset + data.count)
             file.buffer!.withUnsafeMutableBytes { dst in
                 if offset > file.length { (dst.baseAddress! + file.length).initializeMemory(as: UInt8.self, repeating: 0, count: offset - file.length) }
@@ -549,19 +605,25 @@ public final class MountServer: @unchecked Sendable {
             }
             file.length = max(file.length, offset + data.count)
             file.dirty = true
+            return nil
         }
         // libfuse keeps its receive buffer for the next request: no plaintext may stay in it.
         wipeMemory(UnsafeMutableRawBufferPointer(mutating: data))
+        if let refused { return req.error(refused) }
         req.written(data.count)
     }
 
     /// Stores a written file's bytes as the item's secret in one transaction.
     func commit(_ file: OpenFile, notify: Bool = true) throws {
         // Locked under this descriptor: the pending bytes are dropped, not stored.
-        if locked({ file.revoked }) { throw Denied() }
-        guard locked({ file.dirty }), case .item(let s, let a) = locked({ file.node }) else { return }
-        let (secret, ref) = locked { (file.withContents { SecureBytes(copying: $0) }, file.ref) }
+        let pending = try file.contentLock.withLock { () -> SecureBytes? in
+            if file.revoked { throw Denied() }
+            return file.dirty ? file.withContents { SecureBytes(copying: $0) } : nil
+        }
+        guard let secret = pending else { return }
         defer { secret.wipe() }
+        guard case .item(let s, let a) = locked({ file.node }) else { return }
+        let ref = locked { file.ref }
         if let ref {
             try vault.update(["v_PersistentRef": .data(ref.bytes), "sync": "syna"], changes: [:], secret: secret,
                              accessGroups: file.groups)
@@ -573,8 +635,8 @@ public final class MountServer: @unchecked Sendable {
                                  accessGroups: file.groups)
             }
         }
+        file.contentLock.withLock { file.dirty = false }
         let wasNew = locked { () -> Bool in
-            file.dirty = false
             defer { file.isNew = false }
             return file.isNew
         }
@@ -606,7 +668,7 @@ public final class MountServer: @unchecked Sendable {
         do {
             guard let a = try value(of: name, in: s) else { return req.error(ENOENT) }
             try vault.delete(["class": "genp", "svce": .data(s), "acct": .data(a), "sync": "syna"],
-                             accessGroups: changeableGroups(identity(req)))
+                             accessGroups: caller(req, writing: true).groups)
             changed("delete", service: s, account: a)
             req.ok()
         } catch {
@@ -617,7 +679,7 @@ public final class MountServer: @unchecked Sendable {
     func rename(_ req: FuseRequest, parent: UInt64, name: [UInt8], newParent: UInt64, newName: [UInt8], flags: UInt32) {
         guard !options.readOnly else { return req.error(EROFS) }
         guard flags & ~UInt32(1) == 0 else { return req.error(EINVAL) }  // only RENAME_NOREPLACE
-        let groups = changeableGroups(identity(req))
+        let groups = caller(req, writing: true).groups
         do {
             switch (inodes.node(parent), inodes.node(newParent)) {
             case (.root?, .root?):
@@ -687,8 +749,8 @@ public final class MountServer: @unchecked Sendable {
             let size = Int(attr.st_size)
             guard size >= 0, size <= 64 << 20 else { return req.error(EFBIG) }
             do {
-                if let fi, let file = locked({ files[fi.pointee.fh] }), file.buffer != nil {
-                    locked {
+                if let fi, let file = locked({ files[fi.pointee.fh] }), file.contentLock.withLock({ file.buffer != nil }) {
+                    file.contentLock.withLock {
                         file.reserve(size)
                         if size > file.length {
                             file.buffer!.withUnsafeMutableBytes { (($0.baseAddress! + file.length)).initializeMemory(as: UInt8.self, repeating: 0, count: size - file.length) }
@@ -697,7 +759,7 @@ public final class MountServer: @unchecked Sendable {
                         file.dirty = true
                     }
                 } else {
-                    let groups = changeableGroups(identity(req))
+                    let groups = caller(req, writing: true).groups
                     guard let e = try entry(service: s, account: a, groups: groups) else { return req.error(EACCES) }
                     let old = try vault.readSecret(of: e.ref, accessGroups: groups)
                     let new = SecureBytes(count: size)

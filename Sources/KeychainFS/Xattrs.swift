@@ -86,7 +86,7 @@ extension MountServer {
                 change = .string(p.rawValue)
             }
             try vault.update(["v_PersistentRef": .data(e.ref.bytes), "sync": "syna"], changes: [spec.1: change],
-                             accessGroups: changeableGroups(identity(req)))
+                             accessGroups: caller(req, writing: true).groups)
             if case .item(let s, let a)? = inodes.node(ino) { changed("update", service: s, account: a) }
             req.ok()
         } catch {
