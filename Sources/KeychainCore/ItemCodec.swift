@@ -8,8 +8,9 @@ enum ItemCodec {
 
     static func associatedData(vaultID: [UInt8], uuid: [UInt8], itemClass: ItemClass,
                                protection: ProtectionClass, part: Part) -> [UInt8] {
-        var w = ByteWriter()
-        w.raw(Array("keychainfs item v1".utf8))
+        // One allocation: every open of a file builds this.
+        var w = ByteWriter(capacity: associatedDataLabel.count + vaultID.count + uuid.count + 3)
+        w.raw(associatedDataLabel)
         w.raw(vaultID)
         w.raw(uuid)
         w.u8(itemClass.code)
@@ -17,6 +18,8 @@ enum ItemCodec {
         w.u8(part.rawValue)
         return w.bytes
     }
+
+    static let associatedDataLabel = Array("keychainfs item v1".utf8)
 
     /// Serialises attributes in key order into guarded memory.
     static func encode(_ attributes: Attributes) -> SecureBytes {

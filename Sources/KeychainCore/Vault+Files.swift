@@ -75,7 +75,7 @@ extension Vault {
             if !approved, let control = entry.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence {
                 throw KeychainStatus.interactionNotAllowed
             }
-            guard let secret = try? openSecret(row, classKey: classKey) else { throw KeychainStatus.decode }
+            guard let secret = try? openFileSecret(row, classKey: classKey) else { throw KeychainStatus.decode }
             return secret
         }
     }

@@ -303,10 +303,22 @@ extension Vault {
     }
 
     /// Opens only an item's key and secret, for a row whose attributes `open` already checked.
-    func openSecret(_ item: StoredItem, classKey: SecureBytes) throws -> SecureBytes {
-        let itemKey = try AEAD.open(item.wrappedKey, key: classKey, associatedData: associatedData(item, .itemKey))
-        defer { itemKey.wipe() }
-        return try AEAD.open(item.secret, key: itemKey, associatedData: associatedData(item, .secret))
+    /// The item key is kept in `fileItemKeys` for the next open of the same file. Call with the
+    /// mutex held.
+    func openFileSecret(_ item: StoredItem, classKey: SecureBytes) throws -> SecureBytes {
+        // The two parts' associated data differ only in the last byte, the part.
+        var ad = associatedData(item, .itemKey)
+        let sealed = SealedKey(box: item.wrappedKey, associatedData: ad)
+        let itemKey: SecureBytes
+        if let kept = fileItemKeys[sealed] {
+            itemKey = kept
+        } else {
+            itemKey = try AEAD.open(item.wrappedKey, key: classKey, associatedData: ad)
+            if fileItemKeys.count >= Self.fileItemKeyLimit { fileItemKeys.removeAll() }
+            fileItemKeys[sealed] = itemKey
+        }
+        ad[ad.count - 1] = ItemCodec.Part.secret.rawValue
+        return try AEAD.open(item.secret, key: itemKey, associatedData: ad)
     }
 
     /// What binds one sealed part to its vault, item, class and protection.

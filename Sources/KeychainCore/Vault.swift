@@ -12,6 +12,16 @@ public final class Vault: @unchecked Sendable {
     var header: VaultHeader
     let keys = KeyRing()
     let mutex = PThreadMutex()
+    /// Item keys unwrapped for file opens, by their sealed form and the associated data that
+    /// bound it (so a changed or moved item misses): a file read again skips one decryption.
+    /// The class keys that unwrap them are in memory anyway while unlocked; these are guarded
+    /// memory too, and all are wiped at every lock.
+    var fileItemKeys: [SealedKey: SecureBytes] = [:]
+    struct SealedKey: Hashable {
+        let box: [UInt8]
+        let associatedData: [UInt8]
+    }
+    static let fileItemKeyLimit = 1024
 
     private init(path: String, store: ItemStore, header: VaultHeader, device: DeviceKey) {
         self.path = path
@@ -159,7 +169,12 @@ public final class Vault: @unchecked Sendable {
     }
 
     /// Wipes the keys of the WhenUnlocked classes (`ak`, `aku`, `akpu`).
-    public func lock() { mutex.withLock { keys.lock() } }
+    public func lock() {
+        mutex.withLock {
+            keys.lock()
+            fileItemKeys.removeAll()  // each wipes itself as it goes
+        }
+    }
 
     /// Changes, adds or removes the passphrase. Re-wraps the class keys only, so the cost does
     /// not depend on the item count. Removing the passphrase deletes every

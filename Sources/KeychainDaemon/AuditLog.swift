@@ -22,17 +22,23 @@ final class AuditLog: @unchecked Sendable {
     /// The line being built; kept between records so recording allocates nothing.
     private var line: [UInt8] = []
     /// Repeated opens counted since the last `flushRepeats`, by process and item.
-    private var repeats: [RepeatKey: (caller: CallerIdentity, count: Int)] = [:]
+    private var repeats: [RepeatKey: Repeated] = [:]
     private var flushScheduled = false
     /// How long repeated opens are counted before their line is written.
     static let repeatWindow = 1.0
 
+    /// Hashes only numbers and the reference (this is looked up on every open); the event and
+    /// executable are compared on a hit.
     private struct RepeatKey: Hashable {
         let uid: UInt32
         let pid: Int32
-        let executable: String?
-        let event: String
         let ref: PersistentRef
+    }
+
+    private struct Repeated {
+        let event: String
+        let caller: CallerIdentity
+        var count: Int
     }
 
     /// Opens (creating, mode 0600) the log and reads its last line to continue the chain.
@@ -83,14 +89,16 @@ final class AuditLog: @unchecked Sendable {
     /// when the second ends, and before a lock, a stop, `audit` and `status`. A crash can lose at
     /// most one second's count, never the first open.
     func recordRepeatable(_ event: String, caller: CallerIdentity, item ref: PersistentRef) {
-        let key = RepeatKey(uid: caller.uid, pid: caller.pid, executable: caller.executable, event: event, ref: ref)
+        let key = RepeatKey(uid: caller.uid, pid: caller.pid, ref: ref)
         pthread_mutex_lock(&mutex)
-        if let seen = repeats[key] {
-            repeats[key] = (seen.caller, seen.count + 1)
+        if let seen = repeats[key], seen.event == event, seen.caller.executable == caller.executable {
+            repeats[key]!.count += 1
             pthread_mutex_unlock(&mutex)
             return
         }
-        repeats[key] = (caller, 0)
+        // Another program under a reused pid, or another event: the old count is written first.
+        if let other = repeats.removeValue(forKey: key) { appendRepeated(key.ref, other) }
+        repeats[key] = Repeated(event: event, caller: caller, count: 0)
         let schedule = !flushScheduled
         flushScheduled = true
         appendLocked(event, caller) { Self.appendItem(ref, to: &$0) }
@@ -111,12 +119,15 @@ final class AuditLog: @unchecked Sendable {
         flushScheduled = false
         let counted = repeats
         repeats = [:]
-        for (key, seen) in counted where seen.count > 0 {
-            appendLocked(key.event + "-repeated", seen.caller) { line in
-                Self.appendItem(key.ref, to: &line)
-                line += " count=".utf8
-                Self.appendDecimal(Int64(seen.count), to: &line)
-            }
+        for (key, seen) in counted { appendRepeated(key.ref, seen) }
+    }
+
+    private func appendRepeated(_ ref: PersistentRef, _ seen: Repeated) {
+        guard seen.count > 0 else { return }
+        appendLocked(seen.event + "-repeated", seen.caller) { line in
+            Self.appendItem(ref, to: &line)
+            line += " count=".utf8
+            Self.appendDecimal(Int64(seen.count), to: &line)
         }
     }
 

@@ -30,9 +30,9 @@ public protocol MountPolicy: AnyObject, Sendable {
 
 /// An open file: one version of one item for its whole life, or a pending write.
 ///
-/// The bytes (`snapshot`, `buffer`, `length`) and `revoked` are guarded by `contentLock`, so a
+/// The bytes (`snapshot`, `buffer`, `length`) and `revoked` are guarded by the file's own lock (`withContentLock`), so a
 /// read answers from them without holding the server's mutex through its reply; the other fields
-/// are guarded by the server's mutex. `contentLock` is taken after the server's, never before.
+/// are guarded by the server's mutex. The file's lock is taken after the server's, never before.
 final class OpenFile {
     var node: Node
     var ref: PersistentRef?
@@ -51,24 +51,34 @@ final class OpenFile {
     /// Made by this open (create): its first stored contents are reported as one `add`.
     var isNew = false
 
-    let contentLock = PThreadMutex()
+    /// Held in the object itself: one allocation less on every open.
+    private var contentMutex = pthread_mutex_t()
 
     init(node: Node, ref: PersistentRef?, protection: ProtectionClass, groups: [String]) {
         self.node = node
         self.ref = ref
         self.protection = protection
         self.groups = groups
+        pthread_mutex_init(&contentMutex, nil)
+    }
+
+    deinit { pthread_mutex_destroy(&contentMutex) }
+
+    func withContentLock<R>(_ body: () throws -> R) rethrows -> R {
+        pthread_mutex_lock(&contentMutex)
+        defer { pthread_mutex_unlock(&contentMutex) }
+        return try body()
     }
 
     func revoke() {
-        contentLock.withLock {
+        withContentLock {
             revoked = true
             dirty = false
             wipeContents()
         }
     }
 
-    func wipe() { contentLock.withLock { wipeContents() } }
+    func wipe() { withContentLock { wipeContents() } }
 
     private func wipeContents() {
         // The snapshot is wiped when its last holder lets go (SecureBytes wipes on deinit): at
@@ -78,7 +88,7 @@ final class OpenFile {
         buffer = nil
     }
 
-    /// Makes room for `count` bytes, keeping what is there (under `contentLock` once shared).
+    /// Makes room for `count` bytes, keeping what is there (under the file's lock once shared).
     func reserve(_ count: Int) {
         let current = buffer?.count ?? -1
         guard count > current else { return }
@@ -370,7 +380,7 @@ public final class MountServer: @unchecked Sendable {
                 guard let e = try entry(service: s, account: a, groups: visibleGroups) else {
                     // Locked under an open descriptor: fstat still answers with the attributes it
                     // had, so a read on it reaches `read` and gets EACCES rather than ENOENT.
-                    let held = locked { files.values.first { f in f.node == .item(service: s, account: a) && f.contentLock.withLock { f.revoked } }?.openedEntry }
+                    let held = locked { files.values.first { f in f.node == .item(service: s, account: a) && f.withContentLock { f.revoked } }?.openedEntry }
                     guard let held else { return req.error(ENOENT) }
                     return req.attr(fileStat(ino, held), timeout: 0)
                 }
@@ -567,7 +577,7 @@ public final class MountServer: @unchecked Sendable {
 
     func read(_ req: FuseRequest, size: Int, offset: Int, fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let file = locked({ files[fi.pointee.fh] }) else { return req.error(EBADF) }
-        let answer = { (bytes: UnsafeRawBufferPointer) in
+        func answer(_ bytes: UnsafeRawBufferPointer) {
             guard offset < bytes.count else { return req.buffer(UnsafeRawBufferPointer(start: nil, count: 0)) }
             let end = min(bytes.count, offset + size)
             req.buffer(UnsafeRawBufferPointer(rebasing: bytes[offset..<end]))
@@ -576,7 +586,7 @@ public final class MountServer: @unchecked Sendable {
         // (its close may arrive while the reply is being written); the reference kept here
         // defers a lock's wipe of the snapshot until the reply is out. A written file's bytes
         // change under writes, so its reads answer under the file's lock.
-        let snapshot = file.contentLock.withLock { () -> SecureBytes?? in
+        let snapshot = file.withContentLock { () -> SecureBytes?? in
             // A descriptor opened before a lock reads nothing after it.
             if file.revoked || (file.protection.availability == .whileUnlocked && vault.lockState != .unlocked) {
                 req.error(EACCES)
@@ -594,7 +604,7 @@ public final class MountServer: @unchecked Sendable {
 
     func write(_ req: FuseRequest, data: UnsafeRawBufferPointer, offset: Int, fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let file = locked({ files[fi.pointee.fh] }) else { return req.error(EBADF) }
-        let refused = file.contentLock.withLock { () -> Int32? in
+        let refused = file.withContentLock { () -> Int32? in
             if file.revoked { return EACCES }
             guard file.buffer != nil else { return EBADF }
             guard offset + data.count <= 64 << 20 else { return EFBIG }
@@ -616,7 +626,7 @@ public final class MountServer: @unchecked Sendable {
     /// Stores a written file's bytes as the item's secret in one transaction.
     func commit(_ file: OpenFile, notify: Bool = true) throws {
         // Locked under this descriptor: the pending bytes are dropped, not stored.
-        let pending = try file.contentLock.withLock { () -> SecureBytes? in
+        let pending = try file.withContentLock { () -> SecureBytes? in
             if file.revoked { throw Denied() }
             return file.dirty ? file.withContents { SecureBytes(copying: $0) } : nil
         }
@@ -635,7 +645,7 @@ public final class MountServer: @unchecked Sendable {
                                  accessGroups: file.groups)
             }
         }
-        file.contentLock.withLock { file.dirty = false }
+        file.withContentLock { file.dirty = false }
         let wasNew = locked { () -> Bool in
             defer { file.isNew = false }
             return file.isNew
@@ -749,8 +759,8 @@ public final class MountServer: @unchecked Sendable {
             let size = Int(attr.st_size)
             guard size >= 0, size <= 64 << 20 else { return req.error(EFBIG) }
             do {
-                if let fi, let file = locked({ files[fi.pointee.fh] }), file.contentLock.withLock({ file.buffer != nil }) {
-                    file.contentLock.withLock {
+                if let fi, let file = locked({ files[fi.pointee.fh] }), file.withContentLock({ file.buffer != nil }) {
+                    file.withContentLock {
                         file.reserve(size)
                         if size > file.length {
                             file.buffer!.withUnsafeMutableBytes { (($0.baseAddress! + file.length)).initializeMemory(as: UInt8.self, repeating: 0, count: size - file.length) }

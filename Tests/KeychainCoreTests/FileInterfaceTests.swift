@@ -1,4 +1,4 @@
-import KeychainCore
+@testable import KeychainCore
 import KeychainCrypto
 import XCTest
 
@@ -55,6 +55,27 @@ final class FileInterfaceTests: XCTestCase {
         XCTAssertEqual(try vault.fileEntries(service: Array("db".utf8), accessGroups: groups).map(\.size), [6])
         XCTAssertStatus(.interactionNotAllowed, try vault.readSecret(of: db[0].ref, accessGroups: groups))
         XCTAssertEqual(try vault.readSecret(of: db[1].ref, accessGroups: groups).string, "123456")
+    }
+
+    func testFileOpensKeepItemKeysOnlyUntilLockAndMissOnAChange() throws {
+        let scratch = try Scratch()
+        let vault = try scratch.makeVault()
+        try vault.addPassword(service: "db", account: "app", secret: "hunter2")
+        try vault.addPassword(service: "db", account: "cache", secret: "123456", ["pdmn": "ck"])
+        let first = try vault.fileEntries(service: Array("db".utf8), accessGroups: groups)
+        for _ in 0..<3 {
+            XCTAssertEqual(try vault.fileSecret(of: first[0], accessGroups: groups).string, "hunter2")
+            XCTAssertEqual(try vault.fileSecret(of: first[1], accessGroups: groups).string, "123456")
+        }
+        XCTAssertEqual(vault.mutex.withLock { vault.fileItemKeys.count }, 2, "one kept key per item, however often read")
+        // A new secret is sealed under a new item key: the kept one does not match it.
+        try vault.update(["class": "genp", "acct": "app"], changes: [:], secret: secret("two"), accessGroups: groups)
+        let second = try vault.fileEntries(service: Array("db".utf8), accessGroups: groups)
+        XCTAssertEqual(try vault.fileSecret(of: second[0], accessGroups: groups).string, "two")
+        vault.lock()
+        XCTAssertTrue(vault.mutex.withLock { vault.fileItemKeys.isEmpty }, "every kept key is wiped at the lock")
+        XCTAssertStatus(.interactionNotAllowed, try vault.fileSecret(of: second[0], accessGroups: groups))
+        XCTAssertEqual(try vault.fileSecret(of: first[1], accessGroups: groups).string, "123456", "AfterFirstUnlock still reads")
     }
 
     func testSecretModificationTimeMovesOnlyWithTheSecret() throws {
