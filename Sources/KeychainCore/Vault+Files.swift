@@ -14,6 +14,9 @@ public struct FileEntry: Sendable {
     /// The sealed row the entry was opened from (small secrets only), so that reading the
     /// secret later needs no second search; its attributes were checked when it was opened.
     var row: StoredItem?
+    /// True when a listing (`keepRows: false`) left out a row it would otherwise have kept: a
+    /// search for this one file gives an entry that opens without one.
+    public var rowLeftOut = false
 }
 
 extension Vault {
@@ -55,7 +58,8 @@ extension Vault {
                                            group: m.attributes["agrp"]?.stringValue ?? "",
                                            protection: item.protection, size: max(0, item.secret.count - AEAD.overhead),
                                            attributes: m.attributes, version: item.version,
-                                           row: keepRows && item.secret.count <= Self.rowKeptBelow ? item : nil))
+                                           row: keepRows && item.secret.count <= Self.rowKeptBelow ? item : nil,
+                                           rowLeftOut: !keepRows && item.secret.count <= Self.rowKeptBelow))
             }
         }
     }

@@ -276,9 +276,11 @@ public final class MountServer: @unchecked Sendable {
 
     /// The file `service`/`account` shows a caller with `groups`. A known name costs no search
     /// when the caller may see the file the whole mount shows for it.
-    func entry(service: [UInt8], account: [UInt8], groups: [String]) throws -> FileEntry? {
+    /// `opening`: an entry a listing kept without its sealed row is searched for again (and kept),
+    /// so that this open and the next ones decrypt from the row instead of reading the store.
+    func entry(service: [UInt8], account: [UInt8], groups: [String], opening: Bool = false) throws -> FileEntry? {
         if let known = entries.entry(service: service, account: account), groups.contains(known.group),
-           isAvailable(known.protection) {
+           isAvailable(known.protection), !(opening && known.rowLeftOut) {
             return known
         }
         let generation = entries.currentGeneration
@@ -480,7 +482,7 @@ public final class MountServer: @unchecked Sendable {
         if writing && options.readOnly { return req.error(EROFS) }
         do {
             let (caller, groups) = self.caller(req, writing: writing)
-            guard let e = try entry(service: s, account: a, groups: groups) else {
+            guard let e = try entry(service: s, account: a, groups: groups, opening: true) else {
                 // Visible to others but not to this caller: denied, not missing.
                 guard let other = try entry(service: s, account: a, groups: visibleGroups) else { return req.error(ENOENT) }
                 policy.audit("file-denied", caller: caller, item: other.ref)

@@ -68,6 +68,12 @@ final class FileInterfaceTests: XCTestCase {
             XCTAssertEqual(try vault.fileSecret(of: first[1], accessGroups: groups).string, "123456")
         }
         XCTAssertEqual(vault.mutex.withLock { vault.fileItemKeys.count }, 2, "one kept key per item, however often read")
+        // A listing leaves rows out and says so; a search for the file keeps it.
+        var listed: [FileEntry] = []
+        try vault.forEachFileEntry(service: Array("db".utf8), accessGroups: groups, keepRows: false) { listed.append($0); return true }
+        XCTAssertEqual(listed.map(\.rowLeftOut), [true, true])
+        XCTAssertEqual(first.map(\.rowLeftOut), [false, false])
+        XCTAssertEqual(try vault.fileSecret(of: listed[0], accessGroups: groups).string, "hunter2", "a listed entry still opens")
         // A new secret is sealed under a new item key: the kept one does not match it.
         try vault.update(["class": "genp", "acct": "app"], changes: [:], secret: secret("two"), accessGroups: groups)
         let second = try vault.fileEntries(service: Array("db".utf8), accessGroups: groups)
