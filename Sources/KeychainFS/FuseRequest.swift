@@ -50,21 +50,25 @@ struct FuseRequest {
 
     func xattrSize(_ count: Int) { fuse_reply_xattr(raw, count) }
 
-    /// Directory entries from `offset`, packed until `size` bytes; each entry's offset is its index + 1.
-    func directory(_ entries: [(name: [UInt8], ino: UInt64, isDirectory: Bool)], offset: Int, size: Int) {
+    /// Directory entries from `offset`, packed until `size` bytes; each entry's offset is its
+    /// index + 1. `entry` gives the entry at an index (nil past the end); the first one that does
+    /// not fit is handed to `left` and ends the reply. With `plus`, a READDIRPLUS reply.
+    func directory(offset: Int, size: Int, plus: Bool, entry: (Int) -> (name: [UInt8], param: fuse_entry_param)?,
+                   left: (Int, fuse_entry_param) -> Void) {
         var out = [UInt8](repeating: 0, count: size)
         var used = 0
         var index = offset
-        while index < entries.count {
-            let e = entries[index]
-            var st = stat()
-            st.st_ino = __ino_t(e.ino)
-            st.st_mode = e.isDirectory ? S_IFDIR : S_IFREG
-            let name = e.name.map { CChar(bitPattern: $0) } + [0]
+        while let (name, param) = entry(index) {
+            var p = param
+            let cName = name.map { CChar(bitPattern: $0) } + [0]
             let needed = out.withUnsafeMutableBufferPointer { buf in
-                fuse_add_direntry(raw, buf.baseAddress! + used, size - used, name, &st, off_t(index + 1))
+                plus ? fuse_add_direntry_plus(raw, buf.baseAddress! + used, size - used, cName, &p, off_t(index + 1))
+                     : fuse_add_direntry(raw, buf.baseAddress! + used, size - used, cName, &p.attr, off_t(index + 1))
             }
-            if needed > size - used { break }
+            if needed > size - used {
+                left(index, p)
+                break
+            }
             used += needed
             index += 1
         }

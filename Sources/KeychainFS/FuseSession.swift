@@ -24,6 +24,9 @@ extension MountServer {
         }
         ops.opendir = { req, ino, fi in MountServer.server(req).opendir(FuseRequest(raw: req!), ino: ino, fi: fi!) }
         ops.readdir = { req, _, size, off, fi in MountServer.server(req).readdir(FuseRequest(raw: req!), size: size, offset: Int(off), fi: fi!) }
+        ops.readdirplus = { req, _, size, off, fi in
+            MountServer.server(req).readdir(FuseRequest(raw: req!), size: size, offset: Int(off), fi: fi!, plus: true)
+        }
         ops.releasedir = { req, _, fi in MountServer.server(req).releasedir(FuseRequest(raw: req!), fi: fi!) }
         ops.mkdir = { req, parent, name, _ in MountServer.server(req).mkdir(FuseRequest(raw: req!), parent: parent, name: MountServer.bytes(name)) }
         ops.rmdir = { req, parent, name in MountServer.server(req).rmdir(FuseRequest(raw: req!), parent: parent, name: MountServer.bytes(name)) }

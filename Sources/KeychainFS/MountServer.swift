@@ -138,7 +138,7 @@ public final class MountServer: @unchecked Sendable {
     private let sessionMutex = PThreadMutex()
     private let mutex = PThreadMutex()
     private var files: [UInt64: OpenFile] = [:]
-    private var directories: [UInt64: [(name: [UInt8], ino: UInt64, isDirectory: Bool)]] = [:]
+    private var directories: [UInt64: [Listed]] = [:]
     private var nextHandle: UInt64 = 1
     private var callers: [Int32: KnownCaller] = [:]
     private var started = false
@@ -325,25 +325,22 @@ public final class MountServer: @unchecked Sendable {
         return st
     }
 
-    func fileStat(_ ino: UInt64, _ e: FileEntry) -> stat {
+    func fileStat(_ ino: UInt64, _ e: FileEntry) -> stat { fileStat(ino, FileFacts(e)) }
+
+    func fileStat(_ ino: UInt64, _ f: FileFacts) -> stat {
         var st = stat()
         st.st_ino = __ino_t(ino)
-        let g = policy.group(named: e.group)
+        let g = policy.group(named: f.group)
         st.st_mode = S_IFREG | mode_t((g?.mode ?? 0o400) & (options.readOnly ? 0o555 : 0o777))
         st.st_nlink = 1
         st.st_uid = options.mapUID ?? g?.owner ?? policy.directoryOwner.uid
         st.st_gid = options.mapGID ?? g?.gid ?? policy.directoryOwner.gid
-        st.st_size = off_t(e.size)
-        st.st_blocks = blkcnt_t((e.size + 511) / 512)
+        st.st_size = off_t(f.size)
+        st.st_blocks = blkcnt_t((f.size + 511) / 512)
         st.st_blksize = 4096
-        let unix = { (key: String) -> Int in
-            if case .date(let t)? = e.attributes[key], t.isFinite, abs(t) < 1e15 { return Int(t + 978_307_200) }
-            return 0
-        }
-        // mtime follows the secret; ctime any change, as for an ordinary file.
-        st.st_mtim.tv_sec = e.attributes[Vault.secretModified] != nil ? unix(Vault.secretModified) : unix("mdat")
-        st.st_ctim.tv_sec = unix("mdat")
-        st.st_atim.tv_sec = st.st_mtim.tv_sec
+        st.st_mtim.tv_sec = f.mtime
+        st.st_ctim.tv_sec = f.ctime
+        st.st_atim.tv_sec = f.mtime
         return st
     }
 
@@ -399,27 +396,29 @@ public final class MountServer: @unchecked Sendable {
     func opendir(_ req: FuseRequest, ino: UInt64, fi: UnsafeMutablePointer<fuse_file_info>) {
         do {
             let groups = caller(req, writing: false).groups
-            var list: [(name: [UInt8], ino: UInt64, isDirectory: Bool)] = [(Array(".".utf8), ino, true), (Array("..".utf8), 1, true)]
+            var list: [Listed] = [.dot(".", ino: ino), .dot("..", ino: InodeTable.rootIno)]
             switch inodes.node(ino) {
             case .root?:
                 var seen = Set<[UInt8]>()
                 try vault.forEachFileEntry(accessGroups: groups, keepRows: false) { e in
                     if seen.insert(e.service).inserted {
-                        list.append((FileNames.escape(e.service, topLevel: true), inodes.existing(.service(e.service)) ?? 0, true))
+                        list.append(Listed(name: FileNames.escape(e.service, topLevel: true), node: .service(e.service), dotIno: 0, file: nil))
                     }
                     return true
                 }
                 for s in locked({ emptyServices }) where seen.insert(s).inserted {
-                    list.append((FileNames.escape(s, topLevel: true), inodes.existing(.service(s)) ?? 0, true))
+                    list.append(Listed(name: FileNames.escape(s, topLevel: true), node: .service(s), dotIno: 0, file: nil))
                 }
             case .service(let s)?:
                 var seen = Set<[UInt8]>()
-                // `ls -l` looks up every name it lists: the listing's entries answer those lookups.
+                // `ls -l` stats every name it lists: READDIRPLUS answers with the listing's
+                // attributes, and the entries it primes answer later lookups.
                 let generation = entries.currentGeneration
                 let mountWide = groups == visibleGroups
                 try vault.forEachFileEntry(service: s, accessGroups: groups, keepRows: false) { e in
                     guard seen.insert(e.account).inserted else { return true }
-                    list.append((FileNames.escape(e.account), inodes.existing(.item(service: s, account: e.account)) ?? 0, false))
+                    list.append(Listed(name: FileNames.escape(e.account), node: .item(service: s, account: e.account), dotIno: 0,
+                                       file: FileFacts(e)))
                     if mountWide { entries.store(e, service: s, account: e.account, generation: generation, evicting: false) }
                     return true
                 }
@@ -437,10 +436,37 @@ public final class MountServer: @unchecked Sendable {
         }
     }
 
-    func readdir(_ req: FuseRequest, size: Int, offset: Int, fi: UnsafeMutablePointer<fuse_file_info>) {
+    /// READDIR, or with `plus` READDIRPLUS: each name with its inode and attributes, which the
+    /// kernel then keeps as if it had looked the name up (so each one counts as a lookup).
+    func readdir(_ req: FuseRequest, size: Int, offset: Int, fi: UnsafeMutablePointer<fuse_file_info>, plus: Bool = false) {
         guard let list = locked({ directories[fi.pointee.fh] }) else { return req.error(EBADF) }
-        // Entries the kernel has not looked up carry a placeholder inode; ls ignores it.
-        req.directory(list.map { ($0.name, $0.ino == 0 ? UInt64.max : $0.ino, $0.isDirectory) }, offset: offset, size: size)
+        req.directory(offset: offset, size: size, plus: plus, entry: { index in
+            guard index < list.count else { return nil }
+            let listed = list[index]
+            var e = fuse_entry_param()
+            guard let node = listed.node else {
+                // The kernel takes no lookup of "." or "..".
+                e.ino = listed.dotIno
+                e.attr = directoryStat(listed.dotIno)
+                return (listed.name, e)
+            }
+            if plus {
+                e.ino = inodes.lookedUp(node)
+                e.attr_timeout = timeout
+                e.entry_timeout = timeout
+                e.attr = listed.file.map { fileStat(e.ino, $0) } ?? directoryStat(e.ino)
+            } else {
+                // Only the inode and the type go out. A name the kernel has not looked up carries
+                // a placeholder inode; ls ignores it.
+                e.ino = inodes.existing(node) ?? UInt64.max
+                e.attr.st_ino = __ino_t(e.ino)
+                e.attr.st_mode = listed.file == nil ? S_IFDIR : S_IFREG
+            }
+            return (listed.name, e)
+        }, left: { index, e in
+            // Counted above but not sent: the kernel never saw it.
+            if plus, list[index].node != nil { inodes.forget(e.ino, 1) }
+        })
     }
 
     func releasedir(_ req: FuseRequest, fi: UnsafeMutablePointer<fuse_file_info>) {

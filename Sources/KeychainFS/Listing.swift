@@ -1,0 +1,38 @@
+import Glibc
+import KeychainCore
+
+/// One name of a directory listing, kept from `opendir` to `releasedir`, with what READDIRPLUS
+/// answers for it, so that `ls -l` needs no lookup per name.
+struct Listed {
+    /// The escaped file name.
+    let name: [UInt8]
+    /// The node the name stands for; nil for "." and "..", which carry their inode in `dotIno`.
+    let node: Node?
+    let dotIno: UInt64
+    /// An item's attributes as `stat` shows them; nil for a directory.
+    let file: FileFacts?
+
+    static func dot(_ name: String, ino: UInt64) -> Listed {
+        Listed(name: Array(name.utf8), node: nil, dotIno: ino, file: nil)
+    }
+}
+
+/// What an item's `stat` is made of: a few numbers and its group, not its attributes.
+struct FileFacts {
+    let group: String
+    let size: Int
+    /// Unix seconds: mtime follows the secret, ctime any change, as for an ordinary file.
+    let mtime: Int
+    let ctime: Int
+
+    init(_ e: FileEntry) {
+        let unix = { (key: String) -> Int in
+            if case .date(let t)? = e.attributes[key], t.isFinite, abs(t) < 1e15 { return Int(t + 978_307_200) }
+            return 0
+        }
+        group = e.group
+        size = e.size
+        ctime = unix("mdat")
+        mtime = e.attributes[Vault.secretModified] != nil ? unix(Vault.secretModified) : ctime
+    }
+}
