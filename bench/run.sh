@@ -80,11 +80,11 @@ die() { echo "bench/run.sh: $*" >&2; exit 1; }
 #   wide        accounts spread over services w0, w1, ... of 100 each (entries known to the kernel)
 #   ls_budget   seconds allowed for one listing of `big`; a slower listing is projected
 if ((quick)); then
-    big=${items:-10000}; read_n=10000; stat_n=20000; cpu_n=5000; big_read_n=100
+    big=${items:-10000}; read_n=10000; stat_n=20000; cpu_n=5000; big_read_n=100; repeats=3; repeat_n=2000
     ls_budget=10; cli_runs=50; socket_seconds=2
     scale_max=${scale_max:-100000}; scale_read_n=1000; scale_warm=100; scale_finds=5000; scale_seconds=2
 else
-    big=${items:-100000}; read_n=40000; stat_n=50000; cpu_n=20000; big_read_n=200
+    big=${items:-100000}; read_n=40000; stat_n=50000; cpu_n=20000; big_read_n=200; repeats=7; repeat_n=4000
     ls_budget=60; cli_runs=200; socket_seconds=5
     scale_max=${scale_max:-1000000}; scale_read_n=3000; scale_warm=200; scale_finds=20000; scale_seconds=3
 fi
@@ -279,6 +279,15 @@ if ((main_phases)); then
     timeout 900 "$rl" read -b 32 -n "$read_n" -r 10 -w 500 "$(path_of tmpfs)" "$(path_of minfs)" "$(path_of minfs_single)" \
         "$(path_of minfs_flush)" "$(path_of kcfs)" "$(path_of kcfs_cache)" |
         tee "$work/read.txt" | record_loop read
+    # The same pair again in short runs spread over the phase: one figure swings with the machine
+    # (single runs here gave 1.05x-1.41x at one commit), so the report gives the spread too.
+    log "open+read+close on minfs and keychainfs again: $repeats short runs of $repeat_n each"
+    for i in $(seq "$repeats"); do
+        out=$(timeout 300 "$rl" read -b 32 -n "$repeat_n" -r 4 -w 200 "$(path_of minfs)" "$(path_of kcfs)")
+        for name in minfs kcfs; do
+            put "read_repeat.$i.$name.median_us" "$(sed -n "s|^path=$(path_of "$name") .*median_us=\([0-9.]*\).*|\1|p" <<<"$out")"
+        done
+    done
     log "open+read+close of big/$mid_account (in a directory of $big): $big_read_n times"
     timeout 600 "$rl" read -b 32 -n "$big_read_n" -r 1 -w 5 "$(path_of kcfs_big)" | record_loop read
     log "stat: $stat_n per file (10 interleaved rounds)"
