@@ -104,7 +104,7 @@ final class AuditLog: @unchecked Sendable {
         appendLocked(event, caller) { Self.appendItem(ref, to: &$0) }
         pthread_mutex_unlock(&mutex)
         if schedule {
-            DispatchQueue.global().asyncAfter(deadline: .now() + Self.repeatWindow) { [weak self] in self?.flushRepeats() }
+            DispatchQueue.global().asyncAfter(deadline: .now() + Self.repeatWindow) { [self] in flushRepeats() }
         }
     }
 
