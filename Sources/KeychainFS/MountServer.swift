@@ -30,9 +30,10 @@ public protocol MountPolicy: AnyObject, Sendable {
 
 /// An open file: one version of one item for its whole life, or a pending write.
 ///
-/// The bytes (`snapshot`, `buffer`, `length`) and `revoked` are guarded by the file's own lock (`withContentLock`), so a
-/// read answers from them without holding the server's mutex through its reply; the other fields
-/// are guarded by the server's mutex. The file's lock is taken after the server's, never before.
+/// The bytes (`snapshot`, `buffer`, `length`), `dirty` and `revoked` are guarded by the file's own
+/// lock (`withContentLock`), so a read answers from them without holding the server's mutex
+/// through its reply; the other fields are guarded by the server's mutex. The file's lock is
+/// taken after the server's, never before.
 final class OpenFile {
     var node: Node
     var ref: PersistentRef?
