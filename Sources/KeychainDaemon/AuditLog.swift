@@ -221,8 +221,11 @@ final class AuditLog: @unchecked Sendable {
         return readSmallFile(path) ?? ""
     }
 
+    /// The same step `appendLocked` takes, so a line verifies exactly as it was chained.
     private func chain(previous: [UInt8], body: String) -> [UInt8] {
-        KeyedHash.hash(previous + Array(body.utf8), key: key, length: 32)
+        var next = previous
+        Array(body.utf8).withUnsafeBytes { KeyedHash.extend(&next, with: $0, key: key) }
+        return next
     }
 
     /// Appends `s` with tabs, newlines and other control characters escaped, so no field can
