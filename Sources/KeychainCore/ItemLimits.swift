@@ -1,0 +1,7 @@
+/// Sizes every face of the vault agrees on, so that what one accepts the others can carry.
+public enum ItemLimits {
+    /// The largest secret an item holds: what a mount write may reach and an add may store.
+    public static let maximumSecretLength = 16 << 20
+    /// Room in a socket frame around a secret of the largest size: its attributes and framing.
+    public static let frameOverhead = 1 << 20
+}
