@@ -6,19 +6,15 @@ public struct CallerIdentity: Sendable, Equatable {
     public var pid: Int32
     public var uid: UInt32
     public var gid: UInt32
-    /// Primary and supplementary groups, from `/proc/PID/status`.
+    /// Primary and supplementary groups.
     public var groups: Set<UInt32>
-    /// The executable, from `/proc/PID/exe`; nil when it cannot be read.
+    /// The executable; nil when it cannot be read or could belong to another process.
     public var executable: String?
 
-    /// Reads the identity of a connected socket's peer.
-    public static func of(socket fd: Int32) throws -> CallerIdentity {
-        let cred = try UnixSocket.peerCredentials(fd)
-        return of(pid: cred.pid, uid: cred.uid, gid: cred.gid)
-    }
-
-    /// Completes a kernel-reported pid, uid and gid (from SO_PEERCRED or a FUSE request) with the
-    /// process's groups and executable from /proc.
+    /// Completes the pid, uid and gid of a FUSE request with the process's groups and executable
+    /// from /proc. The requester is blocked in its system call while the request is served, so
+    /// its pid cannot be reused meanwhile. Socket callers are pinned at connect instead
+    /// (KeychainDaemon's `PinnedIdentity`), since a socket outlives the process that opened it.
     public static func of(pid: Int32, uid: UInt32, gid: UInt32) -> CallerIdentity {
         CallerIdentity(pid: pid, uid: uid, gid: gid, groups: supplementaryGroups(pid: pid).union([gid]),
                        executable: executablePath(pid: pid))
@@ -55,7 +51,7 @@ public struct CallerIdentity: Sendable, Equatable {
     }
 
 
-    static func executablePath(pid: Int32) -> String? {
+    public static func executablePath(pid: Int32) -> String? {
         var buf = [CChar](repeating: 0, count: 4096)
         let n = readlink("/proc/\(pid)/exe", &buf, buf.count - 1)
         guard n > 0 else { return nil }

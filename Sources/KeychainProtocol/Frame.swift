@@ -4,8 +4,8 @@ import KeychainCrypto
 
 /// Length-prefixed frames on a stream socket. Payloads are read straight into guarded memory.
 public enum Frame {
-    /// Large enough for a secret of several MiB and its attributes.
-    public static let maximumLength = 64 << 20
+    /// The largest secret an item may hold, with its attributes: every stored item fits a frame.
+    public static let maximumLength = ItemLimits.maximumSecretLength + ItemLimits.frameOverhead
 
     /// Writes one frame. - Throws: `KeychainStatus.io` when the peer is gone.
     public static func write(_ payload: SecureBytes, to fd: Int32) throws {

@@ -19,4 +19,30 @@ int kcfs_spawn_actions_closefrom(posix_spawn_file_actions_t *actions, int from);
 
 /// posix_spawn_file_actions_addchdir_np: the child starts in `path`.
 int kcfs_spawn_actions_chdir(posix_spawn_file_actions_t *actions, const char *path);
+
+#include <sys/types.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+
+/// pthread_setname_np for the calling thread (names show in `top -H` and /proc/PID/task).
+void kcfs_name_thread(const char *name);
+
+/// The supplementary groups of a connected Unix socket's peer as the kernel recorded them at
+/// connect time (SO_PEERGROUPS). Returns the number of groups (which may exceed `capacity`:
+/// call again with more room), or -1 with errno set.
+int kcfs_peer_groups(int fd, gid_t *groups, int capacity);
+
+/// A pidfd for the process that connected a Unix socket (SO_PEERPIDFD, Linux 6.5), opened with
+/// close-on-exec. Returns the descriptor, or -1 with errno set.
+int kcfs_peer_pidfd(int fd);
+
+/// 1 while the process behind a pidfd has not been reaped, 0 once it has, -1 on error:
+/// a pid read while this says 1 still names that process.
+int kcfs_pidfd_alive(int pidfd);
+
+/// Makes a descriptor non-blocking. Returns 0, or -1 with errno set.
+int kcfs_set_nonblocking(int fd);
+
+/// accept4(2) with SOCK_CLOEXEC | SOCK_NONBLOCK.
+int kcfs_accept_nonblocking(int listener);
 #endif

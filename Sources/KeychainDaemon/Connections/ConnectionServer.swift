@@ -1,0 +1,285 @@
+import CProcess
+import Glibc
+import KeychainAccess
+import KeychainCore
+import KeychainCrypto
+import KeychainProtocol
+import Synchronization
+
+/// What the connection layer asks of the daemon.
+protocol RequestHandling: AnyObject, Sendable {
+    /// How an operation is admitted and where it runs.
+    func rule(for operation: Operation) -> OperationRule
+    /// Answers one request. On an event thread (`onSlowWorker` false) a request that turns out
+    /// to need waiting throws `Deferral.toSlowWorker`; on a slow worker, `Deferral.retry(at:)`
+    /// asks to run again once a back-off has passed.
+    func respond(to request: Request, from caller: CallerIdentity, onSlowWorker: Bool) throws -> Reply
+    /// Takes over a connection that now only receives events (`watch`).
+    func adoptWatcher(fd: Int32, caller: CallerIdentity, request: Request)
+    /// Ends the daemon after a `stop` has been answered.
+    func stopAfterReply(_ caller: CallerIdentity) -> Never
+}
+
+struct Reply {
+    enum After { case nothing, watch, stop }
+    var response: Response
+    var after: After = .nothing
+}
+
+enum Deferral: Error {
+    case toSlowWorker
+    case retry(at: Double)
+}
+
+/// The daemon's socket server: one epoll set holding the listener, every connection and a
+/// one-second timer, served by a few event threads. Each descriptor is armed for one event at
+/// a time (`EPOLLONESHOT`), so the thread that gets it owns the connection until it arms it
+/// again. An idle connection costs a descriptor, never a thread; a request that waits runs on
+/// a `SlowLane` worker; partial frames and unread replies have a deadline (`ServerLimits`).
+final class ConnectionServer: @unchecked Sendable {
+    private let epoll: Int32
+    private let listener: Int32
+    private let timer: Int32
+    private let handler: RequestHandling
+    let quotas: Quotas
+    let limits: ServerLimits
+    private let slow: SlowLane
+    private let connections = Mutex<[UInt64: Connection]>([:])
+    private let nextID = Atomic<UInt64>(16)
+    /// Kept open so that, out of descriptors, a connection can still be accepted and closed
+    /// instead of waking every thread forever.
+    private let spare = Mutex<Int32>(-1)
+
+    private static let listenerID: UInt64 = 1
+    private static let timerID: UInt64 = 2
+
+    init(listener: Int32, handler: RequestHandling, limits: ServerLimits) throws {
+        self.listener = listener
+        self.handler = handler
+        self.limits = limits
+        quotas = Quotas(limits: limits)
+        slow = SlowLane(limits: limits)
+        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        timer = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC | TFD_NONBLOCK))
+        guard epoll >= 0, timer >= 0, kcfs_set_nonblocking(listener) == 0 else { throw KeychainStatus.io }
+        var spec = itimerspec(it_interval: timespec(tv_sec: 1, tv_nsec: 0), it_value: timespec(tv_sec: 1, tv_nsec: 0))
+        guard timerfd_settime(timer, 0, &spec, nil) == 0,
+              register(listener, id: Self.listenerID, events: EPOLLIN.rawValue),
+              register(timer, id: Self.timerID, events: EPOLLIN.rawValue) else { throw KeychainStatus.io }
+        spare.withLock { $0 = open("/dev/null", O_RDONLY | O_CLOEXEC) }
+    }
+
+    func start() {
+        slow.start()
+        for i in 0..<limits.eventThreads { spawnThread("kcfs-event-\(i)") { [self] in eventLoop() } }
+    }
+
+    /// Blocks the calling thread for the daemon's life (it ends with `exit`).
+    func wait() -> Never {
+        while true { sleep(3600) }
+    }
+
+    /// Serves an already connected socket as if it had been accepted, with the given identity
+    /// (tests run the daemon's handlers in-process over a socketpair this way).
+    @discardableResult
+    func adopt(fd: Int32, caller: CallerIdentity) -> Bool {
+        guard kcfs_set_nonblocking(fd) == 0, quotas.admitConnection(uid: caller.uid) else {
+            close(fd)
+            return false
+        }
+        let id = nextID.add(1, ordering: .relaxed).newValue
+        let connection = Connection(id: id, fd: fd, caller: caller)
+        connections.withLock { $0[id] = connection }
+        guard register(fd, id: id, events: EPOLLIN.rawValue) else {
+            drop(connection)
+            return false
+        }
+        return true
+    }
+
+    // MARK: Event threads
+
+    private func eventLoop() {
+        guard let scratch = try? WorkerScratch() else { return }
+        var event = epoll_event()
+        while true {
+            let n = epoll_wait(epoll, &event, 1, -1)
+            guard n == 1 else { continue }  // EINTR
+            switch event.data.u64 {
+            case Self.listenerID:
+                acceptPending()
+                rearm(listener, id: Self.listenerID, events: EPOLLIN.rawValue)
+            case Self.timerID:
+                var ticks: UInt64 = 0
+                _ = read(timer, &ticks, 8)
+                sweepDeadlines()
+                rearm(timer, id: Self.timerID, events: EPOLLIN.rawValue)
+            default:
+                guard let connection = connections.withLock({ $0[event.data.u64] }) else { continue }
+                if event.events & EPOLLOUT.rawValue != 0 {
+                    afterSend(connection, connection.continueSending(quotas: quotas), scratch: scratch)
+                } else {
+                    serve(connection, scratch: scratch)
+                }
+            }
+        }
+    }
+
+    /// Accepts what is waiting (a bounded batch, so other events are not starved), pinning
+    /// each caller's identity now.
+    private func acceptPending() {
+        for _ in 0..<256 {
+            let fd = kcfs_accept_nonblocking(listener)
+            if fd < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                if errno == EMFILE || errno == ENFILE { shedOne(); continue }
+                return
+            }
+            guard let caller = PinnedIdentity.of(socket: fd) else { close(fd); continue }
+            adopt(fd: fd, caller: caller)
+        }
+    }
+
+    /// Out of descriptors: accept one connection with the spare descriptor and close it.
+    private func shedOne() {
+        spare.withLock { s in
+            if s >= 0 { close(s) }
+            let fd = accept(listener, nil, nil)
+            if fd >= 0 { close(fd) }
+            s = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        }
+    }
+
+    /// Shuts down connections whose frame or reply is past its deadline; the thread that owns
+    /// each one then sees the end of the stream and closes it.
+    private func sweepDeadlines() {
+        let now = Connection.nowMillis()
+        let late = connections.withLock { all in
+            all.values.filter { c in
+                let d = c.deadline.load(ordering: .relaxed)
+                return d != 0 && d < now
+            }.map(\.fd)
+        }
+        for fd in late { Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    /// Reads from a connection that became readable, and answers each complete frame.
+    private func serve(_ connection: Connection, scratch: WorkerScratch) {
+        switch connection.receive(into: scratch.bytes, quotas: quotas, deadlineSeconds: limits.frameDeadline) {
+        case .closed: drop(connection)
+        case .wouldBlock: rearm(connection.fd, id: connection.id, events: EPOLLIN.rawValue)
+        case .frame(let frame): answer(frame, on: connection, onSlowWorker: false, scratch: scratch)
+        }
+    }
+
+    private func answer(_ frame: SecureBytes, on connection: Connection, onSlowWorker: Bool, scratch: WorkerScratch) {
+        let request: Request
+        do {
+            request = try Request.decode(frame)
+        } catch {
+            frame.wipe()
+            connection.finished(frame: frame, quotas: quotas)
+            reply(Reply(response: Response(status: error as? KeychainStatus ?? .decode)), on: connection, scratch: scratch)
+            return
+        }
+        frame.wipe()  // its bytes live on in the request; its charge stays until the reply
+        let rule = handler.rule(for: request.operation)
+        guard rule.secrets.contains(request.secrets.count) else {
+            connection.finished(frame: frame, quotas: quotas)
+            reply(Reply(response: Response(status: .param)), on: connection, scratch: scratch)
+            return
+        }
+        if rule.slow && !onSlowWorker { return handOver(request, frame: frame, on: connection) }
+        do {
+            let r = try handler.respond(to: request, from: connection.caller, onSlowWorker: onSlowWorker)
+            connection.finished(frame: frame, quotas: quotas)
+            reply(r, on: connection, request: request, scratch: scratch)
+        } catch Deferral.toSlowWorker {
+            handOver(request, frame: frame, on: connection)
+        } catch {
+            connection.finished(frame: frame, quotas: quotas)
+            reply(Reply(response: Response(status: .internalComponent)), on: connection, scratch: scratch)
+        }
+    }
+
+    /// Queues a request for a slow worker; the connection stays disarmed until it is answered.
+    private func handOver(_ request: Request, frame: SecureBytes, on connection: Connection) {
+        guard quotas.admitSlow(uid: connection.caller.uid) else {
+            connection.finished(frame: frame, quotas: quotas)
+            // Too many of this caller's requests are waiting already.
+            reply(Reply(response: Response(status: .allocate)), on: connection, scratch: nil)
+            return
+        }
+        slow.submit(SlowLane.Task(connection: connection) { [self] scratch in
+            do {
+                let r = try handler.respond(to: request, from: connection.caller, onSlowWorker: true)
+                quotas.releaseSlow(uid: connection.caller.uid)
+                connection.finished(frame: frame, quotas: quotas)
+                reply(r, on: connection, request: request, scratch: scratch)
+                return nil
+            } catch Deferral.retry(let at) {
+                return at
+            } catch {
+                quotas.releaseSlow(uid: connection.caller.uid)
+                connection.finished(frame: frame, quotas: quotas)
+                reply(Reply(response: Response(status: .internalComponent)), on: connection, scratch: scratch)
+                return nil
+            }
+        })
+    }
+
+    private func reply(_ r: Reply, on connection: Connection, request: Request? = nil, scratch: WorkerScratch?) {
+        guard let out = try? r.response.encoded() else { return drop(connection) }
+        let sent = connection.send(out, quotas: quotas, deadlineSeconds: limits.frameDeadline)
+        switch r.after {
+        case .nothing:
+            afterSend(connection, sent, scratch: scratch)
+        case .watch:
+            guard sent == .done, let request else { return drop(connection) }
+            // From now on the event hub owns the descriptor.
+            _ = epoll_ctl(epoll, EPOLL_CTL_DEL, connection.fd, nil)
+            connections.withLock { _ = $0.removeValue(forKey: connection.id) }
+            connection.release(quotas: quotas)
+            quotas.releaseConnection(uid: connection.caller.uid)
+            handler.adoptWatcher(fd: connection.fd, caller: connection.caller, request: request)
+        case .stop:
+            var status = sent
+            for _ in 0..<100 where status == .wouldBlock {
+                usleep(10_000)
+                status = connection.continueSending(quotas: quotas)
+            }
+            handler.stopAfterReply(connection.caller)
+        }
+    }
+
+    private func afterSend(_ connection: Connection, _ sent: Connection.Sent, scratch: WorkerScratch?) {
+        switch sent {
+        case .failed: drop(connection)
+        case .wouldBlock: rearm(connection.fd, id: connection.id, events: EPOLLOUT.rawValue)
+        case .done:
+            // Bytes the client sent ahead are answered now: the socket will not signal them again.
+            if connection.hasUnread, let scratch { serve(connection, scratch: scratch) }
+            else { rearm(connection.fd, id: connection.id, events: EPOLLIN.rawValue) }
+        }
+    }
+
+    private func drop(_ connection: Connection) {
+        _ = epoll_ctl(epoll, EPOLL_CTL_DEL, connection.fd, nil)
+        connections.withLock { _ = $0.removeValue(forKey: connection.id) }
+        close(connection.fd)
+        connection.release(quotas: quotas)
+        quotas.releaseConnection(uid: connection.caller.uid)
+    }
+
+    // MARK: epoll
+
+    private func register(_ fd: Int32, id: UInt64, events: UInt32) -> Bool {
+        var e = epoll_event(events: events | EPOLLONESHOT.rawValue | EPOLLRDHUP.rawValue, data: epoll_data_t(u64: id))
+        return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &e) == 0
+    }
+
+    private func rearm(_ fd: Int32, id: UInt64, events: UInt32) {
+        var e = epoll_event(events: events | EPOLLONESHOT.rawValue | EPOLLRDHUP.rawValue, data: epoll_data_t(u64: id))
+        _ = epoll_ctl(epoll, EPOLL_CTL_MOD, fd, &e)
+    }
+}

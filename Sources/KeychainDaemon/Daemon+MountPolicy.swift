@@ -1,0 +1,36 @@
+import Dispatch
+import KeychainAccess
+import KeychainCore
+import KeychainFS
+
+/// What a mount asks of the daemon: groups, approvals, audit lines and change notices.
+extension Daemon: MountPolicy {
+    public func group(named name: String) -> AccessGroup? {
+        state.withLock {
+            $0.groupTable.groups.isEmpty && name == "default"
+                ? AccessGroup(name: "default", owner: ownerUID, gid: ownerGID) : $0.groupTable.group(named: name)
+        }
+    }
+
+    public func allGroups() -> [String] {
+        state.withLock { $0.groupTable.groups.isEmpty ? ["default"] : $0.groupTable.groups.map(\.name) }
+    }
+
+    public var directoryOwner: (uid: UInt32, gid: UInt32) { (ownerUID, ownerGID) }
+
+    public func itemChanged(_ kind: String, service: [UInt8], account: [UInt8]?,
+                            previous: (service: [UInt8], account: [UInt8]?)?) {
+        // From a mount's own thread: tell the others on a queue, never from inside a kernel request.
+        let event = ChangeEvent(kind: kind, service: service, account: account, previous: previous)
+        DispatchQueue.global().async { [self] in itemsChanged(event) }
+    }
+
+    public func approvePresence(ref: PersistentRef, attributes: Attributes, caller: CallerIdentity) -> KeychainStatus {
+        guard let control = attributes["accc"].flatMap(AccessControl.init) else { return .success }
+        let label = attributes["labl"]?.stringValue ?? attributes["svce"]?.stringValue ?? "item"
+        let status = approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault,
+                                       settings: ApprovalAgent.settings(of: vault))
+        audit(status == .success ? "presence-approved" : "presence-denied", caller: caller, item: ref)
+        return status
+    }
+}

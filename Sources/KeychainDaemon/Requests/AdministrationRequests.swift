@@ -1,0 +1,175 @@
+import Glibc
+import KeychainAccess
+import KeychainCore
+import KeychainCrypto
+import KeychainProtocol
+
+/// The vault's own operations: ping, info, lock and unlock, passphrase and settings, the audit
+/// log, integrity checks, watchers, backups and stop.
+extension Daemon {
+    func administrationRequest(_ request: Request, caller: CallerIdentity) throws -> Reply {
+        switch request.operation {
+        case .ping:
+            return Reply(response: Response(info: ["protocol": .number(Int64(WireProtocol.version)), "pid": .number(Int64(getpid()))]))
+        case .info:
+            return Reply(response: Response(info: try info(for: caller)))
+        case .unlock:
+            try unlock(request.secrets[0], caller: caller)
+        case .lock:
+            lockEverywhere(by: caller)
+            log("locked by \(who(caller))")
+        case .changePassphrase:
+            return Reply(response: try changePassphrase(request, caller: caller))
+        case .setSettings:
+            try setSettings(request.options)
+        case .stop:
+            audit("stop", caller)
+            auditLog?.sync()
+            return Reply(response: Response(), after: .stop)
+        case .audit:
+            guard let log = auditLog else { throw KeychainStatus.interactionNotAllowed }
+            if request.options["verify"]?.isTrue == true {
+                let (lines, bad) = log.verify()
+                var info: Attributes = ["lines": .number(Int64(lines))]
+                if let bad { info["first-bad"] = .number(Int64(bad)) }
+                return Reply(response: Response(info: info))
+            }
+            return Reply(response: Response(info: ["log": .string(log.contents())]))
+        case .verify:
+            return Reply(response: Response(info: try verify(caller: caller)))
+        case .watch:
+            // Anyone entitled to a group may watch; only administrators see names.
+            return Reply(response: Response(info: ["names": .bool(isAdministrator(caller))]), after: .watch)
+        case .export:
+            return Reply(response: try exportBackup(request, caller: caller, log: log))
+        default:
+            let r = try importBackup(request, caller: caller, log: log)
+            itemsChanged(ChangeEvent(kind: "update"))
+            return Reply(response: r)
+        }
+        return Reply(response: Response())
+    }
+
+    /// Checks a passphrase once the caller's back-off has passed. A caller still in its back-off
+    /// waits in the slow workers' queue, holding no thread; one check runs at a time, and the
+    /// delay is checked again inside, for attempts of the same user that waited together.
+    private func withBackOff<R>(for caller: CallerIdentity, _ body: () throws -> R) throws -> R {
+        let wait = lockout.remainingDelayMicros(uid: caller.uid)
+        if wait > 0 { throw Deferral.retry(at: monotonicSeconds() + Double(wait) / 1e6) }
+        return try unlockSerializer.withLock { _ in
+            let again = lockout.remainingDelayMicros(uid: caller.uid)
+            if again > 0 { throw Deferral.retry(at: monotonicSeconds() + Double(again) / 1e6) }
+            return try body()
+        }
+    }
+
+    private func unlock(_ passphrase: SecureBytes, caller: CallerIdentity) throws {
+        try withBackOff(for: caller) {
+            do {
+                try vault.unlock(passphrase: passphrase)
+            } catch KeychainStatus.authFailed {
+                lockout.recordFailure(uid: caller.uid)
+                audit("unlock-failed", caller)
+                log("unlock failed for \(who(caller))")
+                throw KeychainStatus.authFailed
+            }
+            lockout.reset(uid: caller.uid)
+            state.withLock {
+                $0.lastActivity = monotonicSeconds()
+                if $0.groupTable.groups.isEmpty, let t = try? AccessGroupTable.load(from: vault) { $0.groupTable = t }
+            }
+            openAuditLog()
+            events.publish(ChangeEvent(kind: "unlock"))
+            audit("unlock", caller)
+            log("unlocked by \(who(caller))")
+        }
+    }
+
+    private func changePassphrase(_ request: Request, caller: CallerIdentity) throws -> Response {
+        var kdf: KDFParameters?
+        if case .string(let name)? = request.options["kdf"] {
+            guard let p = KDFParameters(presetName: name) else { throw KeychainStatus.param }
+            kdf = p
+        }
+        // The old passphrase is a guess like any unlock: the same back-off applies.
+        let removed = try withBackOff(for: caller) { () -> Int in
+            do {
+                let n = try vault.changePassphrase(from: request.secrets[0], to: request.secrets[1], kdf: kdf)
+                lockout.reset(uid: caller.uid)
+                return n
+            } catch KeychainStatus.authFailed {
+                lockout.recordFailure(uid: caller.uid)
+                throw KeychainStatus.authFailed
+            }
+        }
+        audit("passphrase-changed", caller)
+        log("passphrase changed by \(who(caller))")
+        return Response(info: ["deleted": .number(Int64(removed))])
+    }
+
+    /// Every numeric setting is bounded (`DaemonSettings`); nothing is stored unless all are valid.
+    private func setSettings(_ options: Attributes) throws {
+        func bounded(_ name: String, _ range: ClosedRange<Int>) throws -> Int? {
+            guard let v = options[name] else { return nil }
+            guard let n = v.integerValue, let i = Int(exactly: n), range.contains(i) else { throw KeychainStatus.param }
+            return i
+        }
+        let timeout = try bounded("lock-timeout", DaemonSettings.lockTimeout)
+        let approvalTimeout = try bounded("approval-timeout", DaemonSettings.approvalTimeout)
+        let remember = try bounded("approval-remember", DaemonSettings.approvalRemember)
+        var program: String?
+        if let v = options["approval-program"] {
+            guard case .string(let p) = v, p.isEmpty || p.hasPrefix("/") else { throw KeychainStatus.param }
+            program = p
+        }
+        if let t = timeout {
+            try vault.setSetting("lock-timeout", Array(String(t).utf8))
+            state.withLock { $0.idleTimeout = t; $0.lastActivity = monotonicSeconds() }
+        }
+        if let program { try vault.setSetting("approval-program", Array(program.utf8)) }
+        if let n = approvalTimeout { try vault.setSetting("approval-timeout", Array(String(n).utf8)) }
+        if let n = remember { try vault.setSetting("approval-remember", Array(String(n).utf8)) }
+    }
+
+    private func verify(caller: CallerIdentity) throws -> Attributes {
+        let report = try vault.verify()
+        var info: Attributes = ["checked": .number(Int64(report.checked)), "locked": .number(Int64(report.locked)),
+                                "other-device": .number(Int64(report.otherDevice)),
+                                "damaged": .string(report.damaged.joined(separator: "\n"))]
+        if let log = auditLog {
+            let (lines, bad) = log.verify()
+            info["audit-lines"] = .number(Int64(lines))
+            if let bad { info["audit-first-bad"] = .number(Int64(bad)) }
+        }
+        audit("verify", caller, report.damaged.isEmpty ? "ok" : "\(report.damaged.count) damaged")
+        return info
+    }
+
+    private func info(for caller: CallerIdentity) throws -> Attributes {
+        // Callers with no group learn only that a daemon runs and whether it is locked.
+        guard isAdministrator(caller) || !entitledGroups(caller).isEmpty else {
+            return ["state": .string(vault.lockState.rawValue), "pid": .number(Int64(getpid())), "groups": .string("")]
+        }
+        let i = try vault.info()
+        let (timeout, idle) = state.withLock { ($0.idleTimeout, monotonicSeconds() - $0.lastActivity) }
+        var out: Attributes = [
+            "path": .string(vaultPath), "state": .string(i.lockState.rawValue),
+            "passphrase": .bool(i.hasPassphrase), "format": .number(Int64(i.formatVersion)),
+            "kdf-ops": .number(Int64(i.kdf.opsLimit)), "kdf-mem": .number(Int64(i.kdf.memLimit)),
+            "items": .number(Int64(i.itemCount)), "other-device": .number(Int64(i.itemsBoundToOtherDevice)),
+            "lock-timeout": .number(Int64(timeout)), "pid": .number(Int64(getpid())),
+            "groups": .string(entitledGroups(caller).joined(separator: ",")),
+        ]
+        for p in ProtectionClass.allCases { out["count." + p.rawValue] = .number(Int64(i.itemsByProtection[p] ?? 0)) }
+        if timeout > 0 && i.lockState == .unlocked { out["locks-in"] = .number(Int64(max(0, Double(timeout) - idle))) }
+        if isAdministrator(caller) {
+            let current = state.withLock { $0.mounts.filter { !$0.hasEnded } }
+            out["mounts"] = .string(current.map { "\($0.mountpoint) (\($0.options.description))" }.joined(separator: "\n"))
+            if let (line, chain) = auditLog?.headLine() {
+                out["audit-lines"] = .number(line)
+                out["audit-head"] = .string(chain)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,98 @@
+import Glibc
+import KeychainAccess
+import KeychainCore
+import KeychainCrypto
+import KeychainFS
+import KeychainProtocol
+import SQLiteStore
+
+/// The one entry point for requests: the operation's right is checked here, the request goes
+/// to its family's handler, and every error becomes a status here and nowhere else.
+extension Daemon: RequestHandling {
+    func rule(for operation: Operation) -> OperationRule { OperationRule.of(operation) }
+
+    func respond(to request: Request, from caller: CallerIdentity, onSlowWorker: Bool) throws -> Reply {
+        defer { noteActivity(of: request.operation, by: caller) }
+        do {
+            try authorize(OperationRule.of(request.operation).right, caller)
+            switch request.operation {
+            case .add, .copyMatching, .update, .delete:
+                return Reply(response: try itemRequest(request, caller: caller, onSlowWorker: onSlowWorker))
+            case .groupAdd, .groupSet, .groupRemove, .groupList:
+                return Reply(response: try groupRequest(request, caller: caller))
+            case .mount, .unmount:
+                return Reply(response: try mountRequest(request, caller: caller))
+            case .ping, .info, .unlock, .lock, .changePassphrase, .setSettings, .stop, .audit, .verify, .watch,
+                 .export, .import:
+                return try administrationRequest(request, caller: caller)
+            }
+        } catch let deferral as Deferral {
+            throw deferral
+        } catch {
+            return Reply(response: Response(status: status(for: error, of: request, from: caller)))
+        }
+    }
+
+    private func authorize(_ right: Right, _ caller: CallerIdentity) throws {
+        switch right {
+        case .anyone: return
+        case .entitled: guard isAdministrator(caller) || !entitledGroups(caller).isEmpty else { throw KeychainStatus.authFailed }
+        case .administrator: guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
+        }
+    }
+
+    /// Only requests from entitled callers keep the vault awake; anyone else's would let them
+    /// hold off the idle lock.
+    private func noteActivity(of operation: Operation, by caller: CallerIdentity) {
+        guard operation != .ping && operation != .info, !entitledGroups(caller).isEmpty else { return }
+        state.withLock { $0.lastActivity = monotonicSeconds() }
+    }
+
+    /// The status a failed request answers with. Denials and damage are logged and audited.
+    private func status(for error: any Error, of request: Request, from caller: CallerIdentity) -> KeychainStatus {
+        let status: KeychainStatus
+        switch error {
+        case let s as KeychainStatus: status = s
+        case let e as VaultFileError: status = e.status
+        case is MountOptionError: status = .param
+        case let e as SQLiteError where e.isDiskFull: status = .diskFull
+        case let e as CryptoError where e == .keyDerivationFailed: status = .allocate
+        default:
+            log("\(request.operation) by \(who(caller)) failed: \(type(of: error))")
+            status = .io
+        }
+        let guess = request.operation == .unlock || request.operation == .changePassphrase
+        if status == .missingEntitlement || (status == .authFailed && !guess) {
+            log("denied \(request.operation) \(who(caller))")
+            audit("denied", caller, "\(request.operation)")
+        }
+        if status == .decode { audit("damaged", caller, "\(request.operation)") }
+        return status
+    }
+
+    /// A caller as the daemon's log names it.
+    func who(_ caller: CallerIdentity) -> String {
+        "uid=\(caller.uid) pid=\(caller.pid) exe=\(printable(caller.executable ?? "?"))"
+    }
+
+    func adoptWatcher(fd: Int32, caller: CallerIdentity, request: Request) {
+        events.add(fd: fd, names: isAdministrator(caller), service: request.options["service"]?.stringValue,
+                   account: request.options["account"]?.stringValue)
+        // Until the client closes the connection: its end of the stream removes the watcher.
+        spawnThread("kcfs-watch") { [self] in
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            var byte: UInt8 = 0
+            while poll(&pfd, 1, -1) >= 0 {
+                if pfd.revents & Int16(POLLIN) != 0, recv(fd, &byte, 1, Int32(MSG_DONTWAIT)) > 0 { continue }
+                if pfd.revents != 0 { break }
+            }
+            events.remove(fd: fd)
+            close(fd)
+        }
+    }
+
+    func stopAfterReply(_ caller: CallerIdentity) -> Never {
+        log("stopped by uid \(caller.uid)")
+        shutdown()
+    }
+}

@@ -1,0 +1,56 @@
+import KeychainAccess
+import KeychainCore
+import KeychainProtocol
+
+/// group add, set, remove and list: the access groups and their owner/group/mode.
+extension Daemon {
+    func groupRequest(_ request: Request, caller: CallerIdentity) throws -> Response {
+        if request.operation == .groupList {
+            let visible = state.withLock { $0.groupTable.groups }.filter { isAdministrator(caller) || $0.entitles(caller) }
+            return Response(result: .array(visible.map { .item(FoundItem(attributes: $0.record, secret: nil, persistentRef: nil)) }))
+        }
+        try changeGroups(request)
+        itemsChanged()
+        audit("groups-changed", caller, "\(request.operation)")
+        log("groups changed by \(who(caller))")
+        return Response()
+    }
+
+    private func changeGroups(_ request: Request) throws {
+        guard case .string(let name)? = request.options["name"], !name.isEmpty else { throw KeychainStatus.param }
+        // Read, changed and saved under the state's lock, so two changes cannot lose one.
+        try state.withLock { s in
+            var table = s.groupTable
+            switch request.operation {
+            case .groupAdd:
+                guard table.group(named: name) == nil else { throw KeychainStatus.duplicateItem }
+                var g = AccessGroup(name: name, owner: ownerUID, gid: ownerGID)
+                try apply(request.options, to: &g)
+                table.groups.append(g)
+            case .groupSet:
+                guard let i = table.groups.firstIndex(where: { $0.name == name }) else { throw KeychainStatus.itemNotFound }
+                try apply(request.options, to: &table.groups[i])
+            default:
+                guard let i = table.groups.firstIndex(where: { $0.name == name }) else { throw KeychainStatus.itemNotFound }
+                table.groups.remove(at: i)
+            }
+            try table.save(to: vault)
+            s.groupTable = table
+        }
+    }
+
+    private func apply(_ options: Attributes, to g: inout AccessGroup) throws {
+        func id(_ key: String) throws -> UInt32? {
+            guard let v = options[key]?.integerValue else { return nil }
+            guard let n = UInt32(exactly: v), n != UInt32.max else { throw KeychainStatus.param }
+            return n
+        }
+        if let o = try id("owner") { g.owner = o }
+        if let gid = try id("gid") { g.gid = gid }
+        if let m = options["mode"]?.integerValue {
+            guard (0...0o777).contains(m) else { throw KeychainStatus.param }
+            g.mode = UInt32(m)
+        }
+        if case .string(let exe)? = options["exe"] { g.executables = exe.isEmpty ? [] : exe.split(separator: "\n").map(String.init) }
+    }
+}

@@ -1,0 +1,117 @@
+import KeychainAccess
+import KeychainCore
+import KeychainCrypto
+import KeychainProtocol
+
+/// add, copyMatching, update and delete: Apple's SecItem calls over the caller's groups.
+extension Daemon {
+    func itemRequest(_ request: Request, caller: CallerIdentity, onSlowWorker: Bool) throws -> Response {
+        switch request.operation {
+        case .add:
+            let r = try vault.add(request.query, secret: request.secrets.first, accessGroups: writableGroups(caller))
+            itemsChanged(ChangeEvent(kind: "add", query: request.query))
+            audit("add", caller)
+            log("add \(who(caller))")
+            return Response(result: r)
+        case .copyMatching:
+            return Response(result: try copyMatching(request.query, caller: caller, onSlowWorker: onSlowWorker))
+        case .update:
+            try readableButNotWritable(request.query, caller) {
+                try vault.update(request.query, changes: request.changes, secret: request.secrets.first,
+                                 accessGroups: writableGroups(caller))
+            }
+            itemsChanged(ChangeEvent(kind: "update", query: request.query, changes: request.changes))
+            audit("update", caller)
+            log("update \(who(caller))")
+            return Response()
+        default:
+            try readableButNotWritable(request.query, caller) {
+                try vault.delete(request.query, accessGroups: writableGroups(caller))
+            }
+            itemsChanged(ChangeEvent(kind: "delete", query: request.query))
+            audit("delete", caller)
+            log("delete \(who(caller))")
+            return Response()
+        }
+    }
+
+    private func copyMatching(_ query: Attributes, caller: CallerIdentity, onSlowWorker: Bool) throws -> QueryResult {
+        let groups = entitledGroups(caller)
+        let skip = query["u_AuthUI"] == "u_AuthUIS"
+        let result: QueryResult
+        do {
+            // Most searches touch no presence-gated item: one search, no approval round.
+            result = try vault.copyMatching(query, accessGroups: groups, skipUnapproved: skip)
+        } catch KeychainStatus.interactionNotAllowed {
+            // Asking the approval program waits: never on a thread that serves everyone.
+            guard onSlowWorker else { throw Deferral.toSlowWorker }
+            let approved = try approvePresence(query, groups: groups, caller: caller)
+            guard !approved.isEmpty else { throw KeychainStatus.interactionNotAllowed }
+            result = try vault.copyMatching(query, accessGroups: groups, approved: approved, skipUnapproved: skip)
+        }
+        if query["r_Data"]?.isTrue == true { audit("read", caller) }
+        return result
+    }
+
+    /// Before a search that returns secrets: finds the presence-gated items it would return and
+    /// asks the approval program about each (never with the vault's lock held). A denial ends
+    /// the search with the program's status; `u_AuthUIF` / `u_AuthUIS` ask nobody.
+    private func approvePresence(_ query: Attributes, groups: [String], caller: CallerIdentity) throws -> Set<PersistentRef> {
+        let wantsData = query["r_Data"]?.isTrue == true
+        // kSecUseAuthenticationUIFail / Skip and kSecUseNoAuthenticationUI: ask nobody.
+        let noUI = query["u_NoAuthUI"]?.isTrue == true
+        guard wantsData, !noUI, query["u_AuthUI"] == nil || query["u_AuthUI"] == "u_AuthUIA" else { return [] }
+        let settings = ApprovalAgent.settings(of: vault)
+        guard settings.program != nil else { return [] }  // nobody to ask
+        var probe = query.filter { !$0.key.hasPrefix("r_") }
+        probe["r_Attributes"] = .bool(true)
+        probe["r_PersistentRef"] = .bool(true)
+        guard let found = try? vault.copyMatching(probe, accessGroups: groups) else { return [] }
+        let items: [FoundItem]
+        switch found {
+        case .value(let v): items = v.item.map { [$0] } ?? []
+        case .array(let a): items = a.compactMap(\.item)
+        case .none: items = []
+        }
+        let gated = items.compactMap { item -> (PersistentRef, String, AccessControl)? in
+            guard let c = item.attributes["accc"].flatMap(AccessControl.init), c.requiresPresence,
+                  let bytes = item.persistentRef, let ref = PersistentRef(bytes: bytes) else { return nil }
+            return (ref, item.attributes["labl"]?.stringValue ?? item.attributes["svce"]?.stringValue ?? "item", c)
+        }
+        var approved = Set<PersistentRef>()
+        for (ref, label, control) in gated {
+            let status = approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault, settings: settings)
+            audit(status == .success ? "presence-approved" : "presence-denied", caller: caller, item: ref)
+            if status == .interactionNotAllowed { return approved }  // no program: the engine refuses
+            guard status == .success else { throw status }
+            approved.insert(ref)
+        }
+        return approved
+    }
+
+    /// Runs a change over the caller's writable groups. When it finds nothing there but the
+    /// caller can read a match, the answer is a missing entitlement, not "not found".
+    private func readableButNotWritable(_ query: Attributes, _ caller: CallerIdentity, _ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch KeychainStatus.itemNotFound {
+            var probe = query.filter { !$0.key.hasPrefix("m_") && !$0.key.hasPrefix("r_") }
+            probe["m_Limit"] = "m_LimitOne"
+            if (try? vault.copyMatching(probe, accessGroups: entitledGroups(caller))) != nil {
+                throw KeychainStatus.missingEntitlement
+            }
+            throw KeychainStatus.itemNotFound
+        }
+    }
+}
+
+extension AttributeValue {
+    /// A boolean query flag as callers send it: `true`, or a non-zero number.
+    var isTrue: Bool {
+        switch self {
+        case .bool(let b): return b
+        case .number(let n): return n != 0
+        default: return false
+        }
+    }
+}

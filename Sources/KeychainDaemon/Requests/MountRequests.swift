@@ -1,0 +1,37 @@
+import Glibc
+import KeychainAccess
+import KeychainCore
+import KeychainFS
+import KeychainProtocol
+
+/// mount and unmount: FUSE mounts the daemon serves.
+extension Daemon {
+    func mountRequest(_ request: Request, caller: CallerIdentity) throws -> Response {
+        guard case .string(let point)? = request.options["mountpoint"] else { throw KeychainStatus.param }
+        if request.operation == .unmount {
+            guard let server = state.withLock({ s -> MountServer? in
+                guard let i = s.mounts.firstIndex(where: { $0.mountpoint == point }) else { return nil }
+                return s.mounts.remove(at: i)
+            }) else { throw KeychainStatus.itemNotFound }
+            server.unmount()
+            audit("unmount", caller)
+            log("unmounted \(point) by \(who(caller))")
+            return Response()
+        }
+        let options = try MountOptions(parsing: request.options["options"]?.stringValue ?? "")
+        var st = stat()
+        guard stat(point, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { throw KeychainStatus.param }
+        // Mounts that umount(8) ended are forgotten first.
+        let taken = state.withLock { s in
+            s.mounts.removeAll { $0.hasEnded }
+            return s.mounts.contains { $0.mountpoint == point }
+        }
+        guard !taken else { throw KeychainStatus.duplicateItem }
+        let server = MountServer(mountpoint: point, options: options, vault: vault, policy: self)
+        try server.start()
+        state.withLock { $0.mounts.append(server) }
+        audit("mount", caller, options.description)
+        log("mounted at \(point) (\(options.description)) by \(who(caller))")
+        return Response()
+    }
+}
