@@ -17,7 +17,7 @@ final class ApprovalAgent: @unchecked Sendable {
     struct Settings {
         var program: String?
         var timeout = 30
-        /// Seconds an approval lasts per (executable, item); 0 asks every time.
+        /// Seconds an approval lasts per (uid, executable, item); 0 asks every time.
         var remember = 0
     }
 
@@ -41,10 +41,12 @@ final class ApprovalAgent: @unchecked Sendable {
     func approve(ref: PersistentRef, label: String, control: AccessControl, caller: CallerIdentity,
                  vault: Vault, settings: Settings) -> KeychainStatus {
         guard let program = settings.program else { return .interactionNotAllowed }
-        let key = (caller.executable ?? "?") + "|" + ref.bytes.map { String($0) }.joined(separator: ",")
+        // Remembered per user as well as per executable and item: another user running the same
+        // program is asked again. A caller whose executable is unknown is never remembered.
+        let key = caller.executable.map { "\(caller.uid)|\($0)|" + ref.bytes.map { String($0) }.joined(separator: ",") }
         let now = monotonicSeconds()
         pthread_mutex_lock(&mutex)
-        let cached = (remembered[key] ?? 0) > now
+        let cached = key.map { (remembered[$0] ?? 0) > now } ?? false
         pthread_mutex_unlock(&mutex)
         if cached { return .success }
 
@@ -63,7 +65,7 @@ final class ApprovalAgent: @unchecked Sendable {
             else { status = .success }
             line?.wipe()
         }
-        if status == .success && settings.remember > 0 {
+        if status == .success && settings.remember > 0, let key {
             pthread_mutex_lock(&mutex)
             remembered[key] = now + Double(settings.remember)
             pthread_mutex_unlock(&mutex)
