@@ -53,6 +53,8 @@ let package = Package(
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto", "SQLiteStore"],
                     resources: [.copy("Fixtures")]),
+        .testTarget(name: "KeychainDaemonTests", dependencies: ["KeychainDaemon", "KeychainProtocol", "KeychainCore",
+                                                               "KeychainCrypto", "KeychainAccess"]),
         .testTarget(name: "KeychainCLITests", dependencies: ["KeychainCLI", "Security"]),
     ]
 )

@@ -28,11 +28,13 @@ public final class Daemon: @unchecked Sendable {
     let log: @Sendable (String) -> Void
     private var retained: [DispatchSourceProtocol] = []
 
-    init(vault: Vault, vaultPath: String, log: @escaping @Sendable (String) -> Void) throws {
+    /// - Parameter lockoutPath: where failed unlocks are counted; by default in the vault's
+    ///   runtime directory.
+    init(vault: Vault, vaultPath: String, lockoutPath: String? = nil, log: @escaping @Sendable (String) -> Void) throws {
         self.vault = vault
         self.vaultPath = vaultPath
         self.socketPath = Paths.socket(forVault: vaultPath)
-        self.lockout = Lockout(path: Paths.lockoutFile(forVault: vaultPath))
+        self.lockout = Lockout(path: lockoutPath ?? Paths.lockoutFile(forVault: vaultPath))
         self.log = log
         var timeout = 0
         if let t = try vault.setting("lock-timeout"), let n = Int(String(decoding: t, as: UTF8.self)),

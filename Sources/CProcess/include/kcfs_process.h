@@ -23,6 +23,7 @@ int kcfs_spawn_actions_chdir(posix_spawn_file_actions_t *actions, const char *pa
 #include <sys/types.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
+#include <sys/eventfd.h>
 
 /// pthread_setname_np for the calling thread (names show in `top -H` and /proc/PID/task).
 void kcfs_name_thread(const char *name);

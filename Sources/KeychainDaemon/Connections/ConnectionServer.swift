@@ -50,8 +50,13 @@ final class ConnectionServer: @unchecked Sendable {
     /// instead of waking every thread forever.
     private let spare = Mutex<Int32>(-1)
 
+    /// Level-triggered: once written, every event thread wakes and ends (`stop`).
+    private let stopper: Int32
+    private let running = Atomic<Int>(0)
+
     private static let listenerID: UInt64 = 1
     private static let timerID: UInt64 = 2
+    private static let stopID: UInt64 = 3
 
     init(listener: Int32, handler: RequestHandling, limits: ServerLimits) throws {
         self.listener = listener
@@ -61,7 +66,10 @@ final class ConnectionServer: @unchecked Sendable {
         slow = SlowLane(limits: limits)
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         timer = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC | TFD_NONBLOCK))
-        guard epoll >= 0, timer >= 0, kcfs_set_nonblocking(listener) == 0 else { throw KeychainStatus.io }
+        stopper = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        guard epoll >= 0, timer >= 0, stopper >= 0, kcfs_set_nonblocking(listener) == 0 else { throw KeychainStatus.io }
+        var wake = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: Self.stopID))
+        guard epoll_ctl(epoll, EPOLL_CTL_ADD, stopper, &wake) == 0 else { throw KeychainStatus.io }
         var spec = itimerspec(it_interval: timespec(tv_sec: 1, tv_nsec: 0), it_value: timespec(tv_sec: 1, tv_nsec: 0))
         guard timerfd_settime(timer, 0, &spec, nil) == 0,
               register(listener, id: Self.listenerID, events: EPOLLIN.rawValue),
@@ -71,12 +79,27 @@ final class ConnectionServer: @unchecked Sendable {
 
     func start() {
         slow.start()
+        running.store(limits.eventThreads, ordering: .releasing)
         for i in 0..<limits.eventThreads { spawnThread("kcfs-event-\(i)") { [self] in eventLoop() } }
     }
 
     /// Blocks the calling thread for the daemon's life (it ends with `exit`).
     func wait() -> Never {
         while true { sleep(3600) }
+    }
+
+    /// Ends an in-process server (tests): the event threads return, every connection and the
+    /// listener are closed. Slow workers finish what they run and then wait, idle.
+    func stop() {
+        var one: UInt64 = 1
+        _ = write(stopper, &one, 8)
+        while running.load(ordering: .acquiring) > 0 { usleep(1_000) }
+        slow.stop()
+        for c in connections.withLock({ Array($0.values) }) { drop(c) }
+        close(listener)
+        close(timer)
+        close(epoll)
+        spare.withLock { if $0 >= 0 { close($0) } }
     }
 
     /// Serves an already connected socket as if it had been accepted, with the given identity
@@ -100,12 +123,15 @@ final class ConnectionServer: @unchecked Sendable {
     // MARK: Event threads
 
     private func eventLoop() {
+        defer { running.subtract(1, ordering: .releasing) }
         guard let scratch = try? WorkerScratch() else { return }
         var event = epoll_event()
         while true {
             let n = epoll_wait(epoll, &event, 1, -1)
             guard n == 1 else { continue }  // EINTR
             switch event.data.u64 {
+            case Self.stopID:
+                return
             case Self.listenerID:
                 acceptPending()
                 rearm(listener, id: Self.listenerID, events: EPOLLIN.rawValue)

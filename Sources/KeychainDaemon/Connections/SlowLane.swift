@@ -25,6 +25,7 @@ final class SlowLane: @unchecked Sendable {
     private var queue: [Task] = []
     /// uids (other than the privileged) with a task running now.
     private var running: Set<UInt32> = []
+    private var stopping = false
 
     init(limits: ServerLimits) {
         self.limits = limits
@@ -48,10 +49,18 @@ final class SlowLane: @unchecked Sendable {
         pthread_mutex_unlock(&mutex)
     }
 
+    /// Workers end once the queue holds nothing they may run (an in-process server's `stop`).
+    func stop() {
+        pthread_mutex_lock(&mutex)
+        stopping = true
+        pthread_cond_broadcast(&condition)
+        pthread_mutex_unlock(&mutex)
+    }
+
     private func work(privilegedOnly: Bool) {
         guard let scratch = try? WorkerScratch() else { return }
         while true {
-            var task = next(privilegedOnly: privilegedOnly)
+            guard var task = next(privilegedOnly: privilegedOnly) else { return }
             let uid = task.connection.caller.uid
             let again = task.run(scratch)
             pthread_mutex_lock(&mutex)
@@ -66,7 +75,7 @@ final class SlowLane: @unchecked Sendable {
     }
 
     /// Waits for the first task this worker may run now.
-    private func next(privilegedOnly: Bool) -> Task {
+    private func next(privilegedOnly: Bool) -> Task? {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
         while true {
@@ -80,6 +89,7 @@ final class SlowLane: @unchecked Sendable {
                 if !privileged { running.insert(uid) }
                 return queue.remove(at: i)
             }
+            if stopping { return nil }
             if earliest.isFinite {
                 var ts = timespec(tv_sec: Int(earliest), tv_nsec: Int((earliest - earliest.rounded(.down)) * 1e9))
                 pthread_cond_timedwait(&condition, &mutex, &ts)
