@@ -4,30 +4,55 @@ import KeychainCore
 import KeychainCrypto
 import KeychainProtocol
 
-/// The process's connection to the keychain daemon: `$KEYCHAINFS_SOCKET`, else the socket of
-/// the default vault (`$KEYCHAINFS_VAULT` or the per-user one). Made on first use, remade once
-/// when the daemon has gone away.
+/// The process's connections to the keychain daemon: `$KEYCHAINFS_SOCKET`, else the socket of
+/// the default vault (`$KEYCHAINFS_VAULT` or the per-user one). A request takes an idle
+/// connection or makes one, so threads calling at once are answered in parallel; at most
+/// `maximumIdle` stay open between calls. A connection the daemon closed is remade once.
 final class KeychainConnection: @unchecked Sendable {
     static let shared = KeychainConnection()
+    static let maximumIdle = 8
     private var mutex = pthread_mutex_t()
-    private var client: DaemonClient?
+    private var idle: [DaemonClient] = []
 
     private init() { pthread_mutex_init(&mutex, nil) }
 
     func send(_ request: Request) throws -> Response {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
         for attempt in 0..<2 {
-            if client == nil { client = try Self.connect() }
+            let client = try take()
             do {
-                return try client!.send(request)
+                let response = try client.send(request)
+                put(client)
+                return response
             } catch KeychainStatus.io where attempt == 0 {
-                client = nil  // the daemon restarted: reconnect once
+                drain()  // the daemon restarted: its other connections are gone too
             } catch KeychainStatus.notAvailable where attempt == 0 {
-                client = nil
+                drain()
+            } catch let status as KeychainStatus {
+                // A keychain status is an answer: the connection is still good.
+                if status != .io && status != .notAvailable { put(client) }
+                throw status
             }
         }
         throw KeychainStatus.notAvailable
+    }
+
+    private func take() throws -> DaemonClient {
+        pthread_mutex_lock(&mutex)
+        let reused = idle.popLast()
+        pthread_mutex_unlock(&mutex)
+        return try reused ?? Self.connect()
+    }
+
+    private func put(_ client: DaemonClient) {
+        pthread_mutex_lock(&mutex)
+        if idle.count < Self.maximumIdle { idle.append(client) }
+        pthread_mutex_unlock(&mutex)
+    }
+
+    private func drain() {
+        pthread_mutex_lock(&mutex)
+        idle.removeAll()
+        pthread_mutex_unlock(&mutex)
     }
 
     static func connect() throws -> DaemonClient {

@@ -82,7 +82,7 @@ final class ProtocolFuzzRegressionTests: XCTestCase {
             XCTAssertTrue(result.payloads.isEmpty, "cut at \(cut)")
             XCTAssertEqual(result.error, .io, "cut at \(cut)")                 // short header or payload
         }
-        // Lengths over the 64 MiB limit are refused before any payload is read or allocated.
+        // Lengths over the frame limit (17 MiB) are refused before any payload is read or allocated.
         for header: [UInt8] in [[0xff, 0xff, 0xff, 0xff], [0x04, 0x00, 0x00, 0x01], [0x80, 0, 0, 0]] {
             XCTAssertEqual(try readFrames(header + [1, 2, 3]).error, .decode)
         }
@@ -109,7 +109,7 @@ final class ProtocolFuzzRegressionTests: XCTestCase {
             close(fds[1])
             XCTAssertEqual(got.map(bytes), payload, "a frame of \(length) bytes")
         }
-        let announced: [UInt8] = [0x03, 0x00, 0x00, 0x00]  // 48 MiB
+        let announced: [UInt8] = [0x00, 0xc0, 0x00, 0x00]  // 12 MiB, under the limit
         XCTAssertEqual(try readFrames(announced + Array(repeating: 7, count: 100)).error, .io)
     }
 
