@@ -33,10 +33,18 @@ final class Connection: @unchecked Sendable {
     private var inputCharge = 0
     private var replyCharge = 0
 
-    init(id: UInt64, fd: Int32, caller: CallerIdentity) {
+    /// Seconds a frame may take from its first byte to its last, and a reply to be taken.
+    private let deadlineSeconds: Double
+
+    init(id: UInt64, fd: Int32, caller: CallerIdentity, deadlineSeconds: Double) {
         self.id = id
         self.fd = fd
         self.caller = caller
+        self.deadlineSeconds = deadlineSeconds
+    }
+
+    private func startDeadline() {
+        deadline.store(Self.nowMillis() + Int64(deadlineSeconds * 1000), ordering: .relaxed)
     }
 
     /// True when bytes sent ahead of the last reply wait to be read.
@@ -52,7 +60,7 @@ final class Connection: @unchecked Sendable {
 
     /// Reads what has arrived, until a frame is complete or the socket has no more.
     /// `scratch` is the calling thread's guarded receive buffer.
-    func receive(into scratch: SecureBytes, quotas: Quotas, deadlineSeconds: Double) -> Received {
+    func receive(into scratch: SecureBytes, quotas: Quotas) -> Received {
         if let pending = unread {
             unread = nil
             let outcome = pending.withUnsafeBytes { feed($0, quotas: quotas) }
@@ -85,9 +93,7 @@ final class Connection: @unchecked Sendable {
                 if errno == EINTR { continue }
                 return errno == EAGAIN || errno == EWOULDBLOCK ? .wouldBlock : .closed
             }
-            if deadline.load(ordering: .relaxed) == 0 {
-                deadline.store(Self.nowMillis() + Int64(deadlineSeconds * 1000), ordering: .relaxed)
-            }
+            if deadline.load(ordering: .relaxed) == 0 { startDeadline() }
             if direct {
                 if payloadFilled == payloadLength, let done = completeFrame(quotas: quotas) { return .frame(done) }
                 if payloadFilled == payload?.count, !grow(quotas: quotas) { return .closed }
@@ -175,6 +181,8 @@ final class Connection: @unchecked Sendable {
         inputCharge += stop - start
         guard let rest = try? source.slice(start..<stop) else { return false }
         unread = rest
+        // What was sent ahead may be the start of a frame: its deadline runs from now.
+        startDeadline()
         return true
     }
 
@@ -191,7 +199,7 @@ final class Connection: @unchecked Sendable {
     enum Sent { case done, wouldBlock, failed }
 
     /// Starts sending a reply; what the socket does not take now waits for `continueSending`.
-    func send(_ payload: SecureBytes, quotas: Quotas, deadlineSeconds: Double) -> Sent {
+    func send(_ payload: SecureBytes, quotas: Quotas) -> Sent {
         let n = UInt32(payload.count)
         replyHeader = [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)]
         reply = payload
@@ -204,7 +212,7 @@ final class Connection: @unchecked Sendable {
                 return .failed
             }
             replyCharge = payload.count
-            deadline.store(Self.nowMillis() + Int64(deadlineSeconds * 1000), ordering: .relaxed)
+            startDeadline()
         }
         return outcome
     }

@@ -111,7 +111,7 @@ final class ConnectionServer: @unchecked Sendable {
             return false
         }
         let id = nextID.add(1, ordering: .relaxed).newValue
-        let connection = Connection(id: id, fd: fd, caller: caller)
+        let connection = Connection(id: id, fd: fd, caller: caller, deadlineSeconds: limits.frameDeadline)
         connections.withLock { $0[id] = connection }
         guard register(fd, id: id, events: EPOLLIN.rawValue) else {
             drop(connection)
@@ -191,7 +191,7 @@ final class ConnectionServer: @unchecked Sendable {
 
     /// Reads from a connection that became readable, and answers each complete frame.
     private func serve(_ connection: Connection, scratch: WorkerScratch) {
-        switch connection.receive(into: scratch.bytes, quotas: quotas, deadlineSeconds: limits.frameDeadline) {
+        switch connection.receive(into: scratch.bytes, quotas: quotas) {
         case .closed: drop(connection)
         case .wouldBlock: rearm(connection.fd, id: connection.id, events: EPOLLIN.rawValue)
         case .frame(let frame): answer(frame, on: connection, onSlowWorker: false, scratch: scratch)
@@ -256,7 +256,7 @@ final class ConnectionServer: @unchecked Sendable {
 
     private func reply(_ r: Reply, on connection: Connection, request: Request? = nil, scratch: WorkerScratch?) {
         guard let out = try? r.response.encoded() else { return drop(connection) }
-        let sent = connection.send(out, quotas: quotas, deadlineSeconds: limits.frameDeadline)
+        let sent = connection.send(out, quotas: quotas)
         switch r.after {
         case .nothing:
             afterSend(connection, sent, scratch: scratch)
