@@ -34,7 +34,9 @@ public final class Daemon: @unchecked Sendable {
         self.socketPath = Paths.socket(forVault: vaultPath)
         self.lockout = Lockout(path: Paths.lockoutFile(forVault: vaultPath))
         self.groupTable = (try? AccessGroupTable.load(from: vault)) ?? AccessGroupTable(groups: [])
-        if let t = try vault.setting("lock-timeout"), let n = Int(String(decoding: t, as: UTF8.self)) { idleTimeout = n }
+        if let t = try vault.setting("lock-timeout"), let n = Int64(String(decoding: t, as: UTF8.self)) {
+            idleTimeout = Int(SettingLimits.lockTimeout.clamp(n))  // a value stored before the bound
+        }
         openAuditLog()
     }
 
@@ -370,7 +372,7 @@ public final class Daemon: @unchecked Sendable {
             case .setSettings:
                 guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
                 if let t = request.options["lock-timeout"]?.integerValue {
-                    guard t >= 0 else { throw KeychainStatus.param }
+                    guard SettingLimits.lockTimeout.contains(t) else { throw KeychainStatus.param }
                     try vault.setSetting("lock-timeout", Array(String(t).utf8))
                     state.withLock { idleTimeout = Int(t); lastActivity = monotonicSeconds() }
                 }
@@ -380,7 +382,8 @@ public final class Daemon: @unchecked Sendable {
                 }
                 for name in ["approval-timeout", "approval-remember"] {
                     if let n = request.options[name]?.integerValue {
-                        guard n >= 0 else { throw KeychainStatus.param }
+                        let range = name == "approval-timeout" ? SettingLimits.approvalTimeout : SettingLimits.approvalRemember
+                        guard range.contains(n) else { throw KeychainStatus.param }
                         try vault.setSetting(name, Array(String(n).utf8))
                     }
                 }
