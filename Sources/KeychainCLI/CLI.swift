@@ -68,6 +68,9 @@ public enum CLI {
         } catch let status as KeychainStatus {
             Terminal.writeString(2, "keychainfs: \(status.message)\n")
             return status.exitCode
+        } catch let e as RuntimeDirectoryError {
+            Terminal.writeString(2, "keychainfs: \(e.status.message)\nkeychainfs: \(e.description)\n")
+            return e.status.exitCode
         } catch let e as VaultFileError {
             Terminal.writeString(2, "keychainfs: \(e.description)\n")
             return e.status.exitCode
