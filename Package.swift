@@ -45,7 +45,7 @@ let package = Package(
 
         // The command line: verbs, option parsing, passphrase input, output formats.
         .target(name: "KeychainCLI", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol",
-                                                    "KeychainClient", "KeychainDaemon", "KeychainAccess"]),
+                                                    "KeychainClient", "KeychainDaemon", "KeychainAccess", "KeychainFS"]),
         .executableTarget(name: "keychainfs", dependencies: ["KeychainCLI"]),
         .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainClient", "KeychainProtocol", "Security"]),
 

@@ -88,8 +88,10 @@ public struct AccessGroupTable: Sendable {
     }
 
     public func save(to vault: Vault) throws {
+        // The count is stored in 16 bits: a table that cannot be written is refused, not cut.
+        guard let count = UInt16(exactly: groups.count) else { throw KeychainStatus.param }
         var w = ByteWriter()
-        w.u16(UInt16(groups.count))
+        w.u16(count)
         for g in groups { AttributeCoding.write(g.record, into: &w) }
         try vault.setSealedSetting(AccessGroupTable.settingName, SecureBytes(copying: w.bytes))
     }

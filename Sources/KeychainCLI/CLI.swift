@@ -21,8 +21,16 @@ public enum CLI {
             return Exit.usage
         }
         if verbName == "help" || verbName == "--help" || verbName == "-h" {
-            if args.count > 1, let v = Verb.named(args[1]) { Terminal.writeString(1, v.help) }
-            else { Terminal.writeString(1, Help.overview) }
+            guard args.count > 1 else {
+                Terminal.writeString(1, Help.overview)
+                return Exit.success
+            }
+            guard args.count == 2, let v = Verb.named(args[1]) else {
+                Terminal.warn(args.count == 2 ? "no such verb \(Output.jsonString(args[1]))" : "help takes one verb")
+                Terminal.writeString(2, Help.overview)
+                return Exit.usage
+            }
+            Terminal.writeString(1, v.help)
             return Exit.success
         }
         // The mount.fuse3 form: keychainfs VAULT MOUNTPOINT [-o OPTIONS]
@@ -60,6 +68,9 @@ public enum CLI {
         } catch let status as KeychainStatus {
             Terminal.writeString(2, "keychainfs: \(status.message)\n")
             return status.exitCode
+        } catch let e as RuntimeDirectoryError {
+            Terminal.writeString(2, "keychainfs: \(e.status.message)\nkeychainfs: \(e.description)\n")
+            return e.status.exitCode
         } catch let e as VaultFileError {
             Terminal.writeString(2, "keychainfs: \(e.description)\n")
             return e.status.exitCode

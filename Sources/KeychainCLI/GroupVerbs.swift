@@ -28,6 +28,12 @@ enum GroupVerbs {
         case "list": op = .groupList
         default: throw UsageError("unknown group command \(sub)")
         }
+        // Only add and set change a group: elsewhere these flags would be silently ignored.
+        if op == .groupList || op == .groupRemove {
+            for flag in ["--owner", "--group", "--mode", "--exe", "--no-exe"] where ctx.args.has(flag) {
+                throw UsageError("group \(sub) takes no \(flag)")
+            }
+        }
         let named = op != .groupList
         let max = named ? 3 : 2
         guard ctx.args.positionals.count <= max else { throw UsageError("too many arguments") }
@@ -35,16 +41,21 @@ enum GroupVerbs {
         var options: Attributes = [:]
         if named {
             guard ctx.args.positionals.count >= 2 else { throw UsageError("group \(sub) needs a NAME") }
-            options["name"] = .string(ctx.args.positionals[1])
+            let name = ctx.args.positionals[1]
+            guard !name.isEmpty else { throw UsageError("group \(sub) needs a NAME; the name is empty") }
+            if op == .groupAdd { try checkNewName(name) }
+            options["name"] = .string(name)
         }
         if let o = ctx.args.value("--owner") { options["owner"] = .number(Int64(try uid(o))) }
         if let g = ctx.args.value("--group") { options["gid"] = .number(Int64(try gid(g))) }
-        if let m = ctx.args.value("--mode") {
-            guard let mode = Int64(m, radix: 8), mode >= 0, mode <= 0o777 else { throw UsageError("--mode takes an octal mode such as 0440") }
-            options["mode"] = .number(mode)
-        }
+        if let mode = try ctx.args.octal("--mode", in: SettingLimits.groupMode) { options["mode"] = .number(mode) }
         if ctx.args.has("--exe") || ctx.args.has("--no-exe") {
-            options["exe"] = .string(ctx.args.all("--exe").map(Paths.canonical).joined(separator: "\n"))
+            let exes = ctx.args.all("--exe")
+            // The list travels one path a line: a newline would smuggle in a second program.
+            for exe in exes where exe.isEmpty || exe.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) {
+                throw UsageError("--exe takes the path of a program; \(Output.jsonString(exe)) is not one")
+            }
+            options["exe"] = .string(exes.map(Paths.canonical).joined(separator: "\n"))
         }
         let client = try DaemonClient.connect(vaultPath: vault, startWith: [selfExecutable(), "daemon", vault])
         let r = try client.send(Request(op, options: options))
@@ -64,15 +75,32 @@ enum GroupVerbs {
         return 0
     }
 
+    /// A new group's name: 1 to 255 bytes, no control characters, spaces, commas or colons
+    /// (`group list` separates by spaces, mount views list groups as `groups=A:B`).
+    static func checkNewName(_ name: String) throws {
+        let bad = name.unicodeScalars.first { $0.value <= 0x20 || $0.value == 0x7f || $0 == "," || $0 == ":" }
+        guard SettingLimits.groupNameBytes.contains(name.utf8.count), bad == nil else {
+            throw UsageError("a group name is 1 to \(SettingLimits.groupNameBytes.upperBound) bytes without spaces, control characters, commas or colons; \(Output.jsonString(name)) is not one")
+        }
+    }
+
+    /// A user name, or a uid from 0 to 4294967294.
     static func uid(_ s: String) throws -> UInt32 {
-        if let n = UInt32(s) { return n }
+        if isNumber(s) { return UInt32(try Arguments.number(s, flag: "--owner", in: SettingLimits.id, unit: "a user name or a uid")) }
         guard let pw = getpwnam(s) else { throw UsageError("no such user \(s)") }
         return pw.pointee.pw_uid
     }
 
+    /// A group name, or a gid from 0 to 4294967294.
     static func gid(_ s: String) throws -> UInt32 {
-        if let n = UInt32(s) { return n }
+        if isNumber(s) { return UInt32(try Arguments.number(s, flag: "--group", in: SettingLimits.id, unit: "a group name or a gid")) }
         guard let gr = getgrnam(s) else { throw UsageError("no such group \(s)") }
         return gr.pointee.gr_gid
+    }
+
+    /// Digits with an optional sign: meant as a number, never looked up as a name.
+    static func isNumber(_ s: String) -> Bool {
+        let digits = s.first == "-" || s.first == "+" ? s.utf8.dropFirst() : s.utf8[...]
+        return !digits.isEmpty && digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
 }

@@ -43,13 +43,36 @@ enum ItemVerbs {
     }
 
     /// The query or attributes named by the flags given.
-    static func attributes(_ ctx: Context, _ c: ItemClass) -> Attributes {
+    /// - Throws: `UsageError` for a port that is not a number from 0 to 65535, or a protocol,
+    ///   authentication type, creator or type that is not a four-character code.
+    static func attributes(_ ctx: Context, _ c: ItemClass) throws -> Attributes {
         var out: Attributes = ["class": .string(c.rawValue)]
         for (flag, key) in attributeFlags(c) {
             if let v = ctx.args.value(flag) { out[key] = .string(v) }
         }
+        for (flag, what) in fourCharFlags(c) {
+            if let code = try ctx.args.fourCharCode(flag, what: what) { out[attributeFlags(c)[flag]!] = .string(code) }
+        }
+        if c == .internetPassword, let port = try ctx.args.number("-P", in: SettingLimits.port, unit: "a port number") {
+            out["port"] = .string(String(port))
+        }
         if let g = ctx.args.value("--access-group") { out["agrp"] = .string(g) }
         return out
+    }
+
+    /// The flags that take a four-character code, as `security` documents them.
+    static func fourCharFlags(_ c: ItemClass) -> [String: String] {
+        var codes = ["-c": "a creator code", "-C": "a type code"]
+        if c == .internetPassword {
+            codes["-r"] = "a protocol code"
+            codes["-t"] = "an authentication type code"
+        }
+        return codes
+    }
+
+    /// True when at least one flag names an item attribute (`--access-group` alone does not).
+    static func namesAnAttribute(_ ctx: Context, _ c: ItemClass) -> Bool {
+        attributeFlags(c).keys.contains { ctx.args.has($0) }
     }
 
     static func add(_ c: ItemClass) -> Verb {
@@ -73,7 +96,11 @@ enum ItemVerbs {
             """
         ) { ctx in
             try ctx.checkPositionals()
-            var attrs = attributes(ctx, c)
+            var attrs = try attributes(ctx, c)
+            // An item with neither service nor account could never be named again.
+            guard ctx.args.has("-s") || ctx.args.has("-a") else {
+                throw UsageError("add-\(noun(c)) needs -s \(c == .genericPassword ? "SERVICE" : "SERVER") or -a ACCOUNT")
+            }
             if let a = ctx.args.value("--accessible") {
                 guard let p = ProtectionClass(name: a) else { throw UsageError("unknown protection class \(a)") }
                 attrs["pdmn"] = .string(p.rawValue)
@@ -86,7 +113,11 @@ enum ItemVerbs {
                     "watch": AccessControl.companion, "or": AccessControl.or, "and": AccessControl.and,
                 ]
                 var flags: UInt64 = 0
-                for name in list.split(separator: ",") {
+                let parts = list.split(separator: ",", omittingEmptySubsequences: false)
+                guard !parts.contains(where: \.isEmpty) else {
+                    throw UsageError("--access-control takes flags separated by commas, such as userPresence or biometryAny,or,devicePasscode")
+                }
+                for name in parts {
                     guard let bit = names[String(name)] else { throw UsageError("unknown access-control flag \(name)") }
                     flags |= bit
                 }
@@ -139,7 +170,7 @@ enum ItemVerbs {
             """
         ) { ctx in
             try ctx.checkPositionals()
-            var query = attributes(ctx, c)
+            var query = try attributes(ctx, c)
             let wantSecret = ctx.args.has("-w") || ctx.args.has("-g")
             query["r_Attributes"] = .bool(true)
             if wantSecret { query["r_Data"] = .bool(true) }
@@ -175,12 +206,24 @@ enum ItemVerbs {
 
     static func delete(_ c: ItemClass) -> Verb {
         Verb(
-            name: "delete-\(noun(c))", usage: "[-s ...] [-a ACCOUNT] [VAULT]",
+            name: "delete-\(noun(c))", usage: "[-s ...] [-a ACCOUNT] [...] | --all [--access-group GROUP] [VAULT]",
             summary: "Delete every matching \(c == .genericPassword ? "generic" : "internet") password.",
-            valued: Set(attributeFlags(c).keys).union(["--access-group"]), details: classDetails(c)
+            valued: Set(attributeFlags(c).keys).union(["--access-group"]), flags: ["--all"],
+            details: classDetails(c) + """
+
+              --all        delete every \(noun(c)) item you may change (of GROUP only with
+                           --access-group); without it at least one attribute flag is needed
+            """
         ) { ctx in
             try ctx.checkPositionals()
-            var query = attributes(ctx, c)
+            // An empty query matches everything: deleting all of it must be asked for by name.
+            let named = namesAnAttribute(ctx, c)
+            if ctx.args.has("--all") {
+                guard !named else { throw UsageError("--all deletes every item; give it without attribute flags") }
+            } else if !named {
+                throw UsageError("delete-\(noun(c)) without an attribute flag (-s, -a, ...) would delete every \(noun(c)) item you may change; give --all to do that")
+            }
+            var query = try attributes(ctx, c)
             query["sync"] = "syna"
             try ctx.client().send(Request(.delete, query: query))
             if !ctx.json { Terminal.writeString(1, "password has been deleted.\n") }

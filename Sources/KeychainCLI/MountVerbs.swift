@@ -1,6 +1,7 @@
 import Glibc
 import KeychainClient
 import KeychainCore
+import KeychainFS
 import KeychainProtocol
 
 /// `mount` and `unmount`: the vault's daemon serves the mount.
@@ -27,23 +28,38 @@ enum MountVerbs {
         let point = Paths.canonical(ctx.args.positionals[0])
         let vault = ctx.args.positionals.count == 2 ? Paths.canonical(ctx.args.positionals[1]) : Paths.canonical(Paths.defaultVault())
         var options = ctx.args.all("-o")
-        if let g = ctx.args.value("--groups") { options.append("groups=" + g.split(separator: ",").joined(separator: ":")) }
+        if let g = ctx.args.value("--groups") {
+            let names = g.split(separator: ",", omittingEmptySubsequences: false)
+            guard !names.contains(where: \.isEmpty) else { throw UsageError("--groups takes group names separated by commas, such as team,ci") }
+            options.append("groups=" + names.joined(separator: ":"))
+        }
         if let m = ctx.args.value("--map-owner") {
-            let parts = m.split(separator: ":")
-            guard parts.count == 2, UInt32(parts[0]) != nil, UInt32(parts[1]) != nil else {
-                throw UsageError("--map-owner takes UID:GID")
-            }
-            options += ["map_uid=\(parts[0])", "map_gid=\(parts[1])"]
+            let parts = m.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+            guard parts.count == 2 else { throw UsageError("--map-owner takes UID:GID, such as 1000:1000") }
+            let uid = try Arguments.number(parts[0], flag: "--map-owner", in: SettingLimits.id, unit: "a UID:GID with each")
+            let gid = try Arguments.number(parts[1], flag: "--map-owner", in: SettingLimits.id, unit: "a UID:GID with each")
+            options += ["map_uid=\(uid)", "map_gid=\(gid)"]
         }
         return try mountVault(vault, at: point, options: options.joined(separator: ","))
     }
 
     static func mountVault(_ vault: String, at point: String, options: String) throws -> Int32 {
+        try checkOptions(options)
         var st = stat()
         guard stat(point, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { throw UsageError("\(point) is not a directory") }
         let client = try DaemonClient.connect(vaultPath: vault, startWith: [selfExecutable(), "daemon", vault])
         try client.send(Request(.mount, options: ["mountpoint": .string(point), "options": .string(options)]))
         return 0
+    }
+
+    /// Parses `-o` with the parser the mount itself uses, so a bad option is a usage error that
+    /// names it before the daemon is asked (or started).
+    static func checkOptions(_ list: String) throws {
+        do {
+            _ = try MountOptions(parsing: list)
+        } catch let e as MountOptionError {
+            throw UsageError("unknown or malformed mount option \(Output.jsonString(e.option)); see keychainfs help mount")
+        }
     }
 
     static let unmount = Verb(

@@ -102,25 +102,30 @@ enum VaultVerbs {
         (userPresence, biometry, watch, devicePasscode): it is run as
         PROGRAM --reason presence|passphrase --label LABEL --uid UID --pid PID --exe EXE;
         exit 0 approves. For `passphrase` it prints the vault passphrase on its first line.
-        An empty PATH removes it. --approval-timeout (default 30) bounds each run;
-        --approval-remember keeps an approval per program and item for that many seconds.
+        An empty PATH removes it. --approval-timeout (default 30, 1 to 3600) bounds each run;
+        --approval-remember (0 to 86400) keeps an approval per program and item for that many
+        seconds. -t takes 0 to 31536000 (365 days).
         """
     ) { ctx in
         try ctx.checkPositionals()
         var options: Attributes = [:]
         let approvalFlags = ["--approval-program", "--approval-timeout", "--approval-remember"]
-        if let t = ctx.args.value("-t") {
-            guard let n = Int64(t), n >= 0 else { throw UsageError("-t takes a number of seconds") }
+        if let n = try ctx.args.number("-t", in: SettingLimits.lockTimeout, unit: "a number of seconds") {
             options["lock-timeout"] = .number(n)
         } else if !approvalFlags.contains(where: ctx.args.has) {
             options["lock-timeout"] = .number(0)  // as security: no -t means no timeout
         }
         if let p = ctx.args.value("--approval-program") {
-            options["approval-program"] = .string(p.isEmpty ? "" : Paths.canonical(p))
+            let program = p.isEmpty ? "" : Paths.canonical(p)
+            // A program that cannot run would deny every gated read later, far from the cause.
+            var st = stat()
+            guard program.isEmpty || (stat(program, &st) == 0 && st.st_mode & S_IFMT == S_IFREG && st.st_mode & 0o111 != 0) else {
+                throw UsageError("--approval-program takes an executable file (or \"\" to remove it); \(Output.jsonString(p)) is not one")
+            }
+            options["approval-program"] = .string(program)
         }
-        for flag in ["--approval-timeout", "--approval-remember"] {
-            if let v = ctx.args.value(flag) {
-                guard let n = Int64(v), n >= 0 else { throw UsageError("\(flag) takes a number of seconds") }
+        for (flag, range) in [("--approval-timeout", SettingLimits.approvalTimeout), ("--approval-remember", SettingLimits.approvalRemember)] {
+            if let n = try ctx.args.number(flag, in: range, unit: "a number of seconds") {
                 options[String(flag.dropFirst(2))] = .number(n)
             }
         }

@@ -20,7 +20,7 @@ public final class DaemonClient {
     /// - Parameter start: a program to start the daemon with (`[path, "daemon", vault]`) when
     ///   none answers; nil to fail instead.
     /// - Throws: `noSuchKeychain` when the vault does not exist, `notAvailable` when no daemon
-    ///   answers, `io` when the socket's directory is writable by others.
+    ///   answers, `RuntimeDirectoryError` (status `io`) when others could write the socket's directory.
     public static func connect(vaultPath: String, startWith start: [String]? = nil) throws -> DaemonClient {
         let socket = Paths.socket(forVault: vaultPath)
         try checkDirectory(of: socket, vault: vaultPath)
@@ -94,14 +94,13 @@ public final class DaemonClient {
     }
 
     /// Refuses a socket directory that someone other than root or the vault's owner could
-    /// write to, so nobody can stand in for the daemon.
+    /// write to, so nobody can stand in for the daemon. A missing one is fine: no daemon yet.
+    /// - Throws: `RuntimeDirectoryError` (status `io`) naming the directory and the reason.
     static func checkDirectory(of socket: String, vault: String) throws {
         let dir = String(socket[..<(socket.lastIndex(of: "/") ?? socket.startIndex)])
-        var st = stat()
-        guard lstat(dir, &st) == 0 else { return }  // no directory: no daemon yet
-        let owner = Paths.vaultOwner(vault)
-        let trusted = st.st_uid == 0 || st.st_uid == owner
-        guard trusted, st.st_mode & S_IFMT == S_IFDIR, st.st_mode & 0o022 == 0 else { throw KeychainStatus.io }
+        if let reason = RuntimeDirectory.problem(with: dir, owner: Paths.vaultOwner(vault)) {
+            throw RuntimeDirectoryError(directory: dir, reason: reason)
+        }
     }
 
     /// Starts `argv` in a new session with stdin on /dev/null, output appended to `log`, and

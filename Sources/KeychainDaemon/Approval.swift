@@ -3,6 +3,7 @@ import Glibc
 import KeychainAccess
 import KeychainCore
 import KeychainCrypto
+import KeychainProtocol
 
 /// Presence checks for items whose access control asks for user presence, biometry, a watch
 /// or the device passcode. The daemon runs the configured approval program, as ssh-agent does
@@ -32,8 +33,9 @@ final class ApprovalAgent: @unchecked Sendable {
         }
         var s = Settings()
         if let p = text("approval-program"), !p.isEmpty { s.program = p }
-        if let t = text("approval-timeout").flatMap(Int.init) { s.timeout = t }
-        if let r = text("approval-remember").flatMap(Int.init) { s.remember = r }
+        // Clamped: a value stored before the bounds existed must not overflow a deadline.
+        if let t = text("approval-timeout").flatMap({ Int64($0) }) { s.timeout = Int(SettingLimits.approvalTimeout.clamp(t)) }
+        if let r = text("approval-remember").flatMap({ Int64($0) }) { s.remember = Int(SettingLimits.approvalRemember.clamp(r)) }
         return s
     }
 

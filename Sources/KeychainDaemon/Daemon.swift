@@ -37,9 +37,9 @@ public final class Daemon: @unchecked Sendable {
         self.lockout = Lockout(path: lockoutPath ?? Paths.lockoutFile(forVault: vaultPath))
         self.log = log
         var timeout = 0
-        if let t = try vault.setting("lock-timeout"), let n = Int(String(decoding: t, as: UTF8.self)),
-           DaemonSettings.lockTimeout.contains(n) {
-            timeout = n
+        // A value stored before the range was enforced is brought into it.
+        if let t = try vault.setting("lock-timeout"), let n = Int64(String(decoding: t, as: UTF8.self)) {
+            timeout = Int(SettingLimits.lockTimeout.clamp(n))
         }
         state = Mutex(DaemonState(groupTable: (try? AccessGroupTable.load(from: vault)) ?? AccessGroupTable(groups: []),
                                   lastActivity: monotonicSeconds(), idleTimeout: timeout))

@@ -49,12 +49,12 @@ public enum Paths {
     }
 
     /// `$KEYCHAINFS_RUNTIME_DIR` when set; otherwise `/run/keychainfs` for a vault owned by root
-    /// and `/tmp/keychainfs-UID` for a vault owned by UID. Only the owner (or root) can create
-    /// that directory, and clients refuse one that others could write.
+    /// and `/tmp/keychainfs-UID` for a vault owned by UID, or, for that owner and root when
+    /// another user took that name first, `/run/user/UID/keychainfs` (see `RuntimeDirectory`).
+    /// Clients refuse a directory that others could write.
     public static func runtimeDirectory(forVault vault: String) -> String {
         if let d = environment("KEYCHAINFS_RUNTIME_DIR") { return d }
-        let owner = vaultOwner(vault)
-        return owner == 0 ? "/run/keychainfs" : "/tmp/keychainfs-\(owner)"
+        return RuntimeDirectory.forVault(owner: vaultOwner(vault), name: hexHash(canonical(vault)))
     }
 
     /// The owner of the vault file, or of its directory when the file does not exist yet.

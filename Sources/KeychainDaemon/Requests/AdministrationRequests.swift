@@ -107,16 +107,17 @@ extension Daemon {
         return Response(info: ["deleted": .number(Int64(removed))])
     }
 
-    /// Every numeric setting is bounded (`DaemonSettings`); nothing is stored unless all are valid.
+    /// Every numeric setting is bounded (`SettingLimits`, the CLI's ranges too); nothing is stored
+    /// unless all are valid.
     private func setSettings(_ options: Attributes) throws {
-        func bounded(_ name: String, _ range: ClosedRange<Int>) throws -> Int? {
+        func bounded(_ name: String, _ range: ClosedRange<Int64>) throws -> Int? {
             guard let v = options[name] else { return nil }
-            guard let n = v.integerValue, let i = Int(exactly: n), range.contains(i) else { throw KeychainStatus.param }
-            return i
+            guard let n = v.integerValue, range.contains(n) else { throw KeychainStatus.param }
+            return Int(n)
         }
-        let timeout = try bounded("lock-timeout", DaemonSettings.lockTimeout)
-        let approvalTimeout = try bounded("approval-timeout", DaemonSettings.approvalTimeout)
-        let remember = try bounded("approval-remember", DaemonSettings.approvalRemember)
+        let timeout = try bounded("lock-timeout", SettingLimits.lockTimeout)
+        let approvalTimeout = try bounded("approval-timeout", SettingLimits.approvalTimeout)
+        let remember = try bounded("approval-remember", SettingLimits.approvalRemember)
         var program: String?
         if let v = options["approval-program"] {
             guard case .string(let p) = v, p.isEmpty || p.hasPrefix("/") else { throw KeychainStatus.param }

@@ -17,7 +17,8 @@ extension Daemon {
     }
 
     private func changeGroups(_ request: Request) throws {
-        guard case .string(let name)? = request.options["name"], !name.isEmpty else { throw KeychainStatus.param }
+        guard case .string(let name)? = request.options["name"], SettingLimits.groupNameBytes.contains(name.utf8.count)
+        else { throw KeychainStatus.param }
         // Read, changed and saved under the state's lock, so two changes cannot lose one.
         try state.withLock { s in
             var table = s.groupTable
@@ -42,13 +43,13 @@ extension Daemon {
     private func apply(_ options: Attributes, to g: inout AccessGroup) throws {
         func id(_ key: String) throws -> UInt32? {
             guard let v = options[key]?.integerValue else { return nil }
-            guard let n = UInt32(exactly: v), n != UInt32.max else { throw KeychainStatus.param }
-            return n
+            guard SettingLimits.id.contains(v) else { throw KeychainStatus.param }
+            return UInt32(v)
         }
         if let o = try id("owner") { g.owner = o }
         if let gid = try id("gid") { g.gid = gid }
         if let m = options["mode"]?.integerValue {
-            guard (0...0o777).contains(m) else { throw KeychainStatus.param }
+            guard SettingLimits.groupMode.contains(m) else { throw KeychainStatus.param }
             g.mode = UInt32(m)
         }
         if case .string(let exe)? = options["exe"] { g.executables = exe.isEmpty ? [] : exe.split(separator: "\n").map(String.init) }

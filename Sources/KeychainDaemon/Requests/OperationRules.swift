@@ -42,13 +42,3 @@ struct OperationRule {
         }
     }
 }
-
-/// The bounds of the daemon's numeric settings; the CLI checks the same ones (exit 2).
-enum DaemonSettings {
-    /// `set-keychain-settings -t`: seconds, up to a year; 0 never locks on idle.
-    static let lockTimeout = 0...31_536_000
-    /// `--approval-timeout`: seconds the approval program may take.
-    static let approvalTimeout = 1...3600
-    /// `--approval-remember`: seconds an approval lasts; 0 asks every time.
-    static let approvalRemember = 0...86_400
-}

@@ -1,0 +1,58 @@
+import Glibc
+
+/// Where a vault's daemon socket, lock, log and back-off file live, and why a directory there
+/// cannot be trusted.
+///
+/// The rendezvous is a directory every user can compute from the vault path alone (PRODUCT 7):
+/// `/run/keychainfs` for root's vaults, `/tmp/keychainfs-UID` for UID's. In /tmp any user can
+/// create that name first. When they have, the vault's owner (and root) fall back to the
+/// owner's login runtime directory, `/run/user/UID/keychainfs` (what `$XDG_RUNTIME_DIR` names
+/// in a login session, taken from the uid, not the environment, so cron jobs and services
+/// agree with login shells). Other users cannot enter `/run/user/UID` (mode 0700), so they get
+/// an error that names the squatted directory instead.
+public enum RuntimeDirectory {
+    /// The directory for a vault owned by `owner`, as seen by the calling user.
+    /// - Parameter name: the vault's file stem in the directory (`<hash>`), to find a daemon
+    ///   already serving from the fallback.
+    static func forVault(owner: UInt32, name: String) -> String {
+        if owner == 0 { return "/run/keychainfs" }
+        let shared = "/tmp/keychainfs-\(owner)"
+        guard geteuid() == owner || geteuid() == 0, let own = ownerDirectory(owner) else { return shared }
+        // A daemon that fell back stays there until it stops, even once the squat is removed,
+        // so the vault never has two.
+        if problem(with: shared, owner: owner) != nil || isSocket(own + "/" + name + ".sock") { return own }
+        return shared
+    }
+
+    /// Why `dir` cannot hold the daemon socket of a vault owned by `owner`, or nil when it can
+    /// (also when it does not exist yet). Only root or the owner may own it, it must be a real
+    /// directory, and nobody else may write to it, or another user could stand in for the daemon.
+    public static func problem(with dir: String, owner: UInt32) -> String? {
+        var st = stat()
+        guard lstat(dir, &st) == 0 else { return nil }
+        if st.st_mode & S_IFMT == S_IFLNK { return "it is a symbolic link" }
+        if st.st_mode & S_IFMT != S_IFDIR { return "it is not a directory" }
+        if st.st_uid != 0 && st.st_uid != owner {
+            return "it belongs to uid \(st.st_uid), not to the vault's owner (uid \(owner))"
+        }
+        if st.st_mode & 0o022 != 0 {
+            return "other users may write to it (mode 0\(String(st.st_mode & 0o7777, radix: 8)))"
+        }
+        return nil
+    }
+
+    /// `/run/user/UID/keychainfs` when `/run/user/UID` is the owner's private directory.
+    static func ownerDirectory(_ owner: UInt32) -> String? {
+        let base = "/run/user/\(owner)"
+        var st = stat()
+        guard lstat(base, &st) == 0, st.st_mode & S_IFMT == S_IFDIR, st.st_uid == owner, st.st_mode & 0o022 == 0 else {
+            return nil
+        }
+        return base + "/keychainfs"
+    }
+
+    static func isSocket(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFSOCK
+    }
+}
