@@ -54,10 +54,10 @@ extension Daemon {
     /// waits in the slow workers' queue, holding no thread; one check runs at a time, and the
     /// delay is checked again inside, for attempts of the same user that waited together.
     private func withBackOff<R>(for caller: CallerIdentity, _ body: () throws -> R) throws -> R {
-        let wait = lockout.remainingDelayMicros(uid: caller.uid)
+        let wait = try lockout.remainingDelayMicros(uid: caller.uid)
         if wait > 0 { throw Deferral.retry(at: monotonicSeconds() + Double(wait) / 1e6) }
         return try unlockSerializer.withLock { _ in
-            let again = lockout.remainingDelayMicros(uid: caller.uid)
+            let again = try lockout.remainingDelayMicros(uid: caller.uid)
             if again > 0 { throw Deferral.retry(at: monotonicSeconds() + Double(again) / 1e6) }
             return try body()
         }
@@ -65,15 +65,26 @@ extension Daemon {
 
     private func unlock(_ passphrase: SecureBytes, caller: CallerIdentity) throws {
         try withBackOff(for: caller) {
+            // Counted as a failure before the check: an attempt that cannot be recorded is not checked.
+            do {
+                try lockout.recordAttempt(uid: caller.uid)
+            } catch {
+                log("unlock refused for \(who(caller)): the back-off record cannot be written (\(error))")
+                throw error
+            }
             do {
                 try vault.unlock(passphrase: passphrase)
             } catch KeychainStatus.authFailed {
-                lockout.recordFailure(uid: caller.uid)
+                try? lockout.markFailed(uid: caller.uid)
                 audit("unlock-failed", caller)
                 log("unlock failed for \(who(caller))")
                 throw KeychainStatus.authFailed
             }
-            lockout.reset(uid: caller.uid)
+            do {
+                try lockout.reset(uid: caller.uid)
+            } catch {
+                log("the back-off count of \(who(caller)) cannot be cleared (\(error)): it stays")
+            }
             state.withLock {
                 $0.lastActivity = monotonicSeconds()
                 if $0.groupTable.groups.isEmpty, let t = try? AccessGroupTable.load(from: vault) { $0.groupTable = t }
@@ -91,14 +102,16 @@ extension Daemon {
             guard let p = KDFParameters(presetName: name) else { throw KeychainStatus.param }
             kdf = p
         }
-        // The old passphrase is a guess like any unlock: the same back-off applies.
+        // The old passphrase is a guess like any unlock: the same back-off applies, and the
+        // attempt is recorded before it is checked.
         let removed = try withBackOff(for: caller) { () -> Int in
+            try lockout.recordAttempt(uid: caller.uid)
             do {
                 let n = try vault.changePassphrase(from: request.secrets[0], to: request.secrets[1], kdf: kdf)
-                lockout.reset(uid: caller.uid)
+                try? lockout.reset(uid: caller.uid)  // if this fails, the count stays: later attempts wait longer
                 return n
             } catch KeychainStatus.authFailed {
-                lockout.recordFailure(uid: caller.uid)
+                try? lockout.markFailed(uid: caller.uid)
                 throw KeychainStatus.authFailed
             }
         }
