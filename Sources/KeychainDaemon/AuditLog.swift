@@ -12,6 +12,12 @@ import KeychainCrypto
 /// key is derived from the vault's index key, so only the daemon can extend or verify the chain,
 /// and an edited, inserted or removed line breaks it. Items are named by their persistent
 /// reference in hex, never by service or account.
+///
+/// A line is written whole or not at all: every `record` throws `KeychainStatus.diskFull`
+/// (ENOSPC, EDQUOT) or `.io` when its line could not be written, after cutting off whatever part
+/// of it reached the file, and the chain (SEQ and CHAIN) advances only past lines that are in the
+/// file. So a full disk costs the lines of what was refused, never the chain: the next line
+/// written continues it. Lines reach the disk with `sync` (lock and stop).
 final class AuditLog: @unchecked Sendable {
     let path: String
     private let key: SecureBytes
@@ -24,6 +30,10 @@ final class AuditLog: @unchecked Sendable {
     /// Repeated opens counted since the last `flushRepeats`, by process and item.
     private var repeats: [RepeatKey: Repeated] = [:]
     private var flushScheduled = false
+    /// The last line could not be written: opens are not counted unseen until one is.
+    private var unwritten = false
+    /// The end of the file that is part of a failed line and could not be cut off yet.
+    private var cutBytes = 0
     /// How long repeated opens are counted before their line is written.
     static let repeatWindow = 1.0
 
@@ -47,20 +57,35 @@ final class AuditLog: @unchecked Sendable {
         self.key = key
         line.reserveCapacity(512)
         pthread_mutex_init(&mutex, nil)
+        // A log that cannot be opened fails every line (errSecIO): nothing is served unlogged.
         fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         // Only the end of the file matters: the last whole line continues the chain, and half a
-        // line after it (a crash mid-write) chains nowhere, so it is cut off.
+        // line after it (a crash mid-write) chains nowhere, so it is cut off (now, or before the
+        // next line if the cut fails). A tail that cannot be read leaves the log unwritable
+        // rather than restart the chain after lines it cannot see.
         var st = stat()
-        guard fd >= 0, fstat(fd, &st) == 0, st.st_size > 0 else { return }
+        guard fd >= 0 else { return }
+        guard fstat(fd, &st) == 0 else { unusable(); return }
+        guard st.st_size > 0 else { return }
         let size = Int(st.st_size)
         let tailLength = min(size, 64 * 1024)
         let reader = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard reader >= 0 else { return }
+        guard reader >= 0 else { unusable(); return }
         defer { close(reader) }
         var tail = [UInt8](repeating: 0, count: tailLength)
-        guard pread(reader, &tail, tailLength, off_t(size - tailLength)) == tailLength else { return }
-        guard let lastNewline = tail.lastIndex(of: 10) else { return }
-        if lastNewline != tail.count - 1 { _ = ftruncate(fd, off_t(size - tailLength + lastNewline + 1)) }
+        guard pread(reader, &tail, tailLength, off_t(size - tailLength)) == tailLength else { unusable(); return }
+        guard let lastNewline = tail.lastIndex(of: 10) else {
+            // Not one whole line: the first line was cut, and the chain starts afresh.
+            if tailLength == size {
+                cutBytes = size
+                _ = cutPartialLine()
+            }
+            return
+        }
+        if lastNewline != tail.count - 1 {
+            cutBytes = tail.count - 1 - lastNewline
+            _ = cutPartialLine()
+        }
         let lineStart = tail[..<lastNewline].lastIndex(of: 10).map { $0 + 1 } ?? 0
         let last = String(decoding: tail[lineStart..<lastNewline], as: UTF8.self)
         let fields = last.split(separator: "\t", omittingEmptySubsequences: false)
@@ -72,59 +97,80 @@ final class AuditLog: @unchecked Sendable {
 
     deinit { if fd >= 0 { close(fd) } }
 
+    private func unusable() {
+        close(fd)
+        fd = -1
+    }
+
     /// Appends one event. `detail` must never hold a secret or an attribute value.
-    func record(_ event: String, caller: CallerIdentity?, detail: String = "-") {
-        append(event, caller) { Self.appendClean(detail, to: &$0) }
+    /// - Throws: `KeychainStatus.diskFull` or `.io` when the line could not be written.
+    func record(_ event: String, caller: CallerIdentity?, detail: String = "-") throws {
+        try append(event, caller) { Self.appendClean(detail, to: &$0) }
     }
 
     /// Appends one event about an item, named by its persistent reference in hex.
-    func record(_ event: String, caller: CallerIdentity?, item ref: PersistentRef) {
-        append(event, caller) { Self.appendItem(ref, to: &$0) }
+    /// - Throws: `KeychainStatus.diskFull` or `.io` when the line could not be written.
+    func record(_ event: String, caller: CallerIdentity?, item ref: PersistentRef) throws {
+        try append(event, caller) { Self.appendItem(ref, to: &$0) }
     }
 
     /// Records an open of an item that a process may repeat many times a second (a program that
     /// reads its secret file on every request). The first open by a process is a line of its own,
     /// written before the open is answered; the process's further opens of the item within the
     /// same second are counted and written as one `EVENT-repeated` line, detail `REF count=N`,
-    /// when the second ends, and before a lock, a stop, `audit` and `status`. A crash can lose at
-    /// most one second's count, never the first open.
-    func recordRepeatable(_ event: String, caller: CallerIdentity, item ref: PersistentRef) {
+    /// when the second ends, and before a lock, a stop, `audit` and `status`. A crash can lose the
+    /// counts not yet written, never the first open.
+    ///
+    /// A count whose line cannot be written stays pending and is retried every second; while
+    /// the log cannot be written, no open is counted: each needs its own line, and fails.
+    /// - Throws: `KeychainStatus.diskFull` or `.io`: the open must be refused.
+    func recordRepeatable(_ event: String, caller: CallerIdentity, item ref: PersistentRef) throws {
         let key = RepeatKey(uid: caller.uid, pid: caller.pid, ref: ref)
         pthread_mutex_lock(&mutex)
-        if let seen = repeats[key], seen.event == event, seen.caller.executable == caller.executable {
+        defer { pthread_mutex_unlock(&mutex) }
+        // After a failed line, the pending counts go first, then this open needs a line of its own.
+        if unwritten { try flushLocked() }
+        if !unwritten, let seen = repeats[key], seen.event == event, seen.caller.executable == caller.executable {
             repeats[key]!.count += 1
-            pthread_mutex_unlock(&mutex)
             return
         }
         // Another program under a reused pid, or another event: the old count is written first.
-        if let other = repeats.removeValue(forKey: key) { appendRepeated(key.ref, other) }
-        repeats[key] = Repeated(event: event, caller: caller, count: 0)
-        let schedule = !flushScheduled
-        flushScheduled = true
-        appendLocked(event, caller) { Self.appendItem(ref, to: &$0) }
-        pthread_mutex_unlock(&mutex)
-        if schedule {
-            DispatchQueue.global().asyncAfter(deadline: .now() + Self.repeatWindow) { [self] in flushRepeats() }
+        if let other = repeats[key] {
+            try appendRepeated(key.ref, other)
+            repeats[key] = nil
         }
+        try appendLocked(event, caller) { Self.appendItem(ref, to: &$0) }
+        repeats[key] = Repeated(event: event, caller: caller, count: 0)
+        scheduleFlushLocked()
     }
 
     /// Writes the counts of repeated opens and starts counting afresh.
-    func flushRepeats() {
+    /// - Throws: `KeychainStatus.diskFull` or `.io`; the counts not written stay pending.
+    func flushRepeats() throws {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
-        flushLocked()
+        try flushLocked()
     }
 
-    private func flushLocked() {
+    private func flushLocked() throws {
         flushScheduled = false
-        let counted = repeats
-        repeats = [:]
-        for (key, seen) in counted { appendRepeated(key.ref, seen) }
+        // Whatever could not be written is tried again a second later.
+        defer { if repeats.values.contains(where: { $0.count > 0 }) { scheduleFlushLocked() } }
+        for (key, seen) in repeats {
+            try appendRepeated(key.ref, seen)
+            repeats[key] = nil
+        }
     }
 
-    private func appendRepeated(_ ref: PersistentRef, _ seen: Repeated) {
+    private func scheduleFlushLocked() {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.repeatWindow) { [self] in try? flushRepeats() }
+    }
+
+    private func appendRepeated(_ ref: PersistentRef, _ seen: Repeated) throws {
         guard seen.count > 0 else { return }
-        appendLocked(seen.event + "-repeated", seen.caller) { line in
+        try appendLocked(seen.event + "-repeated", seen.caller) { line in
             Self.appendItem(ref, to: &line)
             line += " count=".utf8
             Self.appendDecimal(Int64(seen.count), to: &line)
@@ -136,19 +182,25 @@ final class AuditLog: @unchecked Sendable {
         Hex.append(ref.uuid, to: &line)
     }
 
-    private func append(_ event: String, _ caller: CallerIdentity?, detail: (inout [UInt8]) -> Void) {
+    private func append(_ event: String, _ caller: CallerIdentity?, detail: (inout [UInt8]) -> Void) throws {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
-        appendLocked(event, caller, detail: detail)
+        try appendLocked(event, caller, detail: detail)
     }
 
     /// Builds a line in one reused buffer and hashes it in place: the mount records every file
-    /// open before answering it, so a line must cost little.
-    private func appendLocked(_ event: String, _ caller: CallerIdentity?, detail: (inout [UInt8]) -> Void) {
+    /// open before answering it, so a line must cost little. SEQ and CHAIN advance only once
+    /// the whole line is in the file.
+    private func appendLocked(_ event: String, _ caller: CallerIdentity?, detail: (inout [UInt8]) -> Void) throws {
+        guard cutPartialLine() else {
+            unwritten = true
+            throw KeychainStatus.writeFailure(errno)
+        }
         let tab = UInt8(ascii: "\t")
-        seq += 1
+        let nextSeq = seq + 1
+        var nextHead = head
         line.removeAll(keepingCapacity: true)
-        Self.appendDecimal(seq, to: &line); line.append(tab)
+        Self.appendDecimal(nextSeq, to: &line); line.append(tab)
         Self.appendDecimal(Int64(time(nil)), to: &line); line.append(tab)
         if let caller { Self.appendDecimal(Int64(caller.uid), to: &line) } else { line.append(UInt8(ascii: "-")) }
         line.append(tab)
@@ -157,11 +209,42 @@ final class AuditLog: @unchecked Sendable {
         Self.appendClean(event, to: &line); line.append(tab)
         detail(&line); line.append(tab)
         Self.appendClean(caller?.executable ?? "-", to: &line)
-        line.withUnsafeBytes { KeyedHash.extend(&head, with: $0, key: key) }
+        line.withUnsafeBytes { KeyedHash.extend(&nextHead, with: $0, key: key) }
         line.append(tab)
-        Hex.append(head, to: &line)
+        Hex.append(nextHead, to: &line)
         line.append(UInt8(ascii: "\n"))
-        _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        var done = 0
+        while done < line.count {
+            let n = line.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                let e = n < 0 ? errno : EIO
+                // Half a line would chain nowhere and hide every line after it: cut it off now
+                // (or before the next line, if even that fails).
+                cutBytes = done
+                _ = cutPartialLine()
+                unwritten = true
+                throw KeychainStatus.writeFailure(e)
+            }
+            done += n
+        }
+        seq = nextSeq
+        head = nextHead
+        unwritten = false
+    }
+
+    /// Truncates the file back to its last whole line after a failed write (ftruncate);
+    /// false when that failed too.
+    private func cutPartialLine() -> Bool {
+        guard cutBytes > 0 else { return true }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return false }
+        // Shorter than the cut part: someone else truncated the file, and the part is gone.
+        if st.st_size >= off_t(cutBytes) {
+            guard ftruncate(fd, st.st_size - off_t(cutBytes)) == 0 else { return false }
+        }
+        cutBytes = 0
+        return true
     }
 
     static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
@@ -180,15 +263,16 @@ final class AuditLog: @unchecked Sendable {
     }
 
     /// Makes every recorded line durable (on lock and stop).
-    func sync() {
-        flushRepeats()
-        fsync(fd)
+    /// - Throws: `KeychainStatus.diskFull` or `.io` when pending counts or the fsync failed.
+    func sync() throws {
+        try flushRepeats()
+        guard fsync(fd) == 0 else { throw KeychainStatus.writeFailure(errno) }
     }
 
     /// Checks every line's chain from the first. Returns the number of lines and the first bad
     /// line number (1-based), if any.
     func verify() -> (lines: Int, firstBad: Int?) {
-        flushRepeats()
+        try? flushRepeats()  // counts that cannot be written yet stay pending
         guard let text = readSmallFile(path) else { return (0, nil) }
         var previous = [UInt8](repeating: 0, count: 32)
         var expectedSeq: Int64 = 1
@@ -211,13 +295,13 @@ final class AuditLog: @unchecked Sendable {
     func headLine() -> (line: Int64, chain: String) {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
-        flushLocked()
+        try? flushLocked()  // counts that cannot be written yet stay pending
         return (seq, Hex.encode(head))
     }
 
     /// The whole log's text, for `keychainfs audit`.
     func contents() -> String {
-        flushRepeats()
+        try? flushRepeats()  // counts that cannot be written yet stay pending
         return readSmallFile(path) ?? ""
     }
 

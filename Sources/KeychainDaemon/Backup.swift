@@ -48,6 +48,8 @@ extension Daemon {
                 throw KeychainStatus.interactionNotAllowed  // new gated items arrived meanwhile
             }
         }
+        // No line, no backup: the export is refused before any of it leaves.
+        try audit("export", caller, "items=\(export.itemCount)")
         var info: Attributes = ["size": .number(Int64(export.bytes.count)), "items": .number(Int64(export.itemCount)),
                                 "damaged": .number(Int64(export.damagedCount))]
         let first = min(export.bytes.count, BackupTransfers.pieceSize)
@@ -56,16 +58,14 @@ extension Daemon {
             info["transfer"] = .number(try BackupTransfers.shared.start(uid: caller.uid, outgoing: true, bytes: export.bytes,
                                                                         expected: export.bytes.count))
         }
-        audit("export", caller, "items=\(export.itemCount)")
         log("export of \(export.itemCount) items by uid=\(caller.uid) pid=\(caller.pid)")
         return Response(info: info)
     }
 
     func importBackup(_ request: Request, caller: CallerIdentity, log: @Sendable (String) -> Void) throws -> Response {
         if request.options["purge-other-device"] == .bool(true) {
-            let deleted = try vault.purgeOtherDeviceItems()
+            let deleted = try auditedChange("purge-other-device", caller) { try vault.purgeOtherDeviceItems() }
             itemsChanged()
-            audit("purge-other-device", caller, "deleted=\(deleted)")
             log("purged \(deleted) items bound to another device, by uid=\(caller.uid) pid=\(caller.pid)")
             return Response(info: ["deleted": .number(Int64(deleted))])
         }
@@ -96,13 +96,13 @@ extension Daemon {
         guard let passphrase = request.secrets.first else { throw KeychainStatus.param }
         let summary: ImportSummary
         do {
-            summary = try vault.importBackup(bytes, passphrase: passphrase, policy: policy)
+            summary = try auditedChange("import", caller) { try vault.importBackup(bytes, passphrase: passphrase, policy: policy) }
         } catch let e as BackupFileError {
             throw e.status
         }
         itemsChanged()
         let counts = "added=\(summary.added) replaced=\(summary.replaced) skipped=\(summary.skipped)"
-        audit("import", caller, counts)
+        try? audit("imported", caller, counts)  // the import itself is already in the log
         log("import (\(counts)) by uid=\(caller.uid) pid=\(caller.pid)")
         return Response(info: ["added": .number(Int64(summary.added)), "replaced": .number(Int64(summary.replaced)),
                                "skipped": .number(Int64(summary.skipped))])

@@ -30,7 +30,11 @@ extension Daemon: MountPolicy {
         let label = attributes["labl"]?.stringValue ?? attributes["svce"]?.stringValue ?? "item"
         let status = approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault,
                                        settings: ApprovalAgent.settings(of: vault))
-        audit(status == .success ? "presence-approved" : "presence-denied", caller: caller, item: ref)
+        do {
+            try audit(status == .success ? "presence-approved" : "presence-denied", caller: caller, item: ref)
+        } catch {
+            return error as? KeychainStatus ?? .io  // no line, no approval
+        }
         return status
     }
 }

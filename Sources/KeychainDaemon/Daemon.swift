@@ -160,20 +160,22 @@ public final class Daemon: @unchecked Sendable {
 
     var auditLog: AuditLog? { state.withLock { $0.auditLog } }
 
-    public func audit(_ event: String, caller: CallerIdentity, detail: String) {
-        auditLog?.record(event, caller: caller, detail: detail)
+    /// The audit calls throw errSecDiskFull or errSecIO when the line could not be written;
+    /// each caller decides whether its request is refused (`try`) or goes on (`try?`).
+    public func audit(_ event: String, caller: CallerIdentity, detail: String) throws {
+        try auditLog?.record(event, caller: caller, detail: detail)
     }
 
-    func audit(_ event: String, _ caller: CallerIdentity?, _ detail: String = "-") {
-        auditLog?.record(event, caller: caller, detail: detail)
+    func audit(_ event: String, _ caller: CallerIdentity?, _ detail: String = "-") throws {
+        try auditLog?.record(event, caller: caller, detail: detail)
     }
 
-    public func audit(_ event: String, caller: CallerIdentity, item ref: PersistentRef) {
-        auditLog?.record(event, caller: caller, item: ref)
+    public func audit(_ event: String, caller: CallerIdentity, item ref: PersistentRef) throws {
+        try auditLog?.record(event, caller: caller, item: ref)
     }
 
-    public func auditRepeatable(_ event: String, caller: CallerIdentity, item ref: PersistentRef) {
-        auditLog?.recordRepeatable(event, caller: caller, item: ref)
+    public func auditRepeatable(_ event: String, caller: CallerIdentity, item ref: PersistentRef) throws {
+        try auditLog?.recordRepeatable(event, caller: caller, item: ref)
     }
 
     // MARK: Locks and changes
@@ -183,9 +185,10 @@ public final class Daemon: @unchecked Sendable {
         vault.lock()
         for m in state.withLock({ $0.mounts }) { m.vaultDidLock() }
         events.publish(ChangeEvent(kind: "lock"))
-        auditLog?.flushRepeats()  // the reads before the lock come before its line
-        audit("lock", caller, trigger)
-        auditLog?.sync()
+        // A lock locks whether or not its line can be written.
+        try? auditLog?.flushRepeats()  // the reads before the lock come before its line
+        try? audit("lock", caller, trigger)
+        try? auditLog?.sync()
     }
 
     /// After a change, drop what the kernel cached so every mount shows it at once, tell the

@@ -17,13 +17,14 @@ public protocol MountPolicy: AnyObject, Sendable {
     /// `previous` is the name the item had before a rename.
     func itemChanged(_ kind: String, service: [UInt8], account: [UInt8]?,
                      previous: (service: [UInt8], account: [UInt8]?)?)
-    /// Records a file-interface decision in the audit log.
-    func audit(_ event: String, caller: CallerIdentity, detail: String)
+    /// Records a file-interface decision in the audit log. The audit calls throw when the line
+    /// could not be written; an open is then refused (EIO), a denial stands either way.
+    func audit(_ event: String, caller: CallerIdentity, detail: String) throws
     /// Records a decision about one item, named by its persistent reference.
-    func audit(_ event: String, caller: CallerIdentity, item: PersistentRef)
+    func audit(_ event: String, caller: CallerIdentity, item: PersistentRef) throws
     /// Records an open that a process may repeat many times a second: its first open of the item
     /// is a line of its own, further ones in the same second are written as one counted line.
-    func auditRepeatable(_ event: String, caller: CallerIdentity, item: PersistentRef)
+    func auditRepeatable(_ event: String, caller: CallerIdentity, item: PersistentRef) throws
     /// Owner of the directories: the daemon's user and group.
     var directoryOwner: (uid: UInt32, gid: UInt32) { get }
 }
@@ -512,7 +513,7 @@ public final class MountServer: @unchecked Sendable {
             guard let e = try entry(service: s, account: a, groups: groups, opening: true) else {
                 // Visible to others but not to this caller: denied, not missing.
                 guard let other = try entry(service: s, account: a, groups: visibleGroups) else { return req.error(ENOENT) }
-                policy.audit("file-denied", caller: caller, item: other.ref)
+                try? policy.audit("file-denied", caller: caller, item: other.ref)  // denied either way
                 return req.error(EACCES)
             }
             let file = OpenFile(node: .item(service: s, account: a), ref: e.ref, protection: e.protection, groups: groups)
@@ -521,7 +522,8 @@ public final class MountServer: @unchecked Sendable {
                 var approved = false
                 if let control = e.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence {
                     let status = policy.approvePresence(ref: e.ref, attributes: e.attributes, caller: caller)
-                    guard status == .success else { return req.error(EACCES) }  // no program, denied or timed out
+                    // No program, denied or timed out; EIO when the decision's audit line was lost.
+                    guard status == .success else { return req.error(status == .io || status == .diskFull ? EIO : EACCES) }
                     approved = true
                 }
                 file.snapshot = try vault.fileSecret(of: e, accessGroups: groups, approved: approved)
@@ -538,17 +540,23 @@ public final class MountServer: @unchecked Sendable {
                     file.dirty = true  // O_TRUNC empties the secret even if nothing is written
                 }
             }
-            register(file, fi)
-            // Recorded before the reply, so no caller holds a descriptor the log does not show.
-            if writing {
-                policy.audit("file-open-write", caller: caller, item: e.ref)
-            } else {
-                policy.auditRepeatable("file-open-read", caller: caller, item: e.ref)
+            // Recorded before the descriptor exists, so no caller holds one the log does not show:
+            // an open whose line cannot be written is refused with EIO (docs/filesystem.md).
+            do {
+                if writing {
+                    try policy.audit("file-open-write", caller: caller, item: e.ref)
+                } else {
+                    try policy.auditRepeatable("file-open-read", caller: caller, item: e.ref)
+                }
+            } catch {
+                file.wipe()
+                return req.error(EIO)
             }
+            register(file, fi)
             req.open(fi)
         } catch {
             if (error as? KeychainStatus) == .decode {
-                policy.audit("file-damaged", caller: identity(req), detail: "-")
+                try? policy.audit("file-damaged", caller: identity(req), detail: "-")  // refused either way
             }
             req.error(errnoFor(error))
         }

@@ -23,8 +23,8 @@ extension Daemon {
         case .setSettings:
             try setSettings(request.options)
         case .stop:
-            audit("stop", caller)
-            auditLog?.sync()
+            try? audit("stop", caller)  // a stop stops whether or not its line can be written
+            try? auditLog?.sync()
             return Reply(response: Response(), after: .stop)
         case .audit:
             guard let log = auditLog else { throw KeychainStatus.interactionNotAllowed }
@@ -76,7 +76,7 @@ extension Daemon {
                 try vault.unlock(passphrase: passphrase)
             } catch KeychainStatus.authFailed {
                 try? lockout.markFailed(uid: caller.uid)
-                audit("unlock-failed", caller)
+                try? audit("unlock-failed", caller)  // the failure is counted either way
                 log("unlock failed for \(who(caller))")
                 throw KeychainStatus.authFailed
             }
@@ -90,8 +90,15 @@ extension Daemon {
                 if $0.groupTable.groups.isEmpty, let t = try? AccessGroupTable.load(from: vault) { $0.groupTable = t }
             }
             openAuditLog()
+            do {
+                try audit("unlock", caller)
+            } catch {
+                // An unlock the log cannot show does not stand.
+                lockEverywhere(by: caller, trigger: "unlock-not-logged")
+                log("unlock by \(who(caller)) undone: its audit line cannot be written (\(error))")
+                throw error
+            }
             events.publish(ChangeEvent(kind: "unlock"))
-            audit("unlock", caller)
             log("unlocked by \(who(caller))")
         }
     }
@@ -107,7 +114,9 @@ extension Daemon {
         let removed = try withBackOff(for: caller) { () -> Int in
             try lockout.recordAttempt(uid: caller.uid)
             do {
-                let n = try vault.changePassphrase(from: request.secrets[0], to: request.secrets[1], kdf: kdf)
+                let n = try auditedChange("passphrase-changed", caller) {
+                    try vault.changePassphrase(from: request.secrets[0], to: request.secrets[1], kdf: kdf)
+                }
                 try? lockout.reset(uid: caller.uid)  // if this fails, the count stays: later attempts wait longer
                 return n
             } catch KeychainStatus.authFailed {
@@ -115,7 +124,6 @@ extension Daemon {
                 throw KeychainStatus.authFailed
             }
         }
-        audit("passphrase-changed", caller)
         log("passphrase changed by \(who(caller))")
         return Response(info: ["deleted": .number(Int64(removed))])
     }
@@ -155,7 +163,7 @@ extension Daemon {
             info["audit-lines"] = .number(Int64(lines))
             if let bad { info["audit-first-bad"] = .number(Int64(bad)) }
         }
-        audit("verify", caller, report.damaged.isEmpty ? "ok" : "\(report.damaged.count) damaged")
+        try? audit("verify", caller, report.damaged.isEmpty ? "ok" : "\(report.damaged.count) damaged")
         return info
     }
 

@@ -64,9 +64,9 @@ extension Daemon: RequestHandling {
         let guess = request.operation == .unlock || request.operation == .changePassphrase
         if status == .missingEntitlement || (status == .authFailed && !guess) {
             log("denied \(request.operation) \(who(caller))")
-            audit("denied", caller, "\(request.operation)")
+            try? audit("denied", caller, "\(request.operation)")  // denied either way
         }
-        if status == .decode { audit("damaged", caller, "\(request.operation)") }
+        if status == .decode { try? audit("damaged", caller, "\(request.operation)") }
         return status
     }
 

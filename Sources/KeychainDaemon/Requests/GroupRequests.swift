@@ -9,9 +9,8 @@ extension Daemon {
             let visible = state.withLock { $0.groupTable.groups }.filter { isAdministrator(caller) || $0.entitles(caller) }
             return Response(result: .array(visible.map { .item(FoundItem(attributes: $0.record, secret: nil, persistentRef: nil)) }))
         }
-        try changeGroups(request)
+        try auditedChange("groups-changed", caller, "\(request.operation)") { try changeGroups(request) }
         itemsChanged()
-        audit("groups-changed", caller, "\(request.operation)")
         log("groups changed by \(who(caller))")
         return Response()
     }

@@ -8,28 +8,31 @@ extension Daemon {
     func itemRequest(_ request: Request, caller: CallerIdentity, onSlowWorker: Bool) throws -> Response {
         switch request.operation {
         case .add:
-            let r = try vault.add(request.query, secret: request.secrets.first, accessGroups: writableGroups(caller))
+            let r = try auditedChange("add", caller) {
+                try vault.add(request.query, secret: request.secrets.first, accessGroups: writableGroups(caller))
+            }
             itemsChanged(ChangeEvent(kind: "add", query: request.query))
-            audit("add", caller)
             log("add \(who(caller))")
             return Response(result: r)
         case .copyMatching:
             return Response(result: try copyMatching(request.query, caller: caller, onSlowWorker: onSlowWorker))
         case .update:
-            try readableButNotWritable(request.query, caller) {
-                try vault.update(request.query, changes: request.changes, secret: request.secrets.first,
-                                 accessGroups: writableGroups(caller))
+            try auditedChange("update", caller) {
+                try readableButNotWritable(request.query, caller) {
+                    try vault.update(request.query, changes: request.changes, secret: request.secrets.first,
+                                     accessGroups: writableGroups(caller))
+                }
             }
             itemsChanged(ChangeEvent(kind: "update", query: request.query, changes: request.changes))
-            audit("update", caller)
             log("update \(who(caller))")
             return Response()
         default:
-            try readableButNotWritable(request.query, caller) {
-                try vault.delete(request.query, accessGroups: writableGroups(caller))
+            try auditedChange("delete", caller) {
+                try readableButNotWritable(request.query, caller) {
+                    try vault.delete(request.query, accessGroups: writableGroups(caller))
+                }
             }
             itemsChanged(ChangeEvent(kind: "delete", query: request.query))
-            audit("delete", caller)
             log("delete \(who(caller))")
             return Response()
         }
@@ -49,7 +52,8 @@ extension Daemon {
             guard !approved.isEmpty else { throw KeychainStatus.interactionNotAllowed }
             result = try vault.copyMatching(query, accessGroups: groups, approved: approved, skipUnapproved: skip)
         }
-        if query["r_Data"]?.isTrue == true { audit("read", caller) }
+        // No line, no secret: a read whose line cannot be written is refused.
+        if query["r_Data"]?.isTrue == true { try audit("read", caller) }
         return result
     }
 
@@ -81,7 +85,7 @@ extension Daemon {
         var approved = Set<PersistentRef>()
         for (ref, label, control) in gated {
             let status = approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault, settings: settings)
-            audit(status == .success ? "presence-approved" : "presence-denied", caller: caller, item: ref)
+            try audit(status == .success ? "presence-approved" : "presence-denied", caller: caller, item: ref)
             if status == .interactionNotAllowed { return approved }  // no program: the engine refuses
             guard status == .success else { throw status }
             approved.insert(ref)

@@ -14,7 +14,7 @@ extension Daemon {
                 return s.mounts.remove(at: i)
             }) else { throw KeychainStatus.itemNotFound }
             server.unmount()
-            audit("unmount", caller)
+            try? audit("unmount", caller)  // an unmount ends reads, whether or not its line can be written
             log("unmounted \(point) by \(who(caller))")
             return Response()
         }
@@ -30,7 +30,7 @@ extension Daemon {
         let server = MountServer(mountpoint: point, options: options, vault: vault, policy: self)
         try server.start()
         state.withLock { $0.mounts.append(server) }
-        audit("mount", caller, options.description)
+        try? audit("mount", caller, options.description)  // every open through it is logged or refused
         log("mounted at \(point) (\(options.description)) by \(who(caller))")
         return Response()
     }
