@@ -104,6 +104,28 @@ final class HardeningFullDiskTests: MountTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: lockout), "a success clears the count")
     }
 
+    /// A back-off file that is empty (as a full disk once left it) still delays the next guess,
+    /// and one that cannot be read refuses the attempt instead of meaning "no failures".
+    func testDamagedOrUnreadableBackOffFileIsNeverNoFailures() throws {
+        XCTAssertEqual(try h.run(["lock-keychain"]).status, 0)
+        let socket = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: h.runtimeDir).first { $0.hasSuffix(".sock") })
+        let lockout = h.runtimeDir + "/" + socket.dropLast(".sock".count) + ".lockout"
+        XCTAssertTrue(FileManager.default.createFile(atPath: lockout, contents: Data()))
+        let guess = try h.run(["unlock-keychain"], input: "wrong\n")
+        XCTAssertEqual(guess.status, 51, "\(guess)")
+        XCTAssertGreaterThanOrEqual(guess.elapsed, 0.9, "an empty back-off file counts as a failure")
+        XCTAssertFalse(file(lockout).isEmpty, "and is replaced by a whole record")
+
+        XCTAssertEqual(unlink(lockout), 0)
+        XCTAssertEqual(mkdir(lockout, 0o700), 0, "a back-off file that cannot be read")
+        let refused = try h.run(["unlock-keychain"], input: passphrase + "\n")
+        XCTAssertEqual(refused.status, 220, "errSecIO, the passphrase unchecked: \(refused)")
+        XCTAssertEqual(refused.stderr, "keychainfs: I/O error.\n")
+        XCTAssertEqual(try h.info()["state"] as? String, "locked")
+        XCTAssertEqual(rmdir(lockout), 0)
+        XCTAssertEqual(try h.run(["unlock-keychain"], input: passphrase + "\n").status, 0)
+    }
+
     // MARK: The audit log
 
     /// With the audit log's file system full, no secret is served (socket or mount), no line is
