@@ -80,13 +80,16 @@ final class ConnectionLimitsTests: XCTestCase {
         let group = DispatchGroup()
         for fd in fds {
             DispatchQueue.global().async(group: group) {
-                var timeout = timeval(tv_sec: 5, tv_usec: 0)
+                var timeout = timeval(tv_sec: 20, tv_usec: 0)
                 setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
                 for _ in 0..<2 { _ = chunk.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
             }
         }
         group.wait()
-        let closed = fds.filter { closedByPeer($0, within: 3) }
+        // Generous: on a loaded machine the daemon reads the two streams slowly.
+        var closed: [Int32] = []
+        let end = Date().addingTimeInterval(15)
+        while closed.isEmpty && Date() < end { closed = fds.filter { closedByPeer($0, within: 0.05) } }
         XCTAssertEqual(closed.count, 1, "one of the two frames passed the uid's cap")
         // The owner is not bound by another uid's cap: a 3 MiB secret goes in and comes back.
         let big = String(repeating: "x", count: length)
