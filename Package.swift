@@ -55,6 +55,7 @@ let package = Package(
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "KeychainDaemonTests", dependencies: ["KeychainDaemon", "KeychainProtocol", "KeychainCore",
                                                                "KeychainCrypto", "KeychainAccess"]),
-        .testTarget(name: "KeychainCLITests", dependencies: ["KeychainCLI", "Security"]),
+        .testTarget(name: "KeychainCLITests", dependencies: ["KeychainCLI", "Security"],
+                    exclude: ["Attackers"]),  // python3 attacker programs, run by DaemonAttackTests
     ]
 )
