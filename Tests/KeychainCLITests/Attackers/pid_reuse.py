@@ -2,12 +2,15 @@
 
 usage: pid_reuse.py SOCKET IDLE SERVICE
 
-Holds IDLE idle connections, so the daemon is slow to look at new ones. A forked child connects
-on a socket the parent made, sends a search for SERVICE's secret and exits; the parent keeps the
-socket. Once the test has put a process of a group member on the child's old pid and says
-`close`, the idle connections close and the parent reads what the daemon answers.
+Holds IDLE idle connections, so that a daemon with a thread per connection is slow to look at
+new ones. A forked child connects on a socket the parent made, sends a search for SERVICE's
+secret and exits; the parent keeps the socket. Once the test has put a process of a group member
+on the child's old pid and says `close`, the idle connections close, the parent sends the same
+search again (for a daemon that would look the caller up only when a request comes) and reads
+what the daemon answers to both.
 
-Lines out: `idle N`, `child PID sent|refused`, then `reply STATUS HEX`, `closed` or `timeout`.
+Lines out: `idle N`, `child PID sent|refused`, then per answer `reply STATUS HEX`, ending with
+`closed` or `timeout` when fewer than two replies came, then `end`.
 """
 import os
 import socket
@@ -51,9 +54,12 @@ wire.say("child", child, outcome)
 
 wire.wait_for("close")
 wire.close_all(idle)
-kind, payload = wire.read_frame(s, 60)
-if kind == "reply":
+wire.send_all(s, search, 5)
+for _ in range(2):
+    kind, payload = wire.read_frame(s, 60)
+    if kind != "reply":
+        wire.say(kind)
+        break
     wire.say("reply", wire.response_status(payload), payload.hex())
-else:
-    wire.say(kind)
+wire.say("end")
 wire.wait_for("quit")
