@@ -75,20 +75,10 @@ extension Daemon: RequestHandling {
         "uid=\(caller.uid) pid=\(caller.pid) exe=\(printable(caller.executable ?? "?"))"
     }
 
+    /// From now on the hub owns the descriptor: it notices the client closing and closes it.
     func adoptWatcher(fd: Int32, caller: CallerIdentity, request: Request) {
-        events.add(fd: fd, names: isAdministrator(caller), service: request.options["service"]?.stringValue,
-                   account: request.options["account"]?.stringValue)
-        // Until the client closes the connection: its end of the stream removes the watcher.
-        spawnThread("kcfs-watch") { [self] in
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            var byte: UInt8 = 0
-            while poll(&pfd, 1, -1) >= 0 {
-                if pfd.revents & Int16(POLLIN) != 0, recv(fd, &byte, 1, Int32(MSG_DONTWAIT)) > 0 { continue }
-                if pfd.revents != 0 { break }
-            }
-            events.remove(fd: fd)
-            close(fd)
-        }
+        events.adopt(fd: fd, caller: caller, administrator: isAdministrator(caller),
+                     service: request.options["service"]?.stringValue, account: request.options["account"]?.stringValue)
     }
 
     func stopAfterReply(_ caller: CallerIdentity) -> Never {

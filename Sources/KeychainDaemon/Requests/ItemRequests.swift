@@ -8,27 +8,31 @@ extension Daemon {
     func itemRequest(_ request: Request, caller: CallerIdentity, onSlowWorker: Bool) throws -> Response {
         switch request.operation {
         case .add:
-            let r = try vault.add(request.query, secret: request.secrets.first, accessGroups: writableGroups(caller))
-            itemsChanged(ChangeEvent(kind: "add", query: request.query))
+            let writable = writableGroups(caller)
+            let r = try vault.add(request.query, secret: request.secrets.first, accessGroups: writable)
+            let group = request.query["agrp"]?.stringValue ?? writable.first
+            itemsChanged(ChangeEvent(kind: "add", query: request.query, groups: group.map { [$0] }))
             audit("add", caller)
             log("add \(who(caller))")
             return Response(result: r)
         case .copyMatching:
             return Response(result: try copyMatching(request.query, caller: caller, onSlowWorker: onSlowWorker))
         case .update:
+            var groups = Set<String>()
             try readableButNotWritable(request.query, caller) {
-                try vault.update(request.query, changes: request.changes, secret: request.secrets.first,
-                                 accessGroups: writableGroups(caller))
+                groups = try vault.update(request.query, changes: request.changes, secret: request.secrets.first,
+                                          accessGroups: writableGroups(caller))
             }
-            itemsChanged(ChangeEvent(kind: "update", query: request.query, changes: request.changes))
+            itemsChanged(ChangeEvent(kind: "update", query: request.query, changes: request.changes, groups: Array(groups)))
             audit("update", caller)
             log("update \(who(caller))")
             return Response()
         default:
+            var groups = Set<String>()
             try readableButNotWritable(request.query, caller) {
-                try vault.delete(request.query, accessGroups: writableGroups(caller))
+                groups = try vault.delete(request.query, accessGroups: writableGroups(caller))
             }
-            itemsChanged(ChangeEvent(kind: "delete", query: request.query))
+            itemsChanged(ChangeEvent(kind: "delete", query: request.query, groups: Array(groups)))
             audit("delete", caller)
             log("delete \(who(caller))")
             return Response()
