@@ -54,15 +54,19 @@ extension MountServer {
     /// answers the request from there. Called with no lock held.
     func openAfterApproval(_ req: FuseRequest, ino: UInt64, fi: UnsafeMutablePointer<fuse_file_info>,
                            ref: PersistentRef, attributes: Attributes, caller: CallerIdentity) {
+        // Inside a request's handler the session is live; the share keeps it so until the answer.
+        guard borrowSession() != nil else { return req.error(EIO) }
         let info = UnsafeMutablePointer<fuse_file_info>.allocate(capacity: 1)
         info.initialize(to: fi.pointee)
         let accepted = gatedOpens.submit { [self] in
             let status = policy.approvePresence(ref: ref, attributes: attributes, caller: caller)
             open(req, ino: ino, fi: info, approval: (ref, status))
             info.deallocate()
+            returnSession()
         }
         if !accepted {
             info.deallocate()
+            returnSession()
             req.error(EAGAIN)
         }
     }

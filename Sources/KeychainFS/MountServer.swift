@@ -68,7 +68,11 @@ final class OpenFile {
         pthread_mutex_init(&contentMutex, nil)
     }
 
-    deinit { pthread_mutex_destroy(&contentMutex) }
+    deinit {
+        // A file dropped without a close (a failed create) still gives its share back.
+        budget?.release(charged, uid: writerUID)
+        pthread_mutex_destroy(&contentMutex)
+    }
 
     func withContentLock<R>(_ body: () throws -> R) rethrows -> R {
         pthread_mutex_lock(&contentMutex)
@@ -168,12 +172,22 @@ public final class MountServer: @unchecked Sendable {
 
     /// Runs `body` with the live session; nothing once the loop has ended.
     func withSession(_ body: (OpaquePointer) -> Void) {
-        let se = sessionMutex.withLock { () -> OpaquePointer? in
+        guard let se = borrowSession() else { return }
+        body(se)
+        returnSession()
+    }
+
+    /// Takes a share of the live session (nil once the loop has ended), for work that answers a
+    /// request after its handler returned: the session outlives every share. Give it back with
+    /// `returnSession`.
+    func borrowSession() -> OpaquePointer? {
+        sessionMutex.withLock { () -> OpaquePointer? in
             if session != nil { borrowers += 1 }
             return session
         }
-        guard let se else { return }
-        body(se)
+    }
+
+    func returnSession() {
         let teardown = sessionMutex.withLock { () -> (() -> Void)? in
             borrowers -= 1
             guard borrowers == 0 else { return nil }

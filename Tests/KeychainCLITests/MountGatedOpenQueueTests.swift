@@ -51,4 +51,26 @@ final class MountGatedOpenQueueTests: MountTestCase {
         }
         XCTAssertGreaterThanOrEqual(outcomes.filter { $0?.errno == FS.ok }.count, 4, "the approved opens read the secret")
     }
+
+    func testUnmountingWhileAGatedOpenWaitsLeavesTheDaemonServing() throws {
+        let program = h.dir + "/approve.sh"
+        try "#!/bin/sh\nsleep 2\nexit 0\n".write(toFile: program, atomically: true, encoding: .utf8)
+        chmod(program, 0o755)
+        XCTAssertEqual(try h.run(["set-keychain-settings", "--approval-program", program]).status, 0)
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "gated", "-a", "app", "-w", "gated-secret",
+                                  "--access-control", "userPresence"]).status, 0)
+        let mnt = try mount()
+        let pid = try h.daemonPID()
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            _ = FS.read(mnt + "/gated/app")
+            done.signal()
+        }
+        usleep(500_000)
+        XCTAssertTrue(try unmount(mnt))
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success, "the waiting open returned")
+        sleep(2)  // the approval answers after the mount is gone
+        XCTAssertEqual(try h.daemonPID(), pid, "the same daemon still serves")
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "gated", "-a", "app"]).status, 0)
+    }
 }
