@@ -11,7 +11,7 @@ final class EventHub: @unchecked Sendable {
     /// Watchers one uid may hold at once; administrators count too, but only toward their own.
     static let watchersPerUID = 16
     /// Watchers of all other users together, so that they cannot exhaust descriptors.
-    static let watchersInTotal = 1024
+    static let watchersInTotal = 256
     /// Frames queued for a watcher whose socket buffer is full, before it overflows.
     static let queuedFrames = 256
     /// How long an overflowed watcher has to read its `overflow` event before it is closed.
@@ -109,9 +109,6 @@ final class EventHub: @unchecked Sendable {
         }
         if needsPoll { wake() }
     }
-
-    /// The number of watchers now, for tests and `status`.
-    var count: Int { mutex.withLock { watchers.count } }
 
     // MARK: Internals (with the mutex held unless said otherwise)
 

@@ -5,29 +5,46 @@ import KeychainCore
 
 /// Opens of presence-gated files wait for the approval program here, on a few threads of their
 /// own, so the kernel's workers go on serving every other request. At most `running` approvals
-/// run at once and `queued` more wait; an open past that fails at once with EAGAIN.
+/// run at once and `queued` more wait, half of all places at most for one uid; an open past
+/// that fails at once with EAGAIN.
 final class GatedOpens: @unchecked Sendable {
     static let running = 4
     static let queued = 16
+    static let perUID = (running + queued) / 2
 
     private let mutex = PThreadMutex()
     private var waiting: [() -> Void] = []
     private var threads = 0
+    private var byUID: [UInt32: Int] = [:]
 
-    /// Runs `job` on a gated-open thread; false (nothing run) when the queue is full.
-    func submit(_ job: @escaping () -> Void) -> Bool {
+    /// Runs `job` on a gated-open thread; false (nothing run) when the queue, or the caller's
+    /// share of it, is full.
+    func submit(uid: UInt32, _ job: @escaping () -> Void) -> Bool {
+        let counted = { [self] in
+            job()
+            mutex.withLock {
+                byUID[uid, default: 1] -= 1
+                if byUID[uid] == 0 { byUID[uid] = nil }
+            }
+        }
         let startThread = mutex.withLock { () -> Bool? in
+            guard byUID[uid, default: 0] < Self.perUID else { return nil }
+            let start: Bool
             if threads < Self.running {
                 threads += 1
-                return true
+                start = true
+            } else if waiting.count < Self.queued {
+                waiting.append(counted)
+                start = false
+            } else {
+                return nil
             }
-            guard waiting.count < Self.queued else { return nil }
-            waiting.append(job)
-            return false
+            byUID[uid, default: 0] += 1
+            return start
         }
         guard let startThread else { return false }
         if startThread {
-            KeychainFS.startThread { [self] in work(first: job) }
+            KeychainFS.startThread { [self] in work(first: counted) }
         }
         return true
     }
@@ -58,7 +75,7 @@ extension MountServer {
         guard borrowSession() != nil else { return req.error(EIO) }
         let info = UnsafeMutablePointer<fuse_file_info>.allocate(capacity: 1)
         info.initialize(to: fi.pointee)
-        let accepted = gatedOpens.submit { [self] in
+        let accepted = gatedOpens.submit(uid: caller.uid) { [self] in
             let status = policy.approvePresence(ref: ref, attributes: attributes, caller: caller)
             open(req, ino: ino, fi: info, approval: (ref, status))
             info.deallocate()

@@ -36,7 +36,4 @@ final class WriteBudget: @unchecked Sendable {
         guard bytes > 0 else { return }
         _ = charge(-bytes, uid: uid)
     }
-
-    /// Bytes held now (for tests and `status`).
-    var held: Int { mutex.withLock { all } }
 }
