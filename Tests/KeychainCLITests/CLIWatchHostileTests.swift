@@ -62,8 +62,18 @@ final class CLIWatchHostileTests: MountTestCase {
         lines(path).compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }
 
-    /// Waits until the daemon has `count` watchers' connections ready: a ping event proves it.
-    func settle() { usleep(400_000) }
+    /// The events that concern items (not the locks and unlocks of `settle`).
+    func itemEvents(_ path: String) -> [[String: Any]] {
+        events(path).filter { $0["event"] as? String != "lock" && $0["event"] as? String != "unlock" }
+    }
+
+    /// Proves every watcher live: a lock and an unlock reach all of them.
+    func settle(_ outputs: [String], file: StaticString = #filePath, line: UInt = #line) throws {
+        XCTAssertEqual(try h.run(["lock-keychain"]).status, 0, file: file, line: line)
+        XCTAssertEqual(try h.run(["unlock-keychain"], input: passphrase + "\n").status, 0, file: file, line: line)
+        XCTAssertTrue(h.waitUntil(5) { outputs.allSatisfy { lines($0).contains { $0.contains("unlock") } } },
+                      "every watcher is live", file: file, line: line)
+    }
 
     func testAnotherUsersWatcherLearnsNothingOfItemsItMayNotSee() throws {
         let mnt = try mount()
@@ -72,7 +82,7 @@ final class CLIWatchHostileTests: MountTestCase {
         let (_, hiddenOnly) = try startWatch(["-s", "hidden", "--json"], as: member)
         let (_, sharedOnly) = try startWatch(["-s", "shared", "--json"], as: member)
         let (_, admin) = try startWatch(["--json"])
-        settle()
+        try settle([all, hiddenOnly, sharedOnly, admin])
         // Root's own items (group default, owner-only): through the socket and through the mount.
         try add("hidden", "b", "x")
         XCTAssertEqual(try h.run(["add-generic-password", "-s", "hidden", "-a", "a", "-w", "y", "-U"]).status, 0)
@@ -81,14 +91,14 @@ final class CLIWatchHostileTests: MountTestCase {
         // Then items of the member's group.
         try add("shared", "x", "team-secret", ["--access-group", "team"])
         try add("shared", "end", "team-secret", ["--access-group", "team"])
-        XCTAssertTrue(h.waitUntil(5) { events(admin).count >= 6 && events(all).count >= 2 && events(sharedOnly).count >= 2 },
+        XCTAssertTrue(h.waitUntil(5) { itemEvents(admin).count >= 6 && itemEvents(all).count >= 2 && itemEvents(sharedOnly).count >= 2 },
                       "admin \(lines(admin)), member \(lines(all)), member -s shared \(lines(sharedOnly))")
         usleep(300_000)
-        XCTAssertEqual(events(all).map { $0["event"] as? String }, ["add", "add"], "only the team's changes: \(lines(all))")
+        XCTAssertEqual(itemEvents(all).map { $0["event"] as? String }, ["add", "add"], "only the team's changes: \(lines(all))")
         XCTAssertTrue(events(all).allSatisfy { $0["service"] == nil && $0["account"] == nil }, "no names: \(lines(all))")
-        XCTAssertEqual(lines(hiddenOnly), [], "a filter by a service learns nothing of its hidden items")
-        XCTAssertEqual(events(sharedOnly).count, 2, lines(sharedOnly).description)
-        XCTAssertEqual(events(admin).compactMap { $0["service"] as? String },
+        XCTAssertEqual(itemEvents(hiddenOnly).count, 0, "a filter by a service learns nothing of its hidden items: \(lines(hiddenOnly))")
+        XCTAssertEqual(itemEvents(sharedOnly).count, 2, lines(sharedOnly).description)
+        XCTAssertEqual(itemEvents(admin).compactMap { $0["service"] as? String },
                        ["hidden", "hidden", "hidden", "hidden", "shared", "shared"], "administrators see every name")
     }
 
@@ -97,7 +107,7 @@ final class CLIWatchHostileTests: MountTestCase {
         try add("flood", "f", "first")
         let (slow, slowOut) = try startWatch([])
         let (_, fast) = try startWatch(["--json"])
-        settle()
+        try settle([slowOut, fast])
         kill(slow.processIdentifier, SIGSTOP)  // it reads nothing from now on
         let flood = 1200
         for i in 0..<flood {
@@ -105,9 +115,9 @@ final class CLIWatchHostileTests: MountTestCase {
             if e != FS.ok { return XCTFail("write \(i): \(FS.name(e))") }
         }
         try add("marker", "end", "x")
-        XCTAssertTrue(h.waitUntil(5) { events(fast).last?["service"] as? String == "marker" },
-                      "the reading watcher got every change: \(events(fast).count) of \(flood + 1)")
-        XCTAssertEqual(events(fast).count, flood + 1)
+        XCTAssertTrue(h.waitUntil(5) { itemEvents(fast).last?["service"] as? String == "marker" },
+                      "the reading watcher got every change: \(itemEvents(fast).count) of \(flood + 1)")
+        XCTAssertEqual(itemEvents(fast).count, flood + 1)
         kill(slow.processIdentifier, SIGCONT)
         XCTAssertTrue(h.waitUntil(10) { !slow.isRunning }, "the slow watcher was disconnected")
         let got = lines(slowOut)
@@ -116,10 +126,10 @@ final class CLIWatchHostileTests: MountTestCase {
     }
 
     func testOneUserHoldsAtMostSixteenWatchersAndAClosedOneIsFreed() throws {
-        var mine: [Process] = []
-        for _ in 0..<16 { mine.append(try startWatch([], as: member).0) }
-        settle()
-        XCTAssertTrue(mine.allSatisfy(\.isRunning))
+        var mine: [(Process, String)] = []
+        for _ in 0..<16 { mine.append(try startWatch([], as: member)) }
+        try settle(mine.map(\.1))
+        XCTAssertTrue(mine.allSatisfy(\.0.isRunning))
         let refused = try h.run(["watch"], prefix: ["/usr/bin/setpriv", "--reuid", String(getpwnam(member)!.pointee.pw_uid),
                                                      "--regid", String(getpwnam(member)!.pointee.pw_gid), "--init-groups"],
                                 timeout: 10)
@@ -127,15 +137,16 @@ final class CLIWatchHostileTests: MountTestCase {
         XCTAssertTrue(refused.stderr.hasPrefix("keychainfs: "), refused.stderr)
         // Root is not starved by another uid's watchers.
         let (rootWatch, rootOut) = try startWatch(["--json"])
-        settle()
+        try settle([rootOut])
         try add("svc", "a", "x")
-        XCTAssertTrue(h.waitUntil(2) { events(rootOut).count == 1 }, lines(rootOut).description)
+        XCTAssertTrue(h.waitUntil(2) { itemEvents(rootOut).count == 1 }, lines(rootOut).description)
         XCTAssertTrue(rootWatch.isRunning)
         // A watcher that goes away frees its place without a word from it.
-        mine[0].terminate()
-        mine[0].waitUntilExit()
-        let (again, _) = try startWatch([], as: member)
-        settle()
+        mine[0].0.terminate()
+        mine[0].0.waitUntilExit()
+        usleep(300_000)
+        let (again, againOut) = try startWatch([], as: member)
+        try settle([againOut])
         XCTAssertTrue(again.isRunning, "a place was freed when a watcher's process ended")
     }
 }
