@@ -141,7 +141,10 @@ extension Vault {
                     let attributes = try ItemCodec.decode(blob)
                     blob.wipe()
                     try Self.checkBackupRecord(attributes, itemClass: itemClass, protection: protection)
-                    let secret = try reader.read(Int(try reader.u32()))
+                    let length = Int(try reader.u32())
+                    // A secret larger than any item may hold is refused like a damaged backup.
+                    guard length <= ItemLimits.maximumSecretLength else { throw KeychainStatus.decode }
+                    let secret = try reader.read(length)
                     defer { secret.wipe() }
                     try restore(itemClass: itemClass, protection: protection, attributes: attributes, secret: secret,
                                 policy: policy, indexKey: indexKey, summary: &summary)

@@ -69,6 +69,7 @@ extension Vault {
                 attributes[key] = v
             }
         }
+        if let data { try ItemLimits.check(data) }
         try Self.reconcileAccessControl(&attributes)
         if returns.ref {
             // As in a search: passwords have no object reference; other classes lack one here.
@@ -137,8 +138,10 @@ extension Vault {
     /// - Throws: `param` for return or match keys in the query; `noSuchAttr` for an attribute
     ///   that cannot be changed (including `class`); `itemNotFound`; `duplicateItem` when a change
     ///   collides with another item's primary key; `missingEntitlement` for a group the caller lacks.
+    /// - Returns: the access groups of the changed items, before and after (for watchers).
+    @discardableResult
     public func update(_ query: Attributes, changes: Attributes, secret: SecureBytes? = nil,
-                       accessGroups: [String]) throws {
+                       accessGroups: [String]) throws -> Set<String> {
         let q = try ParsedQuery(query, operation: .update)
         var newSecret = secret
         var set: Attributes = [:]
@@ -165,14 +168,17 @@ extension Vault {
             guard accessGroups.contains(group) else { throw KeychainStatus.missingEntitlement }
         }
         if let s = set["sync"]?.integerView, s != 0 && s != 1 { throw KeychainStatus.param }
+        if let newSecret { try ItemLimits.check(newSecret) }
 
-        try mutex.withLock {
+        return try mutex.withLock {
             let matches = try search(q, accessGroups: accessGroups, needSecret: newSecret == nil, limit: Int.max)
             guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
             let now = absoluteTimeNow()
             var rewritten: [(StoredItem, [[UInt8]])] = []
+            var groups = Set<String>()
             for m in matches {
                 var attributes = m.attributes.merging(set) { _, new in new }
+                for g in [m.attributes["agrp"], attributes["agrp"]] { if case .string(let name)? = g { groups.insert(name) } }
                 // A new protection must agree with the item's access control, as in an add.
                 if let control = attributes["accc"].flatMap(AccessControl.init),
                    attributes["pdmn"] != .string(control.protection.rawValue) { throw KeychainStatus.param }
@@ -190,6 +196,7 @@ extension Vault {
             try store.db.transaction {
                 for (item, tokens) in rewritten { try store.replace(item, tokens: tokens) }
             }
+            return groups
         }
     }
 
@@ -197,13 +204,19 @@ extension Vault {
 
     /// Deletes every matching item (`SecItemDelete`). `m_Limit` is accepted and ignored.
     /// - Throws: `itemNotFound`, `param` for return keys, and the search errors.
-    public func delete(_ query: Attributes, accessGroups: [String]) throws {
+    /// - Returns: the access groups of the deleted items (for watchers).
+    @discardableResult
+    public func delete(_ query: Attributes, accessGroups: [String]) throws -> Set<String> {
         let q = try ParsedQuery(query, operation: .delete)
-        try mutex.withLock {
+        return try mutex.withLock {
             let matches = try search(q, accessGroups: accessGroups, needSecret: false, limit: Int.max)
             try store.db.transaction {
                 for m in matches { try store.delete(rowID: m.stored.rowID) }
             }
+            return Set(matches.compactMap { m -> String? in
+                if case .string(let name)? = m.attributes["agrp"] { return name }
+                return nil
+            })
         }
     }
 

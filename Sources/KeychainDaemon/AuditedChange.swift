@@ -1,6 +1,5 @@
 import KeychainAccess
 import KeychainCore
-import SQLiteStore
 
 extension Daemon {
     /// Runs a change the audit log must show (add, update, delete, a group or passphrase change,
@@ -17,14 +16,5 @@ extension Daemon {
             try? audit(event + "-failed", caller, "status=\(Self.status(of: error).rawValue)")
             throw error
         }
-    }
-
-    /// The status a request's error answers with (as `handle` maps it).
-    static func status(of error: Error) -> KeychainStatus {
-        if let s = error as? KeychainStatus { return s }
-        if let e = error as? VaultFileError { return e.status }
-        if let e = error as? BackupFileError { return e.status }
-        if let e = error as? SQLiteError, e.isDiskFull { return .diskFull }
-        return .io
     }
 }

@@ -204,9 +204,9 @@ public final class Daemon: @unchecked Sendable {
             }
         }
         guard let event else { return }
-        events.publish(event)
+        events.publish(event, entitled: entitledGroups)
         for m in current {
-            guard let command = m.options.onChange else { continue }
+            guard let command = m.options.onChange, m.shows(groups: event.groups) else { continue }
             runChangeCommand(command, event: event, mountpoint: m.mountpoint)
         }
     }

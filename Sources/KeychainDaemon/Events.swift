@@ -1,9 +1,6 @@
-import CProcess
-import Dispatch
 import Glibc
 import KeychainAccess
 import KeychainCore
-import KeychainCrypto
 import KeychainProtocol
 
 /// A change worth telling `keychainfs watch` and `on_change` commands about.
@@ -16,10 +13,15 @@ struct ChangeEvent: Sendable {
     /// The names, as stored bytes, whose files the change may have made, changed or removed:
     /// before and after a rename. Nil when the change names no service (drop every name).
     var touched: [(service: [UInt8], account: [UInt8]?)]?
+    /// The access groups of the items the change concerns (before and after a move). Nil when
+    /// unknown: then only administrators learn of it with names, no filtered watcher of another
+    /// user matches it, and no view's `on_change` runs for it.
+    var groups: [String]?
 
     /// The service and account named by a request's query (and, for an update, its changes).
-    init(kind: String, query: Attributes = [:], changes: Attributes = [:]) {
+    init(kind: String, query: Attributes = [:], changes: Attributes = [:], groups: [String]? = nil) {
         self.kind = kind
+        self.groups = groups
         service = Self.text(changes["svce"] ?? query["svce"])
         account = Self.text(changes["acct"] ?? query["acct"])
         if let s = Self.bytes(query["svce"]) {
@@ -32,12 +34,17 @@ struct ChangeEvent: Sendable {
     }
 
     /// A change made through a mount; `previous` is the name it had before a rename.
-    init(kind: String, service: [UInt8]?, account: [UInt8]?, previous: (service: [UInt8], account: [UInt8]?)? = nil) {
+    init(kind: String, service: [UInt8]?, account: [UInt8]?, previous: (service: [UInt8], account: [UInt8]?)? = nil,
+         groups: [String]? = nil) {
         self.kind = kind
+        self.groups = groups
         self.service = service.map { String(decoding: $0, as: UTF8.self) }
         self.account = account.map { String(decoding: $0, as: UTF8.self) }
         if let service { touched = [(service, account)] + (previous.map { [$0] } ?? []) }
     }
+
+    /// Lock and unlock concern the vault, not an item: everyone who may watch learns of them.
+    var concernsItems: Bool { kind != "lock" && kind != "unlock" }
 
     static func text(_ v: AttributeValue?) -> String? {
         switch v {
@@ -55,6 +62,15 @@ struct ChangeEvent: Sendable {
         }
     }
 
+    /// Whether a caller entitled to `entitled` may learn of this change: always for the vault's
+    /// own events; for an item's, only when one of its groups is the caller's. A change of
+    /// unknown groups reaches only callers who may not filter by name (`filtered` false).
+    func isVisible(toGroups entitled: [String], filtered: Bool) -> Bool {
+        guard concernsItems else { return true }
+        guard let groups else { return !filtered }
+        return groups.contains(where: entitled.contains)
+    }
+
     /// What a watcher sees: names only for administrators, whose view is the whole vault.
     func info(withNames: Bool) -> Attributes {
         var out: Attributes = ["event": .string(kind), "time": .number(Int64(time))]
@@ -63,55 +79,5 @@ struct ChangeEvent: Sendable {
             if let account { out["account"] = .string(account) }
         }
         return out
-    }
-}
-
-/// The open `watch` connections. Events are written from one queue, in order; a watcher that
-/// has gone away is dropped.
-final class EventHub: @unchecked Sendable {
-    private struct Watcher { var fd: Int32; var names: Bool; var service: String?; var account: String? }
-    private let queue = DispatchQueue(label: "keychainfs.events")
-    private var watchers: [Int32: Watcher] = [:]
-
-    func add(fd: Int32, names: Bool, service: String?, account: String?) {
-        queue.sync { watchers[fd] = Watcher(fd: fd, names: names, service: service, account: account) }
-    }
-
-    func remove(fd: Int32) { queue.sync { _ = watchers.removeValue(forKey: fd) } }
-
-    func publish(_ event: ChangeEvent) {
-        queue.async { [self] in
-            for (fd, w) in watchers {
-                // A filtered watcher gets events of its service (and account); events that name
-                // nothing (a lock, a broad delete) go to everyone.
-                if let s = w.service, let es = event.service, s != es { continue }
-                if let a = w.account, let ea = event.account, a != ea { continue }
-                let frame = Response(info: event.info(withNames: w.names)).encoded()
-                if (try? Frame.write(frame, to: fd)) == nil { watchers[fd] = nil }
-            }
-        }
-    }
-}
-
-/// Runs a mount's `on_change` command for one change, without waiting for it.
-func runChangeCommand(_ command: String, event: ChangeEvent, mountpoint: String) {
-    var env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-               "KEYCHAINFS_EVENT=\(event.kind)", "KEYCHAINFS_MOUNTPOINT=\(mountpoint)"]
-    if let s = event.service { env.append("KEYCHAINFS_SERVICE=\(s)") }
-    if let a = event.account { env.append("KEYCHAINFS_ACCOUNT=\(a)") }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    kcfs_spawn_actions_closefrom(&actions, 3)
-    var argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup(command), nil]
-    var cenv: [UnsafeMutablePointer<CChar>?] = env.map { strdup($0) } + [nil]
-    defer { for p in argv { free(p) }; for p in cenv { free(p) } }
-    var pid: pid_t = 0
-    guard posix_spawn(&pid, "/bin/sh", &actions, nil, &argv, &cenv) == 0 else { return }
-    let child = pid
-    DispatchQueue.global().async {
-        var status: Int32 = 0
-        waitpid(child, &status, 0)  // reap it
     }
 }

@@ -14,9 +14,10 @@ public protocol MountPolicy: AnyObject, Sendable {
     /// Asks the approval program about a presence-gated item; `.success` approves.
     func approvePresence(ref: PersistentRef, attributes: Attributes, caller: CallerIdentity) -> KeychainStatus
     /// Reports a change made through the mount (for watchers, `on_change` and other mounts);
-    /// `previous` is the name the item had before a rename.
+    /// `previous` is the name the item had before a rename, `groups` the access groups of the
+    /// items it changed (nil when unknown: only administrators then learn the names).
     func itemChanged(_ kind: String, service: [UInt8], account: [UInt8]?,
-                     previous: (service: [UInt8], account: [UInt8]?)?)
+                     previous: (service: [UInt8], account: [UInt8]?)?, groups: [String]?)
     /// Records a file-interface decision in the audit log. The audit calls throw when the line
     /// could not be written; an open is then refused (EIO), a denial stands either way.
     func audit(_ event: String, caller: CallerIdentity, detail: String) throws
@@ -52,6 +53,10 @@ final class OpenFile {
     var openedEntry: FileEntry?
     /// Made by this open (create): its first stored contents are reported as one `add`.
     var isNew = false
+    /// Where the written buffer's guarded memory is counted, and for whom (writers only).
+    var budget: WriteBudget?
+    var writerUID: UInt32 = 0
+    private var charged = 0
 
     /// Held in the object itself: one allocation less on every open.
     private var contentMutex = pthread_mutex_t()
@@ -64,7 +69,11 @@ final class OpenFile {
         pthread_mutex_init(&contentMutex, nil)
     }
 
-    deinit { pthread_mutex_destroy(&contentMutex) }
+    deinit {
+        // A file dropped without a close (a failed create) still gives its share back.
+        budget?.release(charged, uid: writerUID)
+        pthread_mutex_destroy(&contentMutex)
+    }
 
     func withContentLock<R>(_ body: () throws -> R) rethrows -> R {
         pthread_mutex_lock(&contentMutex)
@@ -88,18 +97,31 @@ final class OpenFile {
         snapshot = nil
         buffer?.wipe()
         buffer = nil
+        budget?.release(charged, uid: writerUID)
+        charged = 0
     }
 
     /// Makes room for `count` bytes, keeping what is there (under the file's lock once shared).
-    func reserve(_ count: Int) {
+    /// False, changing nothing, when the writers' memory budget has no room for them.
+    func reserve(_ count: Int) -> Bool {
         let current = buffer?.count ?? -1
-        guard count > current else { return }
-        let bigger = SecureBytes(count: max(count, current * 2, 64))  // slots up to 512 bytes are pooled
+        guard count > current else { return true }
+        // Doubling, but never past the largest secret: slots up to 512 bytes are pooled.
+        var size = max(count, min(max(current * 2, 64), ItemLimits.maximumSecretLength))
+        if let budget {
+            if !budget.charge(size - charged, uid: writerUID) {
+                guard size > count, budget.charge(count - charged, uid: writerUID) else { return false }
+                size = count
+            }
+            charged = size
+        }
+        let bigger = SecureBytes(count: size)
         if let old = buffer, length > 0 {
             old.withUnsafeBytes { src in bigger.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: length) } }
         }
         buffer?.wipe()
         buffer = bigger
+        return true
     }
 
     /// The bytes a read sees: the written buffer, else the snapshot.
@@ -144,17 +166,29 @@ public final class MountServer: @unchecked Sendable {
     private var nextHandle: UInt64 = 1
     private var callers: [Int32: KnownCaller] = [:]
     private var started = false
+    /// The guarded memory of files open for writing, shared by every mount of the daemon.
+    static let writers = WriteBudget()
     /// True once the kernel side is gone (unmounted with umount, or by `unmount()`).
     public var hasEnded: Bool { sessionMutex.withLock { started && session == nil } }
 
     /// Runs `body` with the live session; nothing once the loop has ended.
     func withSession(_ body: (OpaquePointer) -> Void) {
-        let se = sessionMutex.withLock { () -> OpaquePointer? in
+        guard let se = borrowSession() else { return }
+        body(se)
+        returnSession()
+    }
+
+    /// Takes a share of the live session (nil once the loop has ended), for work that answers a
+    /// request after its handler returned: the session outlives every share. Give it back with
+    /// `returnSession`.
+    func borrowSession() -> OpaquePointer? {
+        sessionMutex.withLock { () -> OpaquePointer? in
             if session != nil { borrowers += 1 }
             return session
         }
-        guard let se else { return }
-        body(se)
+    }
+
+    func returnSession() {
         let teardown = sessionMutex.withLock { () -> (() -> Void)? in
             borrowers -= 1
             guard borrowers == 0 else { return nil }
@@ -189,6 +223,10 @@ public final class MountServer: @unchecked Sendable {
     private var emptyServices: Set<[UInt8]> = []
     /// Attributes of the files the kernel asked about, so an open needs no search.
     let entries = EntryCache()
+    /// Opens waiting for the approval program.
+    let gatedOpens = GatedOpens()
+    /// The values of hashed long names.
+    let longNames = LongNames()
 
     public init(mountpoint: String, options: MountOptions, vault: Vault, policy: MountPolicy) {
         self.mountpoint = mountpoint
@@ -264,16 +302,17 @@ public final class MountServer: @unchecked Sendable {
         return fresh
     }
 
-    /// A service or account name as its value, resolving hashed long names by listing.
+    /// A service or account name as its value, resolving hashed long names from an index that
+    /// one listing builds after each change (`LongNames`).
     func value(of name: [UInt8], in service: [UInt8]?) throws -> [UInt8]? {
         if let v = FileNames.unescape(name, topLevel: service == nil) { return v }
-        guard name.starts(with: Array("%H".utf8)) else { return nil }
-        let entries = try vault.fileEntries(service: service, accessGroups: visibleGroups)
-        for e in entries {
-            let candidate = service == nil ? e.service : e.account
-            if FileNames.escape(candidate, topLevel: service == nil) == name { return candidate }
+        let generation = entries.currentGeneration
+        return try longNames.value(of: name, in: service, generation: generation, state: vault.lockState) { add in
+            try vault.forEachFileEntry(accessGroups: visibleGroups, keepRows: false) { e in
+                add(e)
+                return true
+            }
         }
-        return nil
     }
 
     /// The file `service`/`account` shows a caller with `groups`. A known name costs no search
@@ -303,10 +342,17 @@ public final class MountServer: @unchecked Sendable {
     /// A change made through this mount: its own names go at once, before the reply, and the
     /// daemon tells watchers and other mounts.
     func changed(_ kind: String, service: [UInt8], account: [UInt8]?,
-                 previous: (service: [UInt8], account: [UInt8]?)? = nil) {
+                 previous: (service: [UInt8], account: [UInt8]?)? = nil, groups: Set<String>?) {
         entries.invalidate(service: service, account: account)
         if let previous { entries.invalidate(service: previous.service, account: previous.account) }
-        policy.itemChanged(kind, service: service, account: account, previous: previous)
+        policy.itemChanged(kind, service: service, account: account, previous: previous, groups: groups.map { $0.sorted() })
+    }
+
+    /// Whether a change of items in `groups` is one this mount shows (for its `on_change`). A
+    /// change of unknown groups is shown only by a mount of the whole vault.
+    public func shows(groups: [String]?) -> Bool {
+        guard let groups else { return options.groups == nil }
+        return groups.contains(where: visibleGroups.contains)
     }
 
     func serviceExists(_ s: [UInt8]) throws -> Bool {
@@ -504,7 +550,10 @@ public final class MountServer: @unchecked Sendable {
 
     // MARK: Files
 
-    func open(_ req: FuseRequest, ino: UInt64, fi: UnsafeMutablePointer<fuse_file_info>) {
+    /// `approval`: the approval program's answer for a gated item, when this is the second
+    /// half of a gated open (`openAfterApproval`).
+    func open(_ req: FuseRequest, ino: UInt64, fi: UnsafeMutablePointer<fuse_file_info>,
+              approval: (ref: PersistentRef, status: KeychainStatus)? = nil) {
         guard case .item(let s, let a)? = inodes.node(ino) else { return req.error(EISDIR) }
         let writing = fi.pointee.accessMode != O_RDONLY
         if writing && options.readOnly { return req.error(EROFS) }
@@ -521,22 +570,32 @@ public final class MountServer: @unchecked Sendable {
             if !writing || fi.pointee.flags & O_TRUNC == 0 {
                 var approved = false
                 if let control = e.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence {
-                    let status = policy.approvePresence(ref: e.ref, attributes: e.attributes, caller: caller)
+                    // The program may take seconds: it is asked off the kernel's workers.
+                    guard let approval, approval.ref == e.ref else {
+                        return openAfterApproval(req, ino: ino, fi: fi, ref: e.ref, attributes: e.attributes, caller: caller)
+                    }
                     // No program, denied or timed out; EIO when the decision's audit line was lost.
-                    guard status == .success else { return req.error(status == .io || status == .diskFull ? EIO : EACCES) }
+                    guard approval.status == .success else {
+                        return req.error(approval.status == .io || approval.status == .diskFull ? EIO : EACCES)
+                    }
                     approved = true
                 }
                 file.snapshot = try vault.fileSecret(of: e, accessGroups: groups, approved: approved)
             }
             if writing {
+                file.budget = Self.writers
+                file.writerUID = caller.uid
                 if let snap = file.snapshot {
-                    file.reserve(snap.count)
+                    guard file.reserve(snap.count) else {
+                        file.wipe()
+                        return req.error(ENOSPC)
+                    }
                     snap.withUnsafeBytes { src in file.buffer!.withUnsafeMutableBytes { if src.count > 0 { $0.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: src.count) } } }
                     file.length = snap.count
                     snap.wipe()
                     file.snapshot = nil
                 } else {
-                    file.reserve(0)
+                    _ = file.reserve(0)
                     file.dirty = true  // O_TRUNC empties the secret even if nothing is written
                 }
             }
@@ -579,7 +638,7 @@ public final class MountServer: @unchecked Sendable {
         guard !options.readOnly else { return req.error(EROFS) }
         guard case .service(let s)? = inodes.node(parent) else { return req.error(EPERM) }
         guard let a = FileNames.unescape(name) else { return req.error(EINVAL) }
-        let groups = caller(req, writing: true).groups
+        let (who, groups) = caller(req, writing: true)
         guard let first = groups.first else { return req.error(EACCES) }
         do {
             if let existing = try entry(service: s, account: a, groups: visibleGroups) {
@@ -587,14 +646,18 @@ public final class MountServer: @unchecked Sendable {
                 if fi.pointee.flags & O_EXCL != 0 { return req.error(EEXIST) }
                 guard groups.contains(existing.group) else { return req.error(EACCES) }
                 let file = OpenFile(node: .item(service: s, account: a), ref: existing.ref, protection: existing.protection, groups: groups)
-                file.reserve(0)
+                file.budget = Self.writers
+                file.writerUID = who.uid
+                _ = file.reserve(0)
                 file.dirty = true
                 register(file, fi)
                 let ino = inodes.lookedUp(.item(service: s, account: a))
                 return req.create(ino: ino, attr: fileStat(ino, existing), timeout: timeout, fi: fi)
             }
             let file = OpenFile(node: .item(service: s, account: a), ref: nil, protection: .default, groups: groups)
-            file.reserve(0)
+            file.budget = Self.writers
+            file.writerUID = who.uid
+            _ = file.reserve(0)
             file.dirty = true
             try commit(file, notify: false)  // the file exists from now on, empty, as after creat(2)
             // The close stores the contents (even none) and reports the new item once.
@@ -644,8 +707,8 @@ public final class MountServer: @unchecked Sendable {
         let refused = file.withContentLock { () -> Int32? in
             if file.revoked { return EACCES }
             guard file.buffer != nil else { return EBADF }
-            guard offset + data.count <= 64 << 20 else { return EFBIG }
-            file.reserve(offset + data.count)
+            guard offset >= 0, data.count <= ItemLimits.maximumSecretLength - offset else { return EFBIG }
+            guard file.reserve(offset + data.count) else { return ENOSPC }
             file.buffer!.withUnsafeMutableBytes { dst in
                 if offset > file.length { (dst.baseAddress! + file.length).initializeMemory(as: UInt8.self, repeating: 0, count: offset - file.length) }
                 if data.count > 0 { (dst.baseAddress! + offset).copyMemory(from: data.baseAddress!, byteCount: data.count) }
@@ -671,15 +734,17 @@ public final class MountServer: @unchecked Sendable {
         defer { secret.wipe() }
         guard case .item(let s, let a) = locked({ file.node }) else { return }
         let ref = locked { file.ref }
+        var groups = Set<String>()
         if let ref {
-            try vault.update(["v_PersistentRef": .data(ref.bytes), "sync": "syna"], changes: [:], secret: secret,
-                             accessGroups: file.groups)
+            groups = try vault.update(["v_PersistentRef": .data(ref.bytes), "sync": "syna"], changes: [:], secret: secret,
+                                      accessGroups: file.groups)
         } else {
             do {
                 try vault.add(["class": "genp", "svce": .data(s), "acct": .data(a)], secret: secret, accessGroups: file.groups)
+                groups = Set(file.groups.prefix(1))  // an add lands in the first group
             } catch KeychainStatus.duplicateItem {
-                try vault.update(["class": "genp", "svce": .data(s), "acct": .data(a)], changes: [:], secret: secret,
-                                 accessGroups: file.groups)
+                groups = try vault.update(["class": "genp", "svce": .data(s), "acct": .data(a)], changes: [:], secret: secret,
+                                          accessGroups: file.groups)
             }
         }
         file.withContentLock { file.dirty = false }
@@ -687,7 +752,7 @@ public final class MountServer: @unchecked Sendable {
             defer { file.isNew = false }
             return file.isNew
         }
-        if notify { changed(ref == nil || wasNew ? "add" : "update", service: s, account: a) }
+        if notify { changed(ref == nil || wasNew ? "add" : "update", service: s, account: a, groups: groups) }
     }
 
     func flush(_ req: FuseRequest, fi: UnsafeMutablePointer<fuse_file_info>) {
@@ -714,9 +779,9 @@ public final class MountServer: @unchecked Sendable {
         guard case .service(let s)? = inodes.node(parent) else { return req.error(ENOENT) }
         do {
             guard let a = try value(of: name, in: s) else { return req.error(ENOENT) }
-            try vault.delete(["class": "genp", "svce": .data(s), "acct": .data(a), "sync": "syna"],
-                             accessGroups: caller(req, writing: true).groups)
-            changed("delete", service: s, account: a)
+            let groups = try vault.delete(["class": "genp", "svce": .data(s), "acct": .data(a), "sync": "syna"],
+                                          accessGroups: caller(req, writing: true).groups)
+            changed("delete", service: s, account: a, groups: groups)
             req.ok()
         } catch {
             req.error(errnoFor(error))
@@ -732,14 +797,15 @@ public final class MountServer: @unchecked Sendable {
             case (.root?, .root?):
                 guard let from = try value(of: name, in: nil), let to = FileNames.unescape(newName, topLevel: true) else { return req.error(ENOENT) }
                 if try serviceExists(to) { return req.error(flags & 1 != 0 ? EEXIST : ENOTEMPTY) }
+                var moved = Set<String>()
                 if locked({ emptyServices.remove(from) }) != nil {
                     locked { _ = emptyServices.insert(to) }
                 } else {
-                    try vault.update(["class": "genp", "svce": .data(from), "sync": "syna"], changes: ["svce": .data(to)],
-                                     accessGroups: groups)
+                    moved = try vault.update(["class": "genp", "svce": .data(from), "sync": "syna"], changes: ["svce": .data(to)],
+                                             accessGroups: groups)
                 }
                 inodes.renameService(from, to: to)
-                changed("update", service: to, account: nil, previous: (from, nil))
+                changed("update", service: to, account: nil, previous: (from, nil), groups: moved)
                 locked {
                     for f in files.values {
                         if case .item(let s, let a) = f.node, s == from { f.node = .item(service: to, account: a) }
@@ -749,15 +815,16 @@ public final class MountServer: @unchecked Sendable {
             case (.service(let s1)?, .service(let s2)?):
                 guard let a1 = try value(of: name, in: s1), let a2 = FileNames.unescape(newName) else { return req.error(ENOENT) }
                 guard let source = try entry(service: s1, account: a1, groups: groups) else { return req.error(ENOENT) }
+                var moved = Set<String>()
                 if let target = try entry(service: s2, account: a2, groups: visibleGroups) {
                     if flags & 1 != 0 { return req.error(EEXIST) }
                     guard groups.contains(target.group) else { return req.error(EACCES) }
                     // An editor's save: the target keeps its attributes and takes the new secret.
                     let secret = try vault.readSecret(of: source.ref, accessGroups: groups)
                     defer { secret.wipe() }
-                    try vault.update(["v_PersistentRef": .data(target.ref.bytes), "sync": "syna"], changes: [:],
-                                     secret: secret, accessGroups: groups)
-                    try vault.delete(["v_PersistentRef": .data(source.ref.bytes), "sync": "syna"], accessGroups: groups)
+                    moved = try vault.update(["v_PersistentRef": .data(target.ref.bytes), "sync": "syna"], changes: [:],
+                                             secret: secret, accessGroups: groups)
+                    moved.formUnion(try vault.delete(["v_PersistentRef": .data(source.ref.bytes), "sync": "syna"], accessGroups: groups))
                     // Descriptors still open on the source now write to the target.
                     locked {
                         for f in files.values where f.ref == source.ref {
@@ -766,11 +833,11 @@ public final class MountServer: @unchecked Sendable {
                         }
                     }
                 } else {
-                    try vault.update(["v_PersistentRef": .data(source.ref.bytes), "sync": "syna"],
-                                     changes: ["svce": .data(s2), "acct": .data(a2)], accessGroups: groups)
+                    moved = try vault.update(["v_PersistentRef": .data(source.ref.bytes), "sync": "syna"],
+                                             changes: ["svce": .data(s2), "acct": .data(a2)], accessGroups: groups)
                     locked { _ = emptyServices.remove(s2) }
                 }
-                changed("update", service: s2, account: a2, previous: (s1, a1))
+                changed("update", service: s2, account: a2, previous: (s1, a1), groups: moved)
                 // The kernel keeps the source's inode under the new name.
                 inodes.rename(.item(service: s1, account: a1), to: .item(service: s2, account: a2))
                 locked {
@@ -794,17 +861,19 @@ public final class MountServer: @unchecked Sendable {
         if toSet & sizeBit != 0 {
             guard !options.readOnly else { return req.error(EROFS) }
             let size = Int(attr.st_size)
-            guard size >= 0, size <= 64 << 20 else { return req.error(EFBIG) }
+            guard size >= 0, size <= ItemLimits.maximumSecretLength else { return req.error(EFBIG) }
             do {
                 if let fi, let file = locked({ files[fi.pointee.fh] }), file.withContentLock({ file.buffer != nil }) {
-                    file.withContentLock {
-                        file.reserve(size)
+                    let room = file.withContentLock { () -> Bool in
+                        guard file.reserve(size) else { return false }
                         if size > file.length {
                             file.buffer!.withUnsafeMutableBytes { (($0.baseAddress! + file.length)).initializeMemory(as: UInt8.self, repeating: 0, count: size - file.length) }
                         }
                         file.length = size
                         file.dirty = true
+                        return true
                     }
+                    guard room else { return req.error(ENOSPC) }
                 } else {
                     let groups = caller(req, writing: true).groups
                     guard let e = try entry(service: s, account: a, groups: groups) else { return req.error(EACCES) }
@@ -812,9 +881,9 @@ public final class MountServer: @unchecked Sendable {
                     let new = SecureBytes(count: size)
                     old.withUnsafeBytes { src in new.withUnsafeMutableBytes { if min(size, src.count) > 0 { $0.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: min(size, src.count)) } } }
                     old.wipe()
-                    try vault.update(["v_PersistentRef": .data(e.ref.bytes), "sync": "syna"], changes: [:], secret: new,
-                                     accessGroups: groups)
-                    changed("update", service: s, account: a)
+                    let touched = try vault.update(["v_PersistentRef": .data(e.ref.bytes), "sync": "syna"], changes: [:],
+                                                   secret: new, accessGroups: groups)
+                    changed("update", service: s, account: a, groups: touched)
                 }
             } catch {
                 return req.error(errnoFor(error))

@@ -85,9 +85,9 @@ extension MountServer {
                 guard let p = ProtectionClass(name: text) else { return req.error(EINVAL) }
                 change = .string(p.rawValue)
             }
-            try vault.update(["v_PersistentRef": .data(e.ref.bytes), "sync": "syna"], changes: [spec.1: change],
+            let touched = try vault.update(["v_PersistentRef": .data(e.ref.bytes), "sync": "syna"], changes: [spec.1: change],
                              accessGroups: caller(req, writing: true).groups)
-            if case .item(let s, let a)? = inodes.node(ino) { changed("update", service: s, account: a) }
+            if case .item(let s, let a)? = inodes.node(ino) { changed("update", service: s, account: a, groups: touched) }
             req.ok()
         } catch {
             req.error(errnoFor(error))

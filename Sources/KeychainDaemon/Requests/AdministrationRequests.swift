@@ -39,6 +39,7 @@ extension Daemon {
             return Reply(response: Response(info: try verify(caller: caller)))
         case .watch:
             // Anyone entitled to a group may watch; only administrators see names.
+            guard events.hasRoom(for: caller, administrator: isAdministrator(caller)) else { throw KeychainStatus.allocate }
             return Reply(response: Response(info: ["names": .bool(isAdministrator(caller))]), after: .watch)
         case .export:
             return Reply(response: try exportBackup(request, caller: caller, log: log))

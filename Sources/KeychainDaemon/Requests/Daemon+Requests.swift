@@ -4,7 +4,6 @@ import KeychainCore
 import KeychainCrypto
 import KeychainFS
 import KeychainProtocol
-import SQLiteStore
 
 /// The one entry point for requests: the operation's right is checked here, the request goes
 /// to its family's handler, and every error becomes a status here and nowhere else.
@@ -51,13 +50,9 @@ extension Daemon: RequestHandling {
     /// The status a failed request answers with. Denials and damage are logged and audited.
     private func status(for error: any Error, of request: Request, from caller: CallerIdentity) -> KeychainStatus {
         let status: KeychainStatus
-        switch error {
-        case let s as KeychainStatus: status = s
-        case let e as VaultFileError: status = e.status
-        case is MountOptionError: status = .param
-        case let e as SQLiteError where e.isDiskFull: status = .diskFull
-        case let e as CryptoError where e == .keyDerivationFailed: status = .allocate
-        default:
+        if let known = Self.knownStatus(of: error) {
+            status = known
+        } else {
             log("\(request.operation) by \(who(caller)) failed: \(type(of: error))")
             status = .io
         }
@@ -75,20 +70,10 @@ extension Daemon: RequestHandling {
         "uid=\(caller.uid) pid=\(caller.pid) exe=\(printable(caller.executable ?? "?"))"
     }
 
+    /// From now on the hub owns the descriptor: it notices the client closing and closes it.
     func adoptWatcher(fd: Int32, caller: CallerIdentity, request: Request) {
-        events.add(fd: fd, names: isAdministrator(caller), service: request.options["service"]?.stringValue,
-                   account: request.options["account"]?.stringValue)
-        // Until the client closes the connection: its end of the stream removes the watcher.
-        spawnThread("kcfs-watch") { [self] in
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            var byte: UInt8 = 0
-            while poll(&pfd, 1, -1) >= 0 {
-                if pfd.revents & Int16(POLLIN) != 0, recv(fd, &byte, 1, Int32(MSG_DONTWAIT)) > 0 { continue }
-                if pfd.revents != 0 { break }
-            }
-            events.remove(fd: fd)
-            close(fd)
-        }
+        events.adopt(fd: fd, caller: caller, administrator: isAdministrator(caller),
+                     service: request.options["service"]?.stringValue, account: request.options["account"]?.stringValue)
     }
 
     func stopAfterReply(_ caller: CallerIdentity) -> Never {

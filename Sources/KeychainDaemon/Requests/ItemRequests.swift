@@ -8,31 +8,35 @@ extension Daemon {
     func itemRequest(_ request: Request, caller: CallerIdentity, onSlowWorker: Bool) throws -> Response {
         switch request.operation {
         case .add:
+            let writable = writableGroups(caller)
             let r = try auditedChange("add", caller) {
-                try vault.add(request.query, secret: request.secrets.first, accessGroups: writableGroups(caller))
+                try vault.add(request.query, secret: request.secrets.first, accessGroups: writable)
             }
-            itemsChanged(ChangeEvent(kind: "add", query: request.query))
+            let group = request.query["agrp"]?.stringValue ?? writable.first
+            itemsChanged(ChangeEvent(kind: "add", query: request.query, groups: group.map { [$0] }))
             log("add \(who(caller))")
             return Response(result: r)
         case .copyMatching:
             return Response(result: try copyMatching(request.query, caller: caller, onSlowWorker: onSlowWorker))
         case .update:
+            var groups = Set<String>()
             try auditedChange("update", caller) {
                 try readableButNotWritable(request.query, caller) {
-                    try vault.update(request.query, changes: request.changes, secret: request.secrets.first,
-                                     accessGroups: writableGroups(caller))
+                    groups = try vault.update(request.query, changes: request.changes, secret: request.secrets.first,
+                                              accessGroups: writableGroups(caller))
                 }
             }
-            itemsChanged(ChangeEvent(kind: "update", query: request.query, changes: request.changes))
+            itemsChanged(ChangeEvent(kind: "update", query: request.query, changes: request.changes, groups: Array(groups)))
             log("update \(who(caller))")
             return Response()
         default:
+            var groups = Set<String>()
             try auditedChange("delete", caller) {
                 try readableButNotWritable(request.query, caller) {
-                    try vault.delete(request.query, accessGroups: writableGroups(caller))
+                    groups = try vault.delete(request.query, accessGroups: writableGroups(caller))
                 }
             }
-            itemsChanged(ChangeEvent(kind: "delete", query: request.query))
+            itemsChanged(ChangeEvent(kind: "delete", query: request.query, groups: Array(groups)))
             log("delete \(who(caller))")
             return Response()
         }
