@@ -86,8 +86,9 @@ final class EventHub: @unchecked Sendable {
                 // nothing (a lock, a broad delete) go to everyone.
                 if let s = w.service, let es = event.service, s != es { continue }
                 if let a = w.account, let ea = event.account, a != ea { continue }
-                let frame = Response(info: event.info(withNames: w.names)).encoded()
-                if (try? Frame.write(frame, to: fd)) == nil { watchers[fd] = nil }
+                // A watcher that cannot be told (no guarded memory, or gone) is dropped.
+                guard let frame = try? Response(info: event.info(withNames: w.names)).encoded(),
+                      (try? Frame.write(frame, to: fd)) != nil else { watchers[fd] = nil; continue }
             }
         }
     }

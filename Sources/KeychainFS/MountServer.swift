@@ -91,10 +91,11 @@ final class OpenFile {
     }
 
     /// Makes room for `count` bytes, keeping what is there (under the file's lock once shared).
-    func reserve(_ count: Int) {
+    /// - Throws: `CryptoError.allocationFailed`, leaving the buffer as it was.
+    func reserve(_ count: Int) throws {
         let current = buffer?.count ?? -1
         guard count > current else { return }
-        let bigger = SecureBytes(count: max(count, current * 2, 64))  // slots up to 512 bytes are pooled
+        let bigger = try SecureBytes(count: max(count, current * 2, 64))  // pooled up to 1 MiB
         if let old = buffer, length > 0 {
             old.withUnsafeBytes { src in bigger.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: length) } }
         }
@@ -103,10 +104,10 @@ final class OpenFile {
     }
 
     /// The bytes a read sees: the written buffer, else the snapshot.
-    func withContents<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
-        if let buffer { return buffer.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[0..<length])) } }
-        if let snapshot { return snapshot.withUnsafeBytes(body) }
-        return body(UnsafeRawBufferPointer(start: nil, count: 0))
+    func withContents<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        if let buffer { return try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[0..<length])) } }
+        if let snapshot { return try snapshot.withUnsafeBytes(body) }
+        return try body(UnsafeRawBufferPointer(start: nil, count: 0))
     }
 }
 
@@ -530,13 +531,13 @@ public final class MountServer: @unchecked Sendable {
             }
             if writing {
                 if let snap = file.snapshot {
-                    file.reserve(snap.count)
+                    try file.reserve(snap.count)
                     snap.withUnsafeBytes { src in file.buffer!.withUnsafeMutableBytes { if src.count > 0 { $0.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: src.count) } } }
                     file.length = snap.count
                     snap.wipe()
                     file.snapshot = nil
                 } else {
-                    file.reserve(0)
+                    try file.reserve(0)
                     file.dirty = true  // O_TRUNC empties the secret even if nothing is written
                 }
             }
@@ -587,14 +588,14 @@ public final class MountServer: @unchecked Sendable {
                 if fi.pointee.flags & O_EXCL != 0 { return req.error(EEXIST) }
                 guard groups.contains(existing.group) else { return req.error(EACCES) }
                 let file = OpenFile(node: .item(service: s, account: a), ref: existing.ref, protection: existing.protection, groups: groups)
-                file.reserve(0)
+                try file.reserve(0)
                 file.dirty = true
                 register(file, fi)
                 let ino = inodes.lookedUp(.item(service: s, account: a))
                 return req.create(ino: ino, attr: fileStat(ino, existing), timeout: timeout, fi: fi)
             }
             let file = OpenFile(node: .item(service: s, account: a), ref: nil, protection: .default, groups: groups)
-            file.reserve(0)
+            try file.reserve(0)
             file.dirty = true
             try commit(file, notify: false)  // the file exists from now on, empty, as after creat(2)
             // The close stores the contents (even none) and reports the new item once.
@@ -645,7 +646,7 @@ public final class MountServer: @unchecked Sendable {
             if file.revoked { return EACCES }
             guard file.buffer != nil else { return EBADF }
             guard offset + data.count <= 64 << 20 else { return EFBIG }
-            file.reserve(offset + data.count)
+            do { try file.reserve(offset + data.count) } catch { return errnoFor(error) }
             file.buffer!.withUnsafeMutableBytes { dst in
                 if offset > file.length { (dst.baseAddress! + file.length).initializeMemory(as: UInt8.self, repeating: 0, count: offset - file.length) }
                 if data.count > 0 { (dst.baseAddress! + offset).copyMemory(from: data.baseAddress!, byteCount: data.count) }
@@ -665,7 +666,7 @@ public final class MountServer: @unchecked Sendable {
         // Locked under this descriptor: the pending bytes are dropped, not stored.
         let pending = try file.withContentLock { () -> SecureBytes? in
             if file.revoked { throw Denied() }
-            return file.dirty ? file.withContents { SecureBytes(copying: $0) } : nil
+            return file.dirty ? try file.withContents { try SecureBytes(copying: $0) } : nil
         }
         guard let secret = pending else { return }
         defer { secret.wipe() }
@@ -797,8 +798,8 @@ public final class MountServer: @unchecked Sendable {
             guard size >= 0, size <= 64 << 20 else { return req.error(EFBIG) }
             do {
                 if let fi, let file = locked({ files[fi.pointee.fh] }), file.withContentLock({ file.buffer != nil }) {
-                    file.withContentLock {
-                        file.reserve(size)
+                    try file.withContentLock {
+                        try file.reserve(size)
                         if size > file.length {
                             file.buffer!.withUnsafeMutableBytes { (($0.baseAddress! + file.length)).initializeMemory(as: UInt8.self, repeating: 0, count: size - file.length) }
                         }
@@ -809,7 +810,7 @@ public final class MountServer: @unchecked Sendable {
                     let groups = caller(req, writing: true).groups
                     guard let e = try entry(service: s, account: a, groups: groups) else { return req.error(EACCES) }
                     let old = try vault.readSecret(of: e.ref, accessGroups: groups)
-                    let new = SecureBytes(count: size)
+                    let new = try SecureBytes(count: size)
                     old.withUnsafeBytes { src in new.withUnsafeMutableBytes { if min(size, src.count) > 0 { $0.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: min(size, src.count)) } } }
                     old.wipe()
                     try vault.update(["v_PersistentRef": .data(e.ref.bytes), "sync": "syna"], changes: [:], secret: new,

@@ -56,7 +56,7 @@ extension Daemon: RequestHandling {
         case let e as VaultFileError: status = e.status
         case is MountOptionError: status = .param
         case let e as SQLiteError where e.isDiskFull: status = .diskFull
-        case let e as CryptoError where e == .keyDerivationFailed: status = .allocate
+        case let e as CryptoError where e == .keyDerivationFailed || e == .allocationFailed: status = .allocate
         default:
             log("\(request.operation) by \(who(caller)) failed: \(type(of: error))")
             status = .io
