@@ -38,7 +38,7 @@ enum BackupVerbs {
             let again = try Terminal.prompt("Repeat backup passphrase: ")
             guard pass.constantTimeEquals(again) else { throw UsageError("the passphrases differ") }
         } else {
-            guard let line = Terminal.readLine(0) else { throw UsageError("no backup passphrase on standard input") }
+            guard let line = try Terminal.readLine(0) else { throw UsageError("no backup passphrase on standard input") }
             pass = line
         }
         guard pass.count > 0 else { throw UsageError("the backup passphrase is empty") }

@@ -74,6 +74,9 @@ public enum CLI {
         } catch let e as VaultFileError {
             Terminal.writeString(2, "keychainfs: \(e.description)\n")
             return e.status.exitCode
+        } catch CryptoError.allocationFailed {
+            Terminal.writeString(2, "keychainfs: \(KeychainStatus.allocate.message)\n")
+            return KeychainStatus.allocate.exitCode
         } catch {
             Terminal.writeString(2, "keychainfs: \(error)\n")
             return KeychainStatus.io.exitCode

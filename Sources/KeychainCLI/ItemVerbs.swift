@@ -145,7 +145,7 @@ enum ItemVerbs {
         if let w = ctx.args.value("-w") {
             if w == "-" { return try Terminal.readAllStdin() }
             Terminal.warn("a secret on the command line is visible to other users; prefer -w - with standard input")
-            return SecureBytes(copying: Array(w.utf8))
+            return try SecureBytes(copying: Array(w.utf8))
         }
         if ctx.args.has("-w") {
             if !Terminal.stdinIsTerminal { return try Terminal.readAllStdin() }
@@ -154,7 +154,7 @@ enum ItemVerbs {
             guard first.constantTimeEquals(again) else { throw UsageError("the passwords differ") }
             return first
         }
-        return SecureBytes(count: 0)
+        return try SecureBytes(count: 0)
     }
 
     static func find(_ c: ItemClass) -> Verb {

@@ -23,9 +23,9 @@ enum Terminal {
     }
 
     /// Reads one line (without its newline) from `fd` into guarded memory, byte by byte so that
-    /// nothing past the line is consumed.
-    static func readLine(_ fd: Int32, limit: Int = 1 << 16) -> SecureBytes? {
-        let buf = SecureBytes(count: limit)
+    /// nothing past the line is consumed. - Throws: `CryptoError.allocationFailed`.
+    static func readLine(_ fd: Int32, limit: Int = 1 << 16) throws -> SecureBytes? {
+        let buf = try SecureBytes(count: limit)
         var count = 0
         var sawAny = false
         let ok: Bool = buf.withUnsafeMutableBytes { b in
@@ -40,18 +40,18 @@ enum Terminal {
             return true
         }
         guard ok else { return nil }
-        return buf.slice(0..<count)
+        return try buf.slice(0..<count)
     }
 
     /// Reads all of standard input (a secret given with `-w -`); one trailing newline is dropped.
     static func readAllStdin(limit: Int = 64 << 20) throws -> SecureBytes {
         var capacity = 4096
-        var buf = SecureBytes(count: capacity)
+        var buf = try SecureBytes(count: capacity)
         var count = 0
         while true {
             if count == capacity {
                 guard capacity < limit else { throw KeychainStatus.param }
-                let bigger = SecureBytes(count: capacity * 2)
+                let bigger = try SecureBytes(count: capacity * 2)
                 buf.withUnsafeBytes { src in bigger.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: count) } }
                 buf = bigger
                 capacity *= 2
@@ -62,7 +62,7 @@ enum Terminal {
             count += n
         }
         let trailingNewline = count > 0 && buf.withUnsafeBytes { $0[count - 1] } == 10
-        return buf.slice(0..<(trailingNewline ? count - 1 : count))
+        return try buf.slice(0..<(trailingNewline ? count - 1 : count))
     }
 
     /// Prompts on the controlling terminal with echo off.
@@ -82,7 +82,7 @@ enum Terminal {
             if haveTermios { tcsetattr(tty, TCSAFLUSH, &saved) }
             writeString(tty, "\n")
         }
-        guard let line = readLine(tty) else { throw KeychainStatus.userCanceled }
+        guard let line = try readLine(tty) else { throw KeychainStatus.userCanceled }
         return line
     }
 
@@ -91,10 +91,10 @@ enum Terminal {
     static func passphrase(_ args: Arguments, flag: String = "-p", prompt text: String) throws -> SecureBytes {
         if let p = args.value(flag) {
             warn("a passphrase on the command line is visible to other users; prefer standard input")
-            return SecureBytes(copying: Array(p.utf8))
+            return try SecureBytes(copying: Array(p.utf8))
         }
         if !stdinIsTerminal {
-            guard let line = readLine(0) else { throw UsageError("no passphrase on standard input") }
+            guard let line = try readLine(0) else { throw UsageError("no passphrase on standard input") }
             return line
         }
         return try prompt(text)

@@ -27,7 +27,7 @@ enum VaultVerbs {
         }
         let pass: SecureBytes
         if ctx.args.has("--no-passphrase") {
-            pass = SecureBytes(count: 0)
+            pass = try SecureBytes(count: 0)
         } else if ctx.args.value("-p") == nil && Terminal.stdinIsTerminal {
             pass = try Terminal.prompt("New passphrase for \(ctx.vault): ")
             let again = try Terminal.prompt("Repeat passphrase: ")
@@ -158,7 +158,7 @@ enum VaultVerbs {
                 let answer = try Terminal.prompt("Remove the passphrase and delete WhenPasscodeSet items? Type yes: ")
                 guard answer.withUnsafeBytes({ Array($0) }) == Array("yes".utf8) else { throw KeychainStatus.userCanceled }
             }
-            new = SecureBytes(count: 0)
+            new = try SecureBytes(count: 0)
         } else {
             new = try Terminal.passphrase(ctx.args, flag: "-p", prompt: "New passphrase: ")
             guard new.count > 0 else { throw UsageError("the new passphrase is empty; use --remove-passphrase") }

@@ -83,7 +83,7 @@ public final class DaemonClient {
     /// Sends one request and waits for its response. A non-success status is thrown.
     @discardableResult
     public func send(_ request: Request) throws -> Response {
-        let payload = request.encoded()
+        let payload = try request.encoded()
         defer { payload.wipe() }
         try Frame.write(payload, to: fd)
         guard let reply = try Frame.read(from: fd) else { throw KeychainStatus.notAvailable }

@@ -136,7 +136,7 @@ struct BackupHeader {
         do { key = try PasswordHash.deriveKey(passphrase: passphrase, salt: salt, parameters: kdf) }
         catch { throw KeychainStatus.allocate }
         let ad = BackupFormat.checkLabel + Array(bytes[0..<BackupFormat.checkedLength])
-        guard (try? AEAD.open(keyCheck, key: key, associatedData: ad)) != nil else {
+        guard (try nilUnlessOutOfMemory({ try AEAD.open(keyCheck, key: key, associatedData: ad) })) != nil else {
             key.wipe()
             throw KeychainStatus.authFailed
         }
@@ -154,10 +154,10 @@ final class BackupWriter {
     private var index: UInt64 = 0
     private(set) var output: [UInt8]
 
-    init(header: [UInt8], key: SecureBytes, chunkSize: Int) {
+    init(header: [UInt8], key: SecureBytes, chunkSize: Int) throws {
         self.header = header
         self.key = key
-        chunk = SecureBytes(count: chunkSize)
+        chunk = try SecureBytes(count: chunkSize)
         output = header
     }
 
@@ -231,7 +231,7 @@ final class BackupReader {
     /// Reads `count` bytes into guarded memory.
     func read(_ count: Int) throws -> SecureBytes {
         guard count >= 0, count <= remainingBound else { throw KeychainStatus.decode }
-        let out = SecureBytes(count: count)
+        let out = try SecureBytes(count: count)
         try out.withUnsafeMutableBytes { try read(into: $0) }
         return out
     }
@@ -273,7 +273,7 @@ final class BackupReader {
         do {
             opened = try AEAD.open(Array(file[start..<start + length]), key: key,
                                    associatedData: BackupFormat.chunkAD(header: header.bytes, index: index, final: final))
-        } catch { throw KeychainStatus.decode }
+        } catch { throw isAllocationFailure(error) ? KeychainStatus.allocate : KeychainStatus.decode }
         chunk?.wipe()
         chunk = opened
         position = 0

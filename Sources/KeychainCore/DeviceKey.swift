@@ -34,7 +34,7 @@ public final class DeviceKey: Sendable {
     public static func loadOrCreate(at path: String = defaultPath()) throws -> DeviceKey {
         if let existing = try load(at: path) { return existing }
         try makeDirectories(for: path)
-        let fresh = SecureBytes.random(count: length)
+        let fresh = try SecureBytes.random(count: length)
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o400)
         if fd < 0 {
             // Another process created it first: use theirs.
@@ -60,7 +60,7 @@ public final class DeviceKey: Sendable {
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_size == off_t(length), st.st_uid == geteuid() || st.st_uid == 0,
               st.st_mode & 0o022 == 0 else { throw KeychainStatus.io }
-        let key = SecureBytes(count: length)
+        let key = try SecureBytes(count: length)
         let n = key.withUnsafeMutableBytes { read(fd, $0.baseAddress, length) }
         guard n == length else { throw KeychainStatus.io }
         return DeviceKey(key: key)

@@ -22,12 +22,11 @@ enum ItemCodec {
     static let associatedDataLabel = Array("keychainfs item v1".utf8)
 
     /// Serialises attributes in key order into guarded memory.
-    static func encode(_ attributes: Attributes) -> SecureBytes {
+    static func encode(_ attributes: Attributes) throws -> SecureBytes {
         var w = ByteWriter(capacity: AttributeCoding.encodedSize(attributes))
         AttributeCoding.write(attributes, into: &w)
-        let out = SecureBytes(copying: w.bytes)
-        wipeBytes(&w.bytes)
-        return out
+        defer { wipeBytes(&w.bytes) }
+        return try SecureBytes(copying: w.bytes)
     }
 
     /// Parses what `encode` wrote. - Throws: `KeychainStatus.decode` on malformed input.

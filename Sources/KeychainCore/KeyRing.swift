@@ -45,7 +45,7 @@ final class KeyRing {
             do {
                 key = try AEAD.open(entry.box, key: device.key,
                                     associatedData: header.associatedData(slot: slot, wrapper: .device))
-            } catch { throw KeychainStatus.decode }
+            } catch { throw isAllocationFailure(error) ? KeychainStatus.allocate : KeychainStatus.decode }
             store(key, slot: slot)
         }
     }
@@ -59,18 +59,18 @@ final class KeyRing {
             let wrappers = KeyPlan.wrappers(forSlot: slot)
             if wrappers.contains(.passphrase) {
                 guard let entry = header.entry(slot: slot, wrapper: .passphrase) else { throw KeychainStatus.decode }
-                guard let key = try? AEAD.open(entry.box, key: passphraseKey,
-                                               associatedData: header.associatedData(slot: slot, wrapper: .passphrase))
+                guard let key = try nilUnlessOutOfMemory({ try AEAD.open(entry.box, key: passphraseKey,
+                                               associatedData: header.associatedData(slot: slot, wrapper: .passphrase)) })
                 else { throw KeychainStatus.authFailed }
                 opened.append((slot, key))
             } else if wrappers.contains(.deviceThenPassphrase) {
                 guard let entry = header.entry(slot: slot, wrapper: .deviceThenPassphrase) else { throw KeychainStatus.decode }
-                guard let inner = try? AEAD.open(entry.box, key: passphraseKey,
-                                                 associatedData: header.associatedData(slot: slot, wrapper: .deviceThenPassphrase))
+                guard let inner = try nilUnlessOutOfMemory({ try AEAD.open(entry.box, key: passphraseKey,
+                                                 associatedData: header.associatedData(slot: slot, wrapper: .deviceThenPassphrase)) })
                 else { throw KeychainStatus.authFailed }
                 let innerBox = inner.withUnsafeBytes { [UInt8]($0) }
-                if let key = try? AEAD.open(innerBox, key: device.key,
-                                            associatedData: header.associatedData(slot: slot, wrapper: .deviceThenPassphrase, outerLayer: false)) {
+                if let key = try nilUnlessOutOfMemory({ try AEAD.open(innerBox, key: device.key,
+                                            associatedData: header.associatedData(slot: slot, wrapper: .deviceThenPassphrase, outerLayer: false)) }) {
                     opened.append((slot, key))
                 } else {
                     foreign.insert(ProtectionClass(code: slot)!)
@@ -134,8 +134,8 @@ final class KeyRing {
                        newKey: SecureBytes) throws -> [VaultHeader.WrappedKey] {
         try old.keys.map { entry in
             guard entry.wrapper != .device else { return entry }
-            guard let inner = try? AEAD.open(entry.box, key: oldKey,
-                                             associatedData: old.associatedData(slot: entry.slot, wrapper: entry.wrapper))
+            guard let inner = try nilUnlessOutOfMemory({ try AEAD.open(entry.box, key: oldKey,
+                                             associatedData: old.associatedData(slot: entry.slot, wrapper: entry.wrapper)) })
             else { throw KeychainStatus.authFailed }
             let box = AEAD.seal(inner, key: newKey,
                                 associatedData: new.associatedData(slot: entry.slot, wrapper: entry.wrapper))

@@ -63,14 +63,14 @@ extension Vault {
         do { key = try PasswordHash.deriveKey(passphrase: passphrase, salt: salt, parameters: kdf) }
         catch { throw KeychainStatus.allocate }
         defer { key.wipe() }
-        let writer = BackupWriter(header: BackupFormat.makeHeader(kdf: kdf, salt: salt, chunkSize: chunkSize, key: key),
+        let writer = try BackupWriter(header: BackupFormat.makeHeader(kdf: kdf, salt: salt, chunkSize: chunkSize, key: key),
                                   key: key, chunkSize: chunkSize)
         var count = 0, damaged = 0
         var unapproved: [(ref: PersistentRef, attributes: Attributes)] = []
         try mutex.withLock {
             try store.rows(protections: Self.exportableClasses, synchronizableOnly: synchronizableOnly) { item in
                 let classKey = try availableKey(for: item.protection)
-                guard let m = try? open(item, classKey: classKey, needSecret: true) else {
+                guard let m = try nilUnlessOutOfMemory({ try open(item, classKey: classKey, needSecret: true) }) else {
                     damaged += 1
                     return
                 }
@@ -81,9 +81,9 @@ extension Vault {
                     unapproved.append((ref, m.attributes.filter { !$0.key.hasPrefix("_") }))
                     return
                 }
-                let blob = ItemCodec.encode(m.attributes)
+                let blob = try ItemCodec.encode(m.attributes)
                 defer { blob.wipe() }
-                let secret = m.secret ?? SecureBytes(count: 0)
+                let secret = try m.secret ?? SecureBytes(count: 0)
                 var w = ByteWriter()
                 w.u8(BackupFormat.itemRecord)
                 w.u8(item.itemClass.code)
@@ -161,7 +161,7 @@ extension Vault {
         let tokens = lookupTokens(attributes, itemClass: itemClass, indexKey: indexKey)
         guard let existing = try store.row(primaryKeyToken: IndexToken.primaryKey(attributes, itemClass: itemClass,
                                                                                  key: indexKey)) else {
-            let item = seal(uuid: randomBytes(16), rowID: 0, itemClass: itemClass, protection: protection,
+            let item = try seal(uuid: randomBytes(16), rowID: 0, itemClass: itemClass, protection: protection,
                             attributes: attributes, secret: secret, classKey: classKey, indexKey: indexKey, version: 1)
             _ = try store.insert(item, tokens: tokens)
             summary.added += 1
@@ -172,7 +172,7 @@ extension Vault {
             return
         }
         // The row, its identifier and its place in insertion order stay; the contents are the backup's.
-        let item = seal(uuid: existing.uuid, rowID: existing.rowID, itemClass: itemClass, protection: protection,
+        let item = try seal(uuid: existing.uuid, rowID: existing.rowID, itemClass: itemClass, protection: protection,
                         attributes: attributes, secret: secret, classKey: classKey, indexKey: indexKey,
                         version: existing.version + 1)
         try store.replace(item, tokens: tokens)

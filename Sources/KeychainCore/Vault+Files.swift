@@ -49,7 +49,7 @@ extension Vault {
             try store.candidates(itemClass: .genericPassword, groupTokens: groupTokens, synchronizable: nil,
                                  protection: nil, tokens: tokens, uuid: nil) { item in
                 guard let classKey = try? availableKey(for: item.protection),
-                      let m = try? open(item, classKey: classKey, needSecret: false),
+                      let m = try nilUnlessOutOfMemory({ try open(item, classKey: classKey, needSecret: false) }),
                       Self.matches(m.attributes, filters: q.filters, itemClass: .genericPassword)
                 else { return true }
                 return try visit(FileEntry(ref: PersistentRef(itemClass: .genericPassword, uuid: item.uuid),
@@ -79,7 +79,8 @@ extension Vault {
             if !approved, let control = entry.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence {
                 throw KeychainStatus.interactionNotAllowed
             }
-            guard let secret = try? openFileSecret(row, classKey: classKey) else { throw KeychainStatus.decode }
+            guard let secret = try nilUnlessOutOfMemory({ try openFileSecret(row, classKey: classKey) })
+            else { throw KeychainStatus.decode }
             return secret
         }
     }
@@ -96,7 +97,8 @@ extension Vault {
                   accessGroups.contains(where: { IndexToken.group($0, key: indexKey) == item.groupToken })
             else { throw KeychainStatus.itemNotFound }
             let classKey = try availableKey(for: item.protection)
-            guard let opened = try? open(item, classKey: classKey, needSecret: true), let secret = opened.secret else {
+            guard let opened = try nilUnlessOutOfMemory({ try open(item, classKey: classKey, needSecret: true) }),
+                  let secret = opened.secret else {
                 throw KeychainStatus.decode
             }
             if !approved, let control = opened.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence {

@@ -20,9 +20,9 @@ extension Vault {
         return try mutex.withLock {
             let stored = try store.db.transaction { try insert(prepared) }
             guard prepared.returns.any else { return .none }
-            let data = prepared.secret ?? SecureBytes(count: 0)
+            let data = try prepared.secret ?? SecureBytes(count: 0)
             let match = Match(stored: stored, attributes: prepared.attributes, secret: prepared.returns.data ? data : nil)
-            return .value(shape(match, returns: prepared.returns))
+            return .value(try shape(match, returns: prepared.returns))
         }
     }
 
@@ -102,7 +102,7 @@ extension Vault {
         if p.protection == .whenPasscodeSetThisDeviceOnly && !header.hasPassphrase { throw KeychainStatus.authFailed }
         let classKey = try availableKey(for: p.protection)
         guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
-        var item = seal(uuid: randomBytes(16), rowID: 0, itemClass: p.itemClass, protection: p.protection,
+        var item = try seal(uuid: randomBytes(16), rowID: 0, itemClass: p.itemClass, protection: p.protection,
                         attributes: p.attributes, secret: p.secret, classKey: classKey, indexKey: indexKey, version: 1)
         item.rowID = try store.insert(item, tokens: lookupTokens(p.attributes, itemClass: p.itemClass, indexKey: indexKey))
         return item
@@ -125,7 +125,7 @@ extension Vault {
             let matches = try search(q, accessGroups: accessGroups, needSecret: q.returns.data, limit: q.maximumCount,
                                      approved: approved, skipUnapproved: skipUnapproved)
             guard q.returns.any else { return .none }
-            let values = matches.map { shape($0, returns: q.returns) }
+            let values = try matches.map { try shape($0, returns: q.returns) }
             return q.returnsArray ? .array(values) : .value(values[0])
         }
     }
@@ -188,7 +188,7 @@ extension Vault {
                 attributes["mdat"] = .date(now)
                 if newSecret != nil { attributes[Self.secretModified] = .date(now) }
                 let classKey = try availableKey(for: protection)
-                let item = seal(uuid: m.stored.uuid, rowID: m.stored.rowID, itemClass: q.itemClass, protection: protection,
+                let item = try seal(uuid: m.stored.uuid, rowID: m.stored.rowID, itemClass: q.itemClass, protection: protection,
                                 attributes: attributes, secret: newSecret ?? m.secret, classKey: classKey,
                                 indexKey: indexKey, version: m.stored.version + 1)
                 rewritten.append((item, lookupTokens(attributes, itemClass: q.itemClass, indexKey: indexKey)))
@@ -264,7 +264,7 @@ extension Vault {
                 if unavailable != .decode { unavailable = status }
                 return true
             }
-            guard let opened = try? open(item, classKey: classKey, needSecret: needSecret) else {
+            guard let opened = try nilUnlessOutOfMemory({ try open(item, classKey: classKey, needSecret: needSecret) }) else {
                 damaged = true
                 return true
             }
@@ -342,14 +342,14 @@ extension Vault {
 
     /// Seals an item's parts under a fresh item key.
     func seal(uuid: [UInt8], rowID: Int64, itemClass: ItemClass, protection: ProtectionClass, attributes: Attributes,
-              secret: SecureBytes?, classKey: SecureBytes, indexKey: SecureBytes, version: Int64) -> StoredItem {
+              secret: SecureBytes?, classKey: SecureBytes, indexKey: SecureBytes, version: Int64) throws -> StoredItem {
         let ad = { (part: ItemCodec.Part) in
             ItemCodec.associatedData(vaultID: self.header.vaultID, uuid: uuid, itemClass: itemClass,
                                      protection: protection, part: part)
         }
-        let itemKey = SecureBytes.random(count: 32)
+        let itemKey = try SecureBytes.random(count: 32)
         defer { itemKey.wipe() }
-        let plainAttributes = ItemCodec.encode(attributes)
+        let plainAttributes = try ItemCodec.encode(attributes)
         defer { plainAttributes.wipe() }
         let sealedSecret = secret.map { AEAD.seal($0, key: itemKey, associatedData: ad(.secret)) }
             ?? AEAD.seal(UnsafeRawBufferPointer(start: nil, count: 0), key: itemKey, associatedData: ad(.secret))
@@ -371,16 +371,16 @@ extension Vault {
         }
     }
 
-    func shape(_ m: Match, returns: ReturnKeys) -> ReturnedValue {
+    func shape(_ m: Match, returns: ReturnKeys) throws -> ReturnedValue {
         let ref = PersistentRef(itemClass: m.stored.itemClass, uuid: m.stored.uuid).bytes
-        if returns.count == 1 && returns.data { return .data(m.secret ?? SecureBytes(count: 0)) }
+        if returns.count == 1 && returns.data { return .data(try m.secret ?? SecureBytes(count: 0)) }
         if returns.count == 1 && returns.persistentRef { return .persistentRef(ref) }
         var attributes: Attributes = [:]
         if returns.attributes {
             attributes = m.attributes.filter { !$0.key.hasPrefix("_") }  // store-private keys
             attributes["class"] = .string(m.stored.itemClass.rawValue)
         }
-        return .item(FoundItem(attributes: attributes, secret: returns.data ? (m.secret ?? SecureBytes(count: 0)) : nil,
+        return .item(FoundItem(attributes: attributes, secret: returns.data ? (try m.secret ?? SecureBytes(count: 0)) : nil,
                                persistentRef: returns.persistentRef ? ref : nil))
     }
 
@@ -402,8 +402,8 @@ extension Vault {
 
     static func secretBytes(_ value: AttributeValue) throws -> SecureBytes {
         switch value {
-        case .data(let d): return SecureBytes(copying: d)
-        case .string(let s): return SecureBytes(copying: Array(s.utf8))
+        case .data(let d): return try SecureBytes(copying: d)
+        case .string(let s): return try SecureBytes(copying: Array(s.utf8))
         default: throw KeychainStatus.param
         }
     }

@@ -20,7 +20,7 @@ extension Vault {
             let key = try settingsKey()
             defer { key.wipe() }
             do { return try AEAD.open(box, key: key, associatedData: settingsAD(name)) }
-            catch { throw KeychainStatus.decode }
+            catch { throw isAllocationFailure(error) ? KeychainStatus.allocate : KeychainStatus.decode }
         }
     }
 
@@ -38,13 +38,13 @@ extension Vault {
     public func derivedKey(purpose: String) throws -> SecureBytes {
         try mutex.withLock {
             guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
-            return KeyedHash.deriveKey(from: indexKey, context: Array("keychainfs \(purpose) v1".utf8) + header.vaultID)
+            return try KeyedHash.deriveKey(from: indexKey, context: Array("keychainfs \(purpose) v1".utf8) + header.vaultID)
         }
     }
 
     private func settingsKey() throws -> SecureBytes {
         guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
-        return KeyedHash.deriveKey(from: indexKey, context: Array("keychainfs settings v1".utf8))
+        return try KeyedHash.deriveKey(from: indexKey, context: Array("keychainfs settings v1".utf8))
     }
 
     private func settingsAD(_ name: String) -> [UInt8] {

@@ -31,7 +31,7 @@ extension Vault {
                     report.locked += 1
                     return
                 }
-                guard let m = try? open(item, classKey: classKey, needSecret: true) else {
+                guard let m = try nilUnlessOutOfMemory({ try open(item, classKey: classKey, needSecret: true) }) else {
                     report.damaged.append("\(ref) does not open")
                     return
                 }

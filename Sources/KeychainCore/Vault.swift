@@ -49,12 +49,12 @@ public final class Vault: @unchecked Sendable {
             let db = try Connection(path: path, create: false)
             let store = ItemStore(db: db)
             try store.configure()
-            let pass = passphrase ?? SecureBytes(count: 0)
+            let pass = try passphrase ?? SecureBytes(count: 0)
             var header = VaultHeader(hasPassphrase: pass.count > 0, kdf: kdf, salt: randomBytes(PasswordHash.saltLength),
                                      vaultID: randomBytes(16), deviceKeyID: deviceKey.identifier, keys: [])
             let passKey = try PasswordHash.deriveKey(passphrase: pass, salt: header.salt, parameters: kdf)
             for slot in KeyPlan.allSlots {
-                header.keys += KeyRing.wrap(.random(count: 32), slot: slot, header: header,
+                header.keys += try KeyRing.wrap(.random(count: 32), slot: slot, header: header,
                                             passphraseKey: passKey, device: deviceKey)
             }
             try db.transaction {
@@ -188,7 +188,7 @@ public final class Vault: @unchecked Sendable {
     @discardableResult
     public func changePassphrase(from old: SecureBytes, to new: SecureBytes?, kdf: KDFParameters? = nil) throws -> Int {
         let current = mutex.withLock { header }
-        let newPass = new ?? SecureBytes(count: 0)
+        let newPass = try new ?? SecureBytes(count: 0)
         var next = current
         next.salt = randomBytes(PasswordHash.saltLength)
         next.hasPassphrase = newPass.count > 0
@@ -208,7 +208,7 @@ public final class Vault: @unchecked Sendable {
             if removing {
                 // The akpu class key goes with its items; a fresh one serves future adds.
                 let slot = ProtectionClass.whenPasscodeSetThisDeviceOnly.code
-                let fresh = SecureBytes.random(count: 32)
+                let fresh = try SecureBytes.random(count: 32)
                 next.keys.removeAll { $0.slot == slot }
                 next.keys += KeyRing.wrap(fresh, slot: slot, header: next, passphraseKey: newKey, device: device)
                 freshPasscodeKey = fresh

@@ -45,12 +45,13 @@ public enum AEAD {
 
     /// Decrypts a sealed box into guarded memory (`crypto_aead_xchacha20poly1305_ietf_decrypt`).
     /// - Throws: `CryptoError.malformedCiphertext` when too short,
-    ///   `CryptoError.authenticationFailed` when the key, box or associated data do not match.
+    ///   `CryptoError.authenticationFailed` when the key, box or associated data do not match,
+    ///   `CryptoError.allocationFailed` when no guarded memory is left for the plaintext.
     public static func open(_ box: [UInt8], key: SecureBytes, associatedData: [UInt8]) throws -> SecureBytes {
         Sodium.ensure()
         guard key.count == keyLength else { throw CryptoError.invalidKeyLength }
         guard box.count >= overhead else { throw CryptoError.malformedCiphertext }
-        let plain = SecureBytes(count: box.count - overhead)
+        let plain = try SecureBytes(count: box.count - overhead)
         var written: UInt64 = 0
         let rc = box.withUnsafeBufferPointer { b in
             plain.withUnsafeMutableBytes { p in

@@ -8,4 +8,7 @@ public enum CryptoError: Error, Equatable, Sendable {
     case keyDerivationFailed
     /// A key of the wrong length.
     case invalidKeyLength
+    /// Guarded memory could not be allocated: past `SecureBytes.budget`, or `sodium_malloc`
+    /// failed (out of memory or memory mappings). Callers report `errSecAllocate`.
+    case allocationFailed
 }

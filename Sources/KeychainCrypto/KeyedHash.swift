@@ -53,10 +53,10 @@ public enum KeyedHash {
     }
 
     /// Derives a 32-byte guarded key from `key` and a context label; a keyed BLAKE2b whose output
-    /// never leaves guarded memory.
-    public static func deriveKey(from key: SecureBytes, context: [UInt8]) -> SecureBytes {
+    /// never leaves guarded memory. - Throws: `CryptoError.allocationFailed`.
+    public static func deriveKey(from key: SecureBytes, context: [UInt8]) throws -> SecureBytes {
         Sodium.ensure()
-        let out = SecureBytes(count: 32)
+        let out = try SecureBytes(count: 32)
         let rc = out.withUnsafeMutableBytes { o in
             key.withUnsafeBytes { k in
                 context.withUnsafeBufferPointer { c in

@@ -54,12 +54,13 @@ public enum PasswordHash {
     public static let saltLength = Int(crypto_pwhash_argon2id_SALTBYTES) // 16
 
     /// Derives a key of `length` bytes into guarded memory.
-    /// - Throws: `CryptoError.keyDerivationFailed` when libsodium refuses (limits, memory).
+    /// - Throws: `CryptoError.keyDerivationFailed` when libsodium refuses (limits, memory),
+    ///   `CryptoError.allocationFailed` when no guarded memory is left for the key.
     public static func deriveKey(length: Int = 32, passphrase: SecureBytes, salt: [UInt8],
                                  parameters: KDFParameters) throws -> SecureBytes {
         Sodium.ensure()
         guard salt.count == saltLength, parameters.isValid else { throw CryptoError.keyDerivationFailed }
-        let key = SecureBytes(count: length)
+        let key = try SecureBytes(count: length)
         let rc = key.withUnsafeMutableBytes { k in
             passphrase.withUnsafeBytes { p in
                 salt.withUnsafeBufferPointer { s in

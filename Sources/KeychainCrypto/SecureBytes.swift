@@ -1,51 +1,57 @@
 import CSodium
 
 /// Bytes kept in libsodium guarded memory: locked into RAM and excluded from core dumps, and
-/// wiped when the buffer is released or `wipe()` is called. Buffers up to 512 bytes come from
-/// `SecurePool` slots; larger ones get their own `sodium_malloc` allocation with guard pages.
-/// Bytes are reachable only inside closures.
+/// wiped when the buffer is released or `wipe()` is called. Buffers up to 1 MiB take a slot of a
+/// shared `SecurePool` region; larger ones get their own `sodium_malloc` allocation with guard
+/// pages. Bytes are reachable only inside closures.
 public final class SecureBytes: @unchecked Sendable {
     private var pointer: UnsafeMutableRawPointer?
-    private let slotClass: Int?
+    private var region: SecureRegion?
     /// The number of bytes held.
     public let count: Int
 
     /// Allocates `count` zeroed bytes of guarded memory.
-    public init(count: Int) {
+    /// - Throws: `CryptoError.allocationFailed` past `SecureBytes.budget` or when `sodium_malloc`
+    ///   fails (out of memory or memory mappings).
+    public init(count: Int) throws {
         precondition(count >= 0)
         Sodium.ensure()
         self.count = count
-        if let c = SecurePool.slotClass(for: count) {
-            slotClass = c
-            pointer = SecurePool.shared.allocate(slotClass: c)  // zeroed
-            return
-        }
-        slotClass = nil
-        guard let p = sodium_malloc(count) else {
-            fatalError("sodium_malloc failed: out of memory or memory mappings (vm.max_map_count)")
-        }
-        sodium_memzero(p, count)
-        pointer = p
+        let block = try SecurePool.shared.allocate(count)
+        pointer = block.pointer
+        region = block.region
     }
 
-    /// Random bytes from `randombytes_buf`.
-    public static func random(count: Int) -> SecureBytes {
-        let bytes = SecureBytes(count: count)
+    /// Most bytes of guarded memory the process may map, pool regions and large buffers together;
+    /// past it allocation throws `CryptoError.allocationFailed`. Lowering it frees nothing.
+    /// Default: 1 GiB, or RLIMIT_MEMLOCK when that is finite and larger.
+    public static var budget: Int {
+        get { SecurePool.shared.budget }
+        set { SecurePool.shared.budget = newValue }
+    }
+
+    /// Bytes of guarded memory mapped now, counted against `budget`.
+    public static var mappedBytes: Int { SecurePool.shared.mappedBytes }
+
+    /// Random bytes from `randombytes_buf`. - Throws: `CryptoError.allocationFailed`.
+    public static func random(count: Int) throws -> SecureBytes {
+        let bytes = try SecureBytes(count: count)
         bytes.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
         return bytes
     }
 
     /// Copies `bytes` into guarded memory. The caller remains responsible for wiping its copy.
-    public convenience init<C: Collection>(copying bytes: C) where C.Element == UInt8 {
-        self.init(count: bytes.count)
+    /// - Throws: `CryptoError.allocationFailed`.
+    public convenience init<C: Collection>(copying bytes: C) throws where C.Element == UInt8 {
+        try self.init(count: bytes.count)
         withUnsafeMutableBytes { dst in
             _ = dst.initializeMemory(as: UInt8.self, from: bytes)
         }
     }
 
-    /// Copies the bytes of a raw buffer into guarded memory.
-    public convenience init(copying raw: UnsafeRawBufferPointer) {
-        self.init(count: raw.count)
+    /// Copies the bytes of a raw buffer into guarded memory. - Throws: `CryptoError.allocationFailed`.
+    public convenience init(copying raw: UnsafeRawBufferPointer) throws {
+        try self.init(count: raw.count)
         if raw.count > 0 {
             withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: raw.baseAddress!, byteCount: raw.count) }
         }
@@ -60,11 +66,8 @@ public final class SecureBytes: @unchecked Sendable {
     public func wipe() {
         guard let p = pointer else { return }
         pointer = nil
-        if let c = slotClass {
-            SecurePool.shared.release(p, slotClass: c)  // zeroes the slot
-        } else {
-            sodium_free(p)  // zeroes before unmapping
-        }
+        SecurePool.shared.release(SecurePool.Block(pointer: p, region: region), count: count)  // zeroes it
+        region = nil
     }
 
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
@@ -86,10 +89,10 @@ public final class SecureBytes: @unchecked Sendable {
         }
     }
 
-    /// A new guarded buffer holding a range of these bytes.
-    public func slice(_ range: Range<Int>) -> SecureBytes {
+    /// A new guarded buffer holding a range of these bytes. - Throws: `CryptoError.allocationFailed`.
+    public func slice(_ range: Range<Int>) throws -> SecureBytes {
         precondition(range.lowerBound >= 0 && range.upperBound <= count)
-        return withUnsafeBytes { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0[range])) }
+        return try withUnsafeBytes { try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0[range])) }
     }
 }
 

@@ -1,53 +1,133 @@
 import CSodium
 import Glibc
+import Synchronization
 
-/// Small guarded buffers carved from large `sodium_malloc` regions.
+/// Guarded memory for `SecureBytes` from a bounded number of `sodium_malloc` allocations.
 ///
-/// `sodium_malloc` costs a handful of system calls and about three memory mappings per buffer,
-/// which dominates per-item work and caps the number of live buffers at `vm.max_map_count`.
-/// Keys, item keys and short secrets come from here instead: the regions are still locked into
-/// RAM and excluded from core dumps, and every slot is zeroed when released. Only the guard
-/// pages between neighbouring slots are given up; larger buffers still get their own.
-final class SecurePool: @unchecked Sendable {
+/// Each `sodium_malloc` costs a handful of system calls and three or four memory mappings (a
+/// header page, two guard pages, the locked bytes). One per buffer let any caller who could make
+/// the daemon hold many buffers use up `vm.max_map_count`, and the next allocation crashed it.
+/// Instead a buffer takes a slot of the smallest power-of-two class, 64 B to 1 MiB, that fits,
+/// carved from a region shared with other slots of that class. Each new region of a class is as
+/// large as the class's regions so far (at least 256 KiB and four slots, at most 16 MiB), so a
+/// class holding N bytes costs O(log N + N / 16 MiB) regions. Only buffers above 1 MiB get an
+/// allocation of their own.
+///
+/// Regions are locked into RAM and excluded from core dumps like any `sodium_malloc` memory, and
+/// a free slot is always zero: regions are zeroed when made and slots when released. What is
+/// given up is the guard pages between neighbouring slots of one region.
+///
+/// Everything mapped counts against `budget`. Past it, past `maximumAllocations`, or when
+/// `sodium_malloc` returns NULL, `allocate` throws `CryptoError.allocationFailed`.
+final class SecurePool: Sendable {
     static let shared = SecurePool()
 
-    /// Slot sizes; a request takes the smallest that fits.
-    static let slotSizes = [64, 512]
-    private static let regionSize = 256 * 1024
+    static let smallestSlot = 64
+    static let largestSlot = 1 << 20
+    static let smallestRegion = 256 << 10
+    static let largestRegion = 16 << 20
+    /// Live `sodium_malloc` allocations, whatever the budget: at about four mappings each this
+    /// stays far below the default `vm.max_map_count` (65530), leaving room for everything else.
+    static let maximumAllocations = 4096
+    /// Wholly free regions kept mapped, all classes together, for reuse.
+    static let maximumSpareBytes = 32 << 20
+    static let classCount = sizeClass(for: largestSlot)! + 1
 
-    private var mutex = pthread_mutex_t()
-    private var free: [[UnsafeMutableRawPointer]] = Array(repeating: [], count: slotSizes.count)
-
-    private init() { pthread_mutex_init(&mutex, nil) }
-
-    /// The slot class for `count` bytes, or nil when the buffer should be allocated on its own.
-    static func slotClass(for count: Int) -> Int? {
-        slotSizes.firstIndex { count <= $0 }
+    /// Where a buffer lives: a slot of a region, or (region nil) its own `sodium_malloc`.
+    struct Block {
+        let pointer: UnsafeMutableRawPointer
+        let region: SecureRegion?
     }
 
-    func allocate(slotClass c: Int) -> UnsafeMutableRawPointer {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        if free[c].isEmpty { grow(c) }
-        return free[c].removeLast()
+    private let state: Mutex<SecurePoolState>
+
+    private init() { state = Mutex(SecurePoolState(budget: SecurePool.defaultBudget())) }
+
+    /// Bytes mapped now, regions and own allocations together.
+    var mappedBytes: Int { state.withLock { $0.mappedBytes } }
+
+    var budget: Int {
+        get { state.withLock { $0.budget } }
+        set { state.withLock { $0.budget = newValue } }
     }
 
-    /// Zeroes the slot and makes it available again.
-    func release(_ p: UnsafeMutableRawPointer, slotClass c: Int) {
-        sodium_memzero(p, SecurePool.slotSizes[c])
-        pthread_mutex_lock(&mutex)
-        free[c].append(p)
-        pthread_mutex_unlock(&mutex)
+    /// The size class for `count` bytes: slots of `smallestSlot << class` bytes; nil above the
+    /// largest slot.
+    static func sizeClass(for count: Int) -> Int? {
+        guard count <= largestSlot else { return nil }
+        guard count > smallestSlot else { return 0 }
+        return (Int.bitWidth - (count - 1).leadingZeroBitCount) - smallestSlot.trailingZeroBitCount
     }
 
-    private func grow(_ c: Int) {
-        guard let region = sodium_malloc(SecurePool.regionSize) else {
-            fatalError("sodium_malloc failed: out of memory or memory mappings (vm.max_map_count)")
+    /// `count` zeroed bytes. - Throws: `CryptoError.allocationFailed`.
+    func allocate(_ count: Int) throws -> Block {
+        guard let c = SecurePool.sizeClass(for: count) else { return try allocateOwn(count) }
+        let slotSize = SecurePool.smallestSlot << c
+        let step = try state.withLock { s throws -> Step in
+            if let block = s.take(c) { return .taken(block) }
+            let bytes = s.nextRegionBytes(c, slotSize: slotSize)
+            try s.reserve(bytes)
+            return .grow(bytes)
         }
-        sodium_memzero(region, SecurePool.regionSize)
-        let size = SecurePool.slotSizes[c]
-        for offset in stride(from: 0, to: SecurePool.regionSize - size + 1, by: size) {
-            free[c].append(region + offset)
+        switch step {
+        case .taken(let block): return block
+        case .grow(let bytes): return try addRegion(bytes, sizeClass: c, slotSize: slotSize)
         }
+    }
+
+    /// Maps a region, outside the lock: it takes a while and other classes need not wait.
+    private func addRegion(_ bytes: Int, sizeClass c: Int, slotSize: Int) throws -> Block {
+        guard let base = sodium_malloc(bytes) else {
+            state.withLock { $0.unreserve(bytes) }
+            throw CryptoError.allocationFailed
+        }
+        sodium_memzero(base, bytes)  // sodium_malloc fills with 0xdb; a free slot is zero
+        let region = SecureRegion(base: base, bytes: bytes, sizeClass: c, slotSize: slotSize)
+        return state.withLock { $0.add(region) }
+    }
+
+    private enum Step {
+        case taken(Block)
+        case grow(Int)
+    }
+
+    /// Zeroes the buffer and gives its memory back.
+    func release(_ block: Block, count: Int) {
+        guard let region = block.region else {
+            sodium_free(block.pointer)  // zeroes before unmapping
+            state.withLock { $0.unreserve(SecurePool.ownBytes(count)) }
+            return
+        }
+        sodium_memzero(block.pointer, region.slotSize)
+        guard let emptied = state.withLock({ $0.giveBack(block.pointer, to: region) })
+        else { return }
+        sodium_free(emptied.base)
+        state.withLock { $0.unreserve(emptied.bytes) }
+    }
+
+    private func allocateOwn(_ count: Int) throws -> Block {
+        let bytes = SecurePool.ownBytes(count)
+        try state.withLock { try $0.reserve(bytes) }
+        guard let p = sodium_malloc(count) else {
+            state.withLock { $0.unreserve(bytes) }
+            throw CryptoError.allocationFailed
+        }
+        sodium_memzero(p, count)
+        return Block(pointer: p, region: nil)
+    }
+
+    /// What an own allocation counts against the budget: its pages.
+    private static func ownBytes(_ count: Int) -> Int {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        return count > Int.max - page ? Int.max : (count + page - 1) / page * page
+    }
+
+    /// 1 GiB, or RLIMIT_MEMLOCK when that is finite and larger.
+    private static func defaultBudget() -> Int {
+        let oneGiB = 1 << 30
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(__RLIMIT_MEMLOCK.rawValue), &limit) == 0,
+              limit.rlim_cur != rlim_t.max else { return oneGiB }  // RLIM_INFINITY
+        return max(oneGiB, Int(clamping: limit.rlim_cur))
     }
 }

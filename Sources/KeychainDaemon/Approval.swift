@@ -105,13 +105,15 @@ final class ApprovalAgent: @unchecked Sendable {
         if captureLine {
             var pfd = pollfd(fd: pipeFDs[0], events: Int16(POLLIN), revents: 0)
             if poll(&pfd, 1, Int32(max(timeout, 1) * 1000)) > 0 {
-                let buf = SecureBytes(count: 4096)
-                let n = buf.withUnsafeMutableBytes { read(pipeFDs[0], $0.baseAddress, 4096) }
-                if n > 0 {
-                    let end = buf.withUnsafeBytes { b in (0..<n).first { b[$0] == 10 } ?? n }
-                    line = buf.slice(0..<end)
+                // Out of guarded memory, the line is not read: as if the program printed none.
+                if let buf = try? SecureBytes(count: 4096) {
+                    let n = buf.withUnsafeMutableBytes { read(pipeFDs[0], $0.baseAddress, 4096) }
+                    if n > 0 {
+                        let end = buf.withUnsafeBytes { b in (0..<n).first { b[$0] == 10 } ?? n }
+                        line = try? buf.slice(0..<end)
+                    }
+                    buf.wipe()
                 }
-                buf.wipe()
             }
         }
         var status: Int32 = 0

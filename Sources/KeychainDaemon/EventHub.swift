@@ -83,7 +83,7 @@ final class EventHub: @unchecked Sendable {
     /// `entitled` gives a caller's access groups as they are now.
     func publish(_ event: ChangeEvent, entitled: (CallerIdentity) -> [String] = { _ in [] }) {
         var frames: [Bool: [UInt8]] = [:]
-        func frame(names: Bool) -> [UInt8] {
+        func frame(names: Bool) -> [UInt8]? {
             if let f = frames[names] { return f }
             let f = Self.frame(Response(info: event.info(withNames: names)))
             frames[names] = f
@@ -100,7 +100,9 @@ final class EventHub: @unchecked Sendable {
                 if w.pending.count >= Self.queuedFrames {
                     overflowLocked(w)
                 } else {
-                    w.pending.append(frame(names: w.administrator))
+                    // Out of guarded memory to encode it: this event is not sent.
+                    guard let f = frame(names: w.administrator) else { continue }
+                    w.pending.append(f)
                     flushLocked(w)
                 }
                 if watchers[w.fd] != nil && !w.pending.isEmpty { waiting = true }
@@ -112,8 +114,10 @@ final class EventHub: @unchecked Sendable {
 
     // MARK: Internals (with the mutex held unless said otherwise)
 
-    static func frame(_ response: Response) -> [UInt8] {
-        let encoded = response.encoded()
+    /// An event as a frame's bytes (events hold names, never a secret); nil when it cannot be
+    /// encoded for want of guarded memory.
+    static func frame(_ response: Response) -> [UInt8]? {
+        guard let encoded = try? response.encoded() else { return nil }
         defer { encoded.wipe() }
         let n = UInt32(encoded.count)
         return [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)]
@@ -123,7 +127,9 @@ final class EventHub: @unchecked Sendable {
     /// Drops what is queued but not begun, and queues the last frame the watcher gets.
     private func overflowLocked(_ w: Watcher) {
         if w.sentOfFirst > 0 { w.pending.removeSubrange(1...) } else { w.pending.removeAll() }
-        w.pending.append(Self.frame(Response(info: ["event": .string("overflow"), "time": .number(Int64(Glibc.time(nil)))])))
+        if let last = Self.frame(Response(info: ["event": .string("overflow"), "time": .number(Int64(Glibc.time(nil)))])) {
+            w.pending.append(last)
+        }
         w.closeBy = monotonicSeconds() + Self.overflowGrace
         flushLocked(w)
     }

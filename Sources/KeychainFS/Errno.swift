@@ -5,6 +5,7 @@ import SQLiteStore
 /// The errno a keychain status becomes at the file interface (docs/filesystem.md).
 func errnoFor(_ error: Error) -> Int32 {
     if error is Denied { return EACCES }
+    if isAllocationFailure(error) { return ENOMEM }  // out of guarded memory: KeychainStatus.allocate too
     if let e = error as? SQLiteError, e.isDiskFull { return ENOSPC }
     guard let status = error as? KeychainStatus else { return EIO }
     switch status {

@@ -103,11 +103,13 @@ final class OpenFile {
 
     /// Makes room for `count` bytes, keeping what is there (under the file's lock once shared).
     /// False, changing nothing, when the writers' memory budget has no room for them.
-    func reserve(_ count: Int) -> Bool {
+    /// - Throws: `CryptoError.allocationFailed`, leaving the buffer and the budget as they were.
+    func reserve(_ count: Int) throws -> Bool {
         let current = buffer?.count ?? -1
         guard count > current else { return true }
-        // Doubling, but never past the largest secret: slots up to 512 bytes are pooled.
+        // Doubling, but never past the largest secret: slots up to 1 MiB are pooled.
         var size = max(count, min(max(current * 2, 64), ItemLimits.maximumSecretLength))
+        let before = charged
         if let budget {
             if !budget.charge(size - charged, uid: writerUID) {
                 guard size > count, budget.charge(count - charged, uid: writerUID) else { return false }
@@ -115,7 +117,14 @@ final class OpenFile {
             }
             charged = size
         }
-        let bigger = SecureBytes(count: size)
+        let bigger: SecureBytes
+        do {
+            bigger = try SecureBytes(count: size)
+        } catch {
+            budget?.release(charged - before, uid: writerUID)
+            charged = before
+            throw error
+        }
         if let old = buffer, length > 0 {
             old.withUnsafeBytes { src in bigger.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: length) } }
         }
@@ -125,10 +134,10 @@ final class OpenFile {
     }
 
     /// The bytes a read sees: the written buffer, else the snapshot.
-    func withContents<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
-        if let buffer { return buffer.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[0..<length])) } }
-        if let snapshot { return snapshot.withUnsafeBytes(body) }
-        return body(UnsafeRawBufferPointer(start: nil, count: 0))
+    func withContents<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        if let buffer { return try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[0..<length])) } }
+        if let snapshot { return try snapshot.withUnsafeBytes(body) }
+        return try body(UnsafeRawBufferPointer(start: nil, count: 0))
     }
 }
 
@@ -586,7 +595,7 @@ public final class MountServer: @unchecked Sendable {
                 file.budget = Self.writers
                 file.writerUID = caller.uid
                 if let snap = file.snapshot {
-                    guard file.reserve(snap.count) else {
+                    guard try file.reserve(snap.count) else {
                         file.wipe()
                         return req.error(ENOSPC)
                     }
@@ -595,7 +604,7 @@ public final class MountServer: @unchecked Sendable {
                     snap.wipe()
                     file.snapshot = nil
                 } else {
-                    _ = file.reserve(0)
+                    _ = try file.reserve(0)
                     file.dirty = true  // O_TRUNC empties the secret even if nothing is written
                 }
             }
@@ -648,7 +657,7 @@ public final class MountServer: @unchecked Sendable {
                 let file = OpenFile(node: .item(service: s, account: a), ref: existing.ref, protection: existing.protection, groups: groups)
                 file.budget = Self.writers
                 file.writerUID = who.uid
-                _ = file.reserve(0)
+                _ = try file.reserve(0)
                 file.dirty = true
                 register(file, fi)
                 let ino = inodes.lookedUp(.item(service: s, account: a))
@@ -657,7 +666,7 @@ public final class MountServer: @unchecked Sendable {
             let file = OpenFile(node: .item(service: s, account: a), ref: nil, protection: .default, groups: groups)
             file.budget = Self.writers
             file.writerUID = who.uid
-            _ = file.reserve(0)
+            _ = try file.reserve(0)
             file.dirty = true
             try commit(file, notify: false)  // the file exists from now on, empty, as after creat(2)
             // The close stores the contents (even none) and reports the new item once.
@@ -708,7 +717,11 @@ public final class MountServer: @unchecked Sendable {
             if file.revoked { return EACCES }
             guard file.buffer != nil else { return EBADF }
             guard offset >= 0, data.count <= ItemLimits.maximumSecretLength - offset else { return EFBIG }
-            guard file.reserve(offset + data.count) else { return ENOSPC }
+            do {
+                guard try file.reserve(offset + data.count) else { return ENOSPC }
+            } catch {
+                return errnoFor(error)
+            }
             file.buffer!.withUnsafeMutableBytes { dst in
                 if offset > file.length { (dst.baseAddress! + file.length).initializeMemory(as: UInt8.self, repeating: 0, count: offset - file.length) }
                 if data.count > 0 { (dst.baseAddress! + offset).copyMemory(from: data.baseAddress!, byteCount: data.count) }
@@ -728,7 +741,7 @@ public final class MountServer: @unchecked Sendable {
         // Locked under this descriptor: the pending bytes are dropped, not stored.
         let pending = try file.withContentLock { () -> SecureBytes? in
             if file.revoked { throw Denied() }
-            return file.dirty ? file.withContents { SecureBytes(copying: $0) } : nil
+            return file.dirty ? try file.withContents { try SecureBytes(copying: $0) } : nil
         }
         guard let secret = pending else { return }
         defer { secret.wipe() }
@@ -864,8 +877,8 @@ public final class MountServer: @unchecked Sendable {
             guard size >= 0, size <= ItemLimits.maximumSecretLength else { return req.error(EFBIG) }
             do {
                 if let fi, let file = locked({ files[fi.pointee.fh] }), file.withContentLock({ file.buffer != nil }) {
-                    let room = file.withContentLock { () -> Bool in
-                        guard file.reserve(size) else { return false }
+                    let room = try file.withContentLock { () throws -> Bool in
+                        guard try file.reserve(size) else { return false }
                         if size > file.length {
                             file.buffer!.withUnsafeMutableBytes { (($0.baseAddress! + file.length)).initializeMemory(as: UInt8.self, repeating: 0, count: size - file.length) }
                         }
@@ -878,7 +891,7 @@ public final class MountServer: @unchecked Sendable {
                     let groups = caller(req, writing: true).groups
                     guard let e = try entry(service: s, account: a, groups: groups) else { return req.error(EACCES) }
                     let old = try vault.readSecret(of: e.ref, accessGroups: groups)
-                    let new = SecureBytes(count: size)
+                    let new = try SecureBytes(count: size)
                     old.withUnsafeBytes { src in new.withUnsafeMutableBytes { if min(size, src.count) > 0 { $0.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: min(size, src.count)) } } }
                     old.wipe()
                     let touched = try vault.update(["v_PersistentRef": .data(e.ref.bytes), "sync": "syna"], changes: [:],

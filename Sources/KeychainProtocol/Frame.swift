@@ -38,7 +38,8 @@ public enum Frame {
     }
 
     /// Reads one frame; nil at a clean end of stream.
-    /// - Throws: `KeychainStatus.io` on a short read, `.decode` for an over-long frame.
+    /// - Throws: `KeychainStatus.io` on a short read, `.decode` for an over-long frame,
+    ///   `.allocate` when no guarded memory is left for it.
     public static func read(from fd: Int32) throws -> SecureBytes? {
         var header = [UInt8](repeating: 0, count: 4)
         let got = try header.withUnsafeMutableBytes { try readAll($0, fd) }
@@ -48,11 +49,11 @@ public enum Frame {
         guard length <= maximumLength else { throw KeychainStatus.decode }
         // The buffer grows with the bytes that arrive, never ahead of them: a peer that announces
         // 64 MiB and sends nothing costs one small page, not 64 MiB of locked memory.
-        var payload = SecureBytes(count: min(length, initialCapacity))
+        var payload = try mapAllocationFailure { try SecureBytes(count: min(length, initialCapacity)) }
         var filled = try payload.withUnsafeMutableBytes { try readAll($0, fd) }
         while filled < length {
             guard filled == payload.count else { throw KeychainStatus.io }
-            let bigger = SecureBytes(count: min(length, payload.count * 4))
+            let bigger = try mapAllocationFailure { try SecureBytes(count: min(length, payload.count * 4)) }
             payload.withUnsafeBytes { src in
                 bigger.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: src.count) }
             }

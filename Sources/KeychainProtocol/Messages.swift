@@ -62,7 +62,8 @@ public struct Request {
     }
 
     /// Encodes into guarded memory (the payload may hold secrets).
-    public func encoded() -> SecureBytes {
+    /// - Throws: `KeychainStatus.allocate` when no guarded memory is left.
+    public func encoded() throws -> SecureBytes {
         let size = 3 + AttributeCoding.encodedSize(query) + AttributeCoding.encodedSize(changes)
             + AttributeCoding.encodedSize(options) + 1 + secrets.reduce(0) { $0 + 4 + $1.count }
         var w = ByteWriter(capacity: size)
@@ -74,7 +75,7 @@ public struct Request {
         w.u8(UInt8(secrets.count))
         for s in secrets { s.withUnsafeBytes { w.lengthPrefixed($0) } }
         defer { wipeBytes(&w.bytes) }
-        return SecureBytes(copying: w.bytes)
+        return try mapAllocationFailure { try SecureBytes(copying: w.bytes) }
     }
 
     /// Decodes a payload. - Throws: `badReq` for another protocol version, `decode` when malformed.
@@ -110,7 +111,9 @@ public struct Response {
         self.info = info
     }
 
-    public func encoded() -> SecureBytes {
+    /// Encodes into guarded memory (the reply may hold secrets).
+    /// - Throws: `KeychainStatus.allocate` when no guarded memory is left.
+    public func encoded() throws -> SecureBytes {
         var w = ByteWriter(capacity: encodedSize)
         w.u16(WireProtocol.version)
         w.u32(UInt32(bitPattern: status.rawValue))
@@ -137,7 +140,7 @@ public struct Response {
         }
         AttributeCoding.write(info, into: &w)
         defer { wipeBytes(&w.bytes) }
-        return SecureBytes(copying: w.bytes)
+        return try mapAllocationFailure { try SecureBytes(copying: w.bytes) }
     }
 
     /// The exact size of `encoded()`.
@@ -176,7 +179,7 @@ public struct Response {
                     let secret = try r.u8() == 1 ? try readSecret(&r, buf) : nil
                     let ref = try r.u8() == 1 ? try r.lengthPrefixed() : nil
                     switch kind {
-                    case 1: values.append(.data(secret ?? SecureBytes(count: 0)))
+                    case 1: values.append(.data(try secret ?? mapAllocationFailure { try SecureBytes(count: 0) }))
                     case 2: values.append(.persistentRef(ref ?? []))
                     case 3: values.append(.item(FoundItem(attributes: attributes, secret: secret, persistentRef: ref)))
                     default: throw KeychainStatus.decode
@@ -206,5 +209,5 @@ private func readSecret(_ r: inout ByteReader, _ buf: UnsafeRawBufferPointer) th
     let start = r.offset
     guard length <= r.remaining else { throw ByteReader.Truncated() }
     try r.skip(length)
-    return SecureBytes(copying: UnsafeRawBufferPointer(rebasing: buf[start..<start + length]))
+    return try mapAllocationFailure { try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: buf[start..<start + length])) }
 }

@@ -15,8 +15,8 @@ enum Conversion {
             if let s = k as? String { key = s } else if let s = k as? NSString { key = s as String } else { throw KeychainStatus.param }
             guard let value = unwrap(v) else { continue }  // nil inside an optional: as if absent
             if extractData && key == "v_Data" {
-                if let d = value as? Data { secret = SecureBytes(copying: d) }
-                else if let s = value as? String { secret = SecureBytes(copying: Array(s.utf8)) }
+                if let d = value as? Data { secret = try SecureBytes(copying: d) }
+                else if let s = value as? String { secret = try SecureBytes(copying: Array(s.utf8)) }
                 else { throw KeychainStatus.param }
                 continue
             }

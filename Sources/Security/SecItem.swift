@@ -71,6 +71,8 @@ private func status(_ body: () throws -> Void) -> OSStatus {
         return 0  // errSecSuccess
     } catch let s as KeychainStatus {
         return s.rawValue
+    } catch CryptoError.allocationFailed {
+        return KeychainStatus.allocate.rawValue  // errSecAllocate
     } catch {
         return KeychainStatus.param.rawValue
     }

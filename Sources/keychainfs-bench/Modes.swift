@@ -72,7 +72,7 @@ func parseModeOptions(_ args: [String], usage: String) -> ModeOptions {
 }
 
 /// One line of standard input, without its newline, in guarded memory.
-func readPassphraseLine() -> SecureBytes {
+func readPassphraseLine() throws -> SecureBytes {
     var bytes: [UInt8] = []
     var c: UInt8 = 0
     while read(0, &c, 1) == 1 {
@@ -80,7 +80,7 @@ func readPassphraseLine() -> SecureBytes {
         bytes.append(c)
     }
     defer { wipeBytes(&bytes) }
-    return SecureBytes(copying: bytes)
+    return try SecureBytes(copying: bytes)
 }
 
 /// The 32 secret bytes of fill item `i`.
@@ -95,10 +95,10 @@ func fillSecretBytes(_ i: Int) -> [UInt8] {
     return out
 }
 
-func fillSecret(_ i: Int) -> SecureBytes {
+func fillSecret(_ i: Int) throws -> SecureBytes {
     var out = fillSecretBytes(i)
     defer { wipeBytes(&out) }
-    return SecureBytes(copying: out)
+    return try SecureBytes(copying: out)
 }
 
 /// The service of fill item `i`: S, or S<i/M> with --per-service M.
@@ -128,7 +128,7 @@ func fillMode(_ args: [String]) {
     if (try? DaemonClient.connect(vaultPath: Paths.canonical(path))) != nil {
         fail("a daemon is serving \(path); stop it first (keychainfs stop)")
     }
-    let pass = readPassphraseLine()
+    guard let pass = try? readPassphraseLine() else { fail("no guarded memory for the passphrase") }
     let started = monotonic()
     do {
         let vault = try Vault.open(at: path, deviceKey: try DeviceKey.loadOrCreate())
@@ -142,7 +142,7 @@ func fillMode(_ args: [String]) {
             batch.reserveCapacity(n)
             for i in (o.start + done)..<(o.start + done + n) {
                 batch.append((["class": "genp", "svce": .string(fillService(i, o)), "acct": .string(o.prefix + String(i)),
-                               "pdmn": "ak"], fillSecret(i)))
+                               "pdmn": "ak"], try fillSecret(i)))
             }
             let t0 = monotonic()
             try vault.addAll(batch, accessGroups: [o.group])

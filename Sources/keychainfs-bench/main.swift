@@ -148,10 +148,10 @@ func expectedSecret(_ i: Int, tag: UInt64) -> [UInt8] {
     return out
 }
 
-func secret(_ i: Int, tag: UInt64) -> SecureBytes {
+func secret(_ i: Int, tag: UInt64) throws -> SecureBytes {
     var bytes = expectedSecret(i, tag: tag)
     defer { wipeBytes(&bytes) }
-    return SecureBytes(copying: bytes)
+    return try SecureBytes(copying: bytes)
 }
 
 func item(_ i: Int) -> Attributes {
@@ -275,7 +275,7 @@ struct Row {
     var bytesPerItem: Double { Double(fileBytes + walBytes) / Double(n) }
 }
 
-func passphrase(_ s: String) -> SecureBytes { SecureBytes(copying: Array(s.utf8)) }
+func passphrase(_ s: String) throws -> SecureBytes { try SecureBytes(copying: Array(s.utf8)) }
 
 func describe(_ error: any Error) -> String {
     if let s = error as? KeychainStatus { return "\(s.message) (\(s.rawValue))" }
@@ -288,8 +288,8 @@ func runSize(_ n: Int, options o: Options, dir: String, device: DeviceKey, rng: 
     for suffix in ["", "-wal", "-shm"] where exists(path + suffix) {
         fail("\(path + suffix) already exists; remove it or use another --dir")
     }
-    let passA = passphrase("correct horse battery staple A")
-    let passB = passphrase("correct horse battery staple B")
+    let passA = try passphrase("correct horse battery staple A")
+    let passB = try passphrase("correct horse battery staple B")
 
     emit("\n== N = \(grouped(n)) items  (\(path))")
 
@@ -308,7 +308,7 @@ func runSize(_ n: Int, options o: Options, dir: String, device: DeviceKey, rng: 
         let count = min(o.batch, n - done)
         var batch: [(attributes: Attributes, secret: SecureBytes?)] = []
         batch.reserveCapacity(count)
-        for i in done..<(done + count) { batch.append((item(i), secret(i, tag: fillTag))) }
+        for i in done..<(done + count) { batch.append((item(i), try secret(i, tag: fillTag))) }
         let (_, t) = try timed { try vault!.addAll(batch, accessGroups: accessGroups) }
         inAddAll += t
         done += count

@@ -348,7 +348,7 @@ final class BackupCLITests: XCTestCase {
             for start in stride(from: 0, to: n, by: 10_000) {
                 try vault.addAll((start..<start + 10_000).map { i in
                     (["class": "genp", "svce": .string("service-\(i % 100)"), "acct": .string("account-\(i)"),
-                      "pdmn": i % 3 == 0 ? "ck" : "ak"], SecureBytes(copying: Array("secret number \(i)".utf8)))
+                      "pdmn": i % 3 == 0 ? "ck" : "ak"], try SecureBytes(copying: Array("secret number \(i)".utf8)))
                 }, accessGroups: ["default"])
             }
         }

@@ -114,9 +114,9 @@ final class ProtocolFuzzRegressionTests: XCTestCase {
     }
 
     func testHostileRequestPayloadsAreDecodeOrBadRequest() throws {
-        let ping = Request(.ping).encoded()
-        let valid = bytes(Request(.add, query: ["class": "genp", "svce": "db"], changes: ["labl": "x"],
-                                  options: ["o": 1], secrets: [SecureBytes(copying: Array("pw".utf8))]).encoded())
+        let ping = try Request(.ping).encoded()
+        let valid = bytes(try Request(.add, query: ["class": "genp", "svce": "db"], changes: ["labl": "x"],
+                                  options: ["o": 1], secrets: [try SecureBytes(copying: Array("pw".utf8))]).encoded())
         XCTAssertEqual(try Request.decode(ping).operation, .ping)
         let emptyRecords: [UInt8] = [0, 0, 0, 0, 0, 0]
         let cases: [(KeychainStatus, String, [UInt8])] = [
@@ -138,8 +138,8 @@ final class ProtocolFuzzRegressionTests: XCTestCase {
     }
 
     func testHostileResponsePayloadsAreDecodeErrors() throws {
-        let secret = SecureBytes(copying: Array("s".utf8))
-        let valid = bytes(Response(result: .array([.data(secret), .persistentRef([1, 2])]), info: ["n": 1]).encoded())
+        let secret = try SecureBytes(copying: Array("s".utf8))
+        let valid = bytes(try Response(result: .array([.data(secret), .persistentRef([1, 2])]), info: ["n": 1]).encoded())
         XCTAssertEqual(try Response.decode(SecureBytes(copying: valid)).result.array?.count, 2)
         let head: [UInt8] = [0, 1, 0, 0, 0, 0]  // version 1, status 0
         let cases: [(KeychainStatus, String, [UInt8])] = [

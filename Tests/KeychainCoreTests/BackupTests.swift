@@ -315,9 +315,9 @@ final class BackupTests: XCTestCase {
             clock = Date()
         }
         for start in stride(from: 0, to: n, by: 10_000) {
-            let batch: [(attributes: Attributes, secret: SecureBytes?)] = (start..<start + 10_000).map { i in
+            let batch: [(attributes: Attributes, secret: SecureBytes?)] = try (start..<start + 10_000).map { i in
                 (["class": "genp", "svce": .string("service-\(i % 100)"), "acct": .string("account-\(i)"),
-                  "labl": .string("label \(i)"), "pdmn": i % 3 == 0 ? "ck" : "ak"], secret("secret number \(i)"))
+                  "labl": .string("label \(i)"), "pdmn": i % 3 == 0 ? "ck" : "ak"], try secret("secret number \(i)"))
             }
             try source.addAll(batch, accessGroups: groups)
         }

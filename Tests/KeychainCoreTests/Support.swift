@@ -28,7 +28,7 @@ final class Scratch {
     }
 }
 
-func secret(_ s: String) -> SecureBytes { SecureBytes(copying: Array(s.utf8)) }
+func secret(_ s: String) throws -> SecureBytes { try SecureBytes(copying: Array(s.utf8)) }
 
 extension SecureBytes {
     var string: String { withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }

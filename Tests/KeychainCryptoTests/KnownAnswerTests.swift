@@ -5,7 +5,7 @@ import XCTest
 /// hashlib, the Argon2 reference code), plus the published draft-irtf-cfrg-xchacha A.3.1 vector.
 final class KnownAnswerTests: XCTestCase {
     func testXChaCha20Poly1305DraftVector() throws {
-        let key = SecureBytes(copying: hex("808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"))
+        let key = try SecureBytes(copying: hex("808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"))
         let nonce = hex("404142434445464748494a4b4c4d4e4f5051525354555657")
         let aad = hex("50515253c0c1c2c3c4c5c6c7")
         let plaintext = Array("Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it.".utf8)
@@ -18,7 +18,7 @@ final class KnownAnswerTests: XCTestCase {
     }
 
     func testXChaCha20Poly1305EmptyMessage() throws {
-        let key = SecureBytes(copying: [UInt8](repeating: 1, count: 32))
+        let key = try SecureBytes(copying: [UInt8](repeating: 1, count: 32))
         let nonce = [UInt8](repeating: 2, count: 24)
         let box = AEAD.seal(UnsafeRawBufferPointer(start: nil, count: 0), key: key, associatedData: [], nonce: nonce)
         XCTAssertEqual(Array(box[24...]), hex("827df541043684930817734c9ba90ba5"))
@@ -26,7 +26,7 @@ final class KnownAnswerTests: XCTestCase {
     }
 
     func testAEADRejectsEveryFlippedByteAndWrongAssociatedData() throws {
-        let key = SecureBytes.random(count: 32)
+        let key = try SecureBytes.random(count: 32)
         let box = Array("secret".utf8).withUnsafeBytes { AEAD.seal($0, key: key, associatedData: [7]) }
         for i in box.indices {
             var bad = box
@@ -41,13 +41,13 @@ final class KnownAnswerTests: XCTestCase {
         }
     }
 
-    func testBlake2bVectors() {
+    func testBlake2bVectors() throws {
         XCTAssertEqual(KeyedHash.hash(Array("abc".utf8), key: nil, length: 64),
                        hex("ba80a53f981c4d0d6a2797b69f12f6e94c212f14685ac4b74b12bb6fdbffa2d17d87c5392aab792dc252d5de4533cc9518d38aa8dbf1925ab92386edd4009923"))
-        let key32 = SecureBytes(copying: (0..<32).map { UInt8($0) })
+        let key32 = try SecureBytes(copying: (0..<32).map { UInt8($0) })
         XCTAssertEqual(KeyedHash.hash(Array("keychainfs index token".utf8), key: key32, length: 32),
                        hex("6aaf99ea7aa45417ba6f51da7195d3a104ce05a8eb0f42b0fbb23eae2f74d381"))
-        let key64 = SecureBytes(copying: (0..<64).map { UInt8($0) })
+        let key64 = try SecureBytes(copying: (0..<64).map { UInt8($0) })
         XCTAssertEqual(KeyedHash.hash([], key: key64, length: 64),
                        hex("10ebb67700b1868efb4417987acf4690ae9d972fb7a590c2f02871799aaa4786b5e996e8f0f4eb981fc214b005f42d2ff4233499391653df7aefcbc13fc51568"))
     }
@@ -68,7 +68,7 @@ final class KnownAnswerTests: XCTestCase {
         }
     }
 
-    func testArgon2idPresetsAndLimits() {
+    func testArgon2idPresetsAndLimits() throws {
         XCTAssertEqual(KDFParameters.interactive, KDFParameters(opsLimit: 2, memLimit: 64 << 20))
         XCTAssertEqual(KDFParameters.moderate, KDFParameters(opsLimit: 3, memLimit: 256 << 20))
         XCTAssertEqual(KDFParameters.sensitive, KDFParameters(opsLimit: 4, memLimit: 1 << 30))

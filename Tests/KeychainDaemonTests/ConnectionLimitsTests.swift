@@ -101,7 +101,7 @@ final class ConnectionLimitsTests: XCTestCase {
         let d = try InProcessDaemon { $0.slowRequestsPerUID = 2 }
         self.d = d
         d.daemon.vault.lock()
-        let wrong = Request(.unlock, secrets: [SecureBytes(copying: Array("wrong".utf8))])
+        let wrong = Request(.unlock, secrets: [try SecureBytes(copying: Array("wrong".utf8))])
         XCTAssertEqual(try d.call(wrong, as: InProcessDaemon.outsider).status, .authFailed)
         // The back-off now holds the next guesses in the queue: two fit, the third is refused.
         var waiting: [Int32] = []
@@ -114,7 +114,7 @@ final class ConnectionLimitsTests: XCTestCase {
         usleep(200_000)
         XCTAssertEqual(try d.call(wrong, as: InProcessDaemon.outsider).status, .allocate)
         // The owner unlocks meanwhile.
-        let right = Request(.unlock, secrets: [SecureBytes(copying: Array(InProcessDaemon.passphrase.utf8))])
+        let right = Request(.unlock, secrets: [try SecureBytes(copying: Array(InProcessDaemon.passphrase.utf8))])
         XCTAssertEqual(try d.call(right).status, .success)
         for fd in waiting {
             guard let frame = try Frame.read(from: fd) else { return XCTFail("a queued guess got no answer") }

@@ -41,7 +41,7 @@ final class RequestRulesTests: XCTestCase {
     }
 
     func testSecretsBeyondWhatTheOperationTakesAreRefused() throws {
-        let two = [SecureBytes(copying: Array("a".utf8)), SecureBytes(copying: Array("b".utf8))]
+        let two = [try SecureBytes(copying: Array("a".utf8)), try SecureBytes(copying: Array("b".utf8))]
         XCTAssertEqual(try d.call(Request(.unlock, secrets: two)).status, .param)
         XCTAssertEqual(try d.call(Request(.unlock)).status, .param)
         XCTAssertEqual(try d.call(Request(.add, query: ["class": "genp", "svce": "s", "acct": "a"], secrets: two)).status, .param)
@@ -75,7 +75,7 @@ final class RequestRulesTests: XCTestCase {
 
     func testUnlockWithWrongPassphraseBacksOffWithoutHoldingOthers() throws {
         d.daemon.vault.lock()
-        let wrong = Request(.unlock, secrets: [SecureBytes(copying: Array("wrong".utf8))])
+        let wrong = Request(.unlock, secrets: [try SecureBytes(copying: Array("wrong".utf8))])
         let outsider = InProcessDaemon.outsider
         XCTAssertEqual(try d.call(wrong, as: outsider).status, .authFailed)
         // The outsider's second guess waits out its back-off (1 s) in the queue ...
@@ -85,7 +85,7 @@ final class RequestRulesTests: XCTestCase {
         try Frame.write(wrong.encoded(), to: guess)
         // ... while the owner is answered at once.
         XCTAssertEqual(try d.call(Request(.info)).status, .success)
-        let right = Request(.unlock, secrets: [SecureBytes(copying: Array(InProcessDaemon.passphrase.utf8))])
+        let right = Request(.unlock, secrets: [try SecureBytes(copying: Array(InProcessDaemon.passphrase.utf8))])
         XCTAssertEqual(try d.call(right).status, .success)
         XCTAssertLessThan(Date().timeIntervalSince(start), 0.9, "the owner was not held behind the outsider's back-off")
         guard let frame = try Frame.read(from: guess) else { return XCTFail("no answer to the second guess") }
@@ -97,7 +97,7 @@ final class RequestRulesTests: XCTestCase {
         try d.addPassword(service: "s", account: "a", secret: "one")
         let fd = try d.connect(as: InProcessDaemon.owner)
         defer { close(fd) }
-        let request = Request(.copyMatching, query: ["class": "genp", "svce": "s", "acct": "a", "r_Data": true]).encoded()
+        let request = try Request(.copyMatching, query: ["class": "genp", "svce": "s", "acct": "a", "r_Data": true]).encoded()
         try Frame.write(request, to: fd)
         try Frame.write(request, to: fd)
         try Frame.write(Request(.ping).encoded(), to: fd)

@@ -14,7 +14,7 @@ extension Daemon {
         case let e as BackupFileError: return e.status
         case is MountOptionError: return .param
         case let e as SQLiteError where e.isDiskFull: return .diskFull
-        case let e as CryptoError where e == .keyDerivationFailed: return .allocate
+        case let e as CryptoError where e == .keyDerivationFailed || e == .allocationFailed: return .allocate
         default: return nil
         }
     }
