@@ -13,9 +13,10 @@ enum WatchVerbs {
         valued: ["-s", "-a"],
         details: """
         Runs until interrupted. Lines are `TIME EVENT SERVICE/ACCOUNT` (UTC); --json prints one
-        object per line. -s and -a keep only changes of that service (and account); locks,
-        unlocks and changes that name no item always show. Callers entitled to any access group
-        may watch; only root and the daemon's user see service and account names.
+        object per line. -s and -a keep only changes of that service (and account); locks and
+        unlocks always show. Callers entitled to any access group may watch, and see only
+        changes of items in their groups; only root and the daemon's user see service and
+        account names. A watcher that falls 256 events behind gets `overflow` and ends.
         """
     ) { ctx in
         try ctx.checkPositionals()
