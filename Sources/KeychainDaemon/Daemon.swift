@@ -99,8 +99,7 @@ public final class Daemon: @unchecked Sendable {
         server.start()
         log("serving \(vaultPath) at \(socketPath) (pid \(getpid()))")
         notifyReady()
-        server.wait()
-        return 0
+        server.wait()  // the daemon ends with `exit` (stop, SIGTERM, SIGINT)
     }
 
     /// SIGUSR1 locks, SIGTERM and SIGINT stop, and a one-second timer applies the idle lock.

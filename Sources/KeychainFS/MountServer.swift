@@ -880,7 +880,7 @@ public final class MountServer: @unchecked Sendable {
                     let room = try file.withContentLock { () throws -> Bool in
                         guard try file.reserve(size) else { return false }
                         if size > file.length {
-                            file.buffer!.withUnsafeMutableBytes { (($0.baseAddress! + file.length)).initializeMemory(as: UInt8.self, repeating: 0, count: size - file.length) }
+                            _ = file.buffer!.withUnsafeMutableBytes { (($0.baseAddress! + file.length)).initializeMemory(as: UInt8.self, repeating: 0, count: size - file.length) }
                         }
                         file.length = size
                         file.dirty = true
