@@ -50,6 +50,9 @@ final class ConnectionServer: @unchecked Sendable {
     /// instead of waking every thread forever.
     private let spare = Mutex<Int32>(-1)
 
+    /// The whole frame of an errSecAllocate reply, made at start: the answer when a reply cannot
+    /// be built for want of guarded memory (it holds no secret).
+    private let outOfMemoryFrame: [UInt8]
     /// Level-triggered: once written, every event thread wakes and ends (`stop`).
     private let stopper: Int32
     private let running = Atomic<Int>(0)
@@ -59,6 +62,10 @@ final class ConnectionServer: @unchecked Sendable {
     private static let stopID: UInt64 = 3
 
     init(listener: Int32, handler: RequestHandling, limits: ServerLimits) throws {
+        let refusal = try Response(status: .allocate).encoded()
+        let n = UInt32(refusal.count)
+        outOfMemoryFrame = [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)]
+            + refusal.withUnsafeBytes { Array($0) }
         self.listener = listener
         self.handler = handler
         self.limits = limits
@@ -255,7 +262,11 @@ final class ConnectionServer: @unchecked Sendable {
     }
 
     private func reply(_ r: Reply, on connection: Connection, request: Request? = nil, scratch: WorkerScratch?) {
-        guard let out = try? r.response.encoded() else { return drop(connection) }
+        guard let out = try? r.response.encoded() else {
+            // Out of guarded memory for the reply: say so, in a frame made at start.
+            let sent = outOfMemoryFrame.withUnsafeBytes { send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            return sent == outOfMemoryFrame.count ? afterSend(connection, .done, scratch: scratch) : drop(connection)
+        }
         let sent = connection.send(out, quotas: quotas)
         switch r.after {
         case .nothing:
