@@ -8,10 +8,12 @@ import KeychainProtocol
 public final class DaemonClient {
     public let vaultPath: String
     private let fd: Int32
+    private let frames: FrameReader
 
     private init(vaultPath: String, fd: Int32) {
         self.vaultPath = vaultPath
         self.fd = fd
+        frames = FrameReader(fd: fd)
     }
 
     deinit { close(fd) }
@@ -65,7 +67,7 @@ public final class DaemonClient {
     /// Waits for the next response the daemon sends unasked (events after `watch`); nil when
     /// the daemon closed the connection.
     public func receive() throws -> Response? {
-        guard let frame = try Frame.read(from: fd) else { return nil }
+        guard let frame = try frames.read() else { return nil }
         defer { frame.wipe() }
         return try Response.decode(frame)
     }
@@ -86,7 +88,7 @@ public final class DaemonClient {
         let payload = request.encoded()
         defer { payload.wipe() }
         try Frame.write(payload, to: fd)
-        guard let reply = try Frame.read(from: fd) else { throw KeychainStatus.notAvailable }
+        guard let reply = try frames.read() else { throw KeychainStatus.notAvailable }
         defer { reply.wipe() }
         let response = try Response.decode(reply)
         guard response.status == .success else { throw response.status }
