@@ -74,7 +74,7 @@ public struct Request {
         w.u8(UInt8(secrets.count))
         for s in secrets { s.withUnsafeBytes { w.lengthPrefixed($0) } }
         defer { wipeBytes(&w.bytes) }
-        return SecureBytes(copying: w.bytes)
+        return w.bytes.withUnsafeBytes { SecureBytes(copying: $0) }  // one memcpy, not an element-wise copy
     }
 
     /// Decodes a payload. - Throws: `badReq` for another protocol version, `decode` when malformed.
@@ -137,7 +137,7 @@ public struct Response {
         }
         AttributeCoding.write(info, into: &w)
         defer { wipeBytes(&w.bytes) }
-        return SecureBytes(copying: w.bytes)
+        return w.bytes.withUnsafeBytes { SecureBytes(copying: $0) }  // one memcpy, not an element-wise copy
     }
 
     /// The exact size of `encoded()`.
