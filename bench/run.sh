@@ -413,7 +413,8 @@ PY
     # The owner's lookup latency, quiet and then while another uid holds 1,000 idle connections
     # (each with one byte of a frame) and runs 8 busy clients of lookups (PRODUCT 11). The other
     # uid is a user made for this run, entitled to the group that holds the item.
-    load_user="kcfsb$(tr -dc a-z < /dev/urandom | head -c 6)"
+    load_user=kcfsb
+    for b in $(od -An -N6 -tu1 /dev/urandom); do load_user+=$(printf "\\$(printf '%03o' $((97 + b % 26)))"); done
     log "load test: user $load_user, 1,000 idle connections and 8 busy clients against 1 owner client"
     useradd -M -U -s /usr/sbin/nologin "$load_user" || die "useradd $load_user failed"
     load_uid=$(id -u "$load_user"); load_gid=$(id -g "$load_user")
