@@ -22,7 +22,10 @@
 #   - `keychainfs lock-keychain` (and one change through the CLI) with ~0, 1,000 and N entries
 #     known to the kernel;
 #   - `keychainfs find-generic-password -w` per invocation next to `cat` of the tmpfs file;
-#   - lookups per second through the daemon's socket from 1 and from 8 clients;
+#   - lookups per second through the daemon's socket from 1 and from 8 clients, and through
+#     SecItemCopyMatching from 1 and 8 threads (each also as a ratio to the in-process find);
+#   - a load test: the owner's median lookup latency, quiet and while a user made for the run
+#     holds 1,000 idle connections and runs 8 busy clients;
 #   - the in-process benchmark `keychainfs-bench --quick`;
 #   - scaling: a second vault grown step by step to 1,000, 10,000, 100,000 and 1,000,000 items
 #     (in services of 1,000) with the in-process fill; at each size, with its daemon running
@@ -124,7 +127,7 @@ tmpfs="$work/tmpfs"; mnt_scale="$work/mnt-scale"
 mkdir "$mnt_default" "$mnt_cache" "$mnt_minfs" "$mnt_minfs1" "$mnt_minfsf" "$tmpfs" "$mnt_scale"
 main_vault="$work/bench.vault"; scale_vault="$work/scale.vault"
 export KEYCHAINFS_RUNTIME_DIR="$work/run" KEYCHAINFS_DEVICE_KEY="$work/device.key" KEYCHAINFS_VAULT="$main_vault"
-kc=""; daemon_pid=""; scale_daemon_pid=""
+kc=""; daemon_pid=""; scale_daemon_pid=""; load_user=""; load_idle_pid=""; load_busy_pid=""
 
 is_mounted() { awk -v m="$1" '$2 == m { found = 1 } END { exit !found }' /proc/mounts; }
 # The pid of the daemon serving vault $1, from its command line (`keychainfs daemon VAULT`), not
@@ -144,6 +147,10 @@ cleanup() {
     for v in "$main_vault" "$scale_vault"; do
         [ -x "$kc" ] && [ -e "$v" ] && KEYCHAINFS_VAULT=$v timeout 10 "$kc" stop >/dev/null 2>&1
     done
+    for pid in $load_idle_pid $load_busy_pid; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
+    if [ -n "$load_user" ]; then
+        userdel "$load_user" 2>/dev/null; getent group "$load_user" >/dev/null && groupdel "$load_user"
+    fi
     for pid in $daemon_pid $scale_daemon_pid; do
         if kill -0 "$pid" 2>/dev/null; then
             kill "$pid" 2>/dev/null; sleep 0.5; kill -9 "$pid" 2>/dev/null
@@ -401,6 +408,48 @@ PY
         "$kcbench" secitem --service bench --account secret --threads "$n" --seconds "$socket_seconds" | tr ' ' '\n' |
             sed -n "s/^\(rate\|ops\|errors\)=/secitem.t$n.\1=/p" >> "$res"
     done
+
+    # ---------------------------------------------------------------- load test
+    # The owner's lookup latency, quiet and then while another uid holds 1,000 idle connections
+    # (each with one byte of a frame) and runs 8 busy clients of lookups (PRODUCT 11). The other
+    # uid is a user made for this run, entitled to the group that holds the item.
+    load_user=kcfsb
+    for b in $(od -An -N6 -tu1 /dev/urandom); do load_user+=$(printf "\\$(printf '%03o' $((97 + b % 26)))"); done
+    log "load test: user $load_user, 1,000 idle connections and 8 busy clients against 1 owner client"
+    useradd -M -U -s /usr/sbin/nologin "$load_user" || die "useradd $load_user failed"
+    load_uid=$(id -u "$load_user"); load_gid=$(id -g "$load_user")
+    "$kc" group add load --group "$load_user" --mode 0440 >/dev/null
+    printf '%s' "$secret" | "$kc" add-generic-password -s load -a secret -w - --access-group load
+    chmod 711 "$work"   # lets the user reach the socket, the vault's owner and the binaries
+    install -m 0755 "$kcbench" "$bin/keychainfs-bench"
+    as_load_user() { setpriv --reuid "$load_uid" --regid "$load_gid" --clear-groups "$@"; }
+    as_load_user "$bin/keychainfs-bench" socket --vault "$KEYCHAINFS_VAULT" --service load --account secret \
+        --clients 1 --seconds 0.2 >/dev/null || die "the load test's user cannot read load/secret"
+    load_socket() {  # load_socket NAME: the owner's lookups of load/secret from 1 client
+        "$kcbench" socket --vault "$KEYCHAINFS_VAULT" --service load --account secret --clients 1 \
+            --seconds "$socket_seconds" | tr ' ' '\n' | sed -n "s/^\(rate\|median_us\|p90_us\)=/load.$1.\1=/p" >> "$res"
+    }
+    load_socket quiet
+    idle_n=1000
+    as_load_user "$bin/keychainfs-bench" idle --vault "$KEYCHAINFS_VAULT" --connections "$idle_n" --partial \
+        --seconds $((socket_seconds + 3)) > "$work/idle.out" 2> "$work/idle.err" &
+    load_idle_pid=$!
+    for _ in $(seq 200); do grep -q "connections open" "$work/idle.err" && break; sleep 0.05; done
+    grep -q "connections open" "$work/idle.err" || die "the idle connections did not open: $(cat "$work/idle.err")"
+    as_load_user "$bin/keychainfs-bench" socket --vault "$KEYCHAINFS_VAULT" --service load --account secret \
+        --clients 8 --seconds $((socket_seconds + 1)) > "$work/busy.out" 2>&1 &
+    load_busy_pid=$!
+    sleep 0.5
+    put load.daemon_fds "$(ls "/proc/$daemon_pid/fd" | wc -l)"
+    load_socket busy
+    wait "$load_busy_pid" || die "the busy clients failed: $(cat "$work/busy.out")"
+    wait "$load_idle_pid" || die "the idle connections failed: $(cat "$work/idle.err")"
+    load_busy_pid=""; load_idle_pid=""
+    tr ' ' '\n' < "$work/busy.out" | sed -n 's/^\(rate\|median_us\|errors\)=/load.others.\1=/p' >> "$res"
+    tr ' ' '\n' < "$work/idle.out" | sed -n 's/^\(connections\|closed_by_daemon\)=/load.idle.\1=/p' >> "$res"
+    chmod 700 "$work"
+    userdel "$load_user" 2>/dev/null; getent group "$load_user" >/dev/null && groupdel "$load_user"
+    load_user=""
 
     # ---------------------------------------------------------------- daemon memory
     put daemon_rss_kib "$(awk '/^VmRSS/ { print $2 }' "/proc/$daemon_pid/status")"

@@ -8,10 +8,18 @@ import KeychainProtocol
 public final class DaemonClient {
     public let vaultPath: String
     private let fd: Int32
+    private let frames: FrameReader
 
-    private init(vaultPath: String, fd: Int32) {
+    /// Takes ownership of `fd`: it is closed with the client, or at once when this throws.
+    private init(vaultPath: String, fd: Int32) throws {
         self.vaultPath = vaultPath
         self.fd = fd
+        do {
+            frames = try FrameReader(fd: fd)
+        } catch {
+            close(fd)
+            throw error
+        }
     }
 
     deinit { close(fd) }
@@ -59,13 +67,13 @@ public final class DaemonClient {
             close(fd)
             throw KeychainStatus.notAvailable
         }
-        return DaemonClient(vaultPath: socketPath, fd: fd)
+        return try DaemonClient(vaultPath: socketPath, fd: fd)
     }
 
     /// Waits for the next response the daemon sends unasked (events after `watch`); nil when
     /// the daemon closed the connection.
     public func receive() throws -> Response? {
-        guard let frame = try Frame.read(from: fd) else { return nil }
+        guard let frame = try frames.read() else { return nil }
         defer { frame.wipe() }
         return try Response.decode(frame)
     }
@@ -77,7 +85,7 @@ public final class DaemonClient {
             close(fd)
             throw KeychainStatus.notAvailable
         }
-        return DaemonClient(vaultPath: vault, fd: fd)
+        return try DaemonClient(vaultPath: vault, fd: fd)
     }
 
     /// Sends one request and waits for its response. A non-success status is thrown.
@@ -86,7 +94,7 @@ public final class DaemonClient {
         let payload = try request.encoded()
         defer { payload.wipe() }
         try Frame.write(payload, to: fd)
-        guard let reply = try Frame.read(from: fd) else { throw KeychainStatus.notAvailable }
+        guard let reply = try frames.read() else { throw KeychainStatus.notAvailable }
         defer { reply.wipe() }
         let response = try Response.decode(reply)
         guard response.status == .success else { throw response.status }

@@ -44,7 +44,22 @@ public enum ItemClass: String, CaseIterable, Sendable {
     }
 
     /// Every attribute name that is valid for this class, including store-managed dates.
+    /// Built once per class: every query checks each of its keys against it.
     public var knownAttributes: Set<String> {
+        switch self {
+        case .genericPassword: return Self.knownGenericPassword
+        case .internetPassword: return Self.knownInternetPassword
+        case .certificate: return Self.knownCertificate
+        case .key: return Self.knownKey
+        }
+    }
+
+    private static let knownGenericPassword = ItemClass.genericPassword.allAttributes
+    private static let knownInternetPassword = ItemClass.internetPassword.allAttributes
+    private static let knownCertificate = ItemClass.certificate.allAttributes
+    private static let knownKey = ItemClass.key.allAttributes
+
+    private var allAttributes: Set<String> {
         otherAttributes.union(primaryKey).union(["agrp", "sync", "pdmn", "cdat", "mdat", "accc"])
     }
 

@@ -120,11 +120,23 @@ extension Vault {
     ///   (`kSecUseAuthenticationUISkip`); otherwise they make the search errSecInteractionNotAllowed.
     public func copyMatching(_ query: Attributes, accessGroups: [String],
                              approved: Set<PersistentRef> = [], skipUnapproved: Bool = false) throws -> QueryResult {
+        var unused: [PersistentRef] = []
+        return try copyMatching(query, accessGroups: accessGroups, approved: approved, skipUnapproved: skipUnapproved,
+                                secretsReturned: &unused)
+    }
+
+    /// The same search; `secretsReturned` receives the references of the items whose secrets
+    /// the result holds (for the daemon's audit log).
+    public func copyMatching(_ query: Attributes, accessGroups: [String], approved: Set<PersistentRef> = [],
+                             skipUnapproved: Bool = false, secretsReturned: inout [PersistentRef]) throws -> QueryResult {
         let q = try ParsedQuery(query, operation: .search)
         return try mutex.withLock {
             let matches = try search(q, accessGroups: accessGroups, needSecret: q.returns.data, limit: q.maximumCount,
                                      approved: approved, skipUnapproved: skipUnapproved)
             guard q.returns.any else { return .none }
+            if q.returns.data {
+                secretsReturned = matches.map { PersistentRef(itemClass: $0.stored.itemClass, uuid: $0.stored.uuid) }
+            }
             let values = try matches.map { try shape($0, returns: q.returns) }
             return q.returnsArray ? .array(values) : .value(values[0])
         }

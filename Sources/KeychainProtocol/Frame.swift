@@ -47,10 +47,19 @@ public enum Frame {
         guard got == 4 else { throw KeychainStatus.io }
         let length = header.reduce(0) { $0 << 8 | Int($1) }
         guard length <= maximumLength else { throw KeychainStatus.decode }
-        // The buffer grows with the bytes that arrive, never ahead of them: a peer that announces
-        // 64 MiB and sends nothing costs one small page, not 64 MiB of locked memory.
-        var payload = try mapAllocationFailure { try SecureBytes(count: min(length, initialCapacity)) }
-        var filled = try payload.withUnsafeMutableBytes { try readAll($0, fd) }
+        return try readPayload(length: length, from: fd, prefix: UnsafeRawBufferPointer(start: nil, count: 0))
+    }
+
+    /// Reads a payload of `length` bytes whose first bytes (`prefix`) have already arrived.
+    /// The buffer grows with the bytes that arrive, never ahead of them: a peer that announces
+    /// the largest frame and sends nothing costs one small buffer, not 17 MiB of locked memory.
+    static func readPayload(length: Int, from fd: Int32, prefix: UnsafeRawBufferPointer) throws -> SecureBytes {
+        var payload = try mapAllocationFailure { try SecureBytes(count: min(length, max(initialCapacity, prefix.count))) }
+        if prefix.count > 0 {
+            payload.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: prefix.baseAddress!, byteCount: prefix.count) }
+        }
+        var filled = prefix.count
+        filled += try payload.withUnsafeMutableBytes { try readAll(UnsafeMutableRawBufferPointer(rebasing: $0[filled...]), fd) }
         while filled < length {
             guard filled == payload.count else { throw KeychainStatus.io }
             let bigger = try mapAllocationFailure { try SecureBytes(count: min(length, payload.count * 4)) }
@@ -80,7 +89,7 @@ public enum Frame {
     }
 
     /// Reads until the buffer is full or the stream ends; returns the bytes read.
-    private static func readAll(_ buf: UnsafeMutableRawBufferPointer, _ fd: Int32) throws -> Int {
+    static func readAll(_ buf: UnsafeMutableRawBufferPointer, _ fd: Int32) throws -> Int {
         var done = 0
         while done < buf.count {
             let n = recv(fd, buf.baseAddress! + done, buf.count - done, 0)
@@ -92,5 +101,86 @@ public enum Frame {
             done += n
         }
         return done
+    }
+}
+
+/// Reads frames from one socket through a small guarded buffer: a whole small frame (most
+/// replies) costs one `recv` instead of one for the header and one for the payload. Bytes past
+/// a frame wait in the buffer for the next `read`. Used by one thread at a time.
+public final class FrameReader {
+    private let fd: Int32
+    /// A pool slot (`SecurePool`): small, guarded, no mapping of its own.
+    private let buffer: SecureBytes
+    private var start = 0
+    private var end = 0
+
+    /// - Throws: `KeychainStatus.allocate` without guarded memory for its buffer.
+    public init(fd: Int32) throws {
+        self.fd = fd
+        buffer = try mapAllocationFailure { try SecureBytes(count: 512) }
+    }
+
+    deinit { buffer.wipe() }
+
+    /// Reads one frame; nil at a clean end of stream.
+    /// - Throws: `KeychainStatus.io` on a short read, `.decode` for an over-long frame.
+    public func read() throws -> SecureBytes? {
+        while end - start < 4 {
+            if try fill() == 0 {
+                if end == start { return nil }
+                throw KeychainStatus.io
+            }
+        }
+        let length = buffer.withUnsafeBytes { b in (0..<4).reduce(0) { $0 << 8 | Int(b[start + $1]) } }
+        guard length <= Frame.maximumLength else { throw KeychainStatus.decode }
+        consume(4)
+        if length <= buffer.count {
+            while end - start < length {
+                if try fill() == 0 { throw KeychainStatus.io }
+            }
+            let payload = try buffer.withUnsafeBytes { b in
+                try mapAllocationFailure { try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: b[start..<start + length])) }
+            }
+            consume(length)
+            return payload
+        }
+        // A large frame: what arrived goes first, the rest straight into the frame's buffer.
+        let have = end - start
+        let payload = try buffer.withUnsafeBytes {
+            try Frame.readPayload(length: length, from: fd, prefix: UnsafeRawBufferPointer(rebasing: $0[start..<end]))
+        }
+        consume(have)
+        return payload
+    }
+
+    /// Receives what the socket has into the free end of the buffer, moving unread bytes to
+    /// the front first (so a frame that fits the buffer always has room); returns the bytes
+    /// received (0 at the end of the stream).
+    private func fill() throws -> Int {
+        if start > 0 {
+            let unread = end - start
+            buffer.withUnsafeMutableBytes { b in
+                if unread > 0 { b.baseAddress!.copyMemory(from: b.baseAddress! + start, byteCount: unread) }
+                wipeMemory(UnsafeMutableRawBufferPointer(rebasing: b[unread..<end]))
+            }
+            start = 0
+            end = unread
+        }
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + end, $0.count - end, 0) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw KeychainStatus.io
+            }
+            end += n
+            return n
+        }
+    }
+
+    /// Drops `n` bytes from the front, wiping them.
+    private func consume(_ n: Int) {
+        buffer.withUnsafeMutableBytes { wipeMemory(UnsafeMutableRawBufferPointer(rebasing: $0[start..<start + n])) }
+        start += n
+        if start == end { start = 0; end = 0 }
     }
 }

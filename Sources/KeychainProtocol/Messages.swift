@@ -75,7 +75,8 @@ public struct Request {
         w.u8(UInt8(secrets.count))
         for s in secrets { s.withUnsafeBytes { w.lengthPrefixed($0) } }
         defer { wipeBytes(&w.bytes) }
-        return try mapAllocationFailure { try SecureBytes(copying: w.bytes) }
+        // One memcpy, not an element-wise copy.
+        return try mapAllocationFailure { try w.bytes.withUnsafeBytes { try SecureBytes(copying: $0) } }
     }
 
     /// Decodes a payload. - Throws: `badReq` for another protocol version, `decode` when malformed.
@@ -140,7 +141,8 @@ public struct Response {
         }
         AttributeCoding.write(info, into: &w)
         defer { wipeBytes(&w.bytes) }
-        return try mapAllocationFailure { try SecureBytes(copying: w.bytes) }
+        // One memcpy, not an element-wise copy.
+        return try mapAllocationFailure { try w.bytes.withUnsafeBytes { try SecureBytes(copying: $0) } }
     }
 
     /// The exact size of `encoded()`.

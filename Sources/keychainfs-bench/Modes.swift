@@ -4,6 +4,7 @@
 //                           [--group G] [--batch B] [--start K] [--finds F]
 //   keychainfs-bench socket --vault PATH --service S (--account A | --accounts N [--prefix P]
 //                           [--per-service M]) [--clients C] [--seconds T]
+//   keychainfs-bench idle   --vault PATH [--connections N] [--seconds T] [--partial]
 //
 // `fill` opens a vault file that no daemon is serving, unlocks it with the passphrase on standard
 // input (one line) and adds N WhenUnlocked generic passwords `S`/`P0`..`P(N-1)` (32-byte secrets)
@@ -18,7 +19,9 @@
 // connection (`DaemonClient.connect`), send `copyMatching` requests with `r_Data` for T seconds
 // (a fixed account, or one drawn at random from P0..P(N-1)) and check each answer's 32 bytes.
 //
-// Both print one `key=value` line on standard output for the script; progress goes to stderr.
+// `idle` (IdleMode.swift) opens N connections and holds them for T seconds, for the load test.
+//
+// Each prints one `key=value` line on standard output for the script; progress goes to stderr.
 import Glibc
 import KeychainClient
 import KeychainCore
@@ -39,6 +42,8 @@ struct ModeOptions {
     var finds = 0
     var clients = 1
     var seconds = 3.0
+    var connections = 1000
+    var partial = false
 }
 
 func parseModeOptions(_ args: [String], usage: String) -> ModeOptions {
@@ -61,6 +66,8 @@ func parseModeOptions(_ args: [String], usage: String) -> ModeOptions {
             o.start = k
         case "--finds": o.finds = c.positive(a)
         case "--clients": o.clients = c.positive(a)
+        case "--connections": o.connections = c.positive(a)
+        case "--partial": o.partial = true
         case "--seconds":
             guard let s = Double(c.value(a)), s > 0 else { fail("--seconds: not a positive number") }
             o.seconds = s

@@ -180,6 +180,7 @@ let usage = """
     usage: keychainfs-bench [options]
            keychainfs-bench fill --help      (fill a vault file for bench/run.sh)
            keychainfs-bench socket --help    (lookups per second through a running daemon)
+           keychainfs-bench idle --help      (hold many idle connections to a running daemon)
 
     Fills a vault to each size N with generic passwords (Vault.addAll, in batches) and reports:
     batched and single-add throughput, find-by-primary-key rates (hits with r_Data, misses),
@@ -526,5 +527,6 @@ switch CommandLine.arguments.dropFirst().first {
 case "fill": fillMode(Array(CommandLine.arguments.dropFirst(2)))
 case "socket": socketMode(Array(CommandLine.arguments.dropFirst(2)))
 case "secitem": secitemMode(Array(CommandLine.arguments.dropFirst(2)))
+case "idle": idleMode(Array(CommandLine.arguments.dropFirst(2)))
 default: run()
 }

@@ -44,6 +44,7 @@ final class ConnectionServer: @unchecked Sendable {
     let quotas: Quotas
     let limits: ServerLimits
     private let slow: SlowLane
+    private let turns = Turns()
     private let connections = Mutex<[UInt64: Connection]>([:])
     private let nextID = Atomic<UInt64>(16)
     /// Kept open so that, out of descriptors, a connection can still be accepted and closed
@@ -152,7 +153,7 @@ final class ConnectionServer: @unchecked Sendable {
                 if event.events & EPOLLOUT.rawValue != 0 {
                     afterSend(connection, connection.continueSending(quotas: quotas), scratch: scratch)
                 } else {
-                    serve(connection, scratch: scratch)
+                    serveInTurn(connection, scratch: scratch)
                 }
             }
         }
@@ -194,6 +195,16 @@ final class ConnectionServer: @unchecked Sendable {
             }.map(\.fd)
         }
         for fd in late { Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    /// Serves a readable connection, one request at a time per uid other than the owner and
+    /// root (`Turns`); a connection whose uid is mid-turn is served when the turn comes to it.
+    private func serveInTurn(_ connection: Connection, scratch: WorkerScratch) {
+        let uid = connection.caller.uid
+        if limits.isPrivileged(uid: uid) { return serve(connection, scratch: scratch) }
+        guard turns.begin(connection) else { return }
+        serve(connection, scratch: scratch)
+        if let next = turns.end(uid: uid) { rearm(next.fd, id: next.id, events: EPOLLIN.rawValue) }
     }
 
     /// Reads from a connection that became readable, and answers each complete frame.
