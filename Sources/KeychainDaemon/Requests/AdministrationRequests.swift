@@ -6,8 +6,10 @@ import KeychainProtocol
 
 /// The vault's own operations: ping, info, lock and unlock, passphrase and settings, the audit
 /// log, integrity checks, watchers, backups and stop.
-extension Daemon {
-    func administrationRequest(_ request: Request, caller: CallerIdentity) throws -> Reply {
+struct AdministrationRequests: RequestFamily {
+    let daemon: Daemon
+
+    func respond(_ request: Request, caller: CallerIdentity) throws -> Reply {
         switch request.operation {
         case .ping:
             return Reply(response: Response(info: ["protocol": .number(Int64(WireProtocol.version)), "pid": .number(Int64(getpid()))]))
@@ -16,7 +18,7 @@ extension Daemon {
         case .unlock:
             try unlock(request.secrets[0], caller: caller)
         case .lock:
-            lockEverywhere(by: caller)
+            daemon.lockEverywhere(by: caller)
             log("locked by \(who(caller))")
         case .changePassphrase:
             return Reply(response: try changePassphrase(request, caller: caller))
@@ -24,10 +26,10 @@ extension Daemon {
             try setSettings(request.options)
         case .stop:
             try? audit("stop", caller)  // a stop stops whether or not its line can be written
-            try? auditLog?.sync()
+            try? daemon.auditLog?.sync()
             return Reply(response: Response(), after: .stop)
         case .audit:
-            guard let log = auditLog else { throw KeychainStatus.interactionNotAllowed }
+            guard let log = daemon.auditLog else { throw KeychainStatus.interactionNotAllowed }
             if request.options["verify"]?.isTrue == true {
                 let (lines, bad) = log.verify()
                 var info: Attributes = ["lines": .number(Int64(lines))]
@@ -39,12 +41,12 @@ extension Daemon {
             return Reply(response: Response(info: try verify(caller: caller)))
         case .watch:
             // Anyone entitled to a group may watch; only administrators see names.
-            guard events.hasRoom(for: caller, administrator: isAdministrator(caller)) else { throw KeychainStatus.allocate }
+            guard daemon.events.hasRoom(for: caller, administrator: isAdministrator(caller)) else { throw KeychainStatus.allocate }
             return Reply(response: Response(info: ["names": .bool(isAdministrator(caller))]), after: .watch)
         case .export:
-            return Reply(response: try exportBackup(request, caller: caller, log: log))
+            return Reply(response: try daemon.exportBackup(request, caller: caller, log: daemon.log))
         default:
-            let r = try importBackup(request, caller: caller, log: log)
+            let r = try daemon.importBackup(request, caller: caller, log: daemon.log)
             itemsChanged(ChangeEvent(kind: "update"))
             return Reply(response: r)
         }
@@ -55,10 +57,10 @@ extension Daemon {
     /// waits in the slow workers' queue, holding no thread; one check runs at a time, and the
     /// delay is checked again inside, for attempts of the same user that waited together.
     private func withBackOff<R>(for caller: CallerIdentity, _ body: () throws -> R) throws -> R {
-        let wait = try lockout.remainingDelayMicros(uid: caller.uid)
+        let wait = try daemon.lockout.remainingDelayMicros(uid: caller.uid)
         if wait > 0 { throw Deferral.retry(at: monotonicSeconds() + Double(wait) / 1e6) }
-        return try unlockSerializer.withLock { _ in
-            let again = try lockout.remainingDelayMicros(uid: caller.uid)
+        return try daemon.unlockSerializer.withLock { _ in
+            let again = try daemon.lockout.remainingDelayMicros(uid: caller.uid)
             if again > 0 { throw Deferral.retry(at: monotonicSeconds() + Double(again) / 1e6) }
             return try body()
         }
@@ -68,7 +70,7 @@ extension Daemon {
         try withBackOff(for: caller) {
             // Counted as a failure before the check: an attempt that cannot be recorded is not checked.
             do {
-                try lockout.recordAttempt(uid: caller.uid)
+                try daemon.lockout.recordAttempt(uid: caller.uid)
             } catch {
                 log("unlock refused for \(who(caller)): the back-off record cannot be written (\(error))")
                 throw error
@@ -76,30 +78,30 @@ extension Daemon {
             do {
                 try vault.unlock(passphrase: passphrase)
             } catch KeychainStatus.authFailed {
-                try? lockout.markFailed(uid: caller.uid)
+                try? daemon.lockout.markFailed(uid: caller.uid)
                 try? audit("unlock-failed", caller)  // the failure is counted either way
                 log("unlock failed for \(who(caller))")
                 throw KeychainStatus.authFailed
             }
             do {
-                try lockout.reset(uid: caller.uid)
+                try daemon.lockout.reset(uid: caller.uid)
             } catch {
                 log("the back-off count of \(who(caller)) cannot be cleared (\(error)): it stays")
             }
-            state.withLock {
+            daemon.state.withLock {
                 $0.lastActivity = monotonicSeconds()
                 if $0.groupTable.groups.isEmpty, let t = try? AccessGroupTable.load(from: vault) { $0.groupTable = t }
             }
-            openAuditLog()
+            daemon.openAuditLog()
             do {
                 try audit("unlock", caller)
             } catch {
                 // An unlock the log cannot show does not stand.
-                lockEverywhere(by: caller, trigger: "unlock-not-logged")
+                daemon.lockEverywhere(by: caller, trigger: "unlock-not-logged")
                 log("unlock by \(who(caller)) undone: its audit line cannot be written (\(error))")
                 throw error
             }
-            events.publish(ChangeEvent(kind: "unlock"))
+            daemon.events.publish(ChangeEvent(kind: "unlock"))
             log("unlocked by \(who(caller))")
         }
     }
@@ -113,15 +115,15 @@ extension Daemon {
         // The old passphrase is a guess like any unlock: the same back-off applies, and the
         // attempt is recorded before it is checked.
         let removed = try withBackOff(for: caller) { () -> Int in
-            try lockout.recordAttempt(uid: caller.uid)
+            try daemon.lockout.recordAttempt(uid: caller.uid)
             do {
                 let n = try auditedChange("passphrase-changed", caller) {
                     try vault.changePassphrase(from: request.secrets[0], to: request.secrets[1], kdf: kdf)
                 }
-                try? lockout.reset(uid: caller.uid)  // if this fails, the count stays: later attempts wait longer
+                try? daemon.lockout.reset(uid: caller.uid)  // if this fails, the count stays: later attempts wait longer
                 return n
             } catch KeychainStatus.authFailed {
-                try? lockout.markFailed(uid: caller.uid)
+                try? daemon.lockout.markFailed(uid: caller.uid)
                 throw KeychainStatus.authFailed
             }
         }
@@ -147,7 +149,7 @@ extension Daemon {
         }
         if let t = timeout {
             try vault.setSetting("lock-timeout", Array(String(t).utf8))
-            state.withLock { $0.idleTimeout = t; $0.lastActivity = monotonicSeconds() }
+            daemon.state.withLock { $0.idleTimeout = t; $0.lastActivity = monotonicSeconds() }
         }
         if let program { try vault.setSetting("approval-program", Array(program.utf8)) }
         if let n = approvalTimeout { try vault.setSetting("approval-timeout", Array(String(n).utf8)) }
@@ -159,7 +161,7 @@ extension Daemon {
         var info: Attributes = ["checked": .number(Int64(report.checked)), "locked": .number(Int64(report.locked)),
                                 "other-device": .number(Int64(report.otherDevice)),
                                 "damaged": .string(report.damaged.joined(separator: "\n"))]
-        if let log = auditLog {
+        if let log = daemon.auditLog {
             let (lines, bad) = log.verify()
             info["audit-lines"] = .number(Int64(lines))
             if let bad { info["audit-first-bad"] = .number(Int64(bad)) }
@@ -174,9 +176,9 @@ extension Daemon {
             return ["state": .string(vault.lockState.rawValue), "pid": .number(Int64(getpid())), "groups": .string("")]
         }
         let i = try vault.info()
-        let (timeout, idle) = state.withLock { ($0.idleTimeout, monotonicSeconds() - $0.lastActivity) }
+        let (timeout, idle) = daemon.state.withLock { ($0.idleTimeout, monotonicSeconds() - $0.lastActivity) }
         var out: Attributes = [
-            "path": .string(vaultPath), "state": .string(i.lockState.rawValue),
+            "path": .string(daemon.vaultPath), "state": .string(i.lockState.rawValue),
             "passphrase": .bool(i.hasPassphrase), "format": .number(Int64(i.formatVersion)),
             "kdf-ops": .number(Int64(i.kdf.opsLimit)), "kdf-mem": .number(Int64(i.kdf.memLimit)),
             "items": .number(Int64(i.itemCount)), "other-device": .number(Int64(i.itemsBoundToOtherDevice)),
@@ -186,9 +188,9 @@ extension Daemon {
         for p in ProtectionClass.allCases { out["count." + p.rawValue] = .number(Int64(i.itemsByProtection[p] ?? 0)) }
         if timeout > 0 && i.lockState == .unlocked { out["locks-in"] = .number(Int64(max(0, Double(timeout) - idle))) }
         if isAdministrator(caller) {
-            let current = state.withLock { $0.mounts.filter { !$0.hasEnded } }
+            let current = daemon.state.withLock { $0.mounts.filter { !$0.hasEnded } }
             out["mounts"] = .string(current.map { "\($0.mountpoint) (\($0.options.description))" }.joined(separator: "\n"))
-            if let (line, chain) = auditLog?.headLine() {
+            if let (line, chain) = daemon.auditLog?.headLine() {
                 out["audit-lines"] = .number(line)
                 out["audit-head"] = .string(chain)
             }

@@ -16,14 +16,14 @@ extension Daemon: RequestHandling {
             try authorize(OperationRule.of(request.operation).right, caller)
             switch request.operation {
             case .add, .copyMatching, .update, .delete:
-                return Reply(response: try itemRequest(request, caller: caller, onSlowWorker: onSlowWorker))
+                return Reply(response: try ItemRequests(daemon: self).respond(request, caller: caller, onSlowWorker: onSlowWorker))
             case .groupAdd, .groupSet, .groupRemove, .groupList:
-                return Reply(response: try groupRequest(request, caller: caller))
+                return Reply(response: try GroupRequests(daemon: self).respond(request, caller: caller))
             case .mount, .unmount:
-                return Reply(response: try mountRequest(request, caller: caller))
+                return Reply(response: try MountRequests(daemon: self).respond(request, caller: caller))
             case .ping, .info, .unlock, .lock, .changePassphrase, .setSettings, .stop, .audit, .verify, .watch,
                  .export, .import:
-                return try administrationRequest(request, caller: caller)
+                return try AdministrationRequests(daemon: self).respond(request, caller: caller)
             }
         } catch let deferral as Deferral {
             throw deferral

@@ -3,10 +3,12 @@ import KeychainCore
 import KeychainProtocol
 
 /// group add, set, remove and list: the access groups and their owner/group/mode.
-extension Daemon {
-    func groupRequest(_ request: Request, caller: CallerIdentity) throws -> Response {
+struct GroupRequests: RequestFamily {
+    let daemon: Daemon
+
+    func respond(_ request: Request, caller: CallerIdentity) throws -> Response {
         if request.operation == .groupList {
-            let visible = state.withLock { $0.groupTable.groups }.filter { isAdministrator(caller) || $0.entitles(caller) }
+            let visible = daemon.state.withLock { $0.groupTable.groups }.filter { isAdministrator(caller) || $0.entitles(caller) }
             return Response(result: .array(visible.map { .item(FoundItem(attributes: $0.record, secret: nil, persistentRef: nil)) }))
         }
         try auditedChange("groups-changed", caller, "\(request.operation)") { try changeGroups(request) }
@@ -18,13 +20,13 @@ extension Daemon {
     private func changeGroups(_ request: Request) throws {
         guard case .string(let name)? = request.options["name"], SettingLimits.groupNameBytes.contains(name.utf8.count)
         else { throw KeychainStatus.param }
-        // Read, changed and saved under the state's lock, so two changes cannot lose one.
-        try state.withLock { s in
+        // Read, changed and saved under the daemon.state's lock, so two changes cannot lose one.
+        try daemon.state.withLock { s in
             var table = s.groupTable
             switch request.operation {
             case .groupAdd:
                 guard table.group(named: name) == nil else { throw KeychainStatus.duplicateItem }
-                var g = AccessGroup(name: name, owner: ownerUID, gid: ownerGID)
+                var g = AccessGroup(name: name, owner: daemon.ownerUID, gid: daemon.ownerGID)
                 try apply(request.options, to: &g)
                 table.groups.append(g)
             case .groupSet:

@@ -4,8 +4,10 @@ import KeychainCrypto
 import KeychainProtocol
 
 /// add, copyMatching, update and delete: Apple's SecItem calls over the caller's groups.
-extension Daemon {
-    func itemRequest(_ request: Request, caller: CallerIdentity, onSlowWorker: Bool) throws -> Response {
+struct ItemRequests: RequestFamily {
+    let daemon: Daemon
+
+    func respond(_ request: Request, caller: CallerIdentity, onSlowWorker: Bool) throws -> Response {
         switch request.operation {
         case .add:
             let writable = writableGroups(caller)
@@ -61,7 +63,7 @@ extension Daemon {
         // Each secret returned, by item: a process that asks for its secret on every request
         // gets one line for the first read and a count per second after it, as file opens do.
         // No line, no secret: a read whose line cannot be written is refused.
-        for ref in read { try auditRepeatable("read", caller: caller, item: ref) }
+        for ref in read { try daemon.auditRepeatable("read", caller: caller, item: ref) }
         return result
     }
 
@@ -92,7 +94,7 @@ extension Daemon {
         }
         var approved = Set<PersistentRef>()
         for (ref, label, control) in gated {
-            let status = approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault, settings: settings)
+            let status = daemon.approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault, settings: settings)
             try audit(status == .success ? "presence-approved" : "presence-denied", caller: caller, item: ref)
             if status == .interactionNotAllowed { return approved }  // no program: the engine refuses
             guard status == .success else { throw status }

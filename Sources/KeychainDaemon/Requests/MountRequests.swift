@@ -5,11 +5,13 @@ import KeychainFS
 import KeychainProtocol
 
 /// mount and unmount: FUSE mounts the daemon serves.
-extension Daemon {
-    func mountRequest(_ request: Request, caller: CallerIdentity) throws -> Response {
+struct MountRequests: RequestFamily {
+    let daemon: Daemon
+
+    func respond(_ request: Request, caller: CallerIdentity) throws -> Response {
         guard case .string(let point)? = request.options["mountpoint"] else { throw KeychainStatus.param }
         if request.operation == .unmount {
-            guard let server = state.withLock({ s -> MountServer? in
+            guard let server = daemon.state.withLock({ s -> MountServer? in
                 guard let i = s.mounts.firstIndex(where: { $0.mountpoint == point }) else { return nil }
                 return s.mounts.remove(at: i)
             }) else { throw KeychainStatus.itemNotFound }
@@ -22,14 +24,14 @@ extension Daemon {
         var st = stat()
         guard stat(point, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { throw KeychainStatus.param }
         // Mounts that umount(8) ended are forgotten first.
-        let taken = state.withLock { s in
+        let taken = daemon.state.withLock { s in
             s.mounts.removeAll { $0.hasEnded }
             return s.mounts.contains { $0.mountpoint == point }
         }
         guard !taken else { throw KeychainStatus.duplicateItem }
-        let server = MountServer(mountpoint: point, options: options, vault: vault, policy: self)
+        let server = MountServer(mountpoint: point, options: options, vault: vault, policy: daemon)
         try server.start()
-        state.withLock { $0.mounts.append(server) }
+        daemon.state.withLock { $0.mounts.append(server) }
         try? audit("mount", caller, options.description)  // every open through it is logged or refused
         log("mounted at \(point) (\(options.description)) by \(who(caller))")
         return Response()
