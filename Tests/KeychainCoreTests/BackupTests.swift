@@ -7,6 +7,9 @@ import XCTest
 /// that any damage, reordering or wrong passphrase imports nothing.
 final class BackupTests: XCTestCase {
     var scratch: Scratch!
+
+    // XCTest keeps every test case alive to the end of the run: the scratch directory goes now.
+    override func tearDown() { scratch = nil }
     let backupPass = "backup pass phrase"
 
     override func setUpWithError() throws { scratch = try Scratch() }

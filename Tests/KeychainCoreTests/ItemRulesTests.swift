@@ -5,6 +5,9 @@ import XCTest
 /// PRODUCT 2: classes, primary keys, protection classes, attribute normalisation.
 final class ItemRulesTests: XCTestCase {
     var scratch: Scratch!
+
+    // XCTest keeps every test case alive to the end of the run: the scratch directory goes now.
+    override func tearDown() { scratch = nil }
     var vault: Vault!
 
     override func setUpWithError() throws {

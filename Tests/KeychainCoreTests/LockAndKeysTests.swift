@@ -7,6 +7,9 @@ import XCTest
 final class LockAndKeysTests: XCTestCase {
     var scratch: Scratch!
 
+    // XCTest keeps every test case alive to the end of the run: the scratch directory goes now.
+    override func tearDown() { scratch = nil }
+
     override func setUpWithError() throws { scratch = try Scratch() }
 
     /// One item per protection class, account = raw class value.

@@ -14,7 +14,10 @@ final class OutOfGuardedMemoryTests: XCTestCase {
         savedBudget = SecureBytes.budget
     }
 
-    override func tearDown() { SecureBytes.budget = savedBudget }
+    override func tearDown() {
+        SecureBytes.budget = savedBudget
+        scratch = nil  // XCTest keeps every test case alive to the end of the run
+    }
 
     /// Holds every free slot of every size class, with a budget that allows no new mapping.
     private func exhaustGuardedMemory() -> [SecureBytes] {

@@ -8,6 +8,9 @@ import XCTest
 final class StorageTests: XCTestCase {
     var scratch: Scratch!
 
+    // XCTest keeps every test case alive to the end of the run: the scratch directory goes now.
+    override func tearDown() { scratch = nil }
+
     override func setUpWithError() throws { scratch = try Scratch() }
 
     func fileBytes(_ path: String) -> [UInt8] {

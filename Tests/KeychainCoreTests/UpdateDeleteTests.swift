@@ -5,6 +5,9 @@ import XCTest
 /// PRODUCT 3: SecItemUpdate and SecItemDelete rules.
 final class UpdateDeleteTests: XCTestCase {
     var scratch: Scratch!
+
+    // XCTest keeps every test case alive to the end of the run: the scratch directory goes now.
+    override func tearDown() { scratch = nil }
     var vault: Vault!
 
     override func setUpWithError() throws {
