@@ -47,6 +47,21 @@ final class Connection: @unchecked Sendable {
         deadline.store(Self.nowMillis() + Int64(deadlineSeconds * 1000), ordering: .relaxed)
     }
 
+    /// Consecutive replies after which the next request did not come while the event thread
+    /// waited awake; after a few, the connection sleeps in epoll for a while before trying again.
+    var awakeMisses = 0
+    private var repliesSinceMiss = 0
+
+    /// Whether to wait awake for this connection's next request after this reply.
+    var keepsAwake: Bool {
+        guard awakeMisses >= 2 else { return true }
+        repliesSinceMiss += 1
+        if repliesSinceMiss < 64 { return false }
+        repliesSinceMiss = 0
+        awakeMisses = 0  // try again: the client may have become a loop
+        return true
+    }
+
     /// True when bytes sent ahead of the last reply wait to be read.
     var hasUnread: Bool { unread != nil }
 

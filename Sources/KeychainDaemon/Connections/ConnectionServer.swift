@@ -132,7 +132,7 @@ final class ConnectionServer: @unchecked Sendable {
 
     private func eventLoop() {
         defer { running.subtract(1, ordering: .releasing) }
-        guard let scratch = try? WorkerScratch() else { return }
+        guard let scratch = try? WorkerScratch(onEventThread: true) else { return }
         var event = epoll_event()
         while true {
             let n = epoll_wait(epoll, &event, 1, -1)
@@ -155,6 +155,32 @@ final class ConnectionServer: @unchecked Sendable {
                 } else {
                     serveInTurn(connection, scratch: scratch)
                 }
+                // A connection answered on this thread may be kept awake for its next request.
+                while let next = scratch.awake {
+                    scratch.awake = nil
+                    serveAwake(next, scratch: scratch)
+                }
+            }
+        }
+    }
+
+    /// Waits a moment, awake, for the next request of a connection just answered, before
+    /// handing it back to epoll. A client in a loop sends its next request within microseconds
+    /// of the reply, and on a virtual machine waking a sleeping thread costs more than the
+    /// wait. The window adapts: a connection whose request did not come in time is put back to
+    /// sleep at once for its next few replies (`Connection.awakeMisses`).
+    private func serveAwake(_ connection: Connection, scratch: WorkerScratch) {
+        let until = monotonicSeconds() + Double(limits.awakeMicros) / 1e6
+        while true {
+            switch connection.receive(into: scratch.bytes, quotas: quotas) {
+            case .closed: return drop(connection)
+            case .frame(let frame):
+                connection.awakeMisses = 0
+                return answer(frame, on: connection, onSlowWorker: false, scratch: scratch)
+            case .wouldBlock:
+                if monotonicSeconds() < until { continue }
+                connection.awakeMisses += 1
+                return rearm(connection.fd, id: connection.id, events: EPOLLIN.rawValue)
             }
         }
     }
@@ -307,7 +333,12 @@ final class ConnectionServer: @unchecked Sendable {
         case .done:
             // Bytes the client sent ahead are answered now: the socket will not signal them again.
             if connection.hasUnread, let scratch { serve(connection, scratch: scratch) }
-            else { rearm(connection.fd, id: connection.id, events: EPOLLIN.rawValue) }
+            else if let scratch, scratch.onEventThread, limits.awakeMicros > 0, limits.isPrivileged(uid: connection.caller.uid),
+                    connection.keepsAwake {
+                scratch.awake = connection  // the event loop waits for its next request (`serveAwake`)
+            } else {
+                rearm(connection.fd, id: connection.id, events: EPOLLIN.rawValue)
+            }
         }
     }
 

@@ -17,6 +17,9 @@ struct ServerLimits: Sendable {
     var slowRequestsPerUID = 8
     /// Seconds a frame may take from its first byte to its last, and a reply to be taken.
     var frameDeadline = 10.0
+    /// Microseconds an event thread waits awake for the owner's or root's next request on a
+    /// connection it just answered (0: never). Other uids' connections always go back to epoll.
+    var awakeMicros = 60
     /// Threads that wait for the sockets and answer the fast requests.
     var eventThreads = 4
     /// Workers for slow requests: shared by every uid (one running per uid at a time), and

@@ -104,8 +104,15 @@ final class SlowLane: @unchecked Sendable {
 final class WorkerScratch {
     static let size = 64 << 10
     let bytes: SecureBytes
+    /// An event thread's, which may keep a connection awake for its next request.
+    let onEventThread: Bool
+    /// The connection this event thread waits for next, awake (`ConnectionServer.serveAwake`).
+    var awake: Connection?
 
-    init() throws { bytes = try SecureBytes(count: WorkerScratch.size) }
+    init(onEventThread: Bool = false) throws {
+        self.onEventThread = onEventThread
+        bytes = try SecureBytes(count: WorkerScratch.size)
+    }
 }
 
 /// Starts a detached thread that runs `body` (the daemon's threads live as long as it does).
