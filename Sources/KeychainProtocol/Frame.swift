@@ -166,43 +166,15 @@ public final class FrameReader {
             start = 0
             end = unread
         }
-        // A reply usually comes within tens of microseconds: waiting for it awake saves the
-        // wake-up of a sleeping thread, which on a virtual machine costs more. Given up for a
-        // while when replies keep coming later than that (a busy daemon).
-        var awakeUntil = awakeMisses < 2 ? monotonicMicros() + Self.awakeMicros : 0
-        if awakeMisses >= 2 {
-            sleepingReplies += 1
-            if sleepingReplies >= 64 { sleepingReplies = 0; awakeMisses = 0 }
-        }
         while true {
-            let flags = awakeUntil > 0 ? Int32(MSG_DONTWAIT) : 0
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + end, $0.count - end, flags) }
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + end, $0.count - end, 0) }
             if n < 0 {
                 if errno == EINTR { continue }
-                if errno == EAGAIN || errno == EWOULDBLOCK {
-                    if monotonicMicros() >= awakeUntil {
-                        awakeMisses += 1
-                        awakeUntil = 0
-                    }
-                    continue
-                }
                 throw KeychainStatus.io
             }
-            if awakeUntil > 0 { awakeMisses = 0 }
             end += n
             return n
         }
-    }
-
-    /// Microseconds a reader waits awake for a reply before it sleeps in `recv`.
-    static let awakeMicros: Int64 = 60
-    private var awakeMisses = 0
-    private var sleepingReplies = 0
-
-    private func monotonicMicros() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
     }
 
     /// Drops `n` bytes from the front, wiping them.
