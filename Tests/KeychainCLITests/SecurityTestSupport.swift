@@ -5,12 +5,20 @@ import XCTest
 /// process through `KEYCHAINFS_SOCKET`, so every class points it at its own daemon's socket.
 class SecurityTestCase: XCTestCase {
     nonisolated(unsafe) static var harness: CLIHarness?
+    /// The process's `KEYCHAINFS_*` variables before this class set its own, restored after it:
+    /// later tests' children (mount(8), helpers) must not inherit a removed harness's paths.
+    nonisolated(unsafe) static var savedEnvironment: [String: String?] = [:]
 
     override class func setUp() {
         super.setUp()
         guard let h = try? CLIHarness() else { return }
         harness = h
         _ = try? h.createVault()
+        let current = ProcessInfo.processInfo.environment
+        savedEnvironment = [:]
+        for k in Set(h.environment.keys.filter { $0.hasPrefix("KEYCHAINFS_") } + ["KEYCHAINFS_SOCKET"]) {
+            savedEnvironment[k] = .some(current[k])
+        }
         // The module reads these on its first call; the CLI's runtime dir decides the socket.
         for (k, v) in h.environment where k.hasPrefix("KEYCHAINFS_") { setenv(k, v, 1) }
         if let status = try? h.run(["status", "--json"]).stdout,
@@ -24,6 +32,10 @@ class SecurityTestCase: XCTestCase {
     override class func tearDown() {
         harness?.tearDown()
         harness = nil
+        for (k, v) in savedEnvironment {
+            if let v { setenv(k, v, 1) } else { unsetenv(k) }
+        }
+        savedEnvironment = [:]
         super.tearDown()
     }
 
