@@ -95,8 +95,13 @@ public final class Daemon: @unchecked Sendable {
             log("cannot start the connection loop: \(error)")
             return KeychainStatus.io.exitCode
         }
+        do {
+            try server.start()
+        } catch {
+            log("cannot start the daemon's threads")
+            return KeychainStatus.internalComponent.exitCode
+        }
         installTriggers()
-        server.start()
         log("serving \(vaultPath) at \(socketPath) (pid \(getpid()))")
         notifyReady()
         server.wait()  // the daemon ends with `exit` (stop, SIGTERM, SIGINT)

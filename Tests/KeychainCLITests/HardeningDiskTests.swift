@@ -18,14 +18,9 @@ final class HardeningDiskTests: MountTestCase {
         }
         if let tmpfs {
             if umount2(tmpfs, 0) != 0 { umount2(tmpfs, Int32(MNT_DETACH)) }
-            if isTmpfs(tmpfs) { XCTFail("\(tmpfs) is still mounted") }
+            if isMountPoint(tmpfs) { XCTFail("\(tmpfs) is still mounted") }
         }
         super.tearDown()
-    }
-
-    private func isTmpfs(_ point: String) -> Bool {
-        let mounts = (try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? ""
-        return mounts.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().first.map(String.init) == point }
     }
 
     func testFullDiskGivesClearErrorAndLosesNothing() throws {

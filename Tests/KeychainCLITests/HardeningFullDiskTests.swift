@@ -17,14 +17,9 @@ final class HardeningFullDiskTests: MountTestCase {
         }
         for point in tmpfs.reversed() {
             if umount2(point, 0) != 0 { umount2(point, Int32(MNT_DETACH)) }
-            if isTmpfs(point) { XCTFail("\(point) is still mounted") }
+            if isMountPoint(point) { XCTFail("\(point) is still mounted") }
         }
         super.tearDown()
-    }
-
-    private func isTmpfs(_ point: String) -> Bool {
-        let mounts = (try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? ""
-        return mounts.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().first.map(String.init) == point }
     }
 
     /// A fresh tmpfs of `size` (mode 0755, as a runtime directory must be) in the scratch dir.

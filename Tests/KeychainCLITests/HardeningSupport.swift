@@ -330,3 +330,9 @@ func concurrently(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
     }
     group.wait()
 }
+
+/// True when `point` is a mount point now (a line of /proc/mounts names it).
+func isMountPoint(_ point: String) -> Bool {
+    let mounts = (try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? ""
+    return mounts.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().first.map(String.init) == point }
+}

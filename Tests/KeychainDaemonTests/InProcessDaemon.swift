@@ -33,7 +33,7 @@ final class InProcessDaemon {
         adjust(&limits)
         let listener = try UnixSocket.listen(at: dir + "/daemon.sock", mode: 0o600)
         server = try ConnectionServer(listener: listener, handler: daemon, limits: limits)
-        server.start()
+        try server.start()
     }
 
     func stop() {

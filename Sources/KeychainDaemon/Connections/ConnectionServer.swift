@@ -85,10 +85,17 @@ final class ConnectionServer: @unchecked Sendable {
         spare.withLock { $0 = open("/dev/null", O_RDONLY | O_CLOEXEC) }
     }
 
-    func start() {
-        slow.start()
-        running.store(limits.eventThreads, ordering: .releasing)
-        for i in 0..<limits.eventThreads { spawnThread("kcfs-event-\(i)") { [self] in eventLoop() } }
+    /// - Throws: `KeychainStatus.internalComponent` when a thread cannot be started: a daemon
+    /// with fewer threads than its limits promise does not serve.
+    func start() throws {
+        try slow.start()
+        for i in 0..<limits.eventThreads {
+            running.add(1, ordering: .releasing)
+            guard spawnThread("kcfs-event-\(i)", { [self] in eventLoop() }) else {
+                running.subtract(1, ordering: .releasing)
+                throw KeychainStatus.internalComponent
+            }
+        }
     }
 
     /// Blocks the calling thread for the daemon's life (it ends with `exit`).

@@ -1,6 +1,7 @@
 import CProcess
 import Glibc
 import KeychainAccess
+import KeychainCore
 import KeychainCrypto
 
 /// Workers for requests that wait: passphrase checks and their back-off, approval programs,
@@ -37,9 +38,14 @@ final class SlowLane: @unchecked Sendable {
         pthread_condattr_destroy(&attr)
     }
 
-    func start() {
-        for i in 0..<limits.slowWorkers { spawnThread("kcfs-slow-\(i)") { [self] in work(privilegedOnly: false) } }
-        for i in 0..<limits.privilegedSlowWorkers { spawnThread("kcfs-owner-\(i)") { [self] in work(privilegedOnly: true) } }
+    /// - Throws: `KeychainStatus.internalComponent` when a worker thread cannot be started.
+    func start() throws {
+        for i in 0..<limits.slowWorkers {
+            guard spawnThread("kcfs-slow-\(i)", { [self] in work(privilegedOnly: false) }) else { throw KeychainStatus.internalComponent }
+        }
+        for i in 0..<limits.privilegedSlowWorkers {
+            guard spawnThread("kcfs-owner-\(i)", { [self] in work(privilegedOnly: true) }) else { throw KeychainStatus.internalComponent }
+        }
     }
 
     func submit(_ task: Task) {
@@ -116,7 +122,9 @@ final class WorkerScratch {
 }
 
 /// Starts a detached thread that runs `body` (the daemon's threads live as long as it does).
-func spawnThread(_ name: String, _ body: @escaping () -> Void) {
+/// Returns false when the system refuses a thread.
+@discardableResult
+func spawnThread(_ name: String, _ body: @escaping () -> Void) -> Bool {
     final class Box { let body: () -> Void; init(_ b: @escaping () -> Void) { body = b } }
     let context = Unmanaged.passRetained(Box({ kcfs_name_thread(name); body() })).toOpaque()
     var thread = pthread_t()
@@ -127,7 +135,8 @@ func spawnThread(_ name: String, _ body: @escaping () -> Void) {
     }, context)
     guard rc == 0 else {
         Unmanaged<Box>.fromOpaque(context).release()
-        return
+        return false
     }
     pthread_detach(thread)
+    return true
 }
