@@ -193,7 +193,7 @@ final class BackgroundProcess {
 /// The attacker programs in Attackers/, run with /usr/bin/python3 as a test user.
 enum Attackers {
     static var directory: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Attackers").path
+        SharedCopies.reachable(URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Attackers").path)
     }
 
     /// Starts `script ARGS` as `user` with no supplementary groups (an outsider) or its own.

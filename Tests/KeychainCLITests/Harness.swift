@@ -30,8 +30,11 @@ final class CLIHarness {
         return String(cString: r)
     }
 
-    /// The built `keychainfs` next to the test bundle, or `$KEYCHAINFS_BIN`.
-    static var binary: String {
+    /// The built `keychainfs` next to the test bundle, or `$KEYCHAINFS_BIN`; a copy other users
+    /// can run when the checkout is private (`SharedCopies`), since tests run it as them.
+    static let binary: String = SharedCopies.reachable(builtBinary)
+
+    private static var builtBinary: String {
         if let b = ProcessInfo.processInfo.environment["KEYCHAINFS_BIN"] { return b }
         var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         for _ in 0..<4 {
@@ -39,7 +42,7 @@ final class CLIHarness {
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
             dir = dir.deletingLastPathComponent()
         }
-        return ".build/debug/keychainfs"
+        return FileManager.default.currentDirectoryPath + "/.build/debug/keychainfs"
     }
 
     /// The binary with every symlink resolved, as the daemon sees it in `/proc/PID/exe`.
