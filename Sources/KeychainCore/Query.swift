@@ -79,10 +79,16 @@ public struct ParsedQuery {
                 try addFilter(key, value)
             }
         }
-        if returns.ref && (itemClass == .genericPassword || itemClass == .internetPassword) && returns.count == 1 {
-            throw KeychainStatus.param  // passwords have no object reference
+        if returns.ref && (itemClass == .genericPassword || itemClass == .internetPassword) {
+            // Passwords have no object reference: asked alone it is a bad query; beside other
+            // return keys Apple ignores it and returns what the others ask for.
+            if returns.count == 1 { throw KeychainStatus.param }
+            returns.ref = false
         }
         if returns.ref { throw KeychainStatus.unimplemented }
+        // A persistent reference names one item, whatever its `sync`: the default "not
+        // synchronizable" filter does not apply unless the query sets `sync` itself.
+        if ref != nil && query["sync"] == nil { synchronizable = nil }
     }
 
     private mutating func addFilter(_ key: String, _ value: AttributeValue) throws {

@@ -27,3 +27,11 @@ public func CFErrorGetCode(_ error: CFError) -> CFIndex { error.code }
 public func CFErrorGetDomain(_ error: CFError) -> CFErrorDomain { error.domain as NSString }
 public func CFErrorCopyUserInfo(_ error: CFError) -> CFDictionary? { error.userInfo as NSDictionary }
 public func CFErrorCopyDescription(_ error: CFError) -> CFString? { error.localizedDescription as NSString }
+
+// On Apple's platforms an NSString in an `AnyHashable` hashes and compares as the Swift String
+// it holds, so `attributes[kSecAttrAccount]` finds the key "acct" in a `[AnyHashable: Any]` and
+// dictionaries holding kSec constants equal those holding the same strings. Foundation on Linux
+// lacks this; without it keychain code cast to `[AnyHashable: Any]` misses keys it finds on Apple.
+extension NSString: @retroactive _HasCustomAnyHashableRepresentation {
+    public func _toCustomAnyHashable() -> AnyHashable? { AnyHashable(self as String) }
+}

@@ -148,6 +148,30 @@ final class QueryShapeTests: XCTestCase {
         XCTAssertStatus(.itemNotFound, try vault.copyMatching(["class": "genp", "svce": "r"], accessGroups: groups))
     }
 
+    func testReturnRefBesideOtherReturnKeysIsIgnoredForPasswords() throws {
+        let r = try vault.copyMatching(query(["acct": "alpha", "r_Data": true, "r_Attributes": true, "r_Ref": true,
+                                              "r_PersistentRef": true]), accessGroups: groups)
+        XCTAssertEqual(r.value?.item?.secret?.string, "2")
+        XCTAssertEqual(r.value?.item?.attributes["acct"], "alpha")
+        XCTAssertNotNil(r.value?.item?.persistentRef)
+        XCTAssertStatus(.itemNotFound, try vault.copyMatching(query(["acct": "none", "r_Data": true, "r_Ref": true]),
+                                                                accessGroups: groups))
+        XCTAssertStatus(.unimplemented, try vault.copyMatching(["class": "keys", "r_Ref": true, "r_Data": true], accessGroups: groups))
+    }
+
+    func testPersistentRefNamesASynchronizableItemWithoutSyncInTheQuery() throws {
+        let added = try vault.add(["class": "genp", "svce": "s", "acct": "a", "sync": true, "r_PersistentRef": true],
+                                  secret: try secret("synced"), accessGroups: groups)
+        guard case .persistentRef(let ref)? = added.value else { return XCTFail() }
+        XCTAssertEqual(try vault.copyMatching(["v_PersistentRef": .data(ref), "r_Data": true], accessGroups: groups).value?.data?.string,
+                       "synced")
+        XCTAssertStatus(.itemNotFound, try vault.copyMatching(["v_PersistentRef": .data(ref), "sync": false, "r_Data": true],
+                                                                accessGroups: groups))
+        _ = try vault.update(["v_PersistentRef": .data(ref)], changes: ["labl": "moved"], accessGroups: groups)
+        _ = try vault.delete(["v_PersistentRef": .data(ref)], accessGroups: groups)
+        XCTAssertStatus(.itemNotFound, try vault.copyMatching(["class": "genp", "svce": "s", "sync": "syna"], accessGroups: groups))
+    }
+
     func testAddWithReturnKeys() throws {
         let r = try vault.add(["class": "genp", "svce": "new", "acct": "a", "r_PersistentRef": true],
                               secret: secret("n"), accessGroups: groups)
