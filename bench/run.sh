@@ -11,7 +11,9 @@
 # --no-doc (leave docs/performance*.md/png alone), --keep (keep the temporary directory,
 # unmounted), --no-build (use the binaries already in the scratch path, e.g. while the tree
 # does not build), --source DIR (build from another checkout, e.g. a `git worktree` of the last
-# commit). Environment: KEYCHAINFS_BENCH_SCRATCH, the SwiftPM scratch path (default /tmp/perf-build).
+# commit), --lock-only (the lock and change figures alone: fill, mount, lock-keychain and one add
+# with names known; prints them, writes no page). Environment: KEYCHAINFS_BENCH_SCRATCH, the
+# SwiftPM scratch path (default /tmp/perf-build).
 #
 # In ONE run, against one vault and one daemon, it measures:
 #   - open+read+close and stat of a 32-byte file on tmpfs, on bench/minfs.c (a minimal C libfuse
@@ -20,7 +22,7 @@
 #     and the CPU each server spends per operation;
 #   - `ls -l` of a service with N accounts (next to N empty files on tmpfs);
 #   - `keychainfs lock-keychain` (and one change through the CLI) with ~0, 1,000 and N entries
-#     known to the kernel;
+#     known to the kernel in services of 100, and with the N accounts of one service known;
 #   - `keychainfs find-generic-password -w` per invocation next to `cat` of the tmpfs file;
 #   - lookups per second through the daemon's socket from 1 and from 8 clients, and through
 #     SecItemCopyMatching from 1 and 8 threads (each also as a ratio to the in-process find);
@@ -37,9 +39,9 @@
 # Everything it mounts or starts is undone on exit, also when interrupted. Needs root.
 set -euo pipefail
 
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
 
-quick=0; write_doc=1; keep=0; items=""; build=1; scale_max=""; main_phases=1; scale_phase=1; source=""
+quick=0; lock_only=0; write_doc=1; keep=0; items=""; build=1; scale_max=""; main_phases=1; scale_phase=1; source=""
 while (($#)); do
     case "$1" in
         --quick) quick=1 ;;
@@ -51,6 +53,7 @@ while (($#)); do
         --no-scale) scale_phase=0 ;;
         --source) shift; source=${1:?--source needs a directory} ;;
         --scale-only) main_phases=0; write_doc=0 ;;
+        --lock-only) lock_only=1; scale_phase=0; write_doc=0 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench/run.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -266,6 +269,7 @@ if ((main_phases)); then
     rss_put() { put "rss.$1_kib" "$(awk '/^VmRSS/ { print $2 }' "/proc/$daemon_pid/status")"; }
     rss_put mounted
 
+    if ((!lock_only)); then  # the reads, stats and server CPU
     # ---------------------------------------------------------------- open+read+close, stat
     files=(tmpfs:"$tmpfs/bench/secret" minfs:"$mnt_minfs/bench/secret" minfs_single:"$mnt_minfs1/bench/secret"
            minfs_flush:"$mnt_minfsf/bench/secret" kcfs:"$mnt_default/bench/secret" kcfs_cache:"$mnt_cache/bench/secret" kcfs_big:"$mnt_default/big/$mid_account")
@@ -321,6 +325,8 @@ if ((main_phases)); then
         put "cpu.$name.sys_us_per_op" "$(per_op "$s0" "$s1")"
     done
 
+    fi  # the reads, stats and server CPU
+
     # ---------------------------------------------------------------- lock, and a change, with entries known to the kernel
     lock_ms() {  # times one `keychainfs lock-keychain` into $last_ms, checks the file is gone, unlocks
         local t0=$EPOCHREALTIME
@@ -352,6 +358,18 @@ if ((main_phases)); then
     log "the same with $wide entries known (lstat of all $wide names in $wide_services directories before each)"
     know "$wide"; put know.big.ms "$last_know_ms"; rss_put known; lock_ms; put lock.big.ms "$last_ms"
     know "$wide"; add_ms; put add.big.ms "$last_ms"
+    log "lock-keychain with the $big accounts of big known (readdir + lstat of each, as ls -l does)"
+    know_service() {  # lists big and lstats every name in it
+        local t0=$EPOCHREALTIME
+        "$rl" ls -n 1 -r 1 -w 0 "$mnt_default/big" | put_entries know.service
+        last_know_ms=$(ms_since "$t0")
+    }
+    put_entries() { local kv; for kv in $(cat); do case "$kv" in entries=*) put "$1.entries" "${kv#*=}" ;; esac; done; }
+    know_service; put know.service.ms "$last_know_ms"; lock_ms; put lock.service.ms "$last_ms"
+    if ((lock_only)); then
+        grep -E '^(lock|add|know)\.' "$res"
+        exit 0
+    fi
 
     # ---------------------------------------------------------------- ls -l of the big service
     put_ls() {  # put_ls PREFIX < readloop ls output

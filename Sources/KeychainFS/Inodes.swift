@@ -88,6 +88,13 @@ final class InodeTable: @unchecked Sendable {
         }
     }
 
-    /// Every known node with its inode, for invalidation.
-    func all() -> [(UInt64, Node)] { locked { nodes.map { ($0.key, $0.value.node) } } }
+    /// The service directories the kernel knows, with their inodes, for invalidation.
+    func services() -> [(UInt64, [UInt8])] {
+        locked {
+            nodes.compactMap { ino, entry in
+                if case .service(let s) = entry.node { return (ino, s) }
+                return nil
+            }
+        }
+    }
 }

@@ -921,45 +921,60 @@ public final class MountServer: @unchecked Sendable {
     /// directory listing.
     public func invalidate(service: [UInt8], account: [UInt8]?) {
         entries.invalidate(service: service, account: account)
+        let held = heldItems { $0 == service }
         withSession { se in
-            Self.invalidateEntry(se, parent: InodeTable.rootIno, name: FileNames.escape(service, topLevel: true))
-            guard let dir = inodes.existing(.service(service)) else { return }
-            _ = fuse_lowlevel_notify_inval_inode(se, dir, 0, 0)
-            let items = inodes.all().filter { entry in
-                guard case .item(let s, let a) = entry.1, s == service else { return false }
-                return account == nil || a == account
-            }
-            for (ino, node) in items {
-                guard case .item(_, let a) = node else { continue }
-                Self.invalidateEntry(se, parent: dir, name: FileNames.escape(a))
-                _ = fuse_lowlevel_notify_inval_inode(se, ino, 0, 0)
-            }
-            if let account, items.isEmpty {
-                // A new item: the kernel may hold a negative entry for its name.
+            let dir = inodes.existing(.service(service))
+            if let dir, let account {
+                // Also when the kernel does not know it: it may hold a negative entry for a new item.
                 Self.invalidateEntry(se, parent: dir, name: FileNames.escape(account))
+                if let ino = inodes.existing(.item(service: service, account: account)) {
+                    _ = fuse_lowlevel_notify_inval_inode(se, ino, 0, 0)
+                }
+            } else if account == nil {
+                for node in held { invalidateHeld(se, node) }
             }
+            // Drops the directory's entry and every unused name under it (d_invalidate): a change
+            // of the whole service (a rename) costs one notification, not one per account.
+            Self.invalidateEntry(se, parent: InodeTable.rootIno, name: FileNames.escape(service, topLevel: true))
+            if let dir { _ = fuse_lowlevel_notify_inval_inode(se, dir, 0, 0) }
         }
     }
 
-    /// Drops the kernel's cached names, attributes and pages for every known node.
+    /// Drops the kernel's cached names, attributes and pages under the root: per service
+    /// directory, not per item, so a lock costs what the number of services does.
     public func invalidateAll() {
         entries.removeAll()
         locked { callers.removeAll() }  // groups may have changed: entitlements are computed again
+        let held = heldItems { _ in true }
         withSession { se in
-            for (ino, node) in inodes.all() {
-                switch node {
-                case .root: continue
-                case .service(let s):
-                    Self.invalidateEntry(se, parent: InodeTable.rootIno, name: FileNames.escape(s, topLevel: true))
-                case .item(let s, let a):
-                    if let parent = inodes.existing(.service(s)) {
-                        Self.invalidateEntry(se, parent: parent, name: FileNames.escape(a))
-                    }
-                    _ = fuse_lowlevel_notify_inval_inode(se, ino, 0, 0)
-                }
+            for node in held { invalidateHeld(se, node) }
+            for (ino, service) in inodes.services() {
+                Self.invalidateEntry(se, parent: InodeTable.rootIno, name: FileNames.escape(service, topLevel: true))
+                _ = fuse_lowlevel_notify_inval_inode(se, ino, 0, 0)
             }
             _ = fuse_lowlevel_notify_inval_inode(se, InodeTable.rootIno, 0, 0)
         }
+    }
+
+    /// The items of open files in the services `matching` accepts. Invalidating a directory's
+    /// entry drops only the names under it that nothing uses: an open file keeps its name and
+    /// attributes cached, and a lookup of the directory (same inode) brings that name back, so
+    /// these are dropped one by one.
+    private func heldItems(in matching: ([UInt8]) -> Bool) -> Set<Node> {
+        locked {
+            var held = Set<Node>()
+            for file in files.values {
+                if case .item(let s, _) = file.node, matching(s) { held.insert(file.node) }
+            }
+            return held
+        }
+    }
+
+    /// Drops one item's name, attributes and cached pages.
+    private func invalidateHeld(_ se: OpaquePointer, _ node: Node) {
+        guard case .item(let s, let a) = node, let dir = inodes.existing(.service(s)) else { return }
+        Self.invalidateEntry(se, parent: dir, name: FileNames.escape(a))
+        if let ino = inodes.existing(node) { _ = fuse_lowlevel_notify_inval_inode(se, ino, 0, 0) }
     }
 
     /// libfuse sends the name with the NUL after it (`namelen + 1` bytes): the buffer must have one.

@@ -45,6 +45,43 @@ final class MountLockTests: MountTestCase {
         XCTAssertEqual(try secret("svc", "ak"), "when-unlocked", "the locked write changed nothing")
     }
 
+    /// The lock drops names by service directory: every cached name must go with it, also with
+    /// 30 s timeouts (`kernel_cache`), under a directory something holds (as a shell's cwd does;
+    /// here an open directory descriptor), and for a file that is itself held open.
+    func testLockDropsCachedNamesUnderHeldDirectories() throws {
+        try add("svc", "held", "held-secret")
+        try add("svc", "cached", "cached-secret")
+        try add("svc", "ck", "after-first-unlock", ["--accessible", "AfterFirstUnlock"])
+        try add("only-ak", "cached", "only-secret")
+        let mnt = try mount("kernel_cache")
+        let lockedFiles = ["svc/held", "svc/cached", "only-ak/cached"]
+        for name in lockedFiles { XCTAssertNotNil(FS.stat(mnt + "/" + name).st, "stat \(name) before the lock") }
+        XCTAssertEqual(FS.read(mnt + "/svc/held").bytes, Array("held-secret".utf8))
+        let svcDir = open(mnt + "/svc", O_RDONLY | O_DIRECTORY)
+        let onlyDir = open(mnt + "/only-ak", O_RDONLY | O_DIRECTORY)
+        let held = open(mnt + "/svc/held", O_RDONLY)
+        defer { for fd in [held, onlyDir, svcDir] where fd >= 0 { close(fd) } }
+        XCTAssertTrue(svcDir >= 0 && onlyDir >= 0 && held >= 0, "opens before the lock: \(FS.name(errno))")
+        XCTAssertEqual(FS.pread(held, count: 100, offset: 0).bytes, Array("held-secret".utf8))
+
+        XCTAssertEqual(try h.run(["lock-keychain"]).status, 0)
+        for name in lockedFiles {
+            assertErrno(FS.stat(mnt + "/" + name).errno, ENOENT, "stat of \(name) after the lock")
+            assertErrno(FS.read(mnt + "/" + name).errno, ENOENT, "open of \(name) after the lock")
+        }
+        for (dir, name) in [(svcDir, "held"), (svcDir, "cached"), (onlyDir, "cached")] {
+            var st = stat()
+            assertErrno(fstatat(dir, name, &st, 0) == 0 ? 0 : errno, ENOENT, "stat of \(name) relative to its held directory")
+            let fd = openat(dir, name, O_RDONLY)
+            assertErrno(fd >= 0 ? 0 : errno, ENOENT, "open of \(name) relative to its held directory")
+            if fd >= 0 { close(fd) }
+        }
+        assertErrno(FS.pread(held, count: 100, offset: 0).errno, EACCES, "read on the descriptor opened before the lock")
+        XCTAssertEqual(FS.list(mnt).names, ["svc"], "the root after the lock")
+        XCTAssertEqual(FS.list(mnt + "/svc").names, ["ck"], "svc after the lock")
+        XCTAssertEqual(FS.read(mnt + "/svc/ck").bytes, Array("after-first-unlock".utf8))
+    }
+
     /// A descriptor opened before a lock must not read a wrong (empty) secret after the unlock.
     func testHeldDescriptorAfterLockAndUnlock() throws {
         try add("svc", "ak", "when-unlocked")
