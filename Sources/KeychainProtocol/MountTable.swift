@@ -19,7 +19,11 @@ public enum MountTable {
 
     /// True when `point` is a FUSE mount whose server is gone (the kernel answers ENOTCONN,
     /// or ECONNABORTED for the request the server died on).
+    /// statfs (statvfs) first: the kernel always asks the server for it, while stat may answer from
+    /// attributes it cached before the server died.
     public static func isDead(_ point: String) -> Bool {
+        var fs = statvfs()
+        if statvfs(point, &fs) != 0 && (errno == ENOTCONN || errno == ECONNABORTED) { return true }
         var st = stat()
         return stat(point, &st) != 0 && (errno == ENOTCONN || errno == ECONNABORTED)
     }
