@@ -54,7 +54,7 @@ let package = Package(
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto", "SQLiteStore"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "KeychainDaemonTests", dependencies: ["KeychainDaemon", "KeychainProtocol", "KeychainCore",
-                                                               "KeychainCrypto", "KeychainAccess"]),
+                                                               "KeychainCrypto", "KeychainAccess", "CProcess"]),
         .testTarget(name: "KeychainCLITests", dependencies: ["KeychainCLI", "Security"],
                     exclude: ["Attackers"]),  // python3 attacker programs, run by DaemonAttackTests
     ]

@@ -65,6 +65,9 @@ public enum CLI {
             Terminal.warn(e.message)
             Terminal.writeString(2, help)
             return Exit.usage
+        } catch let e as StateError {
+            Terminal.writeString(2, "keychainfs: \(e.message)\n")
+            return e.status.exitCode
         } catch let status as KeychainStatus {
             Terminal.writeString(2, "keychainfs: \(status.message)\n")
             return status.exitCode

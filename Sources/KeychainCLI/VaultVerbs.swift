@@ -177,8 +177,15 @@ enum VaultVerbs {
         try ctx.checkPositionals()
         let client: DaemonClient
         do { client = try DaemonClient.connect(vaultPath: ctx.vault) } catch KeychainStatus.notAvailable {
-            Terminal.writeString(1, ctx.json ? "{\"vault\":\(Output.jsonString(ctx.vault)),\"daemon\":false}\n"
-                                             : "\(ctx.vault): no daemon running\n")
+            // The mounts a killed daemon left behind, dead until replaced or unmounted.
+            let stale = MountRecord.read(Paths.mountRecords(forVault: ctx.vault)).map(\.mountpoint)
+                .filter { MountTable.isMounted($0) && MountTable.isDead($0) }
+            if ctx.json {
+                let list = stale.map(Output.jsonString).joined(separator: ",")
+                Terminal.writeString(1, "{\"vault\":\(Output.jsonString(ctx.vault)),\"daemon\":false,\"stale-mounts\":[\(list)]}\n")
+            } else {
+                Terminal.writeString(1, "\(ctx.vault): no daemon running\n" + stale.map { "  mount: \($0) (stale)\n" }.joined())
+            }
             return 0
         }
         let i = try client.send(Request(.info)).info

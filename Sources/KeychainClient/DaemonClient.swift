@@ -101,6 +101,23 @@ public final class DaemonClient {
         return response
     }
 
+    /// Sends one request with a descriptor attached to its first bytes (SCM_RIGHTS) and waits
+    /// for its response; the descriptor stays open here. A non-success status is thrown.
+    @discardableResult
+    public func send(_ request: Request, passing descriptor: Int32) throws -> Response {
+        let payload = try request.encoded()
+        defer { payload.wipe() }
+        let header = Frame.header(for: payload)
+        let sent = header.withUnsafeBytes { kcfs_send_with_fd(fd, $0.baseAddress, $0.count, descriptor) }
+        guard sent == header.count else { throw KeychainStatus.io }
+        try Frame.writeBody(payload, to: fd)
+        guard let reply = try frames.read() else { throw KeychainStatus.notAvailable }
+        defer { reply.wipe() }
+        let response = try Response.decode(reply)
+        guard response.status == .success else { throw response.status }
+        return response
+    }
+
     /// Refuses a socket directory that someone other than root or the vault's owner could
     /// write to, so nobody can stand in for the daemon. A missing one is fine: no daemon yet.
     /// - Throws: `RuntimeDirectoryError` (status `io`) naming the directory and the reason.

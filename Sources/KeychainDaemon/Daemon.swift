@@ -81,6 +81,8 @@ public final class Daemon: @unchecked Sendable {
     }
 
     func serve() -> Int32 {
+        // Before the socket answers: a `mount` that comes next finds the mounts as they will be.
+        restoreMounts()
         let listener: Int32
         do {
             listener = try UnixSocket.listen(at: socketPath, mode: 0o666)  // the daemon decides, not the mode
@@ -148,6 +150,7 @@ public final class Daemon: @unchecked Sendable {
     func shutdown() -> Never {
         unlink(socketPath)
         vault.lock()
+        forgetAllMounts()
         for m in state.withLock({ $0.mounts }) { m.unmount() }
         exit(0)
     }

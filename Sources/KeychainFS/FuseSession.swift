@@ -63,9 +63,12 @@ extension MountServer {
         return ops
     }
 
-    /// Mounts at `mountpoint` and serves requests on a thread of its own until `unmount`.
+    /// Serves requests on a thread of its own until `unmount`: on `device`, a /dev/fuse
+    /// descriptor whose mount the asker made in its own namespace (libfuse's `/dev/fd/N`
+    /// mountpoint form; the session owns and closes it, also when this throws), or, without
+    /// one, on a mount this process makes at `mountpoint` (mount(2) as root, fusermount3 otherwise).
     /// - Throws: `KeychainStatus.io` when the session cannot be made or mounted.
-    public func start() throws {
+    public func start(device: Int32? = nil) throws {
         var options = "default_permissions,fsname=keychainfs,subtype=keychainfs"
         if self.options.allowOther { options += ",allow_other" }
         if self.options.readOnly { options += ",ro" }
@@ -80,10 +83,12 @@ extension MountServer {
             return fuse_session_new(&args, &ops, MemoryLayout<fuse_lowlevel_ops>.size, me)
         }
         guard let se = made else {
+            if let device { close(device) }
             Unmanaged<MountServer>.fromOpaque(me).release()
             throw KeychainStatus.io
         }
-        guard fuse_session_mount(se, mountpoint) == 0 else {
+        guard fuse_session_mount(se, device.map { "/dev/fd/\($0)" } ?? mountpoint) == 0 else {
+            if let device { close(device) }
             fuse_session_destroy(se)
             Unmanaged<MountServer>.fromOpaque(me).release()
             throw KeychainStatus.io
@@ -105,8 +110,30 @@ extension MountServer {
     /// Ends the request loop and unmounts. Safe to call more than once.
     public func unmount() {
         withSession { se in fuse_session_exit(se) }
-        // The loop thread is blocked reading /dev/fuse; unmounting wakes it with ENODEV.
-        umount2(mountpoint, Int32(MNT_DETACH))
+        // The loop thread is blocked reading /dev/fuse; unmounting wakes it with ENODEV. A mount
+        // in another namespace is not found here: its asker unmounts it (`keychainfs unmount`).
+        if geteuid() == 0 || !MountServer.fusermountUnmount(mountpoint) {
+            umount2(mountpoint, Int32(MNT_DETACH))
+        }
+    }
+
+    /// `fusermount3 -u -z -q MOUNTPOINT`, how a user who is not root unmounts; true when it ran
+    /// and succeeded.
+    public static func fusermountUnmount(_ point: String) -> Bool {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let argv: [String] = ["/usr/bin/fusermount3", "-u", "-z", "-q", "--", point]
+        var args: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        var env: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), nil]
+        defer { for p in args + env { free(p) } }
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, argv[0], &actions, nil, &args, &env) == 0 else { return false }
+        var st: Int32 = 0
+        while waitpid(pid, &st, 0) < 0 { if errno != EINTR { return false } }
+        return st == 0
     }
 }
 

@@ -12,6 +12,10 @@ public struct MountOptions: Sendable, Equatable {
     /// A view's file owner and group (`map_uid=N`, `map_gid=N`), for a container's user.
     public var mapUID: UInt32?
     public var mapGID: UInt32?
+    /// The permission bits every file shows (`mode=0400`), in place of its group's mode, so that
+    /// strict readers (libpq's passfile wants no group or other bits) accept a shared group's
+    /// file; the kernel enforces them (`default_permissions`).
+    public var fileMode: UInt16?
     /// A command run (through /bin/sh) once per change of an item this mount shows (`on_change=`).
     public var onChange: String?
 
@@ -40,6 +44,9 @@ public struct MountOptions: Sendable, Equatable {
                 let command = String(option.dropFirst(10))
                 guard !command.isEmpty else { throw MountOptionError(option: option) }
                 onChange = command
+            case _ where option.hasPrefix("mode="):
+                guard let n = UInt16(option.dropFirst(5), radix: 8), n <= 0o777 else { throw MountOptionError(option: option) }
+                fileMode = n
             case _ where option.hasPrefix("map_gid="):
                 guard let n = UInt32(option.dropFirst(8)) else { throw MountOptionError(option: option) }
                 mapGID = n
@@ -53,7 +60,8 @@ public struct MountOptions: Sendable, Equatable {
 
     public var description: String {
         [allowOther ? "allow_other" : nil, readOnly ? "ro" : "rw", kernelCache ? "kernel_cache" : nil,
-         groups.map { "groups=" + $0.joined(separator: ":") }, mapUID.map { "map_uid=\($0)" }, mapGID.map { "map_gid=\($0)" }]
+         groups.map { "groups=" + $0.joined(separator: ":") }, mapUID.map { "map_uid=\($0)" }, mapGID.map { "map_gid=\($0)" },
+         fileMode.map { "mode=0" + String($0, radix: 8) }]
             .compactMap { $0 }.joined(separator: ",")
     }
 }

@@ -388,7 +388,7 @@ public final class MountServer: @unchecked Sendable {
         var st = stat()
         st.st_ino = __ino_t(ino)
         let g = policy.group(named: f.group)
-        st.st_mode = S_IFREG | mode_t((g?.mode ?? 0o400) & (options.readOnly ? 0o555 : 0o777))
+        st.st_mode = S_IFREG | mode_t((options.fileMode.map(UInt32.init) ?? g?.mode ?? 0o400) & (options.readOnly ? 0o555 : 0o777))
         st.st_nlink = 1
         st.st_uid = options.mapUID ?? g?.owner ?? policy.directoryOwner.uid
         st.st_gid = options.mapGID ?? g?.gid ?? policy.directoryOwner.gid

@@ -37,6 +37,19 @@ public enum Frame {
         }
     }
 
+    /// The 4-byte length header of a payload, for a writer that sends it itself (with a
+    /// descriptor attached) and then the body with `writeBody`.
+    public static func header(for payload: SecureBytes) -> [UInt8] {
+        var header = ByteWriter()
+        header.u32(UInt32(payload.count))
+        return header.bytes
+    }
+
+    /// Writes a payload's bytes after its header was sent. - Throws: `KeychainStatus.io`.
+    public static func writeBody(_ payload: SecureBytes, to fd: Int32) throws {
+        try payload.withUnsafeBytes { try writeAll($0, fd) }
+    }
+
     /// Reads one frame; nil at a clean end of stream.
     /// - Throws: `KeychainStatus.io` on a short read, `.decode` for an over-long frame,
     ///   `.allocate` when no guarded memory is left for it.

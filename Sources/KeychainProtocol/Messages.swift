@@ -51,6 +51,9 @@ public struct Request {
     public var changes: Attributes
     public var options: Attributes
     public var secrets: [SecureBytes]
+    /// A descriptor passed with the request (SCM_RIGHTS), never encoded: the /dev/fuse of a
+    /// mount the caller has made.
+    public var descriptor: PassedDescriptor?
 
     public init(_ operation: Operation, query: Attributes = [:], changes: Attributes = [:],
                 options: Attributes = [:], secrets: [SecureBytes] = []) {

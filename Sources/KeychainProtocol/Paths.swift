@@ -43,6 +43,11 @@ public enum Paths {
         runtimeDirectory(forVault: vault) + "/" + hexHash(canonical(vault)) + ".lockout"
     }
 
+    /// The mounts the vault's daemon serves (`MountRecord`), re-established after a restart.
+    public static func mountRecords(forVault vault: String) -> String {
+        runtimeDirectory(forVault: vault) + "/" + hexHash(canonical(vault)) + ".mounts"
+    }
+
     /// The daemon's log when the CLI started it in the background.
     public static func logFile(forVault vault: String) -> String {
         runtimeDirectory(forVault: vault) + "/" + hexHash(canonical(vault)) + ".log"

@@ -6,13 +6,14 @@ final class MountLifecycleTests: MountTestCase {
     func testMountForms() throws {
         try add("svc", "acct", "secret")
         let mnt = try mount()
-        // The same mountpoint twice: errSecDuplicateItem's exit status.
+        // The same mountpoint twice: errSecDuplicateItem's exit status, named.
         let again = try h.run(["mount", mnt])
         XCTAssertEqual(again.status, 45, "\(again)")
-        // Not a directory: a usage error.
+        XCTAssertTrue(again.stderr.contains("already mounted"), again.stderr)
+        // A missing directory: a usage error.
         let bad = try h.run(["mount", h.dir + "/no-such-dir"])
         XCTAssertEqual(bad.status, 2, "\(bad)")
-        XCTAssertTrue(bad.stderr.contains("is not a directory"), bad.stderr)
+        XCTAssertTrue(bad.stderr.contains("no such directory"), bad.stderr)
         // The mount.fuse3 form that /etc/fstab uses, with options mount(8) passes.
         let fstabPoint = h.dir + "/fstab"
         try FileManager.default.createDirectory(atPath: fstabPoint, withIntermediateDirectories: false)

@@ -191,7 +191,7 @@ struct MountFailed: Error, CustomStringConvertible {
 /// (`keychainfs unmount`, then `umount -l`) and stops the daemon, whether the test passed or not.
 class MountTestCase: XCTestCase {
     var h: CLIHarness!
-    private(set) var mountpoints: [String] = []
+    var mountpoints: [String] = []
     let passphrase = "pass phrase 1"
 
     override func setUpWithError() throws {

@@ -46,4 +46,19 @@ int kcfs_set_nonblocking(int fd);
 
 /// accept4(2) with SOCK_CLOEXEC | SOCK_NONBLOCK.
 int kcfs_accept_nonblocking(int listener);
+#include <stddef.h>
+
+/// sendmsg(2) of `len` bytes with one descriptor attached (SCM_RIGHTS); `fd` < 0 sends none.
+/// Returns the bytes sent, or -1 with errno set (EINTR is retried).
+long kcfs_send_with_fd(int sock, const void *buf, size_t len, int fd);
+
+/// recvmsg(2) into `buf` with room for one passed descriptor, received close-on-exec. A
+/// descriptor that came is stored in `*fd` (else -1 is stored); any further ones that came
+/// with the same bytes are closed, so a caller cannot leave descriptors in this process.
+/// Returns the bytes read, or -1 with errno set.
+long kcfs_recv_with_fd(int sock, void *buf, size_t len, int flags, int *fd);
+
+/// 1 when `fd` is the FUSE device (character device 10,229, /dev/fuse), 0 when it is
+/// something else, -1 with errno set when fstat fails.
+int kcfs_is_fuse_device(int fd);
 #endif

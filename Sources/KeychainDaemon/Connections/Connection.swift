@@ -1,3 +1,4 @@
+import CProcess
 import Glibc
 import KeychainAccess
 import KeychainCrypto
@@ -32,6 +33,9 @@ final class Connection: @unchecked Sendable {
     /// bytes sent ahead, and a reply the peer has not taken yet.
     private var inputCharge = 0
     private var replyCharge = 0
+    /// A descriptor passed with the request being received (a mount's /dev/fuse); at most one:
+    /// any other that comes before the request is handled is closed at once.
+    private var passed: PassedDescriptor?
 
     /// Seconds a frame may take from its first byte to its last, and a reply to be taken.
     private let deadlineSeconds: Double
@@ -98,10 +102,10 @@ final class Connection: @unchecked Sendable {
             let n: Int
             let direct = payload != nil && payloadLength - payloadFilled >= scratch.count && payloadFilled < (payload?.count ?? 0)
             if direct, let p = payload {
-                n = p.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + payloadFilled, $0.count - payloadFilled, Int32(MSG_DONTWAIT)) }
+                n = p.withUnsafeMutableBytes { receiveBytes($0.baseAddress! + payloadFilled, $0.count - payloadFilled) }
                 if n > 0 { payloadFilled += n }
             } else {
-                n = scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                n = scratch.withUnsafeMutableBytes { receiveBytes($0.baseAddress!, $0.count) }
             }
             if n == 0 { return .closed }
             if n < 0 {
@@ -124,6 +128,24 @@ final class Connection: @unchecked Sendable {
             case .broken: return .closed
             }
         }
+    }
+
+    /// recv with room for one passed descriptor (recvmsg); the first is kept for the request,
+    /// any later one closed.
+    private func receiveBytes(_ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+        var got: Int32 = -1
+        let n = kcfs_recv_with_fd(fd, buffer, count, Int32(MSG_DONTWAIT), &got)
+        if got >= 0 {
+            if passed == nil { passed = PassedDescriptor(got) } else { close(got) }
+        }
+        return n
+    }
+
+    /// The descriptor that came with the request just received, if any; the request owns it
+    /// from now on (it is closed when the request is done with it).
+    func takeDescriptor() -> PassedDescriptor? {
+        defer { passed = nil }
+        return passed
     }
 
     private enum Fed { case frame(SecureBytes, used: Int), more, broken }
@@ -276,6 +298,7 @@ final class Connection: @unchecked Sendable {
 
     /// Wipes every buffer and returns the whole charge; the descriptor is closed by the server.
     func release(quotas: Quotas) {
+        passed = nil
         payload?.wipe()
         payload = nil
         unread?.wipe()

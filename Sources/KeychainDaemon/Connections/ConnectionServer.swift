@@ -250,9 +250,12 @@ final class ConnectionServer: @unchecked Sendable {
     }
 
     private func answer(_ frame: SecureBytes, on connection: Connection, onSlowWorker: Bool, scratch: WorkerScratch) {
-        let request: Request
+        // Only a mount takes a descriptor; any other request's is closed with this reference.
+        let passed = connection.takeDescriptor()
+        var request: Request
         do {
             request = try Request.decode(frame)
+            if request.operation == .mount { request.descriptor = passed }
         } catch {
             frame.wipe()
             connection.finished(frame: frame, quotas: quotas)

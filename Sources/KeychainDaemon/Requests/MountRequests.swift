@@ -1,3 +1,4 @@
+import CProcess
 import Glibc
 import KeychainAccess
 import KeychainCore
@@ -16,13 +17,22 @@ struct MountRequests: RequestFamily {
                 return s.mounts.remove(at: i)
             }) else { throw KeychainStatus.itemNotFound }
             server.unmount()
+            daemon.forgetMount(point)
             try? audit("unmount", caller)  // an unmount ends reads, whether or not its line can be written
             log("unmounted \(point) by \(who(caller))")
             return Response()
         }
-        let options = try MountOptions(parsing: request.options["options"]?.stringValue ?? "")
-        var st = stat()
-        guard stat(point, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { throw KeychainStatus.param }
+        let raw = request.options["options"]?.stringValue ?? ""
+        let options = try MountOptions(parsing: raw)
+        guard point.hasPrefix("/") else { throw KeychainStatus.param }
+        if let device = request.descriptor {
+            // The asker mounted it in its namespace already; stat here would wait for this very
+            // daemon to answer the kernel's INIT. The descriptor must be the FUSE device itself.
+            guard kcfs_is_fuse_device(device.value) == 1 else { throw KeychainStatus.param }
+        } else {
+            var st = stat()
+            guard stat(point, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { throw KeychainStatus.param }
+        }
         // Mounts that umount(8) ended are forgotten first.
         let taken = daemon.state.withLock { s in
             s.mounts.removeAll { $0.hasEnded }
@@ -30,8 +40,9 @@ struct MountRequests: RequestFamily {
         }
         guard !taken else { throw KeychainStatus.duplicateItem }
         let server = MountServer(mountpoint: point, options: options, vault: vault, policy: daemon)
-        try server.start()
+        try server.start(device: request.descriptor?.take())
         daemon.state.withLock { $0.mounts.append(server) }
+        daemon.recordMount(MountRecord(mountpoint: point, options: raw, uid: caller.uid))
         try? audit("mount", caller, options.description)  // every open through it is logged or refused
         log("mounted at \(point) (\(options.description)) by \(who(caller))")
         return Response()
