@@ -38,7 +38,7 @@ let package = Package(
         // Access groups as Unix owner/group/mode, and callers' kernel identities.
         .target(name: "KeychainAccess", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol"]),
         // The FUSE mount: items as files, served from the daemon.
-        .target(name: "KeychainFS", dependencies: ["CFuse", "KeychainCore", "KeychainCrypto", "KeychainAccess", "SQLiteStore"]),
+        .target(name: "KeychainFS", dependencies: ["CFuse", "CProcess", "KeychainCore", "KeychainCrypto", "KeychainAccess", "SQLiteStore"]),
         // The daemon: socket server, lock triggers, back-off, mounts.
         .target(name: "KeychainDaemon", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol",
                                                        "KeychainAccess", "KeychainFS", "CProcess", "SQLiteStore"]),

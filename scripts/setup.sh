@@ -13,5 +13,12 @@ if ((${#missing[@]})); then
     "${sudo_cmd[@]}" apt-get update -qq
     DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}"
 fi
+# Debian's fuse3 udev rule makes /dev/fuse 0666, so users who are not root can mount through
+# fusermount3; a container without udev may leave it 0600 (MountNamespaceTests needs the rule's mode).
+if [ -c /dev/fuse ] && [ "$(stat -c %a /dev/fuse)" != 666 ]; then
+    sudo_cmd=()
+    [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+    "${sudo_cmd[@]}" chmod 0666 /dev/fuse
+fi
 export PATH="/opt/swift/usr/bin:$PATH"
 command -v swift >/dev/null || { echo "swift not found (expected under /opt/swift)" >&2; exit 1; }

@@ -1,4 +1,5 @@
 import CFuse
+import CProcess
 import Glibc
 import KeychainCore
 
@@ -125,6 +126,7 @@ extension MountServer {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        kcfs_spawn_actions_closefrom(&actions, 3)  // a setuid program gets none of the daemon's descriptors
         let argv: [String] = ["/usr/bin/fusermount3", "-u", "-z", "-q", "--", point]
         var args: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         var env: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), nil]

@@ -83,12 +83,11 @@ final class MountNamespaceTests: MountTestCase {
     }
 
     func testOwnerWhoIsNotRootMountsAndUnmounts() throws {
-        // Debian's udev rule makes /dev/fuse 0666; a container may not: the same for this test.
+        // Changing the device's mode here would change it under other runs on this machine.
         var device = stat()
         XCTAssertEqual(stat("/dev/fuse", &device), 0)
-        let original = device.st_mode & 0o7777
-        if original & 0o006 != 0o006 { chmod("/dev/fuse", 0o666) }
-        defer { chmod("/dev/fuse", original) }
+        try XCTSkipUnless(device.st_mode & 0o006 == 0o006,
+                          "/dev/fuse is not 0666 (Debian's udev rule); scripts/setup.sh sets it, fusermount3 needs it")
         let user = try accounts.makeUser()
         let home = h.dir + "/home-" + user.name
         try FileManager.default.createDirectory(atPath: home + "/mnt", withIntermediateDirectories: true)
