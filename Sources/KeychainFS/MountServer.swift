@@ -894,7 +894,10 @@ public final class MountServer: @unchecked Sendable {
                 req.ok()
             case (.service(let s1)?, .service(let s2)?):
                 guard let a1 = try value(of: name, in: s1), let a2 = FileNames.unescape(newName) else { return req.error(ENOENT) }
-                guard let source = try entry(service: s1, account: a1, groups: groups) else { return req.error(ENOENT) }
+                guard let source = try entry(service: s1, account: a1, groups: groups) else {
+                    return try renamePending(req, from: .item(service: s1, account: a1), to: .item(service: s2, account: a2),
+                                             replacing: flags & 1 == 0, groups: groups)
+                }
                 // One transaction: a plain move, or an editor's save (the target keeps its
                 // attributes, takes the new secret, and the source goes).
                 let change = try vault.renameFile(source.ref, to: ItemName(service: s2, account: a2), replacing: flags & 1 == 0,
@@ -923,6 +926,29 @@ public final class MountServer: @unchecked Sendable {
         } catch {
             req.error(errnoFor(error))
         }
+    }
+
+    /// Renames a file created on this mount that is not stored yet: nothing changes in the vault
+    /// now; its writers' close stores into the target (which keeps its attributes) or makes the
+    /// item under the new name (POSIX: a descriptor follows its file through a rename).
+    private func renamePending(_ req: FuseRequest, from: Node, to: Node, replacing: Bool, groups: [String]) throws {
+        guard case .item(let s1, let a1) = from, case .item(let s2, let a2) = to,
+              pendingCreation(service: s1, account: a1) != nil else { return req.error(ENOENT) }
+        let target = try entry(service: s2, account: a2, groups: visibleGroups)
+        if let target {
+            guard replacing else { return req.error(EEXIST) }
+            guard groups.contains(target.group) else { return req.error(EACCES) }
+        }
+        locked {
+            for f in files.values where f.ref == nil && f.node == from {
+                f.node = to
+                f.ref = target?.ref
+            }
+        }
+        entries.invalidate(service: s1, account: a1)
+        entries.invalidate(service: s2, account: a2)
+        inodes.rename(from, to: to)
+        req.ok()
     }
 
     func setattr(_ req: FuseRequest, ino: UInt64, attr: stat, toSet: Int32, fi: UnsafeMutablePointer<fuse_file_info>?) {
