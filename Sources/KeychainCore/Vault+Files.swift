@@ -36,32 +36,49 @@ extension Vault {
     /// `visit` returns false to stop. With `keepRows: false` no entry keeps its sealed row.
     public func forEachFileEntry(service: [UInt8]? = nil, account: [UInt8]? = nil, accessGroups: [String],
                                  keepRows: Bool = true, visit: (FileEntry) throws -> Bool) throws {
+        let q = try Self.fileQuery(service: service, account: account)
+        try mutex.withLock {
+            try forEachFileItem(q, accessGroups: accessGroups) { item, attributes in
+                try visit(fileEntry(item, attributes, keepRow: keepRows))
+            }
+        }
+    }
+
+    /// The search for one service (and account) of generic passwords.
+    static func fileQuery(service: [UInt8]?, account: [UInt8]?) throws -> ParsedQuery {
         var query: Attributes = ["class": "genp", "sync": "syna"]
         if let service { query["svce"] = .data(service) }
         if let account { query["acct"] = .data(account) }
-        let q = try ParsedQuery(query, operation: .search)
-        try mutex.withLock {
-            guard !accessGroups.isEmpty, let indexKey = keys.indexKey else { return }
-            let groupTokens = accessGroups.map { IndexToken.group($0, key: indexKey) }
-            let tokens = ItemClass.genericPassword.primaryKey.compactMap { name in  // account first
-                q.filters[name].map { IndexToken.attribute(name, $0, itemClass: .genericPassword, key: indexKey) }
-            }
-            try store.candidates(itemClass: .genericPassword, groupTokens: groupTokens, synchronizable: nil,
-                                 protection: nil, tokens: tokens, uuid: nil) { item in
-                guard let classKey = try? availableKey(for: item.protection),
-                      let m = try nilUnlessOutOfMemory({ try open(item, classKey: classKey, needSecret: false) }),
-                      Self.matches(m.attributes, filters: q.filters, itemClass: .genericPassword)
-                else { return true }
-                return try visit(FileEntry(ref: PersistentRef(itemClass: .genericPassword, uuid: item.uuid),
-                                           service: m.attributes["svce"]?.byteView ?? [],
-                                           account: m.attributes["acct"]?.byteView ?? [],
-                                           group: m.attributes["agrp"]?.stringValue ?? "",
-                                           protection: item.protection, size: max(0, item.secret.count - AEAD.overhead),
-                                           attributes: m.attributes, version: item.version,
-                                           row: keepRows && item.secret.count <= Self.rowKeptBelow ? item : nil,
-                                           rowLeftOut: !keepRows && item.secret.count <= Self.rowKeptBelow))
-            }
+        return try ParsedQuery(query, operation: .search)
+    }
+
+    /// The items `q` finds in `accessGroups` whose class key is available, with their opened
+    /// attributes, in insertion order; `visit` returns false to stop. Call with the mutex held.
+    func forEachFileItem(_ q: ParsedQuery, accessGroups: [String],
+                         visit: (StoredItem, Attributes) throws -> Bool) throws {
+        guard !accessGroups.isEmpty, let indexKey = keys.indexKey else { return }
+        let groupTokens = accessGroups.map { IndexToken.group($0, key: indexKey) }
+        let tokens = ItemClass.genericPassword.primaryKey.compactMap { name in  // account first
+            q.filters[name].map { IndexToken.attribute(name, $0, itemClass: .genericPassword, key: indexKey) }
         }
+        try store.candidates(itemClass: .genericPassword, groupTokens: groupTokens, synchronizable: nil,
+                             protection: nil, tokens: tokens, uuid: nil) { item in
+            guard let classKey = try? availableKey(for: item.protection),
+                  let m = try nilUnlessOutOfMemory({ try open(item, classKey: classKey, needSecret: false) }),
+                  Self.matches(m.attributes, filters: q.filters, itemClass: .genericPassword)
+            else { return true }
+            return try visit(item, m.attributes)
+        }
+    }
+
+    /// The entry of an opened row; `keepRow` keeps small rows so the secret opens without a search.
+    func fileEntry(_ item: StoredItem, _ attributes: Attributes, keepRow: Bool) -> FileEntry {
+        FileEntry(ref: PersistentRef(itemClass: item.itemClass, uuid: item.uuid),
+                  service: attributes["svce"]?.byteView ?? [], account: attributes["acct"]?.byteView ?? [],
+                  group: attributes["agrp"]?.stringValue ?? "", protection: item.protection,
+                  size: max(0, item.secret.count - AEAD.overhead), attributes: attributes, version: item.version,
+                  row: keepRow && item.secret.count <= Self.rowKeptBelow ? item : nil,
+                  rowLeftOut: !keepRow && item.secret.count <= Self.rowKeptBelow)
     }
 
     /// Sealed secrets up to this size stay with their entries (ciphertext: nothing to wipe).
@@ -92,21 +109,28 @@ extension Vault {
     ///   when locked or gated without approval, `decode` when damaged.
     public func fileSecret(of ref: PersistentRef, accessGroups: [String], approved: Bool = false) throws -> SecureBytes {
         try mutex.withLock {
-            guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
-            guard let item = try store.item(uuid: ref.uuid), item.itemClass == ref.itemClass,
-                  accessGroups.contains(where: { IndexToken.group($0, key: indexKey) == item.groupToken })
-            else { throw KeychainStatus.itemNotFound }
-            let classKey = try availableKey(for: item.protection)
-            guard let opened = try nilUnlessOutOfMemory({ try open(item, classKey: classKey, needSecret: true) }),
-                  let secret = opened.secret else {
-                throw KeychainStatus.decode
-            }
+            let opened = try fileMatch(ref, accessGroups: accessGroups, needSecret: true)
+            guard let secret = opened.secret else { throw KeychainStatus.decode }
             if !approved, let control = opened.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence {
                 secret.wipe()
                 throw KeychainStatus.interactionNotAllowed
             }
             return secret
         }
+    }
+
+    /// One item by reference, opened, if the caller's groups include its group. Call with the
+    /// mutex held. - Throws: as `fileSecret(of:accessGroups:approved:)`, without the approval.
+    func fileMatch(_ ref: PersistentRef, accessGroups: [String], needSecret: Bool) throws -> Match {
+        guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
+        guard let item = try store.item(uuid: ref.uuid), item.itemClass == ref.itemClass,
+              accessGroups.contains(where: { IndexToken.group($0, key: indexKey) == item.groupToken })
+        else { throw KeychainStatus.itemNotFound }
+        let classKey = try availableKey(for: item.protection)
+        guard let opened = try nilUnlessOutOfMemory({ try open(item, classKey: classKey, needSecret: needSecret) }),
+              !needSecret || opened.secret != nil
+        else { throw KeychainStatus.decode }
+        return opened
     }
 
     /// The secret of one item by reference, if the caller's groups include its group.

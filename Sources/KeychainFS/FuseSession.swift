@@ -17,6 +17,13 @@ extension MountServer {
 
     static func operations() -> fuse_lowlevel_ops {
         var ops = fuse_lowlevel_ops()
+        // O_TRUNC comes to `open` as a flag (the write starts empty in its buffer), instead of
+        // a SETATTR size=0 before the open that would empty the stored secret at once.
+        ops.`init` = { _, conn in
+            guard let conn else { return }
+            let atomicTruncate = UInt32(FUSE_CAP_ATOMIC_O_TRUNC)
+            if conn.pointee.capable & atomicTruncate != 0 { conn.pointee.want |= atomicTruncate }
+        }
         ops.lookup = { req, parent, name in MountServer.server(req).lookup(FuseRequest(raw: req!), parent: parent, name: MountServer.bytes(name)) }
         ops.forget = { req, ino, n in MountServer.server(req).forget(ino, n); fuse_reply_none(req) }
         ops.getattr = { req, ino, _ in MountServer.server(req).getattr(FuseRequest(raw: req!), ino: ino) }

@@ -36,3 +36,13 @@ struct FileFacts {
         mtime = e.attributes[Vault.secretModified] != nil ? unix(Vault.secretModified) : ctime
     }
 }
+
+extension FileFacts {
+    /// A file not stored yet (a create before its first close), in `group`, made at Unix `time`.
+    init(group: String, size: Int, time: Int) {
+        self.group = group
+        self.size = size
+        mtime = time
+        ctime = time
+    }
+}

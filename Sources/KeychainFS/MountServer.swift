@@ -32,7 +32,11 @@ public protocol MountPolicy: AnyObject, Sendable {
 
 /// An open file: one version of one item for its whole life, or a pending write.
 ///
-/// The bytes (`snapshot`, `buffer`, `length`), `dirty` and `revoked` are guarded by the file's own
+/// A writer's bytes stay in its buffer until a commit stores them (docs/filesystem.md, Writing):
+/// nobody else sees them before, and a writer killed by a signal never stores them.
+///
+/// The bytes (`snapshot`, `buffer`, `length`), `dirty`, `pending`, `abandoned`, `writes` and
+/// `revoked` are guarded by the file's own
 /// lock (`withContentLock`), so a read answers from them without holding the server's mutex
 /// through its reply; the other fields are guarded by the server's mutex. The file's lock is
 /// taken after the server's, never before.
@@ -45,14 +49,25 @@ final class OpenFile {
     /// Bytes written so far (`length` of them are meaningful); nil for a read-only open.
     var buffer: SecureBytes?
     var length = 0
+    /// Bytes were written (or cut) through this descriptor since its last commit: a FLUSH stores them.
     var dirty = false
+    /// Something is not stored yet, an O_TRUNC open's emptying included: the RELEASE stores it.
+    var pending = false
+    /// Writes so far, so that a commit clears `dirty` only if no write came in meanwhile.
+    var writes = 0
+    /// The threads that wrote since the last commit, and their processes: only their FLUSH
+    /// stores, so a child that closes the descriptor it inherited stores nothing.
+    var writerThreads: Set<Int32> = []
+    var writerProcesses: Set<Int32> = []
+    /// The writer was killed by a signal (seen at a FLUSH): this descriptor stores nothing more.
+    var abandoned = false
     /// Set when the vault locked under this descriptor (WhenUnlocked items): it reads and writes
     /// nothing from then on, even after an unlock, and a pending write is dropped, not stored.
     var revoked = false
     /// The entry at open, for `fstat` on a descriptor whose item has since locked.
     var openedEntry: FileEntry?
-    /// Made by this open (create): its first stored contents are reported as one `add`.
-    var isNew = false
+    /// When a create made this file; with `ref` nil it is stored at its first commit.
+    var createdAt = 0
     /// Where the written buffer's guarded memory is counted, and for whom (writers only).
     var budget: WriteBudget?
     var writerUID: UInt32 = 0
@@ -85,11 +100,22 @@ final class OpenFile {
         withContentLock {
             revoked = true
             dirty = false
+            pending = false
             wipeContents()
         }
     }
 
     func wipe() { withContentLock { wipeContents() } }
+
+    /// Drops what a killed writer left: nothing of it is stored.
+    func abandon() {
+        withContentLock {
+            abandoned = true
+            dirty = false
+            pending = false
+            wipeContents()
+        }
+    }
 
     private func wipeContents() {
         // The snapshot is wiped when its last holder lets go (SecureBytes wipes on deinit): at
@@ -411,8 +437,12 @@ public final class MountServer: @unchecked Sendable {
                 let ino = inodes.lookedUp(.service(s))
                 req.entry(ino: ino, attr: directoryStat(ino), timeout: timeout)
             case .service(let s)?:
-                guard let a = try value(of: name, in: s),
-                      let e = try entry(service: s, account: a, groups: visibleGroups) else { return req.error(ENOENT) }
+                guard let a = try value(of: name, in: s) else { return req.error(ENOENT) }
+                guard let e = try entry(service: s, account: a, groups: visibleGroups) else {
+                    guard let created = pendingCreation(service: s, account: a) else { return req.error(ENOENT) }
+                    let ino = inodes.lookedUp(.item(service: s, account: a))
+                    return req.entry(ino: ino, attr: fileStat(ino, created), timeout: 0)
+                }
                 let ino = inodes.lookedUp(.item(service: s, account: a))
                 req.entry(ino: ino, attr: fileStat(ino, e), timeout: timeout)
             case .item?: req.error(ENOTDIR)
@@ -434,6 +464,7 @@ public final class MountServer: @unchecked Sendable {
                 req.attr(directoryStat(ino), timeout: timeout)
             case .item(let s, let a)?:
                 guard let e = try entry(service: s, account: a, groups: visibleGroups) else {
+                    if let created = pendingCreation(service: s, account: a) { return req.attr(fileStat(ino, created), timeout: 0) }
                     // Locked under an open descriptor: fstat still answers with the attributes it
                     // had, so a read on it reaches `read` and gets EACCES rather than ENOENT.
                     let held = locked { files.values.first { f in f.node == .item(service: s, account: a) && f.withContentLock { f.revoked } }?.openedEntry }
@@ -605,7 +636,7 @@ public final class MountServer: @unchecked Sendable {
                     file.snapshot = nil
                 } else {
                     _ = try file.reserve(0)
-                    file.dirty = true  // O_TRUNC empties the secret even if nothing is written
+                    file.pending = true  // O_TRUNC: empty in this buffer; stored at the close, not now
                 }
             }
             // Recorded before the descriptor exists, so no caller holds one the log does not show:
@@ -648,7 +679,7 @@ public final class MountServer: @unchecked Sendable {
         guard case .service(let s)? = inodes.node(parent) else { return req.error(EPERM) }
         guard let a = FileNames.unescape(name) else { return req.error(EINVAL) }
         let (who, groups) = caller(req, writing: true)
-        guard let first = groups.first else { return req.error(EACCES) }
+        guard !groups.isEmpty else { return req.error(EACCES) }  // a new item lands in the first
         do {
             if let existing = try entry(service: s, account: a, groups: visibleGroups) {
                 // O_CREAT on an existing file without O_EXCL: an ordinary truncating open.
@@ -658,30 +689,37 @@ public final class MountServer: @unchecked Sendable {
                 file.budget = Self.writers
                 file.writerUID = who.uid
                 _ = try file.reserve(0)
-                file.dirty = true
+                file.pending = true
                 register(file, fi)
                 let ino = inodes.lookedUp(.item(service: s, account: a))
                 return req.create(ino: ino, attr: fileStat(ino, existing), timeout: timeout, fi: fi)
             }
+            if fi.pointee.flags & O_EXCL != 0, pendingCreation(service: s, account: a) != nil { return req.error(EEXIST) }
+            // Nothing is stored before the first commit, which makes the item with its contents
+            // in one transaction: a writer killed first leaves no item. Until then `stat` of the
+            // name answers from this file (`pendingCreation`).
             let file = OpenFile(node: .item(service: s, account: a), ref: nil, protection: .default, groups: groups)
             file.budget = Self.writers
             file.writerUID = who.uid
+            file.createdAt = time(nil)
             _ = try file.reserve(0)
-            file.dirty = true
-            try commit(file, notify: false)  // the file exists from now on, empty, as after creat(2)
-            // The close stores the contents (even none) and reports the new item once.
-            file.isNew = true
-            file.dirty = true
-            guard let made = try entry(service: s, account: a, groups: [first] + groups) else { return req.error(EIO) }
-            // Later writes go to this item by reference, whatever it is renamed to meanwhile.
-            file.ref = made.ref
+            file.pending = true
             register(file, fi)
             let ino = inodes.lookedUp(.item(service: s, account: a))
-            locked { _ = emptyServices.remove(s) }
-            req.create(ino: ino, attr: fileStat(ino, made), timeout: timeout, fi: fi)
+            req.create(ino: ino, attr: fileStat(ino, pendingFacts(file)), timeout: 0, fi: fi)
         } catch {
             req.error(errnoFor(error))
         }
+    }
+
+    /// A file created on this mount whose contents are not stored yet, as `stat` shows it.
+    func pendingCreation(service: [UInt8], account: [UInt8]) -> FileFacts? {
+        let node = Node.item(service: service, account: account)
+        return locked { files.values.first { $0.ref == nil && $0.node == node } }.map(pendingFacts)
+    }
+
+    private func pendingFacts(_ file: OpenFile) -> FileFacts {
+        FileFacts(group: file.groups.first ?? "", size: file.withContentLock { file.length }, time: file.createdAt)
     }
 
     func read(_ req: FuseRequest, size: Int, offset: Int, fi: UnsafeMutablePointer<fuse_file_info>) {
@@ -713,8 +751,10 @@ public final class MountServer: @unchecked Sendable {
 
     func write(_ req: FuseRequest, data: UnsafeRawBufferPointer, offset: Int, fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let file = locked({ files[fi.pointee.fh] }) else { return req.error(EBADF) }
+        noteWriter(file, req)
         let refused = file.withContentLock { () -> Int32? in
             if file.revoked { return EACCES }
+            if file.abandoned { return EIO }
             guard file.buffer != nil else { return EBADF }
             guard offset >= 0, data.count <= ItemLimits.maximumSecretLength - offset else { return EFBIG }
             do {
@@ -728,6 +768,8 @@ public final class MountServer: @unchecked Sendable {
             }
             file.length = max(file.length, offset + data.count)
             file.dirty = true
+            file.pending = true
+            file.writes += 1
             return nil
         }
         // libfuse keeps its receive buffer for the next request: no plaintext may stay in it.
@@ -736,42 +778,68 @@ public final class MountServer: @unchecked Sendable {
         req.written(data.count)
     }
 
-    /// Stores a written file's bytes as the item's secret in one transaction.
-    func commit(_ file: OpenFile, notify: Bool = true) throws {
-        // Locked under this descriptor: the pending bytes are dropped, not stored.
-        let pending = try file.withContentLock { () -> SecureBytes? in
-            if file.revoked { throw Denied() }
-            return file.dirty ? try file.withContents { try SecureBytes(copying: $0) } : nil
+    /// Records who writes through `file`, so that their FLUSH stores it (`flush`).
+    func noteWriter(_ file: OpenFile, _ req: FuseRequest) {
+        let tid = req.caller.pid
+        guard !file.withContentLock({ file.writerThreads.contains(tid) }) else { return }
+        let process = processID(ofThread: tid)
+        file.withContentLock {
+            file.writerThreads.insert(tid)
+            file.writerProcesses.insert(process)
         }
-        guard let secret = pending else { return }
+    }
+
+    /// Stores a written file's bytes as the item's secret in one transaction and reports the
+    /// change once. `onlyWritten` (a FLUSH): only when bytes were written through this
+    /// descriptor since its last commit, so closing a dup'd descriptor, or an `O_TRUNC` open's
+    /// first close before any write, stores nothing; otherwise (the RELEASE) whatever is pending.
+    func commit(_ file: OpenFile, onlyWritten: Bool) throws {
+        // Locked under this descriptor: the pending bytes are dropped, not stored.
+        let pending = try file.withContentLock { () -> (SecureBytes, Int)? in
+            if file.revoked { throw Denied() }
+            guard !file.abandoned, onlyWritten ? file.dirty : file.pending else { return nil }
+            return (try file.withContents { try SecureBytes(copying: $0) }, file.writes)
+        }
+        guard let (secret, writes) = pending else { return }
         defer { secret.wipe() }
         guard case .item(let s, let a) = locked({ file.node }) else { return }
-        let ref = locked { file.ref }
-        var groups = Set<String>()
-        if let ref {
-            groups = try vault.update(["v_PersistentRef": .data(ref.bytes), "sync": "syna"], changes: [:], secret: secret,
-                                      accessGroups: file.groups)
+        let change: FileChange
+        if let ref = locked({ file.ref }) {
+            change = try vault.storeFileSecret(secret, in: ref, accessGroups: file.groups)
         } else {
-            do {
-                try vault.add(["class": "genp", "svce": .data(s), "acct": .data(a)], secret: secret, accessGroups: file.groups)
-                groups = Set(file.groups.prefix(1))  // an add lands in the first group
-            } catch KeychainStatus.duplicateItem {
-                groups = try vault.update(["class": "genp", "svce": .data(s), "acct": .data(a)], changes: [:], secret: secret,
-                                          accessGroups: file.groups)
+            change = try vault.storeFileSecret(secret, named: ItemName(service: s, account: a), accessGroups: file.groups)
+            // Later writes go to this item by reference, whatever it is renamed to meanwhile.
+            locked {
+                file.ref = change.entry.ref
+                _ = emptyServices.remove(s)
             }
         }
-        file.withContentLock { file.dirty = false }
-        let wasNew = locked { () -> Bool in
-            defer { file.isNew = false }
-            return file.isNew
+        file.withContentLock {
+            if file.writes == writes {
+                file.dirty = false
+                file.pending = false
+                file.writerThreads.removeAll()
+                file.writerProcesses.removeAll()
+            }
         }
-        if notify { changed(ref == nil || wasNew ? "add" : "update", service: s, account: a, groups: groups) }
+        changed(change.created ? "add" : "update", service: s, account: a, groups: change.groups)
     }
 
     func flush(_ req: FuseRequest, fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let file = locked({ files[fi.pointee.fh] }) else { return req.error(EBADF) }
+        guard file.withContentLock({ file.buffer != nil }) else { return req.ok() }
+        let pid = req.caller.pid
+        // The close that a signal's exit makes: the writer did not finish, nothing is stored.
+        if diesBySignal(pid: pid) {
+            file.abandon()
+            return req.ok()
+        }
+        // Another process's close (a child closing what it inherited) leaves the bytes pending.
+        guard file.withContentLock({ file.writerThreads.contains(pid) })
+                || file.withContentLock({ [p = processID(ofThread: pid)] in file.writerProcesses.contains(p) })
+        else { return req.ok() }
         do {
-            try commit(file)
+            try commit(file, onlyWritten: true)
             req.ok()
         } catch {
             req.error(errnoFor(error))
@@ -781,7 +849,7 @@ public final class MountServer: @unchecked Sendable {
     func release(_ req: FuseRequest, fi: UnsafeMutablePointer<fuse_file_info>) {
         let file = locked { files.removeValue(forKey: fi.pointee.fh) }
         if let file {
-            try? commit(file)  // flush normally did this already
+            try? commit(file, onlyWritten: false)  // what no FLUSH stored (`: > file`); its error has no one to go to
             file.wipe()
         }
         req.ok()
@@ -792,8 +860,7 @@ public final class MountServer: @unchecked Sendable {
         guard case .service(let s)? = inodes.node(parent) else { return req.error(ENOENT) }
         do {
             guard let a = try value(of: name, in: s) else { return req.error(ENOENT) }
-            let groups = try vault.delete(["class": "genp", "svce": .data(s), "acct": .data(a), "sync": "syna"],
-                                          accessGroups: caller(req, writing: true).groups)
+            let groups = try vault.deleteFile(ItemName(service: s, account: a), accessGroups: caller(req, writing: true).groups)
             changed("delete", service: s, account: a, groups: groups)
             req.ok()
         } catch {
@@ -827,30 +894,26 @@ public final class MountServer: @unchecked Sendable {
                 req.ok()
             case (.service(let s1)?, .service(let s2)?):
                 guard let a1 = try value(of: name, in: s1), let a2 = FileNames.unescape(newName) else { return req.error(ENOENT) }
-                guard let source = try entry(service: s1, account: a1, groups: groups) else { return req.error(ENOENT) }
-                var moved = Set<String>()
-                if let target = try entry(service: s2, account: a2, groups: visibleGroups) {
-                    if flags & 1 != 0 { return req.error(EEXIST) }
-                    guard groups.contains(target.group) else { return req.error(EACCES) }
-                    // An editor's save: the target keeps its attributes and takes the new secret.
-                    let secret = try vault.readSecret(of: source.ref, accessGroups: groups)
-                    defer { secret.wipe() }
-                    moved = try vault.update(["v_PersistentRef": .data(target.ref.bytes), "sync": "syna"], changes: [:],
-                                             secret: secret, accessGroups: groups)
-                    moved.formUnion(try vault.delete(["v_PersistentRef": .data(source.ref.bytes), "sync": "syna"], accessGroups: groups))
+                guard let source = try entry(service: s1, account: a1, groups: groups) else {
+                    return try renamePending(req, from: .item(service: s1, account: a1), to: .item(service: s2, account: a2),
+                                             replacing: flags & 1 == 0, groups: groups)
+                }
+                // One transaction: a plain move, or an editor's save (the target keeps its
+                // attributes, takes the new secret, and the source goes).
+                let change = try vault.renameFile(source.ref, to: ItemName(service: s2, account: a2), replacing: flags & 1 == 0,
+                                                  accessGroups: groups, visibleGroups: visibleGroups)
+                if let target = change.replaced {
                     // Descriptors still open on the source now write to the target.
                     locked {
                         for f in files.values where f.ref == source.ref {
-                            f.ref = target.ref
+                            f.ref = target
                             f.node = .item(service: s2, account: a2)
                         }
                     }
                 } else {
-                    moved = try vault.update(["v_PersistentRef": .data(source.ref.bytes), "sync": "syna"],
-                                             changes: ["svce": .data(s2), "acct": .data(a2)], accessGroups: groups)
                     locked { _ = emptyServices.remove(s2) }
                 }
-                changed("update", service: s2, account: a2, previous: (s1, a1), groups: moved)
+                changed("update", service: s2, account: a2, previous: (s1, a1), groups: change.groups)
                 // The kernel keeps the source's inode under the new name.
                 inodes.rename(.item(service: s1, account: a1), to: .item(service: s2, account: a2))
                 locked {
@@ -865,6 +928,29 @@ public final class MountServer: @unchecked Sendable {
         }
     }
 
+    /// Renames a file created on this mount that is not stored yet: nothing changes in the vault
+    /// now; its writers' close stores into the target (which keeps its attributes) or makes the
+    /// item under the new name (POSIX: a descriptor follows its file through a rename).
+    private func renamePending(_ req: FuseRequest, from: Node, to: Node, replacing: Bool, groups: [String]) throws {
+        guard case .item(let s1, let a1) = from, case .item(let s2, let a2) = to,
+              pendingCreation(service: s1, account: a1) != nil else { return req.error(ENOENT) }
+        let target = try entry(service: s2, account: a2, groups: visibleGroups)
+        if let target {
+            guard replacing else { return req.error(EEXIST) }
+            guard groups.contains(target.group) else { return req.error(EACCES) }
+        }
+        locked {
+            for f in files.values where f.ref == nil && f.node == from {
+                f.node = to
+                f.ref = target?.ref
+            }
+        }
+        entries.invalidate(service: s1, account: a1)
+        entries.invalidate(service: s2, account: a2)
+        inodes.rename(from, to: to)
+        req.ok()
+    }
+
     func setattr(_ req: FuseRequest, ino: UInt64, attr: stat, toSet: Int32, fi: UnsafeMutablePointer<fuse_file_info>?) {
         let sizeBit: Int32 = 1 << 3, modeBit: Int32 = 1 << 0, uidBit: Int32 = 1 << 1, gidBit: Int32 = 1 << 2
         if toSet & (modeBit | uidBit | gidBit) != 0 { return req.error(EPERM) }  // ownership comes from the group
@@ -877,6 +963,7 @@ public final class MountServer: @unchecked Sendable {
             guard size >= 0, size <= ItemLimits.maximumSecretLength else { return req.error(EFBIG) }
             do {
                 if let fi, let file = locked({ files[fi.pointee.fh] }), file.withContentLock({ file.buffer != nil }) {
+                    noteWriter(file, req)
                     let room = try file.withContentLock { () throws -> Bool in
                         guard try file.reserve(size) else { return false }
                         if size > file.length {
@@ -884,19 +971,16 @@ public final class MountServer: @unchecked Sendable {
                         }
                         file.length = size
                         file.dirty = true
+                        file.pending = true
+                        file.writes += 1
                         return true
                     }
                     guard room else { return req.error(ENOSPC) }
                 } else {
                     let groups = caller(req, writing: true).groups
                     guard let e = try entry(service: s, account: a, groups: groups) else { return req.error(EACCES) }
-                    let old = try vault.readSecret(of: e.ref, accessGroups: groups)
-                    let new = try SecureBytes(count: size)
-                    old.withUnsafeBytes { src in new.withUnsafeMutableBytes { if min(size, src.count) > 0 { $0.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: min(size, src.count)) } } }
-                    old.wipe()
-                    let touched = try vault.update(["v_PersistentRef": .data(e.ref.bytes), "sync": "syna"], changes: [:],
-                                                   secret: new, accessGroups: groups)
-                    changed("update", service: s, account: a, groups: touched)
+                    let change = try vault.truncateFile(e.ref, to: size, accessGroups: groups)  // one transaction
+                    changed("update", service: s, account: a, groups: change.groups)
                 }
             } catch {
                 return req.error(errnoFor(error))
