@@ -36,16 +36,16 @@ let package = Package(
         // The few Linux calls Glibc's module map does not expose (prctl, accept4).
         .target(name: "CProcess"),
         // Access groups as Unix owner/group/mode, and callers' kernel identities.
-        .target(name: "KeychainAccess", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol"]),
+        .target(name: "KeychainfsAccess", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol"]),
         // The FUSE mount: items as files, served from the daemon.
-        .target(name: "KeychainFS", dependencies: ["CFuse", "CProcess", "KeychainCore", "KeychainCrypto", "KeychainAccess", "SQLiteStore"]),
+        .target(name: "KeychainFS", dependencies: ["CFuse", "CProcess", "KeychainCore", "KeychainCrypto", "KeychainfsAccess", "SQLiteStore"]),
         // The daemon: socket server, lock triggers, back-off, mounts.
         .target(name: "KeychainDaemon", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol",
-                                                       "KeychainAccess", "KeychainFS", "CProcess", "SQLiteStore"]),
+                                                       "KeychainfsAccess", "KeychainFS", "CProcess", "SQLiteStore"]),
 
         // The command line: verbs, option parsing, passphrase input, output formats.
         .target(name: "KeychainCLI", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol",
-                                                    "KeychainClient", "KeychainDaemon", "KeychainAccess", "KeychainFS"]),
+                                                    "KeychainClient", "KeychainDaemon", "KeychainfsAccess", "KeychainFS"]),
         .executableTarget(name: "keychainfs", dependencies: ["KeychainCLI"]),
         .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainClient", "KeychainProtocol", "Security"]),
 
@@ -54,7 +54,7 @@ let package = Package(
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto", "SQLiteStore"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "KeychainDaemonTests", dependencies: ["KeychainDaemon", "KeychainProtocol", "KeychainCore",
-                                                               "KeychainCrypto", "KeychainAccess", "CProcess"]),
+                                                               "KeychainCrypto", "KeychainfsAccess", "CProcess"]),
         .testTarget(name: "KeychainCLITests", dependencies: ["KeychainCLI", "Security"],
                     exclude: ["Attackers"]),  // python3 attacker programs, run by DaemonAttackTests
     ]

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds keychainfs and runs every test suite (XCTest), then prints one summary line.
+# Builds keychainfs and runs every test suite (XCTest), prints one summary line, then checks that
+# a package with targets named like well-known keychain packages can use ours (check-package-names.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -22,4 +23,5 @@ if [[ -z "$total" || "$total" == "0" ]]; then
     exit 1
 fi
 echo "tests: $((total - ${failed:-0} - ${skipped:-0})) passed, ${failed:-0} failed, ${skipped:-0} skipped"
+scripts/check-package-names.sh || status=1
 exit "$status"

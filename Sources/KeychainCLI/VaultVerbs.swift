@@ -2,7 +2,7 @@ import Glibc
 import KeychainClient
 import KeychainCore
 import KeychainCrypto
-import KeychainAccess
+import KeychainfsAccess
 import KeychainDaemon
 import KeychainProtocol
 

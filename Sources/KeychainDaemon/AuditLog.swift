@@ -1,6 +1,6 @@
 import Dispatch
 import Glibc
-import KeychainAccess
+import KeychainfsAccess
 import KeychainCore
 import KeychainCrypto
 

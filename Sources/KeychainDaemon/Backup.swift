@@ -1,5 +1,5 @@
 import Glibc
-import KeychainAccess
+import KeychainfsAccess
 import KeychainCore
 import KeychainCrypto
 import KeychainProtocol

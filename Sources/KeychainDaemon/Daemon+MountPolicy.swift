@@ -1,5 +1,5 @@
 import Dispatch
-import KeychainAccess
+import KeychainfsAccess
 import KeychainCore
 import KeychainFS
 

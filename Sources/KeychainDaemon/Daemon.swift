@@ -1,7 +1,7 @@
 import CProcess
 import Dispatch
 import Glibc
-import KeychainAccess
+import KeychainfsAccess
 import KeychainCore
 import KeychainCrypto
 import KeychainFS

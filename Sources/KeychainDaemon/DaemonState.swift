@@ -1,4 +1,4 @@
-import KeychainAccess
+import KeychainfsAccess
 import KeychainFS
 
 /// What the daemon's requests share besides the vault, kept together behind one mutex

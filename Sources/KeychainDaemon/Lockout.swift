@@ -1,5 +1,5 @@
 import Glibc
-import KeychainAccess
+import KeychainfsAccess
 import KeychainCore
 
 /// Failed-unlock back-off per caller uid, recorded in a file so that restarting the daemon does

@@ -1,6 +1,6 @@
 import CFuse
 import Glibc
-import KeychainAccess
+import KeychainfsAccess
 import KeychainCore
 
 /// Opens of presence-gated files wait for the approval program here, on a few threads of their

@@ -1,6 +1,6 @@
 import CFuse
 import Glibc
-import KeychainAccess
+import KeychainfsAccess
 import KeychainCore
 import KeychainCrypto
 

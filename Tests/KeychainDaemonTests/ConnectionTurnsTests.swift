@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
-import KeychainAccess
+import KeychainfsAccess
 import KeychainCore
 import KeychainCrypto
 import KeychainProtocol

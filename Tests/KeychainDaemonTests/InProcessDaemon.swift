@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import KeychainAccess
+import KeychainfsAccess
 import KeychainCore
 import KeychainCrypto
 import KeychainProtocol

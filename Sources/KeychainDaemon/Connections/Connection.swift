@@ -1,6 +1,6 @@
 import CProcess
 import Glibc
-import KeychainAccess
+import KeychainfsAccess
 import KeychainCrypto
 import KeychainProtocol
 import Synchronization

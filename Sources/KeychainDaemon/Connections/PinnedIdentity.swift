@@ -1,6 +1,6 @@
 import CProcess
 import Glibc
-import KeychainAccess
+import KeychainfsAccess
 import KeychainProtocol
 
 /// The identity of a socket's peer, taken from the kernel once, when the connection is

@@ -1,6 +1,6 @@
 import CProcess
 import Glibc
-import KeychainAccess
+import KeychainfsAccess
 import KeychainCore
 import KeychainCrypto
 

@@ -1,4 +1,4 @@
-import KeychainAccess
+import KeychainfsAccess
 import KeychainCore
 import KeychainProtocol
 

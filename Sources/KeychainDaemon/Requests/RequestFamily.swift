@@ -1,4 +1,4 @@
-import KeychainAccess
+import KeychainfsAccess
 import KeychainCore
 
 /// A family of request handlers (items, groups, mounts, administration): a type each, in its
