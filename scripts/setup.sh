@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the C libraries and tools keychainfs builds against (Debian 12 packages).
 set -euo pipefail
-packages=(fuse3 libfuse3-dev libsodium-dev libsqlite3-dev pkg-config attr python3)
+packages=(fuse3 libfuse3-dev libsodium-dev libsqlite3-dev libssl-dev openssl pkg-config attr python3 python3-cryptography)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
