@@ -18,9 +18,14 @@ let package = Package(
                        providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3",
                        providers: [.apt(["libfuse3-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"])]),
 
         // libsodium wrappers: guarded memory, AEAD, Argon2id, keyed BLAKE2b.
         .target(name: "KeychainCrypto", dependencies: ["CSodium"]),
+        // Public-key cryptography from OpenSSL 3: EC and RSA keys, signatures, encryption, ECDH,
+        // Apple's encodings. The only importer of COpenSSL.
+        .target(name: "KeychainKeys", dependencies: ["COpenSSL", "KeychainCrypto"]),
         // A small SQLite connection wrapper.
         .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
         // The vault engine and Apple's item semantics.
@@ -32,7 +37,7 @@ let package = Package(
         // The client side of the socket, for the CLI and the Security module.
         .target(name: "KeychainClient", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "CProcess"]),
         // `import Security`: Apple's SecItem API over the daemon.
-        .target(name: "Security", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "KeychainClient"]),
+        .target(name: "Security", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainKeys", "KeychainProtocol", "KeychainClient"]),
         // The few Linux calls Glibc's module map does not expose (prctl, accept4).
         .target(name: "CProcess"),
         // Access groups as Unix owner/group/mode, and callers' kernel identities.
@@ -50,6 +55,7 @@ let package = Package(
         .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainClient", "KeychainProtocol", "Security"]),
 
         .testTarget(name: "KeychainCryptoTests", dependencies: ["KeychainCrypto"]),
+        .testTarget(name: "KeychainKeysTests", dependencies: ["KeychainKeys", "KeychainCrypto"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto", "SQLiteStore"],
                     resources: [.copy("Fixtures")]),

@@ -20,6 +20,25 @@ struct ReturnKeys: Equatable {
         }
     }
     var count: Int { [data, attributes, persistentRef, ref].filter { $0 }.count }
+
+    /// `r_Ref` by class, as Apple treats it: a password has no object reference, so alone it is a
+    /// bad query and beside other return keys it is ignored. A key's reference (`SecKey`) is built
+    /// by the client from the item's attributes and key bytes, so it asks for both. Certificates
+    /// have no object here yet.
+    mutating func resolveReference(for itemClass: ItemClass) throws {
+        guard ref else { return }
+        switch itemClass {
+        case .genericPassword, .internetPassword:
+            if count == 1 { throw KeychainStatus.param }
+            ref = false
+        case .key:
+            ref = false
+            data = true
+            attributes = true
+        case .certificate:
+            throw KeychainStatus.unimplemented
+        }
+    }
 }
 
 /// A query dictionary parsed and checked against Apple's rules (PRODUCT 3). Public so a caller
@@ -79,13 +98,7 @@ public struct ParsedQuery {
                 try addFilter(key, value)
             }
         }
-        if returns.ref && (itemClass == .genericPassword || itemClass == .internetPassword) {
-            // Passwords have no object reference: asked alone it is a bad query; beside other
-            // return keys Apple ignores it and returns what the others ask for.
-            if returns.count == 1 { throw KeychainStatus.param }
-            returns.ref = false
-        }
-        if returns.ref { throw KeychainStatus.unimplemented }
+        try returns.resolveReference(for: itemClass)
         // A persistent reference names one item, whatever its `sync`: the default "not
         // synchronizable" filter does not apply unless the query sets `sync` itself.
         if ref != nil && query["sync"] == nil { synchronizable = nil }

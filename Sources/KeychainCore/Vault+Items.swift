@@ -71,11 +71,7 @@ extension Vault {
         }
         if let data { try ItemLimits.check(data) }
         try Self.reconcileAccessControl(&attributes)
-        if returns.ref {
-            // As in a search: passwords have no object reference; other classes lack one here.
-            let password = itemClass == .genericPassword || itemClass == .internetPassword
-            throw password && returns.count == 1 ? KeychainStatus.param : KeychainStatus.unimplemented
-        }
+        try returns.resolveReference(for: itemClass)  // as in a search
         let protection = try Self.protection(attributes["pdmn"]) ?? .default
         attributes["pdmn"] = .string(protection.rawValue)
         let sync = attributes["sync"]?.integerView ?? 0

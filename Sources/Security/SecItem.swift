@@ -91,10 +91,20 @@ private func returnKeys(_ attributes: Attributes) -> Bool {
 @discardableResult
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     status {
-        let (attrs, secret) = try Conversion.attributes(attributes, extractData: true)
+        let dict = attributes as NSDictionary
+        if let ref = dict["v_Ref"] {
+            // A key object: its attributes and bytes become the item (KeyItems).
+            guard let key = ref as? SecKey else { throw KeychainStatus.param }
+            let query = try KeyItems.addQuery(key, parameters: dict)
+            if returnKeys(query) && result == nil { throw KeychainStatus.param }
+            let r = try KeychainConnection.shared.send(Request(.add, query: query, secrets: [KeyItems.keyValue(key)]))
+            result?.pointee = try KeyItems.shape(r.result, query: query)
+            return
+        }
+        let (attrs, secret) = try Conversion.attributes(dict, extractData: true)
         if returnKeys(attrs) && result == nil { throw KeychainStatus.param }
         let r = try KeychainConnection.shared.send(Request(.add, query: attrs, secrets: secret.map { [$0] } ?? []))
-        result?.pointee = Conversion.object(r.result.result)
+        result?.pointee = try KeyItems.shape(r.result, query: attrs)
     }
 }
 
@@ -105,7 +115,7 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
         let (attrs, _) = try Conversion.attributes(query, extractData: false)
         if returnKeys(attrs) && result == nil { throw KeychainStatus.param }
         let r = try KeychainConnection.shared.send(Request(.copyMatching, query: attrs))
-        result?.pointee = Conversion.object(r.result.result)
+        result?.pointee = try KeyItems.shape(r.result, query: attrs)
     }
 }
 

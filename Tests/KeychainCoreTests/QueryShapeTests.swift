@@ -156,7 +156,18 @@ final class QueryShapeTests: XCTestCase {
         XCTAssertNotNil(r.value?.item?.persistentRef)
         XCTAssertStatus(.itemNotFound, try vault.copyMatching(query(["acct": "none", "r_Data": true, "r_Ref": true]),
                                                                 accessGroups: groups))
-        XCTAssertStatus(.unimplemented, try vault.copyMatching(["class": "keys", "r_Ref": true, "r_Data": true], accessGroups: groups))
+        XCTAssertStatus(.unimplemented, try vault.copyMatching(["class": "cert", "r_Ref": true, "r_Data": true], accessGroups: groups))
+    }
+
+    func testReturnRefOnAKeyReturnsItsAttributesAndBytes() throws {
+        // The client builds the SecKey from these; the bytes count as the secret read.
+        try vault.add(["class": "keys", "kcls": 1, "type": 73, "atag": "t"], secret: try SecureBytes(copying: [4, 1, 2]),
+                      accessGroups: groups)
+        let r = try vault.copyMatching(["class": "keys", "atag": "t", "r_Ref": true], accessGroups: groups)
+        XCTAssertEqual(r.value?.item?.secret?.withUnsafeBytes { Array($0) }, [4, 1, 2])
+        XCTAssertEqual(r.value?.item?.attributes["kcls"], .number(1))
+        XCTAssertNil(r.value?.item?.persistentRef, "only what was asked besides")
+        XCTAssertStatus(.itemNotFound, try vault.copyMatching(["class": "keys", "atag": "none", "r_Ref": true], accessGroups: groups))
     }
 
     func testPersistentRefNamesASynchronizableItemWithoutSyncInTheQuery() throws {

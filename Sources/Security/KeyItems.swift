@@ -1,0 +1,146 @@
+import KeychainCore
+import KeychainCrypto
+import KeychainKeys
+import KeychainProtocol
+
+/// `SecKey`s as `kSecClassKey` items: the key bytes are the item's secret (in guarded memory
+/// on the way), its facts the item's attributes, as Apple's `SecKeyCopyAttributeDictionary`.
+enum KeyItems {
+    /// The attributes Apple derives from a key: class, label, type, sizes and usage flags.
+    static func keyAttributes(_ key: SecKey) -> Attributes {
+        let priv = key.key.isPrivate
+        var a: Attributes = [
+            "kcls": .number(priv ? 1 : 0), "klbl": .data(key.applicationLabel), "type": .number(key.typeCode),
+            "bsiz": .number(Int64(key.key.sizeInBits)), "esiz": .number(Int64(key.key.sizeInBits)),
+            "perm": .bool(true), "priv": .bool(true), "modi": .bool(true), "sens": .bool(false),
+            "asen": .bool(false), "extr": .bool(true), "next": .bool(false), "drve": .bool(true),
+            "snrc": .bool(false), "vyrc": .bool(false),
+        ]
+        for (flag, onPrivate) in [("encr", false), ("decr", true), ("sign", true), ("vrfy", false), ("wrap", false), ("unwp", true)] {
+            a[flag] = .bool(onPrivate == priv)
+        }
+        return a
+    }
+
+    /// The key's external representation in guarded memory.
+    static func keyValue(_ key: SecKey) throws -> SecureBytes {
+        if key.key.isPrivate { return try key.key.privateBytes() }
+        return try SecureBytes(copying: key.key.publicBytes())
+    }
+
+    /// Stores `key` (`SecItemAdd` with `kSecValueRef`): its attributes, then the caller's
+    /// (which win), the key bytes as the secret.
+    /// - Returns: the stored item's attributes as the module returns them.
+    /// - Throws: the keychain's status (`KeychainStatus`).
+    @discardableResult
+    static func add(_ key: SecKey, parameters: NSDictionary) throws -> [String: AnyObject] {
+        let query = try addQuery(key, parameters: parameters)
+        let secret = try keyValue(key)
+        var q = query
+        q["r_Attributes"] = .bool(true)
+        let response = try KeychainConnection.shared.send(Request(.add, query: q, secrets: [secret]))
+        guard case .value(.item(let item)) = response.result else { return [:] }
+        return objects(item.attributes)
+    }
+
+    /// The add query for `key` with the caller's dictionary (less `v_Ref` and `v_Data`).
+    static func addQuery(_ key: SecKey, parameters: NSDictionary) throws -> Attributes {
+        let rest = parameters.mutableCopy() as! NSMutableDictionary
+        for k in ["v_Ref", "v_Data", "perm"] { rest.removeObject(forKey: k as NSString) }
+        if let c = rest["class"] {
+            guard let name = (c as? String) ?? (c as? NSString).map({ $0 as String }), ItemClass(name: name) == .key else {
+                throw KeychainStatus.param  // a key is only ever a kSecClassKey item
+            }
+        }
+        let (given, _) = try Conversion.attributes(rest, extractData: false)
+        var query = keyAttributes(key)
+        for (k, v) in given { query[k] = v }
+        query["class"] = .string("keys")
+        return query
+    }
+
+    static func objects(_ attributes: Attributes) -> [String: AnyObject] {
+        var out: [String: AnyObject] = [:]
+        for (k, v) in attributes { out[k] = Conversion.object(v, key: k) }
+        return out
+    }
+
+    /// The module's answer to a search or add: `SecKey`s for a key query with `r_Ref`.
+    static func shape(_ result: QueryResult, query: Attributes) throws -> AnyObject? {
+        if let asked = askedReference(query) { return try object(result, asked: asked) }
+        return Conversion.object(result)
+    }
+
+    /// The `SecKey` of a key item returned with its attributes and secret.
+    /// - Throws: `decode` for an item whose bytes are not a key of its `type` and `kcls`.
+    static func secKey(_ item: FoundItem) throws -> SecKey {
+        guard let secret = item.secret, let type = item.attributes["type"]?.numberValue,
+              let keyClass = item.attributes["kcls"]?.numberValue else { throw KeychainStatus.decode }
+        do {
+            let key = try secret.withUnsafeBytes { try KeyParameters.importKey(type: type, isPrivate: keyClass == 1, $0) }
+            return SecKey(key, itemAttributes: objects(item.attributes))
+        } catch {
+            throw KeychainStatus.decode
+        }
+    }
+
+    // MARK: kSecReturnRef
+
+    /// What a key query's return keys asked for, when `r_Ref` is among them: the engine then
+    /// returns attributes and key bytes, and the answer is shaped here.
+    struct Asked {
+        var data = false, attributes = false, persistentRef = false
+        var onlyRef: Bool { !data && !attributes && !persistentRef }
+    }
+
+    /// The return keys of a key query that asks for `r_Ref`; nil for any other query.
+    static func askedReference(_ attrs: Attributes) -> Asked? {
+        guard flag(attrs["r_Ref"]), isKeyQuery(attrs) else { return nil }
+        return Asked(data: flag(attrs["r_Data"]), attributes: flag(attrs["r_Attributes"]),
+                     persistentRef: flag(attrs["r_PersistentRef"]))
+    }
+
+    static func isKeyQuery(_ attrs: Attributes) -> Bool {
+        if case .string(let name)? = attrs["class"] { return ItemClass(name: name) == .key }
+        if case .data(let bytes)? = attrs["v_PersistentRef"] { return PersistentRef(bytes: bytes)?.itemClass == .key }
+        return false
+    }
+
+    static func flag(_ v: AttributeValue?) -> Bool {
+        switch v {
+        case .bool(let b)?: return b
+        case .number(let n)?: return n != 0
+        default: return false
+        }
+    }
+
+    /// The result of a key query with `r_Ref`: a bare `SecKey`, or dictionaries holding it
+    /// under `v_Ref` beside what the other return keys asked for.
+    static func object(_ result: QueryResult, asked: Asked) throws -> AnyObject? {
+        func one(_ value: ReturnedValue) throws -> AnyObject {
+            guard let item = value.item else { throw KeychainStatus.decode }
+            let key = try secKey(item)
+            if asked.onlyRef { return key }
+            let shaped = FoundItem(attributes: asked.attributes ? item.attributes : [:], secret: asked.data ? item.secret : nil,
+                                   persistentRef: asked.persistentRef ? item.persistentRef : nil)
+            let dict = Conversion.object(.item(shaped)) as! NSMutableDictionary
+            dict["v_Ref" as NSString] = key
+            return dict
+        }
+        switch result {
+        case .none: return nil
+        case .value(let v): return try one(v)
+        case .array(let a): return NSArray(array: try a.map(one))
+        }
+    }
+}
+
+extension AttributeValue {
+    var numberValue: Int64? {
+        switch self {
+        case .number(let n): return n
+        case .string(let s): return Int64(s)
+        default: return nil
+        }
+    }
+}

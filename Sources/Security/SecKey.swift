@@ -1,0 +1,171 @@
+import KeychainCore
+import KeychainCrypto
+import KeychainKeys
+
+/// A public or private EC or RSA key (`SecKeyRef`). Keys compare equal when they are the same
+/// kind of key with the same public key. The key is held in this process (libcrypto's secure
+/// heap); a key read from the keychain was decrypted by the daemon and handed over.
+public final class SecKey: NSObject, @unchecked Sendable {
+    let key: AsymmetricKey
+    /// The keychain item's attributes (`atag`, `labl`, `agrp`, ...) when the key came from the
+    /// keychain or was stored there; `SecKeyCopyAttributes` includes them.
+    let itemAttributes: [String: AnyObject]
+
+    init(_ key: AsymmetricKey, itemAttributes: [String: AnyObject] = [:]) {
+        self.key = key
+        self.itemAttributes = itemAttributes
+    }
+
+    public override func isEqual(_ object: Any?) -> Bool {
+        guard let other = object as? SecKey else { return false }
+        return other.key.kind == key.kind && other.key.isPrivate == key.isPrivate
+            && other.key.publicBytes() == key.publicBytes()
+    }
+
+    public override var hash: Int { key.publicBytes().hashValue }
+
+    public override var description: String {
+        let kind: String
+        switch key.kind {
+        case .ec: kind = key.isPrivate ? "ECPrivateKey" : "ECPublicKey"
+        case .rsa: kind = key.isPrivate ? "RSAPrivateKey" : "RSAPublicKey"
+        }
+        return "<SecKeyRef key type: \(kind), block size: \(key.sizeInBits) bits>"
+    }
+
+    /// Apple's `kSecAttrKeyType` raw value: "73" for EC, "42" for RSA.
+    var typeCode: Int64 {
+        if case .rsa = key.kind { return 42 }
+        return 73
+    }
+
+    /// Apple's application label (`klbl`): SHA-1 of the public key's external representation.
+    var applicationLabel: [UInt8] { DigestAlgorithm.sha1.hash(key.publicBytes()) }
+}
+
+/// Sets `error` to a CFError of Apple's domain and code, as Apple's functions do.
+func setError(_ error: UnsafeMutablePointer<Unmanaged<CFError>?>?, _ status: OSStatus, _ message: String) {
+    let e = NSError(domain: "NSOSStatusErrorDomain", code: Int(status), userInfo: [NSDebugDescriptionErrorKey: message])
+    error?.pointee = Unmanaged.passRetained(e)
+}
+
+/// Runs `body`; a thrown error becomes Apple's status in `error` and the result is nil.
+func keyCall<R>(_ out: UnsafeMutablePointer<Unmanaged<CFError>?>?, _ what: String, _ body: () throws -> R?) -> R? {
+    do {
+        return try body()
+    } catch let e as KeyError {
+        let (status, reason) = KeyFailure.status(e)
+        setError(out, status, "\(what): \(reason)")
+    } catch let s as KeychainStatus {
+        setError(out, s.rawValue, "\(what): \(s.message)")
+    } catch CryptoError.allocationFailed {
+        setError(out, errSecAllocate, "\(what): out of guarded memory")
+    } catch let f as KeyFailure {
+        setError(out, f.status, "\(what): \(f.reason)")
+    } catch {
+        setError(out, errSecInternalComponent, "\(what) failed")
+    }
+    return nil
+}
+
+/// A refusal of the Security layer itself (a bad parameter, an algorithm the key lacks).
+struct KeyFailure: Error {
+    var status: OSStatus
+    var reason: String
+    static func param(_ reason: String) -> KeyFailure { KeyFailure(status: errSecParam, reason: reason) }
+    static func unsupported(_ reason: String) -> KeyFailure { KeyFailure(status: errSecUnimplemented, reason: reason) }
+
+    static func status(_ e: KeyError) -> (OSStatus, String) {
+        switch e {
+        case .invalidKeyData: return (errSecParam, "the data is not a key of this type")
+        case .invalidInput: return (errSecParam, "input of the wrong size for this key and algorithm")
+        case .unsupported: return (errSecUnimplemented, "not supported by this key")
+        case .verificationFailed: return (errSecVerifyFailed, "the signature does not verify")
+        case .decryptionFailed: return (errSecParam, "the data does not decrypt with this key")
+        case .library: return (errSecInternalComponent, "libcrypto failed")
+        }
+    }
+}
+
+// MARK: Creating keys
+
+/// Generates a key pair (`SecKeyCreateRandomKey`) and returns the private key.
+/// `kSecAttrKeyType` EC (`kSecAttrKeyTypeECSECPrimeRandom`) with `kSecAttrKeySizeInBits` 256
+/// (the default), 384 or 521, or RSA with 1024 to 4096 bits (default 2048). With
+/// `kSecAttrIsPermanent` true at the top level or in `kSecPrivateKeyAttrs` / `kSecPublicKeyAttrs`
+/// the key is stored in the keychain as a `kSecClassKey` item, with the other attributes of that
+/// dictionary (`kSecAttrApplicationTag`, `kSecAttrLabel`, `kSecAttrAccessible`, ...).
+/// - Returns: nil with `error` set: errSecParam for an unknown type or size,
+///   errSecUnimplemented for `kSecAttrTokenID` (no Secure Enclave), the keychain's status when
+///   storing fails (errSecDuplicateItem, ...).
+public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
+    keyCall(error, "SecKeyCreateRandomKey") {
+        let params = parameters as NSDictionary
+        if params["tkid"] != nil { throw KeyFailure.unsupported("no token (Secure Enclave) on this platform") }
+        let key = try KeyParameters.generate(type: params["type"], size: params["bsiz"])
+        let privateParams = KeyParameters.merged(params, "private")
+        let publicParams = KeyParameters.merged(params, "public")
+        var stored: [String: AnyObject] = [:]
+        if KeyParameters.flag(privateParams["perm"]) {
+            stored = try KeyItems.add(SecKey(key), parameters: privateParams)
+        }
+        if KeyParameters.flag(publicParams["perm"]) {
+            _ = try KeyItems.add(SecKey(try key.publicKey()), parameters: publicParams)
+        }
+        return SecKey(key, itemAttributes: stored)
+    }
+}
+
+/// The public key of a key pair (`SecKeyCopyPublicKey`); a public key returns itself.
+public func SecKeyCopyPublicKey(_ key: SecKey) -> SecKey? {
+    guard key.key.isPrivate else { return key }
+    return (try? key.key.publicKey()).map { SecKey($0) }
+}
+
+/// A key from its external representation (`SecKeyCreateWithData`): for EC `04 || X || Y`
+/// (public) or `04 || X || Y || K` (private), for RSA the PKCS#1 DER. `attributes` must give
+/// `kSecAttrKeyType` and `kSecAttrKeyClass`; `kSecAttrKeySizeInBits`, when given, must match.
+/// - Returns: nil with errSecParam in `error` for missing attributes or bytes that are not
+///   such a key (a point off the curve, a scalar that does not match its point, bad DER).
+public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary,
+                                 _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
+    keyCall(error, "SecKeyCreateWithData") {
+        let attrs = attributes as NSDictionary
+        guard let type = KeyParameters.number(attrs["type"]) else { throw KeyFailure.param("kSecAttrKeyType is required") }
+        guard let keyClass = KeyParameters.number(attrs["kcls"]), keyClass == 0 || keyClass == 1 else {
+            throw KeyFailure.param("kSecAttrKeyClass must be public or private")
+        }
+        let key = try (keyData as Data).withUnsafeBytes { try KeyParameters.importKey(type: type, isPrivate: keyClass == 1, $0) }
+        if let size = KeyParameters.number(attrs["bsiz"]), size != Int64(key.sizeInBits) {
+            throw KeyFailure.param("kSecAttrKeySizeInBits does not match the key")
+        }
+        return SecKey(key)
+    }
+}
+
+/// The key's external representation (`SecKeyCopyExternalRepresentation`), in the formats
+/// `SecKeyCreateWithData` reads.
+public func SecKeyCopyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+    keyCall(error, "SecKeyCopyExternalRepresentation") {
+        guard key.key.isPrivate else { return Data(key.key.publicBytes()) as NSData }
+        return try key.key.privateBytes().withUnsafeBytes { Data($0) } as NSData
+    }
+}
+
+/// The key's attributes (`SecKeyCopyAttributes`), as Apple's `SecKeyCopyAttributeDictionary`
+/// makes them: `class`, `kcls` ("0"/"1"), `klbl`, `type` ("73"/"42"), `bsiz`, `esiz`, the usage
+/// flags and `v_Data` (the external representation), then the keychain item's attributes.
+public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
+    guard let value = try? KeyItems.keyValue(key) else { return nil }
+    let dict = NSMutableDictionary()
+    for (k, v) in KeyItems.keyAttributes(key) { dict[k as NSString] = Conversion.object(v, key: k) }
+    dict["kcls" as NSString] = (key.key.isPrivate ? "1" : "0") as NSString
+    dict["type" as NSString] = String(key.typeCode) as NSString
+    dict["class" as NSString] = "keys" as NSString
+    dict["v_Data" as NSString] = value.withUnsafeBytes { Data($0) } as NSData
+    for (k, v) in key.itemAttributes where !["v_Data", "kcls", "type", "class"].contains(k) { dict[k as NSString] = v }
+    return dict
+}
+
+/// The block size in bytes (`SecKeyGetBlockSize`): the modulus length for RSA, the field size for EC.
+public func SecKeyGetBlockSize(_ key: SecKey) -> Int { (key.key.sizeInBits + 7) / 8 }
