@@ -78,10 +78,9 @@ final class SecKeyAPITests: XCTestCase {
             XCTAssertEqual(back, key)
             XCTAssertEqual(SecKeyCreateWithData(pubBytes as CFData, [kSecAttrKeyType: type, kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary, &error), pub)
         }
-        if case let key = try make(kSecAttrKeyTypeECSECPrimeRandom, 256) {
-            XCTAssertEqual(external(key).count, 97, "04 || X || Y || K")
-            XCTAssertEqual(external(key).first, 4)
-        }
+        let p256 = try make(kSecAttrKeyTypeECSECPrimeRandom, 256)
+        XCTAssertEqual(external(p256).count, 97, "04 || X || Y || K")
+        XCTAssertEqual(external(p256).first, 4)
     }
 
     func testBadParametersGiveApplesErrors() throws {
