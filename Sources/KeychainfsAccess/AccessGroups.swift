@@ -10,13 +10,18 @@ public struct AccessGroup: Sendable, Equatable {
     public var mode: UInt32
     /// When non-empty, only callers running one of these executables are entitled.
     public var executables: [String]
+    /// Whether callers entitled to this group may lock the vault. Off by default: a lock stops
+    /// every consumer of every group at once, so it is the owner's and root's unless granted.
+    public var grantsLock: Bool
 
-    public init(name: String, owner: UInt32, gid: UInt32, mode: UInt32 = 0o400, executables: [String] = []) {
+    public init(name: String, owner: UInt32, gid: UInt32, mode: UInt32 = 0o400, executables: [String] = [],
+                grantsLock: Bool = false) {
         self.name = name
         self.owner = owner
         self.gid = gid
         self.mode = mode
         self.executables = executables
+        self.grantsLock = grantsLock
     }
 
     /// Entitled when the executable is allowed (if restricted) and the caller is root, the
@@ -42,7 +47,8 @@ public struct AccessGroup: Sendable, Equatable {
 
     public var record: Attributes {
         ["name": .string(name), "owner": .number(Int64(owner)), "gid": .number(Int64(gid)),
-         "mode": .number(Int64(mode)), "exe": .string(executables.joined(separator: "\n"))]
+         "mode": .number(Int64(mode)), "exe": .string(executables.joined(separator: "\n")),
+         "lock": .number(grantsLock ? 1 : 0)]
     }
 
     init?(record: Attributes) {
@@ -52,7 +58,8 @@ public struct AccessGroup: Sendable, Equatable {
         let exe = record["exe"]?.stringValue ?? ""
         self.init(name: name, owner: UInt32(truncatingIfNeeded: owner), gid: UInt32(truncatingIfNeeded: gid),
                   mode: UInt32(truncatingIfNeeded: mode),
-                  executables: exe.isEmpty ? [] : exe.split(separator: "\n").map(String.init))
+                  executables: exe.isEmpty ? [] : exe.split(separator: "\n").map(String.init),
+                  grantsLock: record["lock"]?.integerValue == 1)  // absent in tables written before the grant
     }
 }
 
@@ -107,4 +114,9 @@ public struct AccessGroupTable: Sendable {
     }
 
     public func group(named name: String) -> AccessGroup? { groups.first { $0.name == name } }
+
+    /// Whether a group the caller is entitled to grants locking the vault (`group set --may-lock`).
+    public func grantsLock(to caller: CallerIdentity) -> Bool {
+        groups.contains { $0.grantsLock && $0.entitles(caller) }
+    }
 }

@@ -50,6 +50,29 @@ final class CLIAccessTests: XCTestCase {
         super.tearDown()
     }
 
+    func testMembersLockOnlyWhenTheirGroupGrantsIt() throws {
+        let refused = try run(Self.member, ["lock-keychain"])
+        XCTAssertEqual(refused.status, 51, "a member of team, which does not grant locking: \(refused)")
+        XCTAssertEqual(refused.stderr, Sentence.authFailed)
+        XCTAssertEqual(try h.info()["state"] as? String, "unlocked")
+        // The member still reads: the refusal is about the lock only.
+        XCTAssertEqual(try run(Self.member, ["find-generic-password", "-s", "teamsvc", "-w"]).stdout, "team-secret\n")
+
+        XCTAssertEqual(try run(Self.member, ["group", "set", "team", "--may-lock"]).status, 51, "members cannot grant it")
+        XCTAssertEqual(try h.run(["group", "set", "team", "--may-lock", "--no-lock"]).status, 2)
+        XCTAssertEqual(try h.run(["group", "set", "team", "--may-lock"]).status, 0)
+        XCTAssertTrue(try h.run(["group", "list"]).stdout.contains("team owner=") , "listed")
+        XCTAssertTrue(try h.run(["group", "list"]).stdout.contains(" may-lock"), "the grant is listed")
+        XCTAssertEqual(try run(Self.outsider, ["lock-keychain"], initGroups: false).status, 51, "outsiders still cannot")
+        let granted = try run(Self.member, ["lock-keychain"])
+        XCTAssertEqual(granted.status, 0, "\(granted)")
+        XCTAssertEqual(try h.info()["state"] as? String, "locked")
+        XCTAssertEqual(try h.run(["unlock-keychain"], input: "pass phrase 1\n").status, 0)
+        XCTAssertEqual(try h.run(["group", "set", "team", "--no-lock"]).status, 0)
+        XCTAssertEqual(try run(Self.member, ["lock-keychain"]).status, 51, "taken back")
+        XCTAssertEqual(try h.info()["state"] as? String, "unlocked")
+    }
+
     /// setpriv arguments that run the CLI as `user` with its groups from /etc/group (or none).
     func asUser(_ user: String, initGroups: Bool = true) -> [String] {
         guard let pw = getpwnam(user) else { XCTFail("no user \(user)"); return [] }

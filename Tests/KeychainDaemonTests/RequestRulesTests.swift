@@ -40,6 +40,28 @@ final class RequestRulesTests: XCTestCase {
         XCTAssertEqual(d.daemon.vault.lockState, .unlocked)
     }
 
+    func testOnlyAGroupThatGrantsLockingLetsItsMembersLock() throws {
+        // A member of the group's Unix group, entitled to read its items (mode 0440).
+        let member = CallerIdentity(pid: getpid(), uid: 54_322, gid: 54_322, groups: [54_322], executable: nil)
+        XCTAssertEqual(try d.call(Request(.groupAdd, options: ["name": "web", "gid": .number(54_322), "mode": .number(0o440)])).status,
+                       .success)
+        XCTAssertEqual(try d.call(Request(.lock), as: member).status, .authFailed, "entitled, but locking is not granted")
+        XCTAssertEqual(d.daemon.vault.lockState, .unlocked)
+        XCTAssertEqual(try d.call(Request(.groupSet, options: ["name": "web", "lock": .number(2)])).status, .param)
+        XCTAssertEqual(try d.call(Request(.groupSet, options: ["name": "web", "lock": .number(1)]), as: member).status, .authFailed,
+                       "a member cannot grant itself the lock")
+        XCTAssertEqual(try d.call(Request(.lock), as: member).status, .authFailed)
+        XCTAssertEqual(try d.call(Request(.groupSet, options: ["name": "web", "lock": .number(1)])).status, .success)
+        XCTAssertEqual(try AccessGroupTable.load(from: d.daemon.vault).group(named: "web")?.grantsLock, true, "stored")
+        XCTAssertEqual(try d.call(Request(.lock), as: InProcessDaemon.outsider).status, .authFailed, "not a member")
+        XCTAssertEqual(d.daemon.vault.lockState, .unlocked)
+        XCTAssertEqual(try d.call(Request(.lock), as: member).status, .success)
+        XCTAssertEqual(d.daemon.vault.lockState, .locked)
+        // The grant is listed.
+        guard case .array(let listed) = try d.call(Request(.groupList)).result else { return XCTFail("no group list") }
+        XCTAssertEqual(listed.first?.item?.attributes["lock"], .number(1))
+    }
+
     func testSecretsBeyondWhatTheOperationTakesAreRefused() throws {
         let two = [try SecureBytes(copying: Array("a".utf8)), try SecureBytes(copying: Array("b".utf8))]
         XCTAssertEqual(try d.call(Request(.unlock, secrets: two)).status, .param)

@@ -37,6 +37,10 @@ extension Daemon: RequestHandling {
         case .anyone: return
         case .entitled: guard isAdministrator(caller) || !entitledGroups(caller).isEmpty else { throw KeychainStatus.authFailed }
         case .administrator: guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
+        case .locker:
+            guard isAdministrator(caller) || state.withLock({ $0.groupTable.grantsLock(to: caller) }) else {
+                throw KeychainStatus.authFailed
+            }
         }
     }
 

@@ -53,6 +53,10 @@ struct GroupRequests: RequestFamily {
             guard SettingLimits.groupMode.contains(m) else { throw KeychainStatus.param }
             g.mode = UInt32(m)
         }
+        if let lock = options["lock"]?.integerValue {
+            guard lock == 0 || lock == 1 else { throw KeychainStatus.param }
+            g.grantsLock = lock == 1
+        }
         if case .string(let exe)? = options["exe"] { g.executables = exe.isEmpty ? [] : exe.split(separator: "\n").map(String.init) }
     }
 }

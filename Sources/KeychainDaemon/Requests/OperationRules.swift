@@ -8,6 +8,8 @@ enum Right {
     case entitled
     /// The vault's owner and root.
     case administrator
+    /// Administrators, and callers entitled to a group that grants locking (`--may-lock`).
+    case locker
 }
 
 /// How the daemon admits an operation and where it runs.
@@ -31,7 +33,7 @@ struct OperationRule {
         case .unlock: return OperationRule(.anyone, secrets: 1...1, slow: true)
         case .add, .update: return OperationRule(.anyone, secrets: 0...1)
         case .copyMatching, .delete: return OperationRule(.anyone)
-        case .lock: return OperationRule(.entitled, slow: true)
+        case .lock: return OperationRule(.locker, slow: true)
         case .watch: return OperationRule(.entitled)
         case .changePassphrase: return OperationRule(.administrator, secrets: 2...2, slow: true)
         case .setSettings, .groupAdd, .groupSet, .groupRemove, .audit:
