@@ -69,9 +69,9 @@ enum BackupVerbs {
     }
 
     static let `import` = Verb(
-        name: "import", usage: "FILE [--replace | --keep-newer] [VAULT]",
+        name: "import", usage: "FILE [--replace | --keep-newer] [--groups keep|skip] [VAULT]",
         summary: "Restore a backup made by export: every item or none.",
-        flags: ["--replace", "--keep-newer"],
+        valued: ["--groups"], flags: ["--replace", "--keep-newer"],
         details: """
         The backup passphrase is read from standard input when it is not a terminal, else asked
         for. All items are added in one transaction: a wrong passphrase (exit 51), a damaged or
@@ -79,7 +79,13 @@ enum BackupVerbs {
         An item whose primary key is already in the vault: --keep-newer (the default) keeps the
         one modified last (an item that can never be read here counts as older); --replace
         always takes the backup's. Prints "added N, replaced N, skipped N". Items keep their
-        access groups. The vault must be unlocked for WhenUnlocked items.
+        access groups. The backup carries the definitions of those groups (owner, group, mode,
+        programs, --may-lock): --groups keep (the default) creates the ones this vault lacks, in
+        the same transaction, and prints "created groups: A, B"; a group this vault already has
+        keeps its definition here. --groups skip creates none. Either way, restored items whose
+        group this vault does not define (skipped, or a backup made before groups were carried)
+        are named in a warning: nobody can read them until `group add` makes the group.
+        The vault must be unlocked for WhenUnlocked items.
         """
     ) { ctx in
         let positionals = ctx.args.positionals
@@ -108,6 +114,8 @@ enum BackupVerbs {
         let client = try DaemonClient.connect(vaultPath: vault, startWith: [selfExecutable(), "daemon", vault])
         let pass = try Terminal.passphrase(ctx.args, prompt: "Backup passphrase: ")
         let policy: ImportPolicy = ctx.args.has("--replace") ? .replace : .keepNewer
+        let groups = ctx.args.value("--groups") ?? "keep"
+        guard groups == "keep" || groups == "skip" else { throw UsageError("--groups takes keep or skip") }
         var info: Attributes = [:]
         do {
             var transfer: AttributeValue?
@@ -115,7 +123,7 @@ enum BackupVerbs {
             repeat {
                 let end = min(bytes.count, sent + BackupVerbs.pieceSize)
                 var options: Attributes = ["data": .data(Array(bytes[sent..<end])), "policy": .string(policy.rawValue),
-                                           "size": .number(Int64(bytes.count))]
+                                           "size": .number(Int64(bytes.count)), "groups": .string(groups)]
                 if let transfer { options["transfer"] = transfer }
                 let last = end == bytes.count
                 info = try client.send(Request(.import, options: options, secrets: last ? [pass] : [])).info
@@ -135,6 +143,14 @@ enum BackupVerbs {
         }
         func n(_ key: String) -> String { info[key].map(Output.json) ?? "0" }
         Terminal.writeString(1, "added \(n("added")), replaced \(n("replaced")), skipped \(n("skipped"))\n")
+        func names(_ key: String) -> [String] { (info[key]?.stringValue ?? "").split(separator: "\n").map(String.init) }
+        if !names("groups-created").isEmpty {
+            Terminal.writeString(1, "created groups: \(names("groups-created").joined(separator: ", "))\n")
+        }
+        if !names("groups-missing").isEmpty {
+            Terminal.warn("restored items are in groups this vault does not define, so nobody can read them until "
+                          + "they are made (keychainfs group add NAME ...): \(names("groups-missing").joined(separator: ", "))")
+        }
         return 0
     }
 

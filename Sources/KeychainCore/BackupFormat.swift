@@ -9,8 +9,9 @@ import KeychainCrypto
 /// ```
 /// The last chunk is sealed as final, so a file cut short or extended fails to open.
 public enum BackupFormat {
-    /// The format this build writes and the newest it reads.
-    public static let currentVersion: UInt16 = 1
+    /// The format this build writes and the newest it reads. Version 2 adds the access groups'
+    /// definitions after the items; a version 1 backup (no group records) still reads.
+    public static let currentVersion: UInt16 = 2
     public static let magic: [UInt8] = Array("KCFSBKUP".utf8)
     /// Plaintext bytes per chunk unless told otherwise.
     public static let defaultChunkSize = 1 << 20
@@ -31,6 +32,8 @@ public enum BackupFormat {
     /// Record kinds in the plaintext stream.
     static let itemRecord: UInt8 = 1
     static let endRecord: UInt8 = 0
+    /// An access group's definition (version 2 on), after every item record.
+    static let groupRecord: UInt8 = 2
 
     /// The format version of a backup file, after checking its magic and checksum.
     /// - Throws: `KeychainStatus.decode` for a file that is not a backup or is damaged;

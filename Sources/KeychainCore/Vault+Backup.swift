@@ -22,6 +22,10 @@ public struct ImportSummary: Equatable, Sendable {
     public var added = 0
     public var replaced = 0
     public var skipped = 0
+    /// The access groups' definitions the backup carried (as the vault's owner stores them).
+    public var groups: [Attributes] = []
+    /// The access groups of the items added or replaced.
+    public var itemGroups: Set<String> = []
     public init(added: Int = 0, replaced: Int = 0, skipped: Int = 0) {
         self.added = added
         self.replaced = replaced
@@ -48,12 +52,14 @@ extension Vault {
     ///   - kdf: Argon2id cost of the backup key, stored in the backup's header.
     ///   - synchronizableOnly: only items with `sync=1`.
     ///   - approved: presence-gated items someone approved for this export.
+    ///   - groups: the vault's access-group definitions, each with its `name`; those of the
+    ///     groups the exported items are in go into the backup after them.
     ///   - chunkSize: plaintext bytes per sealed chunk.
     /// - Throws: `param` for an empty passphrase or bad limits; `interactionNotAllowed` when a
     ///   class key is locked (the backup would be incomplete); `BackupApprovalNeeded` for
     ///   presence-gated items not in `approved`.
     public func exportBackup(passphrase: SecureBytes, kdf: KDFParameters = .moderate, synchronizableOnly: Bool = false,
-                             approved: Set<PersistentRef> = [],
+                             approved: Set<PersistentRef> = [], groups: [Attributes] = [],
                              chunkSize: Int = BackupFormat.defaultChunkSize) throws -> BackupExport {
         guard passphrase.count > 0, kdf.isValid, (1...BackupFormat.maximumChunkSize).contains(chunkSize) else {
             throw KeychainStatus.param
@@ -66,6 +72,7 @@ extension Vault {
         let writer = try BackupWriter(header: BackupFormat.makeHeader(kdf: kdf, salt: salt, chunkSize: chunkSize, key: key),
                                   key: key, chunkSize: chunkSize)
         var count = 0, damaged = 0
+        var usedGroups = Set<String>()
         var unapproved: [(ref: PersistentRef, attributes: Attributes)] = []
         try mutex.withLock {
             try store.rows(protections: Self.exportableClasses, synchronizableOnly: synchronizableOnly) { item in
@@ -81,6 +88,7 @@ extension Vault {
                     unapproved.append((ref, m.attributes.filter { !$0.key.hasPrefix("_") }))
                     return
                 }
+                if case .string(let group)? = m.attributes["agrp"] { usedGroups.insert(group) }
                 let blob = try ItemCodec.encode(m.attributes)
                 defer { blob.wipe() }
                 let secret = try m.secret ?? SecureBytes(count: 0)
@@ -99,6 +107,15 @@ extension Vault {
             }
         }
         guard unapproved.isEmpty else { throw BackupApprovalNeeded(items: unapproved) }
+        for group in groups {
+            guard case .string(let name)? = group["name"], usedGroups.contains(name) else { continue }
+            var body = ByteWriter()
+            AttributeCoding.write(group, into: &body)
+            var w = ByteWriter()
+            w.u8(BackupFormat.groupRecord)
+            w.u32(UInt32(body.bytes.count))
+            writer.write(w.bytes + body.bytes)
+        }
         var end = ByteWriter()
         end.u8(BackupFormat.endRecord)
         end.u64(UInt64(count))
@@ -113,11 +130,16 @@ extension Vault {
     /// identifier. An item whose primary key is taken is resolved by `policy`; under
     /// `keepNewer`, a vault item that can never be read here (damaged, or bound to another
     /// device key) counts as older.
+    ///
+    /// `storeGroups` sees the backup's access-group definitions inside the transaction, before
+    /// it commits; a setting it returns (name, value) is stored as a sealed setting in the same
+    /// transaction, so items and the groups they need arrive together or not at all.
     /// - Throws: `decode` for a damaged, truncated or reordered backup; `authFailed` for a
     ///   wrong passphrase; `BackupFileError.newerFormat`; `interactionNotAllowed` when a class
-    ///   key the import needs is locked.
-    public func importBackup(_ bytes: [UInt8], passphrase: SecureBytes,
-                             policy: ImportPolicy = .keepNewer) throws -> ImportSummary {
+    ///   key the import needs is locked; whatever `storeGroups` throws (nothing is imported).
+    public func importBackup(_ bytes: [UInt8], passphrase: SecureBytes, policy: ImportPolicy = .keepNewer,
+                             storeGroups: ([Attributes]) throws -> (setting: String, value: SecureBytes)? = { _ in nil })
+        throws -> ImportSummary {
         let header = try BackupHeader.parse(bytes)
         let key = try header.key(passphrase: passphrase)   // slow: outside the mutex
         defer { key.wipe() }
@@ -131,9 +153,18 @@ extension Vault {
                     let kind = try reader.u8()
                     if kind == BackupFormat.endRecord {
                         guard try reader.u64() == count, reader.atEnd else { throw KeychainStatus.decode }
+                        if let (name, value) = try storeGroups(summary.groups) {
+                            defer { value.wipe() }
+                            try storeSealedSettingLocked(name, value)
+                        }
                         return summary
                     }
-                    guard kind == BackupFormat.itemRecord,
+                    if kind == BackupFormat.groupRecord {
+                        summary.groups.append(try Self.readGroupRecord(reader, version: header.version))
+                        continue
+                    }
+                    // Group records come after every item.
+                    guard kind == BackupFormat.itemRecord, summary.groups.isEmpty,
                           let itemClass = ItemClass(code: try reader.u8()),
                           let protection = ProtectionClass(code: try reader.u8()), !protection.isThisDeviceOnly
                     else { throw KeychainStatus.decode }
@@ -146,12 +177,37 @@ extension Vault {
                     guard length <= ItemLimits.maximumSecretLength else { throw KeychainStatus.decode }
                     let secret = try reader.read(length)
                     defer { secret.wipe() }
+                    let changed = summary.added + summary.replaced
                     try restore(itemClass: itemClass, protection: protection, attributes: attributes, secret: secret,
                                 policy: policy, indexKey: indexKey, summary: &summary)
+                    if summary.added + summary.replaced > changed, case .string(let group)? = attributes["agrp"] {
+                        summary.itemGroups.insert(group)
+                    }
                     count += 1
                 }
             }
         }
+    }
+
+    /// One access group's definition; only in version 2 backups, at most 64 KiB, with a name.
+    private static func readGroupRecord(_ reader: BackupReader, version: UInt16) throws -> Attributes {
+        guard version >= 2 else { throw KeychainStatus.decode }
+        let length = Int(try reader.u32())
+        guard length <= 1 << 16 else { throw KeychainStatus.decode }
+        let body = try reader.read(length)
+        defer { body.wipe() }
+        let group = try body.withUnsafeBytes { buf -> Attributes in
+            var r = ByteReader(buf)
+            do {
+                let a = try AttributeCoding.read(from: &r)
+                guard r.remaining == 0 else { throw KeychainStatus.decode }
+                return a
+            } catch is ByteReader.Truncated {
+                throw KeychainStatus.decode
+            }
+        }
+        guard case .string(let name)? = group["name"], !name.isEmpty else { throw KeychainStatus.decode }
+        return group
     }
 
     /// Adds, replaces or skips one item from a backup; mutex held, inside the transaction.

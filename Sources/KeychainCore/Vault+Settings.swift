@@ -26,11 +26,14 @@ extension Vault {
 
     /// Seals and stores a setting; see `sealedSetting`.
     public func setSealedSetting(_ name: String, _ value: SecureBytes) throws {
-        try mutex.withLock {
-            let key = try settingsKey()
-            defer { key.wipe() }
-            try store.writeMeta("sealed." + name, AEAD.seal(value, key: key, associatedData: settingsAD(name)))
-        }
+        try mutex.withLock { try storeSealedSettingLocked(name, value) }
+    }
+
+    /// `setSealedSetting` with the mutex already held (inside another transaction).
+    func storeSealedSettingLocked(_ name: String, _ value: SecureBytes) throws {
+        let key = try settingsKey()
+        defer { key.wipe() }
+        try store.writeMeta("sealed." + name, AEAD.seal(value, key: key, associatedData: settingsAD(name)))
     }
 
     /// A key for another purpose of the daemon's (the audit chain), derived from the index key:

@@ -11,9 +11,9 @@ import KeychainProtocol
 /// Export:  options kdf, synchronizable-only; secret: the backup passphrase.
 ///          → info size, items, damaged, data (first piece) [, transfer].
 ///          options transfer, offset → info data (the piece at offset).
-/// Import:  options size, data (a piece) [, transfer], policy; secret: the backup passphrase
-///          with the last piece. → info transfer, received until the last piece; then
-///          added, replaced, skipped.
+/// Import:  options size, data (a piece) [, transfer], policy, groups (keep|skip); secret: the
+///          backup passphrase with the last piece. → info transfer, received until the last
+///          piece; then added, replaced, skipped, groups-created, groups-missing.
 ///          option purge-other-device → info deleted: ThisDeviceOnly items of another machine.
 /// Both are for administrators only; `Daemon.handle` checks that before calling.
 extension Daemon {
@@ -29,9 +29,10 @@ extension Daemon {
             kdf = p
         }
         let syncOnly = request.options["synchronizable-only"] == .bool(true)
+        let groups = state.withLock { $0.groupTable.groups.map(\.record) }
         let export: BackupExport
         do {
-            export = try vault.exportBackup(passphrase: passphrase, kdf: kdf, synchronizableOnly: syncOnly)
+            export = try vault.exportBackup(passphrase: passphrase, kdf: kdf, synchronizableOnly: syncOnly, groups: groups)
         } catch let needed as BackupApprovalNeeded {
             // Presence-gated secrets leave only with the approval program's consent, one by one,
             // asked with the vault's lock released.
@@ -43,7 +44,7 @@ extension Daemon {
             }
             do {
                 export = try vault.exportBackup(passphrase: passphrase, kdf: kdf, synchronizableOnly: syncOnly,
-                                                approved: approved)
+                                                approved: approved, groups: groups)
             } catch is BackupApprovalNeeded {
                 throw KeychainStatus.interactionNotAllowed  // new gated items arrived meanwhile
             }
@@ -78,6 +79,12 @@ extension Daemon {
             policy = p
         default: throw KeychainStatus.param
         }
+        let keepGroups: Bool
+        switch request.options["groups"] {
+        case nil, .string("keep")?: keepGroups = true
+        case .string("skip")?: keepGroups = false
+        default: throw KeychainStatus.param
+        }
         let bytes: [UInt8]
         if let id = request.options["transfer"]?.integerValue {
             guard let whole = try BackupTransfers.shared.append(id, piece, uid: caller.uid) else {
@@ -94,18 +101,42 @@ extension Daemon {
             bytes = piece
         }
         guard let passphrase = request.secrets.first else { throw KeychainStatus.param }
-        let summary: ImportSummary
+        var summary = ImportSummary()
+        var created: [String] = [], missing: [String] = []
         do {
-            summary = try auditedChange("import", caller) { try vault.importBackup(bytes, passphrase: passphrase, policy: policy) }
+            try groupChanges.withLock { _ in
+                let before = state.withLock { $0.groupTable }
+                var merged = before
+                summary = try auditedChange("import", caller) {
+                    try vault.importBackup(bytes, passphrase: passphrase, policy: policy) { records in
+                        // Groups this vault lacks come with their items (`keep`), or are named (`skip`);
+                        // a group defined here keeps this vault's definition.
+                        for record in records {
+                            guard let group = AccessGroup(record: record) else { throw KeychainStatus.decode }
+                            guard merged.group(named: group.name) == nil else { continue }
+                            if keepGroups { merged.groups.append(group); created.append(group.name) }
+                        }
+                        return created.isEmpty ? nil : (AccessGroupTable.settingName, try merged.encoded())
+                    }
+                }
+                if !created.isEmpty { state.withLock { $0.groupTable = merged } }
+                // Restored items whose group this vault does not define are readable by no one
+                // until it is made: say which (after --groups skip, or from a backup without groups).
+                missing = summary.itemGroups.filter { merged.group(named: $0) == nil }.sorted()
+            }
         } catch let e as BackupFileError {
             throw e.status
         }
         itemsChanged()
-        let counts = "added=\(summary.added) replaced=\(summary.replaced) skipped=\(summary.skipped)"
+        var counts = "added=\(summary.added) replaced=\(summary.replaced) skipped=\(summary.skipped)"
+        if !created.isEmpty { counts += " groups-created=\(created.joined(separator: ","))" }
+        if !missing.isEmpty { counts += " groups-missing=\(missing.joined(separator: ","))" }
         try? audit("imported", caller, counts)  // the import itself is already in the log
         log("import (\(counts)) by uid=\(caller.uid) pid=\(caller.pid)")
         return Response(info: ["added": .number(Int64(summary.added)), "replaced": .number(Int64(summary.replaced)),
-                               "skipped": .number(Int64(summary.skipped))])
+                               "skipped": .number(Int64(summary.skipped)),
+                               "groups-created": .string(created.joined(separator: "\n")),
+                               "groups-missing": .string(missing.joined(separator: "\n"))])
     }
 }
 

@@ -23,6 +23,9 @@ public final class Daemon: @unchecked Sendable {
     let state: Mutex<DaemonState>
     /// One passphrase check at a time: each costs Argon2id's memory.
     let unlockSerializer = Mutex(())
+    /// One change of the access-group table at a time (group verbs, an import bringing groups),
+    /// so none is lost to another's read-modify-write.
+    let groupChanges = Mutex(())
     let approvals = ApprovalAgent()
     let events = EventHub()
     let log: @Sendable (String) -> Void

@@ -51,7 +51,7 @@ public struct AccessGroup: Sendable, Equatable {
          "lock": .number(grantsLock ? 1 : 0)]
     }
 
-    init?(record: Attributes) {
+    public init?(record: Attributes) {
         guard case .string(let name)? = record["name"], let owner = record["owner"]?.integerValue,
               let gid = record["gid"]?.integerValue, let mode = record["mode"]?.integerValue
         else { return nil }
@@ -71,7 +71,7 @@ extension AttributeValue {
 public struct AccessGroupTable: Sendable {
     public var groups: [AccessGroup]
 
-    static let settingName = "access-groups"
+    public static let settingName = "access-groups"
 
     public init(groups: [AccessGroup]) { self.groups = groups }
 
@@ -95,12 +95,17 @@ public struct AccessGroupTable: Sendable {
     }
 
     public func save(to vault: Vault) throws {
+        try vault.setSealedSetting(AccessGroupTable.settingName, encoded())
+    }
+
+    /// The table as stored in the vault's sealed setting `settingName`.
+    public func encoded() throws -> SecureBytes {
         // The count is stored in 16 bits: a table that cannot be written is refused, not cut.
         guard let count = UInt16(exactly: groups.count) else { throw KeychainStatus.param }
         var w = ByteWriter()
         w.u16(count)
         for g in groups { AttributeCoding.write(g.record, into: &w) }
-        try vault.setSealedSetting(AccessGroupTable.settingName, SecureBytes(copying: w.bytes))
+        return try SecureBytes(copying: w.bytes)
     }
 
     /// The caller's entitled groups in creation order; the first is its default for adds.

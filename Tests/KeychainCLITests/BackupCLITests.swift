@@ -157,14 +157,46 @@ final class BackupCLITests: XCTestCase {
         ok(try source.run(["add-generic-password", "-s", "svc", "-a", "acct", "-w", "x"]), "add")
         ok(try export(), "export")
         var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: backupFile)))
-        bytes[9] = 2   // format version 2, checksum recomputed: what a newer keychainfs would write
+        bytes[9] = 3   // format version 3, checksum recomputed: what a newer keychainfs would write
         bytes.replaceSubrange(89..<121, with: KeyedHash.hash(Array(bytes[0..<89]), key: nil, length: 32))
         try Data(bytes).write(to: URL(fileURLWithPath: backupFile))
         let r = try importInto(target, backupFile)
         XCTAssertEqual(r.status, 49, "\(r)")
         XCTAssertEqual(r.stdout, "")
-        XCTAssertEqual(r.stderr, "keychainfs: The backup uses format version 2; this keychainfs reads backup versions up to 1.\n")
+        XCTAssertEqual(r.stderr, "keychainfs: The backup uses format version 3; this keychainfs reads backup versions up to 2.\n")
         XCTAssertEqual(try itemCount(target), 0)
+    }
+
+    func testAccessGroupsComeWithTheirItemsOrAreNamed() throws {
+        ok(try source.run(["group", "add", "team", "--mode", "0440", "--may-lock"]), "group add")
+        ok(try source.run(["group", "add", "unused"]), "group add unused")
+        ok(try source.run(["add-generic-password", "-s", "teamsvc", "-a", "deploy", "-w", "team-secret",
+                           "--access-group", "team"]), "add")
+        ok(try export(), "export")
+
+        let skipped = try importInto(target, backupFile, ["--groups", "skip"])
+        ok(skipped, "import --groups skip")
+        XCTAssertEqual(skipped.stdout, "added 1, replaced 0, skipped 0\n")
+        XCTAssertTrue(skipped.stderr.contains("groups this vault does not define") && skipped.stderr.contains(": team"),
+                      skipped.stderr)
+        XCTAssertEqual(try target.run(["find-generic-password", "-s", "teamsvc", "-w"]).status, 44, "no group, no reader")
+        XCTAssertFalse(try target.run(["group", "list"]).stdout.contains("team"), "skip creates no group")
+
+        let kept = try importInto(target, backupFile, ["--replace"])
+        ok(kept, "import (groups kept by default)")
+        XCTAssertEqual(kept.stdout, "added 0, replaced 1, skipped 0\ncreated groups: team\n")
+        XCTAssertEqual(kept.stderr, "")
+        XCTAssertEqual(try target.run(["find-generic-password", "-s", "teamsvc", "-w"]).stdout, "team-secret\n")
+        let listed = try target.run(["group", "list"]).stdout
+        let team = listed.split(separator: "\n").first { $0.hasPrefix("team ") }.map(String.init) ?? ""
+        XCTAssertTrue(team.contains("mode=0440") && team.contains("may-lock"), listed)
+        XCTAssertFalse(listed.contains("unused"), "a group without exported items stays behind: \(listed)")
+
+        // A group this vault defines keeps its definition here.
+        ok(try target.run(["group", "set", "team", "--mode", "0400"]), "group set")
+        ok(try importInto(target, backupFile, ["--replace"]), "import again")
+        XCTAssertTrue(try target.run(["group", "list"]).stdout.split(separator: "\n").contains { $0.hasPrefix("team ") && $0.contains("mode=0400") })
+        XCTAssertEqual(try importInto(target, backupFile, ["--groups", "all"]).status, 2)
     }
 
     func testKeepNewerByDefaultAndReplaceOnRequest() throws {

@@ -68,7 +68,7 @@ final class BackupTests: XCTestCase {
         XCTAssertEqual(backup.damagedCount, 0)
 
         let target = try scratch.makeVault("target.vault", passphrase: "another", device: "target")
-        XCTAssertEqual(try target.importBackup(backup.bytes, passphrase: secret(backupPass)),
+        XCTAssertEqual(try target.importBackup(backup.bytes, passphrase: secret(backupPass)).counted,
                        ImportSummary(added: 9, replaced: 0, skipped: 0))
 
         let leaving = try everything(source).filter { a, _ in
@@ -175,16 +175,16 @@ final class BackupTests: XCTestCase {
 
     func testNewerFormatIsRefusedNamingBothVersions() throws {
         var backup = try export(try richVault()).bytes
-        backup[9] = 2   // version 2, with a correct checksum: a real newer file
+        backup[9] = 3   // version 3, with a correct checksum: a real newer file
         backup.replaceSubrange(89..<121, with: KeyedHash.hash(Array(backup[0..<89]), key: nil, length: 32))
         let target = try scratch.makeVault("target.vault", device: "target")
         XCTAssertThrowsError(try target.importBackup(backup, passphrase: secret(backupPass))) { error in
-            XCTAssertEqual(error as? BackupFileError, .newerFormat(found: 2, supported: 1))
+            XCTAssertEqual(error as? BackupFileError, .newerFormat(found: 3, supported: 2))
             XCTAssertEqual((error as? BackupFileError)?.status, .invalidKeychain)
-            XCTAssertEqual("\(error)", "The backup uses format version 2; this keychainfs reads backup versions up to 1.")
+            XCTAssertEqual("\(error)", "The backup uses format version 3; this keychainfs reads backup versions up to 2.")
         }
         XCTAssertThrowsError(try BackupFormat.version(of: backup)) { error in
-            XCTAssertEqual(error as? BackupFileError, .newerFormat(found: 2, supported: 1))
+            XCTAssertEqual(error as? BackupFileError, .newerFormat(found: 3, supported: 2))
         }
         XCTAssertEqual(try target.info().itemCount, 0)
     }
@@ -192,7 +192,7 @@ final class BackupTests: XCTestCase {
     func testHeaderLayout() throws {
         let backup = try export(try scratch.makeVault(device: "source")).bytes
         XCTAssertEqual(Array(backup[0..<8]), Array("KCFSBKUP".utf8))
-        XCTAssertEqual(Array(backup[8..<12]), [0, 1, 0, 77])
+        XCTAssertEqual(Array(backup[8..<12]), [0, 2, 0, 77])
         XCTAssertEqual(backup[12], 1)   // Argon2id
         let minimum = KDFParameters.minimum
         XCTAssertEqual(backup[13..<21].reduce(0) { $0 << 8 | UInt64($1) }, minimum.opsLimit)
@@ -201,7 +201,32 @@ final class BackupTests: XCTestCase {
         XCTAssertEqual(Array(backup[89..<121]), KeyedHash.hash(Array(backup[0..<89]), key: nil, length: 32))
         // An empty vault: one final chunk holding the end record (kind 0, count 0): 9 bytes.
         XCTAssertEqual(chunks(backup).map(\.count), [4 + 9 + 40])
-        XCTAssertEqual(try BackupFormat.version(of: backup), 1)
+        XCTAssertEqual(try BackupFormat.version(of: backup), 2)
+    }
+
+    func testGroupDefinitionsOfExportedItemsTravelAndArriveInTheImportsTransaction() throws {
+        let source = try scratch.makeVault(device: "source")
+        try source.addPassword(service: "svc", account: "a", secret: "in-team", ["agrp": "team"], groups: ["team"])
+        let team: Attributes = ["name": "team", "owner": .number(1000), "gid": .number(1000), "mode": .number(0o440),
+                                "exe": "", "lock": .number(1)]
+        let unused: Attributes = ["name": "unused", "owner": .number(0), "gid": .number(0), "mode": .number(0o400)]
+        let backup = try source.exportBackup(passphrase: secret(backupPass), kdf: .minimum, groups: [team, unused]).bytes
+        let target = try scratch.makeVault("target.vault", device: "target")
+        var seen: [Attributes] = []
+        let summary = try target.importBackup(backup, passphrase: secret(backupPass)) { groups in
+            seen = groups
+            return ("test-groups", try secret("stored with the items"))
+        }
+        XCTAssertEqual(seen, [team], "only the groups of exported items")
+        XCTAssertEqual(summary.groups, [team])
+        XCTAssertEqual(summary.itemGroups, ["team"])
+        XCTAssertEqual(try target.sealedSetting("test-groups")?.string, "stored with the items")
+
+        // A failure while storing the groups imports nothing: items and groups arrive together.
+        let other = try scratch.makeVault("other.vault", device: "other")
+        XCTAssertStatus(.decode, try other.importBackup(backup, passphrase: secret(backupPass)) { _ in throw KeychainStatus.decode })
+        XCTAssertEqual(try other.info().itemCount, 0)
+        XCTAssertNil(try other.sealedSetting("test-groups"))
     }
 
     func testKeepNewerAndReplace() throws {
@@ -210,9 +235,9 @@ final class BackupTests: XCTestCase {
         try source.addPassword(service: "s", account: "y", secret: "y-from-backup")
         let backup = try export(source).bytes
         let target = try scratch.makeVault("target.vault", device: "target")
-        XCTAssertEqual(try target.importBackup(backup, passphrase: secret(backupPass)), ImportSummary(added: 2))
+        XCTAssertEqual(try target.importBackup(backup, passphrase: secret(backupPass)).counted, ImportSummary(added: 2))
         // The same backup again: equal dates, the vault's copies stay.
-        XCTAssertEqual(try target.importBackup(backup, passphrase: secret(backupPass)), ImportSummary(skipped: 2))
+        XCTAssertEqual(try target.importBackup(backup, passphrase: secret(backupPass)).counted, ImportSummary(skipped: 2))
         usleep(10_000)
         try target.update(["class": "genp", "svce": "s", "acct": "x"], changes: [:], secret: secret("x-changed-here"),
                           accessGroups: groups)
@@ -220,10 +245,10 @@ final class BackupTests: XCTestCase {
         try source.update(["class": "genp", "svce": "s", "acct": "y"], changes: [:], secret: secret("y-changed-there"),
                           accessGroups: groups)
         let newer = try export(source).bytes
-        XCTAssertEqual(try target.importBackup(newer, passphrase: secret(backupPass)), ImportSummary(replaced: 1, skipped: 1))
+        XCTAssertEqual(try target.importBackup(newer, passphrase: secret(backupPass)).counted, ImportSummary(replaced: 1, skipped: 1))
         XCTAssertEqual(try target.password(service: "s", account: "x"), "x-changed-here")
         XCTAssertEqual(try target.password(service: "s", account: "y"), "y-changed-there")
-        XCTAssertEqual(try target.importBackup(backup, passphrase: secret(backupPass), policy: .replace),
+        XCTAssertEqual(try target.importBackup(backup, passphrase: secret(backupPass), policy: .replace).counted,
                        ImportSummary(replaced: 2))
         XCTAssertEqual(try target.password(service: "s", account: "x"), "x-from-backup")
         XCTAssertEqual(try target.password(service: "s", account: "y"), "y-from-backup")
@@ -243,7 +268,7 @@ final class BackupTests: XCTestCase {
         try moved.unlock(passphrase: secret("correct horse"))
         XCTAssertStatus(.decode, try moved.password(service: "s", account: "x"))
         // Older by date too, but unreadable wins regardless: make the vault's item the newer one.
-        XCTAssertEqual(try moved.importBackup(backup, passphrase: secret(backupPass)), ImportSummary(replaced: 1))
+        XCTAssertEqual(try moved.importBackup(backup, passphrase: secret(backupPass)).counted, ImportSummary(replaced: 1))
         XCTAssertEqual(try moved.password(service: "s", account: "x"), "restored")
 
         // A collision with an item whose class key is only locked cannot be decided: nothing changes.
@@ -255,7 +280,7 @@ final class BackupTests: XCTestCase {
         target.lock()
         XCTAssertStatus(.interactionNotAllowed, try target.importBackup(ckOnly, passphrase: secret(backupPass)))
         XCTAssertEqual(try target.info().itemCount, 1)
-        XCTAssertEqual(try target.importBackup(ckOnly, passphrase: secret(backupPass), policy: .replace),
+        XCTAssertEqual(try target.importBackup(ckOnly, passphrase: secret(backupPass), policy: .replace).counted,
                        ImportSummary(added: 1, replaced: 1))
     }
 
@@ -329,7 +354,7 @@ final class BackupTests: XCTestCase {
         lap("export (\(backup.bytes.count) bytes, Argon2id moderate)")
         XCTAssertEqual(backup.itemCount, n)
         let target = try scratch.makeVault("target.vault", device: "target")
-        XCTAssertEqual(try target.importBackup(backup.bytes, passphrase: secret(backupPass)), ImportSummary(added: n))
+        XCTAssertEqual(try target.importBackup(backup.bytes, passphrase: secret(backupPass)).counted, ImportSummary(added: n))
         lap("import")
         XCTAssertEqual(try target.info().itemCount, n)
         for i in [0, 1, 4_242, 99_999] {
@@ -339,7 +364,12 @@ final class BackupTests: XCTestCase {
                                           accessGroups: groups)
         XCTAssertEqual(all.array?.count, n)
         lap("check")
-        XCTAssertEqual(try target.importBackup(backup.bytes, passphrase: secret(backupPass)), ImportSummary(skipped: n))
+        XCTAssertEqual(try target.importBackup(backup.bytes, passphrase: secret(backupPass)).counted, ImportSummary(skipped: n))
         lap("import again (all skipped)")
     }
+}
+
+extension ImportSummary {
+    /// The counts alone, to compare with `ImportSummary(added:replaced:skipped:)`.
+    var counted: ImportSummary { ImportSummary(added: added, replaced: replaced, skipped: skipped) }
 }

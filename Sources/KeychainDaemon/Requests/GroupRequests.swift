@@ -21,7 +21,7 @@ struct GroupRequests: RequestFamily {
         guard case .string(let name)? = request.options["name"], SettingLimits.groupNameBytes.contains(name.utf8.count)
         else { throw KeychainStatus.param }
         // Read, changed and saved under the daemon.state's lock, so two changes cannot lose one.
-        try daemon.state.withLock { s in
+        try daemon.groupChanges.withLock { _ in try daemon.state.withLock { s in
             var table = s.groupTable
             switch request.operation {
             case .groupAdd:
@@ -38,7 +38,7 @@ struct GroupRequests: RequestFamily {
             }
             try table.save(to: vault)
             s.groupTable = table
-        }
+        } }
     }
 
     private func apply(_ options: Attributes, to g: inout AccessGroup) throws {
