@@ -3,7 +3,9 @@ import XCTest
 
 /// Access groups as entitlements, with real Unix users running the CLI against root's daemon.
 final class CLIAccessTests: XCTestCase {
-    static let owner = "kcfs_owner", member = "kcfs_member", outsider = "kcfs_outsider", group = "kcfs_grp"
+    // Unique to this run, so two runs on one machine never add or delete each other's users.
+    static let suffix = String(TestAccounts.uniqueName().dropFirst(4))
+    static let owner = "kcao" + suffix, member = "kcam" + suffix, outsider = "kcax" + suffix, group = "kcag" + suffix
     nonisolated(unsafe) static var ready = false
     static var users: [String] { [owner, member, outsider] }
 

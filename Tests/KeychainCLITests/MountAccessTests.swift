@@ -5,7 +5,9 @@ import XCTest
 /// access groups become owner, group and mode; the kernel enforces them and the daemon checks
 /// again in open (including the executable where a group restricts it).
 final class MountAccessTests: MountTestCase {
-    static let owner = "kcfsm_owner", member = "kcfsm_member", outsider = "kcfsm_out", group = "kcfsm_grp"
+    // Unique to this run, so two runs on one machine never add or delete each other's users.
+    static let suffix = String(TestAccounts.uniqueName().dropFirst(4))
+    static let owner = "kcmo" + suffix, member = "kcmm" + suffix, outsider = "kcmx" + suffix, group = "kcmg" + suffix
     nonisolated(unsafe) static var ready = false
     static var users: [String] { [owner, member, outsider] }
 

@@ -6,6 +6,9 @@ final class MountHelperTests: XCTestCase {
     var h: CLIHarness!
     var mounts: [String] = []
     var createdLinks: [String] = []
+    // Unique to this run, so two runs on one machine never add or delete each other's users.
+    static let suffix = String(TestAccounts.uniqueName().dropFirst(4))
+    static let reader = "kchr" + suffix, userA = "kcha" + suffix, userB = "kchb" + suffix, outsider = "kchx" + suffix
     static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
 
@@ -62,7 +65,7 @@ final class MountHelperTests: XCTestCase {
                                  input: "fstab-secret").status, 0)
         let mnt = try mountpoint("mnt")
         XCTAssertEqual(runTool(["/usr/bin/mount", "-t", "fuse.keychainfs", "-o", "allow_other", h.vault, mnt]), 0)
-        let other = user("kcfsh_reader")
+        let other = user(Self.reader)
         let read = try readAs(other, mnt + "/db/app")
         XCTAssertEqual(read.status, 0)
         XCTAssertEqual(String(decoding: read.out, as: UTF8.self), "fstab-secret")
@@ -76,12 +79,12 @@ final class MountHelperTests: XCTestCase {
         XCTAssertTrue(mounted.contains(" \(mnt) fuse.keychainfs ro,"), mounted)
         XCTAssertEqual(String(decoding: try readAs(other, mnt + "/db/app").out, as: UTF8.self), "fstab-secret")
         XCTAssertEqual(runTool(["/usr/bin/umount", mnt]), 0)
-        _ = runTool(["/usr/sbin/userdel", "kcfsh_reader"])
+        _ = runTool(["/usr/sbin/userdel", Self.reader])
     }
 
     func testTwoContainerViewsOneLock() throws {
-        let a = user("kcfsh_a"), b = user("kcfsh_b"), outsider = user("kcfsh_out")
-        defer { for u in ["kcfsh_a", "kcfsh_b", "kcfsh_out"] { _ = runTool(["/usr/sbin/userdel", u]) } }
+        let a = user(Self.userA), b = user(Self.userB), outsider = user(Self.outsider)
+        defer { for u in [Self.userA, Self.userB, Self.outsider] { _ = runTool(["/usr/sbin/userdel", u]) } }
         for g in ["appa", "appb"] { XCTAssertEqual(try h.run(["group", "add", g]).status, 0) }
         XCTAssertEqual(try h.run(["add-generic-password", "-s", "db", "-a", "a", "--access-group", "appa", "-w", "-"], input: "secret-a").status, 0)
         XCTAssertEqual(try h.run(["add-generic-password", "-s", "db", "-a", "b", "--access-group", "appb", "-w", "-"], input: "secret-b").status, 0)
