@@ -1,3 +1,4 @@
+import CFuse
 import Glibc
 import KeychainCore
 
@@ -77,14 +78,24 @@ final class InodeTable: @unchecked Sendable {
     func existing(_ node: Node) -> UInt64? { locked { numbers[node] } }
 
     func forget(_ ino: UInt64, _ count: UInt64) {
+        locked { forgetLocked(ino, count) }
+    }
+
+    /// A batch of forgets (FUSE_BATCH_FORGET) under one lock.
+    func forget(_ batch: UnsafeBufferPointer<fuse_forget_data>) {
         locked {
-            guard ino != InodeTable.rootIno, let entry = nodes[ino] else { return }
-            if entry.lookups <= count {
-                nodes[ino] = nil
-                numbers[entry.node] = nil
-            } else {
-                nodes[ino]!.lookups -= count
-            }
+            for f in batch { forgetLocked(f.ino, f.nlookup) }
+        }
+    }
+
+    private func forgetLocked(_ ino: UInt64, _ count: UInt64) {
+        guard ino != InodeTable.rootIno, let index = nodes.index(forKey: ino) else { return }
+        let entry = nodes.values[index]
+        if entry.lookups <= count {
+            nodes.remove(at: index)
+            numbers[entry.node] = nil
+        } else {
+            nodes.values[index].lookups -= count
         }
     }
 

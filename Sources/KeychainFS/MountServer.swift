@@ -263,6 +263,8 @@ public final class MountServer: @unchecked Sendable {
     let gatedOpens = GatedOpens()
     /// The values of hashed long names.
     let longNames = LongNames()
+    /// Whether the kernel takes epoch notifications (until one is refused).
+    private var epochs = true
 
     public init(mountpoint: String, options: MountOptions, vault: Vault, policy: MountPolicy) {
         self.mountpoint = mountpoint
@@ -1121,6 +1123,14 @@ public final class MountServer: @unchecked Sendable {
         let held = heldItems { _ in true }
         withSession { se in
             for node in held { invalidateHeld(se, node) }
+            // One epoch on makes every cached name stale at once, whatever the kernel knows
+            // (Linux 6.16 and later); older kernels refuse it and get one notification pair per
+            // directory, whose freeing of every name under it costs what the names do.
+            if locked({ epochs }), kcfs_notify_increment_epoch(se) == 0 {
+                _ = fuse_lowlevel_notify_inval_inode(se, InodeTable.rootIno, 0, 0)
+                return
+            }
+            locked { epochs = false }
             for (ino, node) in inodes.directories() {
                 switch node {
                 case .classRoot(let c):
