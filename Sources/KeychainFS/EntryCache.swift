@@ -1,3 +1,4 @@
+import Dispatch
 import KeychainCore
 
 /// The entries (attributes, never secrets) of files the kernel asked about, so that `open`,
@@ -58,10 +59,15 @@ final class EntryCache: @unchecked Sendable {
         }
     }
 
+    /// Empties the cache; the old entries (attributes, never secrets) are freed on another
+    /// thread, so that a lock does not wait for tens of thousands of deallocations.
     func removeAll() {
-        locked {
+        let old = locked { () -> [ItemName: FileEntry] in
             generation &+= 1
-            entries.removeAll()
+            defer { entries = [:] }
+            return entries
         }
+        guard old.count > 1024 else { return }
+        DispatchQueue.global(qos: .utility).async { withExtendedLifetime(old) {} }
     }
 }
