@@ -1,14 +1,56 @@
-/// An item as the file interface names it: `/<service>/<account>` names a generic password.
-/// The class is part of the name so that other classes' directories can name theirs later.
+/// An item as the file interface names it: `/<service>/<account>` names a generic password,
+/// `/.internet/<server>/<account>` an internet password (docs/filesystem.md, Layout).
 public struct ItemName: Hashable, Sendable {
+    /// The directory's value: `svce` of a generic password, `srvr` of an internet password.
     public var service: [UInt8]
     public var account: [UInt8]
     public let itemClass: ItemClass
+    /// An internet password's other primary-key attributes (`FileNames.qualifierKeys`) that are
+    /// not empty or zero; always empty for a generic password.
+    public var qualifiers: Attributes
 
     public init(service: [UInt8], account: [UInt8]) {
         self.service = service
         self.account = account
         itemClass = .genericPassword
+        qualifiers = [:]
+    }
+
+    /// An internet password's name; empty and zero qualifiers are dropped, so that one item has one name.
+    public init(server: [UInt8], account: [UInt8], qualifiers: Attributes = [:]) {
+        service = server
+        self.account = account
+        itemClass = .internetPassword
+        self.qualifiers = qualifiers.filter { FileNames.qualifierKeys.contains($0.key) && !FileNames.isDefault($0.value) }
+    }
+
+    /// The name of the item with `attributes` of `itemClass` (generic or internet password).
+    public init(itemClass: ItemClass, attributes: Attributes) {
+        let bytes = { (key: String) in attributes[key]?.byteView ?? [] }
+        if itemClass == .internetPassword {
+            self.init(server: bytes("srvr"), account: bytes("acct"),
+                      qualifiers: attributes.filter { FileNames.qualifierKeys.contains($0.key) })
+        } else {
+            self.init(service: bytes("svce"), account: bytes("acct"))
+        }
+    }
+
+    /// The attribute that names the directory: `svce` or `srvr`.
+    public var directoryAttribute: String { itemClass == .internetPassword ? "srvr" : "svce" }
+
+    /// The whole primary key but the group: missing qualifiers as empty, so that a search for
+    /// the plain name finds only the item whose other attributes are all empty.
+    public var attributes: Attributes {
+        var out: Attributes = ["class": .string(itemClass.rawValue), directoryAttribute: .data(service), "acct": .data(account)]
+        if itemClass == .internetPassword {
+            for key in FileNames.qualifierKeys { out[key] = qualifiers[key] ?? AttributeKind.of(key).empty }
+        }
+        return out
+    }
+
+    /// Gives `attributes` (an item's) this name, for a rename.
+    func apply(to attributes: inout Attributes) {
+        for (key, value) in self.attributes where key != "class" { attributes[key] = value }
     }
 }
 

@@ -14,16 +14,7 @@ public enum FileNames {
     public static func escape(_ value: [UInt8], topLevel: Bool = false) -> [UInt8] {
         if value.isEmpty { return [UInt8(ascii: "%")] }
         let dot = UInt8(ascii: ".")
-        let escapeFirstDot = topLevel || value == [dot] || value == [dot, dot]
-        var out: [UInt8] = []
-        out.reserveCapacity(value.count)
-        for (i, b) in value.enumerated() {
-            if b == UInt8(ascii: "%") || b == UInt8(ascii: "/") || b == 0 || (i == 0 && b == dot && escapeFirstDot) {
-                out += [UInt8(ascii: "%")] + hexByte(b)
-            } else {
-                out.append(b)
-            }
-        }
+        let out = escapeBytes(value, escapeFirstDot: topLevel || value == [dot] || value == [dot, dot])
         if out.count > maximumLength {
             return Array("%H".utf8) + hexByte(KeyedHash.hash(value, key: nil, length: 16))
         }
@@ -35,6 +26,85 @@ public enum FileNames {
     public static func unescape(_ name: [UInt8], topLevel: Bool = false) -> [UInt8]? {
         if name == [UInt8(ascii: "%")] { return [] }
         if name.starts(with: Array("%H".utf8)) { return nil }
+        guard let out = unescapeBytes(name) else { return nil }
+        return escape(out, topLevel: topLevel) == name ? out : nil  // only canonical spellings are accepted
+    }
+
+    // MARK: Classes and items
+
+    /// An internet password's primary-key attributes besides `srvr` and `acct`, in the order
+    /// its file name spells the ones that are set.
+    public static let qualifierKeys = ["ptcl", "port", "path", "sdmn", "atyp"]
+
+    /// The top-level directory of a class's items other than generic passwords' (`.internet`).
+    public static func classDirectory(_ c: ItemClass) -> [UInt8]? {
+        c == .internetPassword ? Array(".internet".utf8) : nil
+    }
+
+    /// Whether a qualifier's value is the one a missing attribute counts as (empty or zero).
+    public static func isDefault(_ v: AttributeValue) -> Bool {
+        if let n = v.integerView { return n == 0 }
+        return v.byteView?.isEmpty ?? false
+    }
+
+    /// The name of a directory of `c`'s items: a service (its leading `.` escaped) or a server.
+    public static func directoryName(_ value: [UInt8], itemClass c: ItemClass) -> [UInt8] {
+        escape(value, topLevel: c == .genericPassword)
+    }
+
+    /// An item's file name: the escaped account, and for an internet password each qualifier
+    /// that is set as `%~key=value` (value escaped as a name is; numbers in decimal), in the order
+    /// of `qualifierKeys`. `%~` never occurs in an escaped value, so the name splits back.
+    /// Longer than 255 bytes: `%H` and the hash of the name it would have been.
+    public static func fileName(of name: ItemName) -> [UInt8] {
+        guard name.itemClass == .internetPassword, !name.qualifiers.isEmpty else { return escape(name.account) }
+        var out = escapeBytes(name.account, escapeFirstDot: name.account == Array(".".utf8) || name.account == Array("..".utf8))
+        if name.account.isEmpty { out = [UInt8(ascii: "%")] }
+        for key in qualifierKeys {
+            guard let v = name.qualifiers[key] else { continue }
+            let text = v.integerView.map { Array(String($0).utf8) } ?? v.byteView ?? []
+            out += Array("%~\(key)=".utf8) + escapeBytes(text, escapeFirstDot: false)
+        }
+        if out.count > maximumLength {
+            return Array("%H".utf8) + hexByte(KeyedHash.hash(out, key: nil, length: 16))
+        }
+        return out
+    }
+
+    /// The item a file name in directory `service` stands for; nil for a hashed long name
+    /// (resolved by lookup) or a name not in canonical form.
+    public static func itemName(_ file: [UInt8], service: [UInt8], itemClass c: ItemClass) -> ItemName? {
+        guard c == .internetPassword else {
+            return unescape(file).map { ItemName(service: service, account: $0) }
+        }
+        var parts = split(file, on: Array("%~".utf8))
+        guard let account = unescape(parts.removeFirst()) else { return nil }
+        var qualifiers: Attributes = [:]
+        for part in parts {
+            guard let eq = part.firstIndex(of: UInt8(ascii: "=")) else { return nil }
+            let key = String(decoding: part[..<eq], as: UTF8.self)
+            guard qualifierKeys.contains(key), qualifiers[key] == nil,
+                  let bytes = unescapeBytes(Array(part[(eq + 1)...])) else { return nil }
+            let number = AttributeKind.of(key) == .number ? Int64(String(decoding: bytes, as: UTF8.self)) : nil
+            qualifiers[key] = number.map(AttributeValue.number) ?? .data(bytes)
+        }
+        let name = ItemName(server: service, account: account, qualifiers: qualifiers)
+        return fileName(of: name) == file ? name : nil  // only canonical spellings are accepted
+    }
+
+    private static func escapeBytes(_ value: [UInt8], escapeFirstDot: Bool) -> [UInt8] {
+        var out: [UInt8] = []
+        for (i, b) in value.enumerated() {
+            if b == UInt8(ascii: "%") || b == UInt8(ascii: "/") || b == 0 || (i == 0 && b == UInt8(ascii: ".") && escapeFirstDot) {
+                out += [UInt8(ascii: "%")] + hexByte(b)
+            } else {
+                out.append(b)
+            }
+        }
+        return out
+    }
+
+    private static func unescapeBytes(_ name: [UInt8]) -> [UInt8]? {
         var out: [UInt8] = []
         var i = 0
         while i < name.count {
@@ -47,7 +117,23 @@ public enum FileNames {
                 i += 1
             }
         }
-        return escape(out, topLevel: topLevel) == name ? out : nil  // only canonical spellings are accepted
+        return out
+    }
+
+    private static func split(_ bytes: [UInt8], on separator: [UInt8]) -> [[UInt8]] {
+        var parts: [[UInt8]] = []
+        var start = 0, i = 0
+        while i + separator.count <= bytes.count {
+            if Array(bytes[i..<(i + separator.count)]) == separator {
+                parts.append(Array(bytes[start..<i]))
+                i += separator.count
+                start = i
+            } else {
+                i += 1
+            }
+        }
+        parts.append(Array(bytes[start...]))
+        return parts
     }
 
     static func hexByte(_ b: UInt8) -> [UInt8] { hexByte([b]) }

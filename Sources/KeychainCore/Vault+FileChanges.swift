@@ -22,9 +22,8 @@ extension Vault {
     /// into a new item in the first group (a new file's first close; `created` tells which).
     /// - Throws: `missingEntitlement` without groups, and as `storeFileSecret(_:in:accessGroups:)`.
     public func storeFileSecret(_ secret: SecureBytes, named name: ItemName, accessGroups: [String]) throws -> FileChange {
-        let q = try Self.fileQuery(service: name.service, account: name.account)
-        let prepared = try prepareAdd(["class": "genp", "svce": .data(name.service), "acct": .data(name.account)],
-                                      secret: secret, accessGroups: accessGroups)
+        let q = try Self.fileQuery(name)
+        let prepared = try prepareAdd(name.attributes, secret: secret, accessGroups: accessGroups)
         return try mutex.withLock {
             try store.db.transaction {
                 if let m = try firstFileItem(q, accessGroups: accessGroups) {
@@ -42,8 +41,7 @@ extension Vault {
     /// - Throws: `duplicateItem` when that group has it already, `missingEntitlement` without
     ///   groups, `interactionNotAllowed` when locked.
     public func createFile(_ name: ItemName, secret: SecureBytes, accessGroups: [String]) throws -> FileChange {
-        let prepared = try prepareAdd(["class": "genp", "svce": .data(name.service), "acct": .data(name.account)],
-                                      secret: secret, accessGroups: accessGroups)
+        let prepared = try prepareAdd(name.attributes, secret: secret, accessGroups: accessGroups)
         return try mutex.withLock {
             let item = try store.db.transaction { try insert(prepared) }
             return FileChange(entry: fileEntry(item, prepared.attributes, keepRow: false),
@@ -63,10 +61,11 @@ extension Vault {
     ///   target does not (its secret would lose the gate), `itemNotFound` for the source.
     public func renameFile(_ ref: PersistentRef, to name: ItemName, replacing: Bool, accessGroups: [String],
                            visibleGroups: [String]? = nil) throws -> FileChange {
-        let q = try Self.fileQuery(service: name.service, account: name.account)
+        let q = try Self.fileQuery(name)
         return try mutex.withLock {
             try store.db.transaction {
                 let source = try fileMatch(ref, accessGroups: accessGroups, needSecret: true)
+                guard source.stored.itemClass == name.itemClass else { throw KeychainStatus.param }  // no rename across classes
                 defer { source.secret?.wipe() }
                 var target: Match?
                 try forEachFileItem(q, accessGroups: visibleGroups ?? accessGroups) { item, attributes in
@@ -76,8 +75,7 @@ extension Vault {
                 }
                 guard let target else {
                     var attributes = source.attributes
-                    attributes["svce"] = .data(name.service)
-                    attributes["acct"] = .data(name.account)
+                    name.apply(to: &attributes)
                     return FileChange(entry: try reseal(source, attributes: attributes, secret: source.secret, secretChanged: false),
                                       groups: Self.groups(of: source.attributes).union(Self.groups(of: attributes)))
                 }
@@ -123,8 +121,9 @@ extension Vault {
     /// - Returns: their access groups. - Throws: `itemNotFound` when there is none.
     @discardableResult
     public func deleteFile(_ name: ItemName, accessGroups: [String]) throws -> Set<String> {
-        try delete(["class": "genp", "svce": .data(name.service), "acct": .data(name.account), "sync": "syna"],
-                   accessGroups: accessGroups)
+        var query = name.attributes
+        query["sync"] = "syna"
+        return try delete(query, accessGroups: accessGroups)
     }
 
     // MARK: Internals (called with the mutex held)

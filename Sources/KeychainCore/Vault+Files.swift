@@ -3,6 +3,7 @@ import KeychainCrypto
 /// What the file interface needs of an item, without its secret.
 public struct FileEntry: Sendable {
     public var ref: PersistentRef
+    /// `svce` of a generic password, `srvr` of an internet password.
     public var service: [UInt8]
     public var account: [UInt8]
     public var group: String
@@ -17,26 +18,45 @@ public struct FileEntry: Sendable {
     /// True when a listing (`keepRows: false`) left out a row it would otherwise have kept: a
     /// search for this one file gives an entry that opens without one.
     public var rowLeftOut = false
+
+    public var itemClass: ItemClass { ref.itemClass }
+    /// The name the file interface gives the item (from its primary-key attributes).
+    public var name: ItemName { ItemName(itemClass: ref.itemClass, attributes: attributes) }
 }
 
 extension Vault {
-    /// Generic passwords visible to `accessGroups` whose class key is available, optionally of one
-    /// service and one account, in insertion order. Locked items are left out: their files vanish.
-    public func fileEntries(service: [UInt8]? = nil, account: [UInt8]? = nil, accessGroups: [String],
-                            limit: Int = Int.max) throws -> [FileEntry] {
+    /// Items of `itemClass` (generic or internet passwords) visible to `accessGroups` whose class
+    /// key is available, optionally of one service (server) and one account, in insertion order.
+    /// Locked items are left out: their files vanish.
+    public func fileEntries(itemClass: ItemClass = .genericPassword, service: [UInt8]? = nil, account: [UInt8]? = nil,
+                            accessGroups: [String], limit: Int = Int.max) throws -> [FileEntry] {
         var out: [FileEntry] = []
-        try forEachFileEntry(service: service, account: account, accessGroups: accessGroups) { e in
+        try forEachFileEntry(itemClass: itemClass, service: service, account: account, accessGroups: accessGroups) { e in
             out.append(e)
             return out.count < limit
         }
         return out
     }
 
+    /// The items named `name` (one path: an internet password's plain name finds only the item
+    /// whose qualifiers are all empty), in insertion order; the first is the one its file shows.
+    public func fileEntries(named name: ItemName, accessGroups: [String], limit: Int = Int.max) throws -> [FileEntry] {
+        let q = try Self.fileQuery(name)
+        var out: [FileEntry] = []
+        try mutex.withLock {
+            try forEachFileItem(q, accessGroups: accessGroups) { item, attributes in
+                out.append(fileEntry(item, attributes, keepRow: true))
+                return out.count < limit
+            }
+        }
+        return out
+    }
+
     /// `fileEntries` one at a time, for listings that must not hold a whole service in memory;
     /// `visit` returns false to stop. With `keepRows: false` no entry keeps its sealed row.
-    public func forEachFileEntry(service: [UInt8]? = nil, account: [UInt8]? = nil, accessGroups: [String],
-                                 keepRows: Bool = true, visit: (FileEntry) throws -> Bool) throws {
-        let q = try Self.fileQuery(service: service, account: account)
+    public func forEachFileEntry(itemClass: ItemClass = .genericPassword, service: [UInt8]? = nil, account: [UInt8]? = nil,
+                                 accessGroups: [String], keepRows: Bool = true, visit: (FileEntry) throws -> Bool) throws {
+        let q = try Self.fileQuery(itemClass: itemClass, service: service, account: account)
         try mutex.withLock {
             try forEachFileItem(q, accessGroups: accessGroups) { item, attributes in
                 try visit(fileEntry(item, attributes, keepRow: keepRows))
@@ -44,11 +64,18 @@ extension Vault {
         }
     }
 
-    /// The search for one service (and account) of generic passwords.
-    static func fileQuery(service: [UInt8]?, account: [UInt8]?) throws -> ParsedQuery {
-        var query: Attributes = ["class": "genp", "sync": "syna"]
-        if let service { query["svce"] = .data(service) }
+    /// The search for one service or server (and account) of generic or internet passwords.
+    static func fileQuery(itemClass: ItemClass = .genericPassword, service: [UInt8]?, account: [UInt8]?) throws -> ParsedQuery {
+        var query: Attributes = ["class": .string(itemClass.rawValue), "sync": "syna"]
+        if let service { query[itemClass == .internetPassword ? "srvr" : "svce"] = .data(service) }
         if let account { query["acct"] = .data(account) }
+        return try ParsedQuery(query, operation: .search)
+    }
+
+    /// The search for the items of one file name.
+    static func fileQuery(_ name: ItemName) throws -> ParsedQuery {
+        var query = name.attributes
+        query["sync"] = "syna"
         return try ParsedQuery(query, operation: .search)
     }
 
@@ -58,14 +85,16 @@ extension Vault {
                          visit: (StoredItem, Attributes) throws -> Bool) throws {
         guard !accessGroups.isEmpty, let indexKey = keys.indexKey else { return }
         let groupTokens = accessGroups.map { IndexToken.group($0, key: indexKey) }
-        let tokens = ItemClass.genericPassword.primaryKey.compactMap { name in  // account first
-            q.filters[name].map { IndexToken.attribute(name, $0, itemClass: .genericPassword, key: indexKey) }
+        // Tokens only for the account and the directory's attribute (account first): a missing
+        // qualifier may be stored as empty data or an empty string, which `matches` equates.
+        let tokens = ["acct", "svce", "srvr"].compactMap { name in
+            q.filters[name].map { IndexToken.attribute(name, $0, itemClass: q.itemClass, key: indexKey) }
         }
-        try store.candidates(itemClass: .genericPassword, groupTokens: groupTokens, synchronizable: nil,
+        try store.candidates(itemClass: q.itemClass, groupTokens: groupTokens, synchronizable: nil,
                              protection: nil, tokens: tokens, uuid: nil) { item in
             guard let classKey = try? availableKey(for: item.protection),
                   let m = try nilUnlessOutOfMemory({ try open(item, classKey: classKey, needSecret: false) }),
-                  Self.matches(m.attributes, filters: q.filters, itemClass: .genericPassword)
+                  Self.matches(m.attributes, filters: q.filters, itemClass: q.itemClass)
             else { return true }
             return try visit(item, m.attributes)
         }
@@ -74,7 +103,7 @@ extension Vault {
     /// The entry of an opened row; `keepRow` keeps small rows so the secret opens without a search.
     func fileEntry(_ item: StoredItem, _ attributes: Attributes, keepRow: Bool) -> FileEntry {
         FileEntry(ref: PersistentRef(itemClass: item.itemClass, uuid: item.uuid),
-                  service: attributes["svce"]?.byteView ?? [], account: attributes["acct"]?.byteView ?? [],
+                  service: attributes[item.itemClass == .internetPassword ? "srvr" : "svce"]?.byteView ?? [], account: attributes["acct"]?.byteView ?? [],
                   group: attributes["agrp"]?.stringValue ?? "", protection: item.protection,
                   size: max(0, item.secret.count - AEAD.overhead), attributes: attributes, version: item.version,
                   row: keepRow && item.secret.count <= Self.rowKeptBelow ? item : nil,

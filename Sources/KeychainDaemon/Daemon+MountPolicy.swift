@@ -18,11 +18,13 @@ extension Daemon: MountPolicy {
 
     public var directoryOwner: (uid: UInt32, gid: UInt32) { (ownerUID, ownerGID) }
 
-    public func itemChanged(_ kind: String, service: [UInt8], account: [UInt8]?,
+    public func itemChanged(_ kind: String, itemClass: ItemClass, service: [UInt8], account: [UInt8]?,
                             previous: (service: [UInt8], account: [UInt8]?)?, groups: [String]?) {
         // From a mount's own thread: tell the others on a queue, never from inside a kernel request.
-        let event = ChangeEvent(kind: kind, service: service, account: account, previous: previous, groups: groups)
-        DispatchQueue.global().async { [self] in itemsChanged(event) }
+        var event = ChangeEvent(kind: kind, service: service, account: account, previous: previous, groups: groups)
+        // Mounts invalidate generic passwords by name; an internet password's change drops everything.
+        if itemClass != .genericPassword { event.touched = nil }
+        DispatchQueue.global().async { [self, event] in itemsChanged(event) }
     }
 
     public func approvePresence(ref: PersistentRef, attributes: Attributes, caller: CallerIdentity) -> KeychainStatus {

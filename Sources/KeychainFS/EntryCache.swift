@@ -1,3 +1,4 @@
+import Dispatch
 import KeychainCore
 
 /// The entries (attributes, never secrets) of files the kernel asked about, so that `open`,
@@ -8,20 +9,17 @@ import KeychainCore
 /// drops the names it touches, a lock drops everything, and a search that raced with a change
 /// does not store what it found: `store` takes the generation read before the search.
 final class EntryCache: @unchecked Sendable {
-    private struct Key: Hashable {
-        let service: [UInt8]
-        let account: [UInt8]
-    }
-
     /// Enough for `ls -l` of a large service; past it the cache starts again empty. An entry
     /// keeps only the attributes below (a few hundred bytes, plus a small item's sealed row).
     static let capacity = 32_768
 
     /// What `stat`, `open` and the approval prompt read; extended attributes search instead.
-    static let keptAttributes: Set<String> = ["mdat", Vault.secretModified, "accc", "labl", "svce", "acct", "agrp", "pdmn"]
+    /// The primary key stays too: an entry gives its item's name (`FileEntry.name`).
+    static let keptAttributes: Set<String> = Set(["mdat", Vault.secretModified, "accc", "labl", "svce", "srvr", "acct", "agrp",
+                                                  "pdmn"] + FileNames.qualifierKeys)
 
     private let mutex = PThreadMutex()
-    private var entries: [Key: FileEntry] = [:]
+    private var entries: [ItemName: FileEntry] = [:]
     private var generation: UInt64 = 0
 
     private func locked<R>(_ body: () -> R) -> R { mutex.withLock(body) }
@@ -29,14 +27,14 @@ final class EntryCache: @unchecked Sendable {
     /// Read before a search whose result may be stored.
     var currentGeneration: UInt64 { locked { generation } }
 
-    func entry(service: [UInt8], account: [UInt8]) -> FileEntry? {
-        locked { entries[Key(service: service, account: account)] }
+    func entry(_ name: ItemName) -> FileEntry? {
+        locked { entries[name] }
     }
 
-    /// Keeps `entry` as the file of `service`/`account` unless something changed since
+    /// Keeps `entry` as the file of `name` unless something changed since
     /// `generation` was read.
     /// `evicting: false` (a listing priming the cache) stores nothing once the cache is full.
-    func store(_ entry: FileEntry, service: [UInt8], account: [UInt8], generation seen: UInt64, evicting: Bool = true) {
+    func store(_ entry: FileEntry, name: ItemName, generation seen: UInt64, evicting: Bool = true) {
         locked {
             guard seen == generation else { return }
             if entries.count >= Self.capacity {
@@ -45,26 +43,31 @@ final class EntryCache: @unchecked Sendable {
             }
             var kept = entry
             kept.attributes = entry.attributes.filter { Self.keptAttributes.contains($0.key) }
-            entries[Key(service: service, account: account)] = kept
+            entries[name] = kept
         }
     }
 
-    /// Drops one account's entry, or a whole service's when `account` is nil.
-    func invalidate(service: [UInt8], account: [UInt8]?) {
+    /// Drops one item's entry, or a whole directory's when `name` is nil.
+    func invalidate(_ directory: Directory, name: ItemName?) {
         locked {
             generation &+= 1
-            if let account {
-                entries[Key(service: service, account: account)] = nil
+            if let name {
+                entries[name] = nil
             } else {
-                entries = entries.filter { $0.key.service != service }
+                entries = entries.filter { $0.key.service != directory.service || $0.key.itemClass != directory.itemClass }
             }
         }
     }
 
+    /// Empties the cache; the old entries (attributes, never secrets) are freed on another
+    /// thread, so that a lock does not wait for tens of thousands of deallocations.
     func removeAll() {
-        locked {
+        let old = locked { () -> [ItemName: FileEntry] in
             generation &+= 1
-            entries.removeAll()
+            defer { entries = [:] }
+            return entries
         }
+        guard old.count > 1024 else { return }
+        DispatchQueue.global(qos: .utility).async { withExtendedLifetime(old) {} }
     }
 }

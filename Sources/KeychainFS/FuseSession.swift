@@ -26,6 +26,13 @@ extension MountServer {
         }
         ops.lookup = { req, parent, name in MountServer.server(req).lookup(FuseRequest(raw: req!), parent: parent, name: MountServer.bytes(name)) }
         ops.forget = { req, ino, n in MountServer.server(req).forget(ino, n); fuse_reply_none(req) }
+        // The kernel batches the FORGETs of many dropped names (a lock frees thousands): one
+        // request and one pass over the table under one lock, instead of libfuse making a
+        // request per name for `forget`.
+        ops.forget_multi = { req, count, forgets in
+            MountServer.server(req).inodes.forget(UnsafeBufferPointer(start: forgets, count: count))
+            fuse_reply_none(req)
+        }
         ops.getattr = { req, ino, _ in MountServer.server(req).getattr(FuseRequest(raw: req!), ino: ino) }
         ops.setattr = { req, ino, attr, toSet, fi in
             MountServer.server(req).setattr(FuseRequest(raw: req!), ino: ino, attr: attr!.pointee, toSet: toSet, fi: fi)

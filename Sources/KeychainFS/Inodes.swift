@@ -1,20 +1,44 @@
+import CFuse
 import Glibc
+import KeychainCore
 
 /// What an inode stands for. Identity is by name, so a path keeps its inode while its item is
 /// updated, and a path that comes back after a lock gets the same number while the kernel still
 /// knows it.
 enum Node: Hashable, Sendable {
     case root
-    case service([UInt8])
-    case item(service: [UInt8], account: [UInt8])
+    /// A class's top-level directory (`/.internet`).
+    case classRoot(ItemClass)
+    /// A service's directory (generic passwords) or a server's (under `/.internet`).
+    case service(ItemClass, [UInt8])
+    case item(ItemName)
 
-    var service: [UInt8]? {
+    /// The directory's or item's class and service (server); nil for the root and class roots.
+    var directory: Directory? {
         switch self {
-        case .root: return nil
-        case .service(let s): return s
-        case .item(let s, _): return s
+        case .root, .classRoot: return nil
+        case .service(let c, let s): return Directory(itemClass: c, service: s)
+        case .item(let n): return Directory(itemClass: n.itemClass, service: n.service)
         }
     }
+
+    /// The attribute a directory node names (`svce`, `srvr`).
+    var directoryAttribute: String { directory?.itemClass == .internetPassword ? "srvr" : "svce" }
+
+    /// The directory a node of `directory` lives in.
+    static func parent(of directory: Directory) -> Node {
+        directory.itemClass == .genericPassword ? .root : .classRoot(directory.itemClass)
+    }
+}
+
+/// A directory of items: one service of generic passwords, or one server of internet passwords.
+struct Directory: Hashable, Sendable {
+    let itemClass: ItemClass
+    let service: [UInt8]
+
+    var node: Node { .service(itemClass, service) }
+    /// Its name in its parent.
+    var fileName: [UInt8] { FileNames.directoryName(service, itemClass: itemClass) }
 }
 
 /// Inode numbers for the nodes the kernel knows, with its lookup counts (released by forget).
@@ -54,14 +78,24 @@ final class InodeTable: @unchecked Sendable {
     func existing(_ node: Node) -> UInt64? { locked { numbers[node] } }
 
     func forget(_ ino: UInt64, _ count: UInt64) {
+        locked { forgetLocked(ino, count) }
+    }
+
+    /// A batch of forgets (FUSE_BATCH_FORGET) under one lock.
+    func forget(_ batch: UnsafeBufferPointer<fuse_forget_data>) {
         locked {
-            guard ino != InodeTable.rootIno, let entry = nodes[ino] else { return }
-            if entry.lookups <= count {
-                nodes[ino] = nil
-                numbers[entry.node] = nil
-            } else {
-                nodes[ino]!.lookups -= count
-            }
+            for f in batch { forgetLocked(f.ino, f.nlookup) }
+        }
+    }
+
+    private func forgetLocked(_ ino: UInt64, _ count: UInt64) {
+        guard ino != InodeTable.rootIno, let index = nodes.index(forKey: ino) else { return }
+        let entry = nodes.values[index]
+        if entry.lookups <= count {
+            nodes.remove(at: index)
+            numbers[entry.node] = nil
+        } else {
+            nodes.values[index].lookups -= count
         }
     }
 
@@ -77,23 +111,28 @@ final class InodeTable: @unchecked Sendable {
     }
 
     /// Renames a service directory and every item under it.
-    func renameService(_ old: [UInt8], to new: [UInt8]) {
-        let affected = locked { numbers.keys.filter { $0.service == old } }
+    func renameService(_ old: Directory, to new: [UInt8]) {
+        let affected = locked { numbers.keys.filter { $0.directory == old } }
         for node in affected {
             switch node {
-            case .service: rename(node, to: .service(new))
-            case .item(_, let a): rename(node, to: .item(service: new, account: a))
-            case .root: continue
+            case .service(let c, _): rename(node, to: .service(c, new))
+            case .item(var n):
+                n.service = new
+                rename(node, to: .item(n))
+            case .root, .classRoot: continue
             }
         }
     }
 
-    /// The service directories the kernel knows, with their inodes, for invalidation.
-    func services() -> [(UInt64, [UInt8])] {
+    /// The directories the kernel knows (services, servers, class roots), with their inodes,
+    /// for invalidation.
+    func directories() -> [(UInt64, Node)] {
         locked {
             nodes.compactMap { ino, entry in
-                if case .service(let s) = entry.node { return (ino, s) }
-                return nil
+                switch entry.node {
+                case .service, .classRoot: return (ino, entry.node)
+                default: return nil
+                }
             }
         }
     }

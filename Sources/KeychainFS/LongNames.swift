@@ -8,8 +8,8 @@ final class LongNames: @unchecked Sendable {
     private let mutex = PThreadMutex()
     /// What the index was built from: the mount's entry generation and the lock state.
     private var builtFor: (generation: UInt64, state: LockState)?
-    private var services: [[UInt8]: [UInt8]] = [:]
-    private var accounts: [[UInt8]: [[UInt8]: [UInt8]]] = [:]
+    private var directories: [ItemClass: [[UInt8]: [UInt8]]] = [:]
+    private var items: [Directory: [[UInt8]: ItemName]] = [:]
 
     /// Whether `name` has the form of a hashed name at all; other `%H` names cannot exist.
     static func isHashed(_ name: [UInt8]) -> Bool {
@@ -17,27 +17,29 @@ final class LongNames: @unchecked Sendable {
         return name.dropFirst(2).allSatisfy { (0x30...0x39).contains($0) || (0x41...0x46).contains($0) }
     }
 
-    /// The service (`service` nil) or account value whose hashed name is `name`, or nil.
-    /// `generation` is read before the listing, so a change during it makes the next call list again.
-    func value(of name: [UInt8], in service: [UInt8]?, generation: UInt64, state: LockState,
-               listing: ((FileEntry) -> Void) throws -> Void) rethrows -> [UInt8]? {
-        guard Self.isHashed(name) else { return nil }
+    /// The service or server value (`directory` nil) of a class whose hashed name is `name`, or
+    /// the item of `directory`; nil when none has it. `generation` is read before the listing,
+    /// so a change during it makes the next call list again.
+    func resolve(_ name: [UInt8], itemClass: ItemClass, in directory: Directory?, generation: UInt64, state: LockState,
+                 listing: ((FileEntry) -> Void) throws -> Void) rethrows -> (service: [UInt8]?, item: ItemName?) {
+        guard Self.isHashed(name) else { return (nil, nil) }
         return try mutex.withLock {
             // Holding the lock through a listing: concurrent lookups wait for one listing.
             if builtFor?.generation != generation || builtFor?.state != state {
-                services.removeAll()
-                accounts.removeAll()
+                directories.removeAll()
+                items.removeAll()
                 builtFor = nil
                 try listing { e in
-                    let s = FileNames.escape(e.service, topLevel: true)
-                    if s.count == 34, Self.isHashed(s) { services[s] = e.service }
-                    let a = FileNames.escape(e.account)
-                    if a.count == 34, Self.isHashed(a) { accounts[e.service, default: [:]][a] = e.account }
+                    let s = FileNames.directoryName(e.service, itemClass: e.itemClass)
+                    if Self.isHashed(s) { directories[e.itemClass, default: [:]][s] = e.service }
+                    let item = e.name
+                    let a = FileNames.fileName(of: item)
+                    if Self.isHashed(a) { items[Directory(itemClass: e.itemClass, service: e.service), default: [:]][a] = item }
                 }
                 builtFor = (generation, state)
             }
-            guard let service else { return services[name] }
-            return accounts[service]?[name]
+            guard let directory else { return (directories[itemClass]?[name], nil) }
+            return (nil, items[directory]?[name])
         }
     }
 }

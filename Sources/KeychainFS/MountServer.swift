@@ -16,7 +16,8 @@ public protocol MountPolicy: AnyObject, Sendable {
     /// Reports a change made through the mount (for watchers, `on_change` and other mounts);
     /// `previous` is the name the item had before a rename, `groups` the access groups of the
     /// items it changed (nil when unknown: only administrators then learn the names).
-    func itemChanged(_ kind: String, service: [UInt8], account: [UInt8]?,
+    /// `service` is an internet password's server when `itemClass` says so.
+    func itemChanged(_ kind: String, itemClass: ItemClass, service: [UInt8], account: [UInt8]?,
                      previous: (service: [UInt8], account: [UInt8]?)?, groups: [String]?)
     /// Records a file-interface decision in the audit log. The audit calls throw when the line
     /// could not be written; an open is then refused (EIO), a denial stands either way.
@@ -255,13 +256,15 @@ public final class MountServer: @unchecked Sendable {
     }
     private let mountTime = time(nil)
     /// Services made with mkdir that hold no item yet; they last until unmount.
-    private var emptyServices: Set<[UInt8]> = []
+    private var emptyServices: Set<Directory> = []
     /// Attributes of the files the kernel asked about, so an open needs no search.
     let entries = EntryCache()
     /// Opens waiting for the approval program.
     let gatedOpens = GatedOpens()
     /// The values of hashed long names.
     let longNames = LongNames()
+    /// Whether the kernel takes epoch notifications (until one is refused).
+    private var epochs = true
 
     public init(mountpoint: String, options: MountOptions, vault: Vault, policy: MountPolicy) {
         self.mountpoint = mountpoint
@@ -337,34 +340,49 @@ public final class MountServer: @unchecked Sendable {
         return fresh
     }
 
-    /// A service or account name as its value, resolving hashed long names from an index that
-    /// one listing builds after each change (`LongNames`).
-    func value(of name: [UInt8], in service: [UInt8]?) throws -> [UInt8]? {
-        if let v = FileNames.unescape(name, topLevel: service == nil) { return v }
+    /// A service's or server's directory name as its value, resolving hashed long names from an
+    /// index that one listing builds after each change (`LongNames`).
+    func directoryValue(_ name: [UInt8], itemClass: ItemClass) throws -> [UInt8]? {
+        if let v = FileNames.unescape(name, topLevel: itemClass == .genericPassword) { return v }
+        return try resolveLong(name, itemClass: itemClass, in: nil).service
+    }
+
+    /// The item a file name in `directory` stands for (its hashed long name resolved likewise).
+    func itemName(_ name: [UInt8], in directory: Directory) throws -> ItemName? {
+        if let n = FileNames.itemName(name, service: directory.service, itemClass: directory.itemClass) { return n }
+        return try resolveLong(name, itemClass: directory.itemClass, in: directory).item
+    }
+
+    private func resolveLong(_ name: [UInt8], itemClass: ItemClass, in directory: Directory?) throws -> (service: [UInt8]?, item: ItemName?) {
         let generation = entries.currentGeneration
-        return try longNames.value(of: name, in: service, generation: generation, state: vault.lockState) { add in
-            try vault.forEachFileEntry(accessGroups: visibleGroups, keepRows: false) { e in
-                add(e)
-                return true
+        return try longNames.resolve(name, itemClass: itemClass, in: directory, generation: generation, state: vault.lockState) { add in
+            for c in Self.classes {
+                try vault.forEachFileEntry(itemClass: c, accessGroups: visibleGroups, keepRows: false) { e in
+                    add(e)
+                    return true
+                }
             }
         }
     }
 
-    /// The file `service`/`account` shows a caller with `groups`. A known name costs no search
+    /// The classes the mount shows: generic passwords at the top, internet passwords under `/.internet`.
+    static let classes: [ItemClass] = [.genericPassword, .internetPassword]
+
+    /// The file `name` shows a caller with `groups`. A known name costs no search
     /// when the caller may see the file the whole mount shows for it.
     /// `opening`: an entry a listing kept without its sealed row is searched for again (and kept),
     /// so that this open and the next ones decrypt from the row instead of reading the store.
-    func entry(service: [UInt8], account: [UInt8], groups: [String], opening: Bool = false) throws -> FileEntry? {
-        if let known = entries.entry(service: service, account: account), groups.contains(known.group),
+    func entry(_ name: ItemName, groups: [String], opening: Bool = false) throws -> FileEntry? {
+        if let known = entries.entry(name), groups.contains(known.group),
            isAvailable(known.protection), !(opening && known.rowLeftOut) {
             return known
         }
         let generation = entries.currentGeneration
         let visible = visibleGroups
-        let found = try vault.fileEntries(service: service, account: account, accessGroups: groups, limit: 1).first
+        let found = try vault.fileEntries(named: name, accessGroups: groups, limit: 1).first
         // Only the mount-wide answer is kept: another caller's groups might pick another item.
         if let found, groups == visible {
-            entries.store(found, service: service, account: account, generation: generation)
+            entries.store(found, name: name, generation: generation)
         }
         return found
     }
@@ -376,11 +394,20 @@ public final class MountServer: @unchecked Sendable {
 
     /// A change made through this mount: its own names go at once, before the reply, and the
     /// daemon tells watchers and other mounts.
-    func changed(_ kind: String, service: [UInt8], account: [UInt8]?,
-                 previous: (service: [UInt8], account: [UInt8]?)? = nil, groups: Set<String>?) {
-        entries.invalidate(service: service, account: account)
-        if let previous { entries.invalidate(service: previous.service, account: previous.account) }
-        policy.itemChanged(kind, service: service, account: account, previous: previous, groups: groups.map { $0.sorted() })
+    func changed(_ kind: String, _ name: ItemName, previous: ItemName? = nil, groups: Set<String>?) {
+        let directory = Directory(itemClass: name.itemClass, service: name.service)
+        entries.invalidate(directory, name: name)
+        if let previous { entries.invalidate(Directory(itemClass: previous.itemClass, service: previous.service), name: previous) }
+        policy.itemChanged(kind, itemClass: name.itemClass, service: name.service, account: name.account,
+                           previous: previous.map { ($0.service, $0.account) }, groups: groups.map { $0.sorted() })
+    }
+
+    /// A change of a whole directory (a rename of a service or server).
+    func changed(_ kind: String, directory: Directory, previous: Directory, groups: Set<String>?) {
+        entries.invalidate(directory, name: nil)
+        entries.invalidate(previous, name: nil)
+        policy.itemChanged(kind, itemClass: directory.itemClass, service: directory.service, account: nil,
+                           previous: (previous.service, nil), groups: groups.map { $0.sorted() })
     }
 
     /// Whether a change of items in `groups` is one this mount shows (for its `on_change`). A
@@ -390,9 +417,9 @@ public final class MountServer: @unchecked Sendable {
         return groups.contains(where: visibleGroups.contains)
     }
 
-    func serviceExists(_ s: [UInt8]) throws -> Bool {
-        if locked({ emptyServices.contains(s) }) { return true }
-        return try !vault.fileEntries(service: s, accessGroups: visibleGroups, limit: 1).isEmpty
+    func serviceExists(_ d: Directory) throws -> Bool {
+        if locked({ emptyServices.contains(d) }) { return true }
+        return try !vault.fileEntries(itemClass: d.itemClass, service: d.service, accessGroups: visibleGroups, limit: 1).isEmpty
     }
 
     func directoryStat(_ ino: UInt64) -> stat {
@@ -433,17 +460,21 @@ public final class MountServer: @unchecked Sendable {
         do {
             switch inodes.node(parent) {
             case .root?:
-                guard let s = try value(of: name, in: nil), try serviceExists(s) else { return req.error(ENOENT) }
-                let ino = inodes.lookedUp(.service(s))
-                req.entry(ino: ino, attr: directoryStat(ino), timeout: timeout)
-            case .service(let s)?:
-                guard let a = try value(of: name, in: s) else { return req.error(ENOENT) }
-                guard let e = try entry(service: s, account: a, groups: visibleGroups) else {
-                    guard let created = pendingCreation(service: s, account: a) else { return req.error(ENOENT) }
-                    let ino = inodes.lookedUp(.item(service: s, account: a))
+                if let c = Self.classes.first(where: { FileNames.classDirectory($0) == name }) {
+                    let ino = inodes.lookedUp(.classRoot(c))
+                    return req.entry(ino: ino, attr: directoryStat(ino), timeout: timeout)
+                }
+                try lookupDirectory(req, name: name, itemClass: .genericPassword)
+            case .classRoot(let c)?:
+                try lookupDirectory(req, name: name, itemClass: c)
+            case .service(let c, let s)?:
+                guard let n = try itemName(name, in: Directory(itemClass: c, service: s)) else { return req.error(ENOENT) }
+                guard let e = try entry(n, groups: visibleGroups) else {
+                    guard let created = pendingCreation(n) else { return req.error(ENOENT) }
+                    let ino = inodes.lookedUp(.item(n))
                     return req.entry(ino: ino, attr: fileStat(ino, created), timeout: 0)
                 }
-                let ino = inodes.lookedUp(.item(service: s, account: a))
+                let ino = inodes.lookedUp(.item(n))
                 req.entry(ino: ino, attr: fileStat(ino, e), timeout: timeout)
             case .item?: req.error(ENOTDIR)
             case nil: req.error(ENOENT)
@@ -453,21 +484,28 @@ public final class MountServer: @unchecked Sendable {
         }
     }
 
+    private func lookupDirectory(_ req: FuseRequest, name: [UInt8], itemClass: ItemClass) throws {
+        guard let s = try directoryValue(name, itemClass: itemClass), try serviceExists(Directory(itemClass: itemClass, service: s))
+        else { return req.error(ENOENT) }
+        let ino = inodes.lookedUp(.service(itemClass, s))
+        req.entry(ino: ino, attr: directoryStat(ino), timeout: timeout)
+    }
+
     func forget(_ ino: UInt64, _ count: UInt64) { inodes.forget(ino, count) }
 
     func getattr(_ req: FuseRequest, ino: UInt64) {
         do {
             switch inodes.node(ino) {
-            case .root?: req.attr(directoryStat(ino), timeout: timeout)
-            case .service(let s)?:
-                guard try serviceExists(s) else { return req.error(ENOENT) }
+            case .root?, .classRoot?: req.attr(directoryStat(ino), timeout: timeout)
+            case .service(let c, let s)?:
+                guard try serviceExists(Directory(itemClass: c, service: s)) else { return req.error(ENOENT) }
                 req.attr(directoryStat(ino), timeout: timeout)
-            case .item(let s, let a)?:
-                guard let e = try entry(service: s, account: a, groups: visibleGroups) else {
-                    if let created = pendingCreation(service: s, account: a) { return req.attr(fileStat(ino, created), timeout: 0) }
+            case .item(let n)?:
+                guard let e = try entry(n, groups: visibleGroups) else {
+                    if let created = pendingCreation(n) { return req.attr(fileStat(ino, created), timeout: 0) }
                     // Locked under an open descriptor: fstat still answers with the attributes it
                     // had, so a read on it reaches `read` and gets EACCES rather than ENOENT.
-                    let held = locked { files.values.first { f in f.node == .item(service: s, account: a) && f.withContentLock { f.revoked } }?.openedEntry }
+                    let held = locked { files.values.first { f in f.node == .item(n) && f.withContentLock { f.revoked } }?.openedEntry }
                     guard let held else { return req.error(ENOENT) }
                     return req.attr(fileStat(ino, held), timeout: 0)
                 }
@@ -484,30 +522,46 @@ public final class MountServer: @unchecked Sendable {
     func opendir(_ req: FuseRequest, ino: UInt64, fi: UnsafeMutablePointer<fuse_file_info>) {
         do {
             let groups = caller(req, writing: false).groups
-            var list: [Listed] = [.dot(".", ino: ino), .dot("..", ino: InodeTable.rootIno)]
-            switch inodes.node(ino) {
-            case .root?:
+            let node = inodes.node(ino)
+            let parentIno = node.flatMap { n in n.directory.flatMap { inodes.existing(Node.parent(of: $0)) } } ?? InodeTable.rootIno
+            var list: [Listed] = [.dot(".", ino: ino), .dot("..", ino: parentIno)]
+            switch node {
+            case .root?, .classRoot?:
+                let c: ItemClass
+                if case .classRoot(let k)? = node { c = k } else { c = .genericPassword }
+                if c == .genericPassword {
+                    // The other classes' directories can always be entered; they are listed when
+                    // they hold something the caller may see.
+                    for k in Self.classes {
+                        guard let d = FileNames.classDirectory(k) else { continue }
+                        let holds = try !vault.fileEntries(itemClass: k, accessGroups: groups, limit: 1).isEmpty
+                            || locked({ emptyServices.contains { $0.itemClass == k } })
+                        if holds { list.append(Listed(name: d, node: .classRoot(k), dotIno: 0, file: nil)) }
+                    }
+                }
                 var seen = Set<[UInt8]>()
-                try vault.forEachFileEntry(accessGroups: groups, keepRows: false) { e in
+                try vault.forEachFileEntry(itemClass: c, accessGroups: groups, keepRows: false) { e in
                     if seen.insert(e.service).inserted {
-                        list.append(Listed(name: FileNames.escape(e.service, topLevel: true), node: .service(e.service), dotIno: 0, file: nil))
+                        let d = Directory(itemClass: c, service: e.service)
+                        list.append(Listed(name: d.fileName, node: d.node, dotIno: 0, file: nil))
                     }
                     return true
                 }
-                for s in locked({ emptyServices }) where seen.insert(s).inserted {
-                    list.append(Listed(name: FileNames.escape(s, topLevel: true), node: .service(s), dotIno: 0, file: nil))
+                for d in locked({ emptyServices }) where d.itemClass == c && seen.insert(d.service).inserted {
+                    list.append(Listed(name: d.fileName, node: d.node, dotIno: 0, file: nil))
                 }
-            case .service(let s)?:
+            case .service(let c, let s)?:
                 var seen = Set<[UInt8]>()
                 // `ls -l` stats every name it lists: READDIRPLUS answers with the listing's
                 // attributes, and the entries it primes answer later lookups.
                 let generation = entries.currentGeneration
                 let mountWide = groups == visibleGroups
-                try vault.forEachFileEntry(service: s, accessGroups: groups, keepRows: false) { e in
-                    guard seen.insert(e.account).inserted else { return true }
-                    list.append(Listed(name: FileNames.escape(e.account), node: .item(service: s, account: e.account), dotIno: 0,
-                                       file: FileFacts(e)))
-                    if mountWide { entries.store(e, service: s, account: e.account, generation: generation, evicting: false) }
+                try vault.forEachFileEntry(itemClass: c, service: s, accessGroups: groups, keepRows: false) { e in
+                    let n = e.name
+                    let fileName = FileNames.fileName(of: n)
+                    guard seen.insert(fileName).inserted else { return true }
+                    list.append(Listed(name: fileName, node: .item(n), dotIno: 0, file: FileFacts(e)))
+                    if mountWide { entries.store(e, name: n, generation: generation, evicting: false) }
                     return true
                 }
             default: return req.error(ENOTDIR)
@@ -564,12 +618,20 @@ public final class MountServer: @unchecked Sendable {
 
     func mkdir(_ req: FuseRequest, parent: UInt64, name: [UInt8]) {
         guard !options.readOnly else { return req.error(EROFS) }
-        guard case .root? = inodes.node(parent) else { return req.error(EPERM) }
-        guard let s = FileNames.unescape(name, topLevel: true) else { return req.error(EINVAL) }
+        let c: ItemClass
+        switch inodes.node(parent) {
+        case .root?:
+            if Self.classes.contains(where: { FileNames.classDirectory($0) == name }) { return req.error(EEXIST) }
+            c = .genericPassword
+        case .classRoot(let k)?: c = k
+        default: return req.error(EPERM)
+        }
+        guard let s = FileNames.unescape(name, topLevel: c == .genericPassword) else { return req.error(EINVAL) }
+        let d = Directory(itemClass: c, service: s)
         do {
-            guard try !serviceExists(s) else { return req.error(EEXIST) }
-            locked { _ = emptyServices.insert(s) }
-            let ino = inodes.lookedUp(.service(s))
+            guard try !serviceExists(d) else { return req.error(EEXIST) }
+            locked { _ = emptyServices.insert(d) }
+            let ino = inodes.lookedUp(d.node)
             req.entry(ino: ino, attr: directoryStat(ino), timeout: timeout)
         } catch {
             req.error(errnoFor(error))
@@ -578,10 +640,18 @@ public final class MountServer: @unchecked Sendable {
 
     func rmdir(_ req: FuseRequest, parent: UInt64, name: [UInt8]) {
         guard !options.readOnly else { return req.error(EROFS) }
-        guard case .root? = inodes.node(parent), let s = FileNames.unescape(name, topLevel: true) else { return req.error(ENOENT) }
+        let c: ItemClass
+        switch inodes.node(parent) {
+        case .root?:
+            if Self.classes.contains(where: { FileNames.classDirectory($0) == name }) { return req.error(EPERM) }  // always there
+            c = .genericPassword
+        case .classRoot(let k)?: c = k
+        default: return req.error(ENOENT)
+        }
+        guard let s = FileNames.unescape(name, topLevel: c == .genericPassword) else { return req.error(ENOENT) }
         do {
-            if try !vault.fileEntries(service: s, accessGroups: visibleGroups, limit: 1).isEmpty { return req.error(ENOTEMPTY) }
-            guard locked({ emptyServices.remove(s) }) != nil else { return req.error(ENOENT) }
+            if try !vault.fileEntries(itemClass: c, service: s, accessGroups: visibleGroups, limit: 1).isEmpty { return req.error(ENOTEMPTY) }
+            guard locked({ emptyServices.remove(Directory(itemClass: c, service: s)) }) != nil else { return req.error(ENOENT) }
             req.ok()
         } catch {
             req.error(errnoFor(error))
@@ -594,18 +664,18 @@ public final class MountServer: @unchecked Sendable {
     /// half of a gated open (`openAfterApproval`).
     func open(_ req: FuseRequest, ino: UInt64, fi: UnsafeMutablePointer<fuse_file_info>,
               approval: (ref: PersistentRef, status: KeychainStatus)? = nil) {
-        guard case .item(let s, let a)? = inodes.node(ino) else { return req.error(EISDIR) }
+        guard case .item(let n)? = inodes.node(ino) else { return req.error(EISDIR) }
         let writing = fi.pointee.accessMode != O_RDONLY
         if writing && options.readOnly { return req.error(EROFS) }
         do {
             let (caller, groups) = self.caller(req, writing: writing)
-            guard let e = try entry(service: s, account: a, groups: groups, opening: true) else {
+            guard let e = try entry(n, groups: groups, opening: true) else {
                 // Visible to others but not to this caller: denied, not missing.
-                guard let other = try entry(service: s, account: a, groups: visibleGroups) else { return req.error(ENOENT) }
+                guard let other = try entry(n, groups: visibleGroups) else { return req.error(ENOENT) }
                 try? policy.audit("file-denied", caller: caller, item: other.ref)  // denied either way
                 return req.error(EACCES)
             }
-            let file = OpenFile(node: .item(service: s, account: a), ref: e.ref, protection: e.protection, groups: groups)
+            let file = OpenFile(node: .item(n), ref: e.ref, protection: e.protection, groups: groups)
             file.openedEntry = e
             if !writing || fi.pointee.flags & O_TRUNC == 0 {
                 var approved = false
@@ -676,36 +746,36 @@ public final class MountServer: @unchecked Sendable {
 
     func create(_ req: FuseRequest, parent: UInt64, name: [UInt8], fi: UnsafeMutablePointer<fuse_file_info>) {
         guard !options.readOnly else { return req.error(EROFS) }
-        guard case .service(let s)? = inodes.node(parent) else { return req.error(EPERM) }
-        guard let a = FileNames.unescape(name) else { return req.error(EINVAL) }
+        guard case .service(let c, let s)? = inodes.node(parent) else { return req.error(EPERM) }
+        guard let n = FileNames.itemName(name, service: s, itemClass: c) else { return req.error(EINVAL) }
         let (who, groups) = caller(req, writing: true)
         guard !groups.isEmpty else { return req.error(EACCES) }  // a new item lands in the first
         do {
-            if let existing = try entry(service: s, account: a, groups: visibleGroups) {
+            if let existing = try entry(n, groups: visibleGroups) {
                 // O_CREAT on an existing file without O_EXCL: an ordinary truncating open.
                 if fi.pointee.flags & O_EXCL != 0 { return req.error(EEXIST) }
                 guard groups.contains(existing.group) else { return req.error(EACCES) }
-                let file = OpenFile(node: .item(service: s, account: a), ref: existing.ref, protection: existing.protection, groups: groups)
+                let file = OpenFile(node: .item(n), ref: existing.ref, protection: existing.protection, groups: groups)
                 file.budget = Self.writers
                 file.writerUID = who.uid
                 _ = try file.reserve(0)
                 file.pending = true
                 register(file, fi)
-                let ino = inodes.lookedUp(.item(service: s, account: a))
+                let ino = inodes.lookedUp(.item(n))
                 return req.create(ino: ino, attr: fileStat(ino, existing), timeout: timeout, fi: fi)
             }
-            if fi.pointee.flags & O_EXCL != 0, pendingCreation(service: s, account: a) != nil { return req.error(EEXIST) }
+            if fi.pointee.flags & O_EXCL != 0, pendingCreation(n) != nil { return req.error(EEXIST) }
             // Nothing is stored before the first commit, which makes the item with its contents
             // in one transaction: a writer killed first leaves no item. Until then `stat` of the
             // name answers from this file (`pendingCreation`).
-            let file = OpenFile(node: .item(service: s, account: a), ref: nil, protection: .default, groups: groups)
+            let file = OpenFile(node: .item(n), ref: nil, protection: .default, groups: groups)
             file.budget = Self.writers
             file.writerUID = who.uid
             file.createdAt = time(nil)
             _ = try file.reserve(0)
             file.pending = true
             register(file, fi)
-            let ino = inodes.lookedUp(.item(service: s, account: a))
+            let ino = inodes.lookedUp(.item(n))
             req.create(ino: ino, attr: fileStat(ino, pendingFacts(file)), timeout: 0, fi: fi)
         } catch {
             req.error(errnoFor(error))
@@ -713,8 +783,8 @@ public final class MountServer: @unchecked Sendable {
     }
 
     /// A file created on this mount whose contents are not stored yet, as `stat` shows it.
-    func pendingCreation(service: [UInt8], account: [UInt8]) -> FileFacts? {
-        let node = Node.item(service: service, account: account)
+    func pendingCreation(_ name: ItemName) -> FileFacts? {
+        let node = Node.item(name)
         return locked { files.values.first { $0.ref == nil && $0.node == node } }.map(pendingFacts)
     }
 
@@ -802,16 +872,16 @@ public final class MountServer: @unchecked Sendable {
         }
         guard let (secret, writes) = pending else { return }
         defer { secret.wipe() }
-        guard case .item(let s, let a) = locked({ file.node }) else { return }
+        guard case .item(let n) = locked({ file.node }) else { return }
         let change: FileChange
         if let ref = locked({ file.ref }) {
             change = try vault.storeFileSecret(secret, in: ref, accessGroups: file.groups)
         } else {
-            change = try vault.storeFileSecret(secret, named: ItemName(service: s, account: a), accessGroups: file.groups)
+            change = try vault.storeFileSecret(secret, named: n, accessGroups: file.groups)
             // Later writes go to this item by reference, whatever it is renamed to meanwhile.
             locked {
                 file.ref = change.entry.ref
-                _ = emptyServices.remove(s)
+                _ = emptyServices.remove(Directory(itemClass: n.itemClass, service: n.service))
             }
         }
         file.withContentLock {
@@ -822,7 +892,7 @@ public final class MountServer: @unchecked Sendable {
                 file.writerProcesses.removeAll()
             }
         }
-        changed(change.created ? "add" : "update", service: s, account: a, groups: change.groups)
+        changed(change.created ? "add" : "update", n, groups: change.groups)
     }
 
     func flush(_ req: FuseRequest, fi: UnsafeMutablePointer<fuse_file_info>) {
@@ -857,11 +927,11 @@ public final class MountServer: @unchecked Sendable {
 
     func unlink(_ req: FuseRequest, parent: UInt64, name: [UInt8]) {
         guard !options.readOnly else { return req.error(EROFS) }
-        guard case .service(let s)? = inodes.node(parent) else { return req.error(ENOENT) }
+        guard case .service(let c, let s)? = inodes.node(parent) else { return req.error(ENOENT) }
         do {
-            guard let a = try value(of: name, in: s) else { return req.error(ENOENT) }
-            let groups = try vault.deleteFile(ItemName(service: s, account: a), accessGroups: caller(req, writing: true).groups)
-            changed("delete", service: s, account: a, groups: groups)
+            guard let n = try itemName(name, in: Directory(itemClass: c, service: s)) else { return req.error(ENOENT) }
+            let groups = try vault.deleteFile(n, accessGroups: caller(req, writing: true).groups)
+            changed("delete", n, groups: groups)
             req.ok()
         } catch {
             req.error(errnoFor(error))
@@ -874,50 +944,63 @@ public final class MountServer: @unchecked Sendable {
         let groups = caller(req, writing: true).groups
         do {
             switch (inodes.node(parent), inodes.node(newParent)) {
-            case (.root?, .root?):
-                guard let from = try value(of: name, in: nil), let to = FileNames.unescape(newName, topLevel: true) else { return req.error(ENOENT) }
-                if try serviceExists(to) { return req.error(flags & 1 != 0 ? EEXIST : ENOTEMPTY) }
+            case (.root?, .root?), (.classRoot?, .classRoot?):
+                let c: ItemClass
+                if case .classRoot(let k)? = inodes.node(parent) { c = k } else { c = .genericPassword }
+                guard inodes.node(parent) == inodes.node(newParent) else { return req.error(EXDEV) }
+                if c == .genericPassword, Self.classes.contains(where: { FileNames.classDirectory($0) == name || FileNames.classDirectory($0) == newName }) {
+                    return req.error(EPERM)  // the class directories stay where they are
+                }
+                guard let from = try directoryValue(name, itemClass: c),
+                      let to = FileNames.unescape(newName, topLevel: c == .genericPassword) else { return req.error(ENOENT) }
+                let source = Directory(itemClass: c, service: from), target = Directory(itemClass: c, service: to)
+                if try serviceExists(target) { return req.error(flags & 1 != 0 ? EEXIST : ENOTEMPTY) }
                 var moved = Set<String>()
-                if locked({ emptyServices.remove(from) }) != nil {
-                    locked { _ = emptyServices.insert(to) }
+                if locked({ emptyServices.remove(source) }) != nil {
+                    locked { _ = emptyServices.insert(target) }
                 } else {
-                    moved = try vault.update(["class": "genp", "svce": .data(from), "sync": "syna"], changes: ["svce": .data(to)],
+                    let key = target.node.directoryAttribute
+                    moved = try vault.update(["class": .string(c.rawValue), key: .data(from), "sync": "syna"], changes: [key: .data(to)],
                                              accessGroups: groups)
                 }
-                inodes.renameService(from, to: to)
-                changed("update", service: to, account: nil, previous: (from, nil), groups: moved)
+                inodes.renameService(source, to: to)
+                changed("update", directory: target, previous: source, groups: moved)
                 locked {
                     for f in files.values {
-                        if case .item(let s, let a) = f.node, s == from { f.node = .item(service: to, account: a) }
+                        if case .item(var n) = f.node, n.itemClass == c, n.service == from {
+                            n.service = to
+                            f.node = .item(n)
+                        }
                     }
                 }
                 req.ok()
-            case (.service(let s1)?, .service(let s2)?):
-                guard let a1 = try value(of: name, in: s1), let a2 = FileNames.unescape(newName) else { return req.error(ENOENT) }
-                guard let source = try entry(service: s1, account: a1, groups: groups) else {
-                    return try renamePending(req, from: .item(service: s1, account: a1), to: .item(service: s2, account: a2),
-                                             replacing: flags & 1 == 0, groups: groups)
+            case (.service(let c1, let s1)?, .service(let c2, let s2)?):
+                guard c1 == c2 else { return req.error(EXDEV) }
+                guard let n1 = try itemName(name, in: Directory(itemClass: c1, service: s1)),
+                      let n2 = FileNames.itemName(newName, service: s2, itemClass: c2) else { return req.error(ENOENT) }
+                guard let source = try entry(n1, groups: groups) else {
+                    return try renamePending(req, from: n1, to: n2, replacing: flags & 1 == 0, groups: groups)
                 }
                 // One transaction: a plain move, or an editor's save (the target keeps its
                 // attributes, takes the new secret, and the source goes).
-                let change = try vault.renameFile(source.ref, to: ItemName(service: s2, account: a2), replacing: flags & 1 == 0,
+                let change = try vault.renameFile(source.ref, to: n2, replacing: flags & 1 == 0,
                                                   accessGroups: groups, visibleGroups: visibleGroups)
                 if let target = change.replaced {
                     // Descriptors still open on the source now write to the target.
                     locked {
                         for f in files.values where f.ref == source.ref {
                             f.ref = target
-                            f.node = .item(service: s2, account: a2)
+                            f.node = .item(n2)
                         }
                     }
                 } else {
-                    locked { _ = emptyServices.remove(s2) }
+                    locked { _ = emptyServices.remove(Directory(itemClass: c2, service: s2)) }
                 }
-                changed("update", service: s2, account: a2, previous: (s1, a1), groups: change.groups)
+                changed("update", n2, previous: n1, groups: change.groups)
                 // The kernel keeps the source's inode under the new name.
-                inodes.rename(.item(service: s1, account: a1), to: .item(service: s2, account: a2))
+                inodes.rename(.item(n1), to: .item(n2))
                 locked {
-                    for f in files.values where f.node == .item(service: s1, account: a1) { f.node = .item(service: s2, account: a2) }
+                    for f in files.values where f.node == .item(n1) { f.node = .item(n2) }
                 }
                 req.ok()
             default:
@@ -931,10 +1014,10 @@ public final class MountServer: @unchecked Sendable {
     /// Renames a file created on this mount that is not stored yet: nothing changes in the vault
     /// now; its writers' close stores into the target (which keeps its attributes) or makes the
     /// item under the new name (POSIX: a descriptor follows its file through a rename).
-    private func renamePending(_ req: FuseRequest, from: Node, to: Node, replacing: Bool, groups: [String]) throws {
-        guard case .item(let s1, let a1) = from, case .item(let s2, let a2) = to,
-              pendingCreation(service: s1, account: a1) != nil else { return req.error(ENOENT) }
-        let target = try entry(service: s2, account: a2, groups: visibleGroups)
+    private func renamePending(_ req: FuseRequest, from n1: ItemName, to n2: ItemName, replacing: Bool, groups: [String]) throws {
+        let from = Node.item(n1), to = Node.item(n2)
+        guard pendingCreation(n1) != nil else { return req.error(ENOENT) }
+        let target = try entry(n2, groups: visibleGroups)
         if let target {
             guard replacing else { return req.error(EEXIST) }
             guard groups.contains(target.group) else { return req.error(EACCES) }
@@ -945,8 +1028,8 @@ public final class MountServer: @unchecked Sendable {
                 f.ref = target?.ref
             }
         }
-        entries.invalidate(service: s1, account: a1)
-        entries.invalidate(service: s2, account: a2)
+        entries.invalidate(Directory(itemClass: n1.itemClass, service: n1.service), name: n1)
+        entries.invalidate(Directory(itemClass: n2.itemClass, service: n2.service), name: n2)
         inodes.rename(from, to: to)
         req.ok()
     }
@@ -954,7 +1037,7 @@ public final class MountServer: @unchecked Sendable {
     func setattr(_ req: FuseRequest, ino: UInt64, attr: stat, toSet: Int32, fi: UnsafeMutablePointer<fuse_file_info>?) {
         let sizeBit: Int32 = 1 << 3, modeBit: Int32 = 1 << 0, uidBit: Int32 = 1 << 1, gidBit: Int32 = 1 << 2
         if toSet & (modeBit | uidBit | gidBit) != 0 { return req.error(EPERM) }  // ownership comes from the group
-        guard case .item(let s, let a)? = inodes.node(ino) else {
+        guard case .item(let n)? = inodes.node(ino) else {
             return toSet & sizeBit != 0 ? req.error(EISDIR) : getattr(req, ino: ino)
         }
         if toSet & sizeBit != 0 {
@@ -978,9 +1061,9 @@ public final class MountServer: @unchecked Sendable {
                     guard room else { return req.error(ENOSPC) }
                 } else {
                     let groups = caller(req, writing: true).groups
-                    guard let e = try entry(service: s, account: a, groups: groups) else { return req.error(EACCES) }
+                    guard let e = try entry(n, groups: groups) else { return req.error(EACCES) }
                     let change = try vault.truncateFile(e.ref, to: size, accessGroups: groups)  // one transaction
-                    changed("update", service: s, account: a, groups: change.groups)
+                    changed("update", n, groups: change.groups)
                 }
             } catch {
                 return req.error(errnoFor(error))
@@ -1001,54 +1084,77 @@ public final class MountServer: @unchecked Sendable {
         invalidateAll()
     }
 
-    /// Drops what the kernel knows of one service (and account), and of the service's
-    /// directory listing.
+    /// Drops what the kernel knows of one generic-password service (and account), and of the
+    /// service's directory listing (a change the daemon saw, made elsewhere).
     public func invalidate(service: [UInt8], account: [UInt8]?) {
-        entries.invalidate(service: service, account: account)
-        let held = heldItems { $0 == service }
+        invalidate(Directory(itemClass: .genericPassword, service: service), name: account.map { ItemName(service: service, account: $0) })
+    }
+
+    /// Drops what the kernel knows of one directory (and item), and of its listing.
+    func invalidate(_ directory: Directory, name: ItemName?) {
+        entries.invalidate(directory, name: name)
+        let held = heldItems { $0 == directory }
         withSession { se in
-            let dir = inodes.existing(.service(service))
-            if let dir, let account {
+            let dir = inodes.existing(directory.node)
+            if let dir, let name {
                 // Also when the kernel does not know it: it may hold a negative entry for a new item.
-                Self.invalidateEntry(se, parent: dir, name: FileNames.escape(account))
-                if let ino = inodes.existing(.item(service: service, account: account)) {
+                Self.invalidateEntry(se, parent: dir, name: FileNames.fileName(of: name))
+                if let ino = inodes.existing(.item(name)) {
                     _ = fuse_lowlevel_notify_inval_inode(se, ino, 0, 0)
                 }
-            } else if account == nil {
+            } else if name == nil {
                 for node in held { invalidateHeld(se, node) }
             }
             // Drops the directory's entry and every unused name under it (d_invalidate): a change
             // of the whole service (a rename) costs one notification, not one per account.
-            Self.invalidateEntry(se, parent: InodeTable.rootIno, name: FileNames.escape(service, topLevel: true))
+            if let parent = inodes.existing(Node.parent(of: directory)) {
+                Self.invalidateEntry(se, parent: parent, name: directory.fileName)
+            }
             if let dir { _ = fuse_lowlevel_notify_inval_inode(se, dir, 0, 0) }
         }
     }
 
-    /// Drops the kernel's cached names, attributes and pages under the root: per service
-    /// directory, not per item, so a lock costs what the number of services does.
+    /// Drops the kernel's cached names, attributes and pages under the root: per directory
+    /// (service, server, class root), not per item, so a lock costs what the number of
+    /// directories does.
     public func invalidateAll() {
         entries.removeAll()
         locked { callers.removeAll() }  // groups may have changed: entitlements are computed again
         let held = heldItems { _ in true }
         withSession { se in
             for node in held { invalidateHeld(se, node) }
-            for (ino, service) in inodes.services() {
-                Self.invalidateEntry(se, parent: InodeTable.rootIno, name: FileNames.escape(service, topLevel: true))
+            // One epoch on makes every cached name stale at once, whatever the kernel knows
+            // (Linux 6.16 and later); older kernels refuse it and get one notification pair per
+            // directory, whose freeing of every name under it costs what the names do.
+            if locked({ epochs }), kcfs_notify_increment_epoch(se) == 0 {
+                _ = fuse_lowlevel_notify_inval_inode(se, InodeTable.rootIno, 0, 0)
+                return
+            }
+            locked { epochs = false }
+            for (ino, node) in inodes.directories() {
+                switch node {
+                case .classRoot(let c):
+                    if let name = FileNames.classDirectory(c) { Self.invalidateEntry(se, parent: InodeTable.rootIno, name: name) }
+                case .service(let c, let s):
+                    let d = Directory(itemClass: c, service: s)
+                    if let parent = inodes.existing(Node.parent(of: d)) { Self.invalidateEntry(se, parent: parent, name: d.fileName) }
+                default: continue
+                }
                 _ = fuse_lowlevel_notify_inval_inode(se, ino, 0, 0)
             }
             _ = fuse_lowlevel_notify_inval_inode(se, InodeTable.rootIno, 0, 0)
         }
     }
 
-    /// The items of open files in the services `matching` accepts. Invalidating a directory's
+    /// The items of open files in the directories `matching` accepts. Invalidating a directory's
     /// entry drops only the names under it that nothing uses: an open file keeps its name and
     /// attributes cached, and a lookup of the directory (same inode) brings that name back, so
     /// these are dropped one by one.
-    private func heldItems(in matching: ([UInt8]) -> Bool) -> Set<Node> {
+    private func heldItems(in matching: (Directory) -> Bool) -> Set<Node> {
         locked {
             var held = Set<Node>()
             for file in files.values {
-                if case .item(let s, _) = file.node, matching(s) { held.insert(file.node) }
+                if let d = file.node.directory, matching(d) { held.insert(file.node) }
             }
             return held
         }
@@ -1056,8 +1162,8 @@ public final class MountServer: @unchecked Sendable {
 
     /// Drops one item's name, attributes and cached pages.
     private func invalidateHeld(_ se: OpaquePointer, _ node: Node) {
-        guard case .item(let s, let a) = node, let dir = inodes.existing(.service(s)) else { return }
-        Self.invalidateEntry(se, parent: dir, name: FileNames.escape(a))
+        guard case .item(let n) = node, let d = node.directory, let dir = inodes.existing(d.node) else { return }
+        Self.invalidateEntry(se, parent: dir, name: FileNames.fileName(of: n))
         if let ino = inodes.existing(node) { _ = fuse_lowlevel_notify_inval_inode(se, ino, 0, 0) }
     }
 

@@ -13,11 +13,14 @@ extension MountServer {
         ("label", "labl", true), ("comment", "icmt", true), ("description", "desc", true),
         ("created", "cdat", false), ("modified", "mdat", false), ("synchronizable", "sync", false),
         ("version", "version", false),
+        // Internet passwords' primary key, where the item has them.
+        ("server", "srvr", false), ("protocol", "ptcl", false), ("port", "port", false), ("path", "path", false),
+        ("authentication-type", "atyp", false), ("security-domain", "sdmn", false),
     ]
 
     func xattrValue(_ e: FileEntry, key: String) -> [UInt8]? {
         switch key {
-        case "class": return Array("genp".utf8)
+        case "class": return Array(e.itemClass.rawValue.utf8)
         case "version": return Array(String(e.version).utf8)
         default:
             guard let v = e.attributes[key] else { return nil }
@@ -35,8 +38,8 @@ extension MountServer {
 
     /// The item with all its attributes: a search, since cached entries keep only a few.
     func itemEntry(_ ino: UInt64) throws -> FileEntry? {
-        guard case .item(let s, let a)? = inodes.node(ino) else { return nil }
-        return try vault.fileEntries(service: s, account: a, accessGroups: visibleGroups, limit: 1).first
+        guard case .item(let n)? = inodes.node(ino) else { return nil }
+        return try vault.fileEntries(named: n, accessGroups: visibleGroups, limit: 1).first
     }
 
     func getxattr(_ req: FuseRequest, ino: UInt64, name: String, size: Int) {
@@ -87,7 +90,7 @@ extension MountServer {
             }
             let touched = try vault.update(["v_PersistentRef": .data(e.ref.bytes), "sync": "syna"], changes: [spec.1: change],
                              accessGroups: caller(req, writing: true).groups)
-            if case .item(let s, let a)? = inodes.node(ino) { changed("update", service: s, account: a, groups: touched) }
+            if case .item(let n)? = inodes.node(ino) { changed("update", n, groups: touched) }
             req.ok()
         } catch {
             req.error(errnoFor(error))
