@@ -60,7 +60,7 @@ let package = Package(
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto", "SQLiteStore"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "KeychainDaemonTests", dependencies: ["KeychainDaemon", "KeychainProtocol", "KeychainCore",
-                                                               "KeychainCrypto", "KeychainfsAccess", "CProcess"]),
+                                                               "KeychainCrypto", "KeychainKeys", "KeychainfsAccess", "CProcess"]),
         .testTarget(name: "KeychainCLITests", dependencies: ["KeychainCLI", "Security"],
                     exclude: ["Attackers"]),  // python3 attacker programs, run by DaemonAttackTests
     ]
