@@ -44,8 +44,8 @@ let package = Package(
         .target(name: "KeychainfsAccess", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol"]),
         // The FUSE mount: items as files, served from the daemon.
         .target(name: "KeychainFS", dependencies: ["CFuse", "CProcess", "KeychainCore", "KeychainCrypto", "KeychainfsAccess", "SQLiteStore"]),
-        // The daemon: socket server, lock triggers, back-off, mounts.
-        .target(name: "KeychainDaemon", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol",
+        // The daemon: socket server, lock triggers, back-off, mounts, operations with stored keys.
+        .target(name: "KeychainDaemon", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainKeys", "KeychainProtocol",
                                                        "KeychainfsAccess", "KeychainFS", "CProcess", "SQLiteStore"]),
 
         // The command line: verbs, option parsing, passphrase input, output formats.
@@ -60,7 +60,7 @@ let package = Package(
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto", "SQLiteStore"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "KeychainDaemonTests", dependencies: ["KeychainDaemon", "KeychainProtocol", "KeychainCore",
-                                                               "KeychainCrypto", "KeychainfsAccess", "CProcess"]),
+                                                               "KeychainCrypto", "KeychainKeys", "KeychainfsAccess", "CProcess"]),
         .testTarget(name: "KeychainCLITests", dependencies: ["KeychainCLI", "Security"],
                     exclude: ["Attackers"]),  // python3 attacker programs, run by DaemonAttackTests
     ]

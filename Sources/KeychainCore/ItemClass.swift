@@ -39,9 +39,14 @@ public enum ItemClass: String, CaseIterable, Sendable {
         case .certificate: return ["labl", "alis", "cenc", "subj", "skid", "pkhh", "crtr", "type"]
         case .key:
             return ["labl", "alis", "perm", "priv", "modi", "sens", "asen", "extr", "next", "encr", "decr",
-                    "drve", "sign", "vrfy", "snrc", "vyrc", "wrap", "unwp"]
+                    "drve", "sign", "vrfy", "snrc", "vyrc", "wrap", "unwp", Self.publicKeyAttribute]
         }
     }
+
+    /// A key item's public key in Apple's external representation, set by the daemon from the
+    /// key's bytes when the item is added (not one of Apple's attributes): with it a client
+    /// holds a stored key's public half while the private half stays in the daemon.
+    public static let publicKeyAttribute = "pubk"
 
     /// Every attribute name that is valid for this class, including store-managed dates.
     /// Built once per class: every query checks each of its keys against it.

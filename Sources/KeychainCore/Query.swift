@@ -23,8 +23,9 @@ struct ReturnKeys: Equatable {
 
     /// `r_Ref` by class, as Apple treats it: a password has no object reference, so alone it is a
     /// bad query and beside other return keys it is ignored. A key's reference (`SecKey`) is built
-    /// by the client from the item's attributes and key bytes, so it asks for both. Certificates
-    /// have no object here yet.
+    /// by the client from the item's attributes (the public key is one, `pubk`) and its persistent
+    /// reference, which names the item when the daemon signs or decrypts with it: the private
+    /// key's bytes are not returned. Certificates have no object here yet.
     mutating func resolveReference(for itemClass: ItemClass) throws {
         guard ref else { return }
         switch itemClass {
@@ -33,8 +34,8 @@ struct ReturnKeys: Equatable {
             ref = false
         case .key:
             ref = false
-            data = true
             attributes = true
+            persistentRef = true
         case .certificate:
             throw KeychainStatus.unimplemented
         }

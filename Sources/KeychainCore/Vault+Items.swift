@@ -131,6 +131,8 @@ extension Vault {
                                      approved: approved, skipUnapproved: skipUnapproved)
             guard q.returns.any else { return .none }
             if q.returns.data {
+                // A private key made with kSecAttrIsExtractable false is used, never read.
+                if matches.contains(where: Self.isUnextractable) { throw KeychainStatus.dataNotAvailable }
                 secretsReturned = matches.map { PersistentRef(itemClass: $0.stored.itemClass, uuid: $0.stored.uuid) }
             }
             let values = try matches.map { try shape($0, returns: q.returns) }

@@ -42,6 +42,14 @@ public enum Operation: UInt8, Sendable, CaseIterable {
     case watch = 21
     /// A full integrity check of the vault and the audit chain (`keychainfs verify`).
     case verify = 22
+    /// An operation with a stored private key, run by the daemon (`SecKeyCreateSignature`,
+    /// `SecKeyCreateDecryptedData`, `SecKeyCopyKeyExchangeResult` on a key from the keychain).
+    /// Query: `v_PersistentRef` of the key item. Options: `use` (`sign`, `decrypt`,
+    /// `keyExchange`), `algorithm` (Apple's raw `SecKeyAlgorithm` name), and for a key exchange
+    /// `peer` (the other side's public key, Apple's external representation), `requestedSize`,
+    /// `sharedInfo`. One secret: the input (data to sign, ciphertext; empty for a key exchange).
+    /// Reply: one data value, the signature, plaintext or shared secret.
+    case useKey = 23
 }
 
 /// A request. Secrets (item data, passphrases) travel only in `secrets`, in guarded memory.

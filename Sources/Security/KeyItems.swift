@@ -5,10 +5,12 @@ import KeychainProtocol
 
 /// `SecKey`s as `kSecClassKey` items: the key bytes are the item's secret (in guarded memory
 /// on the way), its facts the item's attributes, as Apple's `SecKeyCopyAttributeDictionary`.
+/// A key read back is built from the attributes (`pubk`, which the daemon sets) and the item's
+/// persistent reference: a private key's bytes stay in the daemon.
 enum KeyItems {
     /// The attributes Apple derives from a key: class, label, type, sizes and usage flags.
     static func keyAttributes(_ key: SecKey) -> Attributes {
-        let priv = key.key.isPrivate
+        let priv = key.isPrivate
         var a: Attributes = [
             "kcls": .number(priv ? 1 : 0), "klbl": .data(key.applicationLabel), "type": .number(key.typeCode),
             "bsiz": .number(Int64(key.key.sizeInBits)), "esiz": .number(Int64(key.key.sizeInBits)),
@@ -22,25 +24,28 @@ enum KeyItems {
         return a
     }
 
-    /// The key's external representation in guarded memory.
+    /// The key's external representation in guarded memory; a stored private key's is read
+    /// from the keychain (errSecDataNotAvailable when it is not extractable).
     static func keyValue(_ key: SecKey) throws -> SecureBytes {
+        if let ref = key.storedReference { return try StoredKeys.bytes(ref) }
         if key.key.isPrivate { return try key.key.privateBytes() }
         return try SecureBytes(copying: key.key.publicBytes())
     }
 
     /// Stores `key` (`SecItemAdd` with `kSecValueRef`): its attributes, then the caller's
     /// (which win), the key bytes as the secret.
-    /// - Returns: the stored item's attributes as the module returns them.
+    /// - Returns: the stored key as the keychain returns it (for a private key, one whose
+    ///   bytes stay in the daemon).
     /// - Throws: the keychain's status (`KeychainStatus`).
     @discardableResult
-    static func add(_ key: SecKey, parameters: NSDictionary) throws -> [String: AnyObject] {
-        let query = try addQuery(key, parameters: parameters)
+    static func add(_ key: SecKey, parameters: NSDictionary) throws -> SecKey {
+        var query = try addQuery(key, parameters: parameters)
         let secret = try keyValue(key)
-        var q = query
-        q["r_Attributes"] = .bool(true)
-        let response = try KeychainConnection.shared.send(Request(.add, query: q, secrets: [secret]))
-        guard case .value(.item(let item)) = response.result else { return [:] }
-        return objects(item.attributes)
+        defer { secret.wipe() }
+        query["r_Ref"] = .bool(true)
+        let response = try KeychainConnection.shared.send(Request(.add, query: query, secrets: [secret]))
+        guard case .value(.item(let item)) = response.result else { throw KeychainStatus.decode }
+        return try secKey(item)
     }
 
     /// The add query for `key` with the caller's dictionary (less `v_Ref` and `v_Data`).
@@ -71,23 +76,24 @@ enum KeyItems {
         return Conversion.object(result)
     }
 
-    /// The `SecKey` of a key item returned with its attributes and secret.
-    /// - Throws: `decode` for an item whose bytes are not a key of its `type` and `kcls`.
+    /// The `SecKey` of a key item returned with its attributes and persistent reference: a
+    /// public key held here, or a private key the daemon holds for this process.
+    /// - Throws: `decode` for an item without a public key (`pubk`) of its `type`.
     static func secKey(_ item: FoundItem) throws -> SecKey {
-        guard let secret = item.secret, let type = item.attributes["type"]?.numberValue,
-              let keyClass = item.attributes["kcls"]?.numberValue else { throw KeychainStatus.decode }
-        do {
-            let key = try secret.withUnsafeBytes { try KeyParameters.importKey(type: type, isPrivate: keyClass == 1, $0) }
-            return SecKey(key, itemAttributes: objects(item.attributes))
-        } catch {
-            throw KeychainStatus.decode
-        }
+        guard let type = item.attributes["type"]?.numberValue, let keyClass = item.attributes["kcls"]?.numberValue,
+              case .data(let pub)? = item.attributes[ItemClass.publicKeyAttribute],
+              let publicKey = try? pub.withUnsafeBytes({ try AsymmetricKey.apple(type: type, isPrivate: false, $0) })
+        else { throw KeychainStatus.decode }
+        let attributes = objects(item.attributes)
+        guard keyClass == 1 else { return SecKey(publicKey, itemAttributes: attributes) }
+        guard let ref = item.persistentRef else { throw KeychainStatus.decode }
+        return SecKey(stored: ref, publicKey: publicKey, itemAttributes: attributes)
     }
 
     // MARK: kSecReturnRef
 
     /// What a key query's return keys asked for, when `r_Ref` is among them: the engine then
-    /// returns attributes and key bytes, and the answer is shaped here.
+    /// returns attributes and the persistent reference, and the answer is shaped here.
     struct Asked {
         var data = false, attributes = false, persistentRef = false
         var onlyRef: Bool { !data && !attributes && !persistentRef }

@@ -3,23 +3,38 @@ import KeychainCrypto
 import KeychainKeys
 
 /// A public or private EC or RSA key (`SecKeyRef`). Keys compare equal when they are the same
-/// kind of key with the same public key. The key is held in this process (libcrypto's secure
-/// heap); a key read from the keychain was decrypted by the daemon and handed over.
+/// kind of key with the same public key. A key made or imported here is held in this process
+/// (libcrypto's secure heap). A private key from the keychain is not: it holds its item's
+/// persistent reference and public half, and the daemon signs, decrypts and agrees with it
+/// (`StoredKeys`), as Apple's securityd does.
 public final class SecKey: NSObject, @unchecked Sendable {
+    /// The key itself; for a stored private key, its public half.
     let key: AsymmetricKey
+    /// The persistent reference of the keychain item whose private key this is, when the
+    /// private key stays in the daemon.
+    let storedReference: [UInt8]?
     /// The keychain item's attributes (`atag`, `labl`, `agrp`, ...) when the key came from the
     /// keychain or was stored there; `SecKeyCopyAttributes` includes them.
     let itemAttributes: [String: AnyObject]
 
     init(_ key: AsymmetricKey, itemAttributes: [String: AnyObject] = [:]) {
         self.key = key
+        self.storedReference = nil
         self.itemAttributes = itemAttributes
     }
 
+    /// A private key kept by the daemon: `publicKey` its public half, `reference` its item.
+    init(stored reference: [UInt8], publicKey: AsymmetricKey, itemAttributes: [String: AnyObject]) {
+        self.key = publicKey
+        self.storedReference = reference
+        self.itemAttributes = itemAttributes
+    }
+
+    var isPrivate: Bool { storedReference != nil || key.isPrivate }
+
     public override func isEqual(_ object: Any?) -> Bool {
         guard let other = object as? SecKey else { return false }
-        return other.key.kind == key.kind && other.key.isPrivate == key.isPrivate
-            && other.key.publicBytes() == key.publicBytes()
+        return other.key.kind == key.kind && other.isPrivate == isPrivate && other.key.publicBytes() == key.publicBytes()
     }
 
     public override var hash: Int { key.publicBytes().hashValue }
@@ -27,17 +42,14 @@ public final class SecKey: NSObject, @unchecked Sendable {
     public override var description: String {
         let kind: String
         switch key.kind {
-        case .ec: kind = key.isPrivate ? "ECPrivateKey" : "ECPublicKey"
-        case .rsa: kind = key.isPrivate ? "RSAPrivateKey" : "RSAPublicKey"
+        case .ec: kind = isPrivate ? "ECPrivateKey" : "ECPublicKey"
+        case .rsa: kind = isPrivate ? "RSAPrivateKey" : "RSAPublicKey"
         }
         return "<SecKeyRef key type: \(kind), block size: \(key.sizeInBits) bits>"
     }
 
     /// Apple's `kSecAttrKeyType` raw value: "73" for EC, "42" for RSA.
-    var typeCode: Int64 {
-        if case .rsa = key.kind { return 42 }
-        return 73
-    }
+    var typeCode: Int64 { key.appleTypeCode }
 
     /// Apple's application label (`klbl`): SHA-1 of the public key's external representation.
     var applicationLabel: [UInt8] { DigestAlgorithm.sha1.hash(key.publicBytes()) }
@@ -105,20 +117,20 @@ public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMut
         let key = try KeyParameters.generate(type: params["type"], size: params["bsiz"])
         let privateParams = KeyParameters.merged(params, "private")
         let publicParams = KeyParameters.merged(params, "public")
-        var stored: [String: AnyObject] = [:]
-        if KeyParameters.flag(privateParams["perm"]) {
-            stored = try KeyItems.add(SecKey(key), parameters: privateParams)
-        }
         if KeyParameters.flag(publicParams["perm"]) {
-            _ = try KeyItems.add(SecKey(try key.publicKey()), parameters: publicParams)
+            try KeyItems.add(SecKey(try key.publicKey()), parameters: publicParams)
         }
-        return SecKey(key, itemAttributes: stored)
+        // A stored private key is returned as the keychain's: from here on the daemon uses it.
+        if KeyParameters.flag(privateParams["perm"]) { return try KeyItems.add(SecKey(key), parameters: privateParams) }
+        return SecKey(key)
     }
 }
 
-/// The public key of a key pair (`SecKeyCopyPublicKey`); a public key returns itself.
+/// The public key of a key pair (`SecKeyCopyPublicKey`); a public key returns itself. A key
+/// from the keychain has its public half here (the item's `pubk`), so this asks nobody.
 public func SecKeyCopyPublicKey(_ key: SecKey) -> SecKey? {
-    guard key.key.isPrivate else { return key }
+    guard key.isPrivate else { return key }
+    if key.storedReference != nil { return SecKey(key.key) }
     return (try? key.key.publicKey()).map { SecKey($0) }
 }
 
@@ -144,26 +156,34 @@ public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary,
 }
 
 /// The key's external representation (`SecKeyCopyExternalRepresentation`), in the formats
-/// `SecKeyCreateWithData` reads.
+/// `SecKeyCreateWithData` reads. A private key from the keychain is read from the daemon (an
+/// audited read of its item).
+/// - Returns: nil with errSecDataNotAvailable in `error` for a stored private key made with
+///   `kSecAttrIsExtractable` false, as macOS refuses to export it (`impExpExportKeyCommon`);
+///   the keychain's status (errSecItemNotFound, errSecInteractionNotAllowed) otherwise.
 public func SecKeyCopyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
     keyCall(error, "SecKeyCopyExternalRepresentation") {
-        guard key.key.isPrivate else { return Data(key.key.publicBytes()) as NSData }
-        return try key.key.privateBytes().withUnsafeBytes { Data($0) } as NSData
+        guard key.isPrivate else { return Data(key.key.publicBytes()) as NSData }
+        return try KeyItems.keyValue(key).withUnsafeBytes { Data($0) } as NSData
     }
 }
 
 /// The key's attributes (`SecKeyCopyAttributes`), as Apple's `SecKeyCopyAttributeDictionary`
 /// makes them: `class`, `kcls` ("0"/"1"), `klbl`, `type` ("73"/"42"), `bsiz`, `esiz`, the usage
 /// flags and `v_Data` (the external representation), then the keychain item's attributes.
+/// A private key from the keychain has no `v_Data` here: its bytes stay in the daemon.
 public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
-    guard let value = try? KeyItems.keyValue(key) else { return nil }
     let dict = NSMutableDictionary()
+    if key.storedReference == nil {
+        guard let value = try? KeyItems.keyValue(key) else { return nil }
+        dict["v_Data" as NSString] = value.withUnsafeBytes { Data($0) } as NSData
+    }
     for (k, v) in KeyItems.keyAttributes(key) { dict[k as NSString] = Conversion.object(v, key: k) }
-    dict["kcls" as NSString] = (key.key.isPrivate ? "1" : "0") as NSString
+    dict["kcls" as NSString] = (key.isPrivate ? "1" : "0") as NSString
     dict["type" as NSString] = String(key.typeCode) as NSString
     dict["class" as NSString] = "keys" as NSString
-    dict["v_Data" as NSString] = value.withUnsafeBytes { Data($0) } as NSData
-    for (k, v) in key.itemAttributes where !["v_Data", "kcls", "type", "class"].contains(k) { dict[k as NSString] = v }
+    let own: Set<String> = ["v_Data", "kcls", "type", "class", ItemClass.publicKeyAttribute]
+    for (k, v) in key.itemAttributes where !own.contains(k) { dict[k as NSString] = v }
     return dict
 }
 

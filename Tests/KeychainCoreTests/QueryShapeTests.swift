@@ -159,15 +159,34 @@ final class QueryShapeTests: XCTestCase {
         XCTAssertStatus(.unimplemented, try vault.copyMatching(["class": "cert", "r_Ref": true, "r_Data": true], accessGroups: groups))
     }
 
-    func testReturnRefOnAKeyReturnsItsAttributesAndBytes() throws {
-        // The client builds the SecKey from these; the bytes count as the secret read.
-        try vault.add(["class": "keys", "kcls": 1, "type": 73, "atag": "t"], secret: try SecureBytes(copying: [4, 1, 2]),
-                      accessGroups: groups)
+    func testReturnRefOnAKeyReturnsItsAttributesAndReferenceNotItsBytes() throws {
+        // The client builds the SecKey from these; the private key stays in the vault.
+        try vault.add(["class": "keys", "kcls": 1, "type": 73, "atag": "t", "pubk": .data([4, 9])],
+                      secret: try SecureBytes(copying: [4, 1, 2]), accessGroups: groups)
         let r = try vault.copyMatching(["class": "keys", "atag": "t", "r_Ref": true], accessGroups: groups)
-        XCTAssertEqual(r.value?.item?.secret?.withUnsafeBytes { Array($0) }, [4, 1, 2])
+        XCTAssertNil(r.value?.item?.secret, "no key bytes for a reference")
         XCTAssertEqual(r.value?.item?.attributes["kcls"], .number(1))
-        XCTAssertNil(r.value?.item?.persistentRef, "only what was asked besides")
+        XCTAssertEqual(r.value?.item?.attributes["pubk"], .data([4, 9]))
+        let ref = try XCTUnwrap(r.value?.item?.persistentRef.flatMap(PersistentRef.init(bytes:)))
+        XCTAssertEqual(try vault.privateKey(ref, accessGroups: groups).secret.withUnsafeBytes { Array($0) }, [4, 1, 2])
+        XCTAssertStatus(.itemNotFound, try vault.privateKey(ref, accessGroups: ["other"]))
         XCTAssertStatus(.itemNotFound, try vault.copyMatching(["class": "keys", "atag": "none", "r_Ref": true], accessGroups: groups))
+    }
+
+    func testNonExtractablePrivateKeyBytesAreNeverReturned() throws {
+        try vault.add(["class": "keys", "kcls": 1, "type": 73, "atag": "sealed", "extr": false],
+                      secret: try SecureBytes(copying: [4, 1, 2]), accessGroups: groups)
+        try vault.add(["class": "keys", "kcls": 0, "type": 73, "atag": "sealed", "extr": false],
+                      secret: try SecureBytes(copying: [4, 7]), accessGroups: groups)
+        XCTAssertStatus(.dataNotAvailable, try vault.copyMatching(["class": "keys", "atag": "sealed", "kcls": 1, "r_Data": true],
+                                                                  accessGroups: groups))
+        XCTAssertStatus(.dataNotAvailable, try vault.copyMatching(["class": "keys", "atag": "sealed", "r_Data": true, "m_Limit": "m_LimitAll"],
+                                                                  accessGroups: groups))  // one unreadable key refuses the whole answer
+        XCTAssertEqual(try vault.copyMatching(["class": "keys", "atag": "sealed", "kcls": 0, "r_Data": true], accessGroups: groups)
+            .value?.data?.withUnsafeBytes { Array($0) }, [4, 7], "a public key is always readable")
+        let found = try vault.copyMatching(["class": "keys", "atag": "sealed", "kcls": 1, "r_PersistentRef": true], accessGroups: groups)
+        guard case .persistentRef(let bytes)? = found.value, let ref = PersistentRef(bytes: bytes) else { return XCTFail() }
+        XCTAssertEqual(try vault.privateKey(ref, accessGroups: groups).secret.count, 3, "but it can be used")
     }
 
     func testPersistentRefNamesASynchronizableItemWithoutSyncInTheQuery() throws {

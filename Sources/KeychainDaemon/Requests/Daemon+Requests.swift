@@ -17,6 +17,8 @@ extension Daemon: RequestHandling {
             switch request.operation {
             case .add, .copyMatching, .update, .delete:
                 return Reply(response: try ItemRequests(daemon: self).respond(request, caller: caller, onSlowWorker: onSlowWorker))
+            case .useKey:
+                return Reply(response: try KeyRequests(daemon: self).respond(request, caller: caller, onSlowWorker: onSlowWorker))
             case .groupAdd, .groupSet, .groupRemove, .groupList:
                 return Reply(response: try GroupRequests(daemon: self).respond(request, caller: caller))
             case .mount, .unmount:

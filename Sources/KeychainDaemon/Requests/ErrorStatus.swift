@@ -1,6 +1,7 @@
 import KeychainCore
 import KeychainCrypto
 import KeychainFS
+import KeychainKeys
 import SQLiteStore
 
 extension Daemon {
@@ -15,9 +16,20 @@ extension Daemon {
         case is MountOptionError: return .param
         case let e as SQLiteError where e.isDiskFull: return .diskFull
         case let e as CryptoError where e == .keyDerivationFailed || e == .allocationFailed: return .allocate
+        case let e as KeyError: return keyStatus(e)
         default: return nil
         }
     }
 
     static func status(of error: any Error) -> KeychainStatus { knownStatus(of: error) ?? .io }
+
+    /// Apple's statuses for key operations, as the Security module gives them for keys it holds.
+    private static func keyStatus(_ e: KeyError) -> KeychainStatus {
+        switch e {
+        case .invalidKeyData, .invalidInput, .decryptionFailed: return .param
+        case .unsupported: return .unimplemented
+        case .verificationFailed: return KeychainStatus(rawValue: -67808)  // errSecVerifyFailed
+        case .library: return .internalComponent
+        }
+    }
 }

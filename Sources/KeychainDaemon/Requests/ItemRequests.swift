@@ -11,8 +11,9 @@ struct ItemRequests: RequestFamily {
         switch request.operation {
         case .add:
             let writable = writableGroups(caller)
+            let query = StoredKeyFacts.addQuery(request.query, secret: request.secrets.first)
             let r = try auditedChange("add", caller) {
-                try vault.add(request.query, secret: request.secrets.first, accessGroups: writable)
+                try vault.add(query, secret: request.secrets.first, accessGroups: writable)
             }
             let group = request.query["agrp"]?.stringValue ?? writable.first
             itemsChanged(ChangeEvent(kind: "add", query: request.query, groups: group.map { [$0] }))
@@ -22,9 +23,10 @@ struct ItemRequests: RequestFamily {
             return Response(result: try copyMatching(request.query, caller: caller, onSlowWorker: onSlowWorker))
         case .update:
             var groups = Set<String>()
+            let changes = try StoredKeyFacts.changes(request.changes, query: request.query, secret: request.secrets.first)
             try auditedChange("update", caller) {
                 try readableButNotWritable(request.query, caller) {
-                    groups = try vault.update(request.query, changes: request.changes, secret: request.secrets.first,
+                    groups = try vault.update(request.query, changes: changes, secret: request.secrets.first,
                                               accessGroups: writableGroups(caller))
                 }
             }
@@ -75,32 +77,10 @@ struct ItemRequests: RequestFamily {
         // kSecUseAuthenticationUIFail / Skip and kSecUseNoAuthenticationUI: ask nobody.
         let noUI = query["u_NoAuthUI"]?.isTrue == true
         guard wantsData, !noUI, query["u_AuthUI"] == nil || query["u_AuthUI"] == "u_AuthUIA" else { return [] }
-        let settings = ApprovalAgent.settings(of: vault)
-        guard settings.program != nil else { return [] }  // nobody to ask
         var probe = query.filter { !$0.key.hasPrefix("r_") }
         probe["r_Attributes"] = .bool(true)
         probe["r_PersistentRef"] = .bool(true)
-        guard let found = try? vault.copyMatching(probe, accessGroups: groups) else { return [] }
-        let items: [FoundItem]
-        switch found {
-        case .value(let v): items = v.item.map { [$0] } ?? []
-        case .array(let a): items = a.compactMap(\.item)
-        case .none: items = []
-        }
-        let gated = items.compactMap { item -> (PersistentRef, String, AccessControl)? in
-            guard let c = item.attributes["accc"].flatMap(AccessControl.init), c.requiresPresence,
-                  let bytes = item.persistentRef, let ref = PersistentRef(bytes: bytes) else { return nil }
-            return (ref, item.attributes["labl"]?.stringValue ?? item.attributes["svce"]?.stringValue ?? "item", c)
-        }
-        var approved = Set<PersistentRef>()
-        for (ref, label, control) in gated {
-            let status = daemon.approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault, settings: settings)
-            try audit(status == .success ? "presence-approved" : "presence-denied", caller: caller, item: ref)
-            if status == .interactionNotAllowed { return approved }  // no program: the engine refuses
-            guard status == .success else { throw status }
-            approved.insert(ref)
-        }
-        return approved
+        return try approveGatedItems(probe, groups: groups, caller: caller)
     }
 
     /// Runs a change over the caller's writable groups. When it finds nothing there but the

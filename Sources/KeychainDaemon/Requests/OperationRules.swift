@@ -33,6 +33,7 @@ struct OperationRule {
         case .unlock: return OperationRule(.anyone, secrets: 1...1, slow: true)
         case .add, .update: return OperationRule(.anyone, secrets: 0...1)
         case .copyMatching, .delete: return OperationRule(.anyone)
+        case .useKey: return OperationRule(.anyone, secrets: 1...1)
         case .lock: return OperationRule(.locker, slow: true)
         case .watch: return OperationRule(.entitled)
         case .changePassphrase: return OperationRule(.administrator, secrets: 2...2, slow: true)

@@ -18,6 +18,7 @@ import time
 VERSION = 1
 OP_UNLOCK = 2
 OP_COPY_MATCHING = 6
+OP_USE_KEY = 23
 
 
 def record(attributes):
@@ -37,8 +38,8 @@ def record(attributes):
     return out
 
 
-def request(operation, query=None, secrets=()):
-    body = struct.pack(">HB", VERSION, operation) + record(query or {}) + record({}) + record({})
+def request(operation, query=None, secrets=(), options=None):
+    body = struct.pack(">HB", VERSION, operation) + record(query or {}) + record({}) + record(options or {})
     body += struct.pack(">B", len(secrets))
     for s in secrets:
         body += struct.pack(">I", len(s)) + s

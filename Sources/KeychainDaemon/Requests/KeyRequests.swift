@@ -1,0 +1,136 @@
+import KeychainfsAccess
+import KeychainCore
+import KeychainCrypto
+import KeychainKeys
+import KeychainProtocol
+
+/// useKey: signs, decrypts or agrees on a secret with a stored private key, as Apple's
+/// securityd does for keys that live in it. The key's bytes are opened under the same rules as
+/// a read of its secret (the caller's groups, the lock, presence approval), used here in
+/// guarded memory and wiped; only the result goes back. Each use is an audit line (`sign`,
+/// `decrypt`, `key-exchange`), counted per process as repeated reads are.
+struct KeyRequests: RequestFamily {
+    let daemon: Daemon
+
+    func respond(_ request: Request, caller: CallerIdentity, onSlowWorker: Bool) throws -> Response {
+        guard case .data(let bytes)? = request.query["v_PersistentRef"], let ref = PersistentRef(bytes: bytes),
+              ref.itemClass == .key, let use = request.options["use"]?.stringValue,
+              let name = request.options["algorithm"]?.stringValue else { throw KeychainStatus.param }
+        guard let algorithm = AppleAlgorithm(rawName: name) else { throw KeychainStatus.unimplemented }
+        let (attributes, secret) = try openKey(ref, request.query, caller: caller, onSlowWorker: onSlowWorker)
+        defer { secret.wipe() }
+        guard let type = attributes["type"]?.numberValue,
+              let key = try? secret.withUnsafeBytes({ try AsymmetricKey.apple(type: type, isPrivate: true, $0) })
+        else { throw KeychainStatus.decode }  // the item's bytes are not the key it says
+        let input = request.secrets[0]
+        let result: SecureBytes
+        let event: String
+        switch use {
+        case "sign":
+            event = "sign"
+            let signature = try input.withUnsafeBytes { try algorithm.sign($0, with: key) }
+            result = try SecureBytes(copying: signature)
+        case "decrypt":
+            event = "decrypt"
+            result = try input.withUnsafeBytes { try algorithm.decrypt($0, with: key) }
+        case "keyExchange":
+            event = "key-exchange"
+            guard case .data(let peerBytes)? = request.options["peer"],
+                  let peer = try? peerBytes.withUnsafeBytes({ try AsymmetricKey.apple(type: type, isPrivate: false, $0) })
+            else { throw KeychainStatus.param }
+            let size = request.options["requestedSize"]?.numberValue.map { Int(clamping: $0) }
+            var info: [UInt8] = []
+            if case .data(let d)? = request.options["sharedInfo"] { info = d }
+            result = try algorithm.exchange(with: key, peer: peer, requestedSize: size, sharedInfo: info)
+        default:
+            throw KeychainStatus.param
+        }
+        // No line, no result: a use whose line cannot be written is refused.
+        do { try daemon.auditRepeatable(event, caller: caller, item: ref) } catch {
+            result.wipe()
+            throw error
+        }
+        log("\(event) \(who(caller))")
+        return Response(result: .value(.data(result)))
+    }
+
+    /// The key's attributes and bytes; a presence-gated key first asks the approval program
+    /// (on a slow worker), unless the request says not to (`u_AuthUI` Fail or Skip).
+    private func openKey(_ ref: PersistentRef, _ query: Attributes, caller: CallerIdentity,
+                         onSlowWorker: Bool) throws -> (attributes: Attributes, secret: SecureBytes) {
+        let groups = entitledGroups(caller)
+        do {
+            return try vault.privateKey(ref, accessGroups: groups)
+        } catch KeychainStatus.interactionNotAllowed {
+            let noUI = query["u_NoAuthUI"]?.isTrue == true || (query["u_AuthUI"] != nil && query["u_AuthUI"] != "u_AuthUIA")
+            if noUI { throw KeychainStatus.interactionNotAllowed }
+            guard onSlowWorker else { throw Deferral.toSlowWorker }
+            let probe: Attributes = ["class": "keys", "v_PersistentRef": .data(ref.bytes), "sync": "syna",
+                                     "r_Attributes": true, "r_PersistentRef": true]
+            let approved = try approveGatedItems(probe, groups: groups, caller: caller)
+            guard !approved.isEmpty else { throw KeychainStatus.interactionNotAllowed }
+            return try vault.privateKey(ref, accessGroups: groups, approved: approved)
+        }
+    }
+}
+
+/// The public key (`pubk`) of key items, which the daemon derives from the key's bytes so that
+/// a client can hold a stored key's public half without its private one.
+enum StoredKeyFacts {
+    static let attribute = ItemClass.publicKeyAttribute
+
+    static func isKeyItem(_ query: Attributes) -> Bool {
+        if case .string(let name)? = query["class"] { return ItemClass(name: name) == .key }
+        if case .data(let bytes)? = query["v_PersistentRef"] { return PersistentRef(bytes: bytes)?.itemClass == .key }
+        return false
+    }
+
+    /// An add query with `pubk` set from the key bytes (any value the caller gave is replaced);
+    /// bytes that are not a key of the item's type and class get none.
+    static func addQuery(_ query: Attributes, secret: SecureBytes?) -> Attributes {
+        guard isKeyItem(query) else { return query }
+        var q = query
+        q[attribute] = nil
+        if let secret, let pub = publicKey(of: secret, type: query["type"]?.numberValue,
+                                           isPrivate: query["kcls"]?.numberValue.map { $0 == 1 }) {
+            q[attribute] = .data(pub)
+        }
+        return q
+    }
+
+    /// Update changes of key items: `pubk` is the daemon's (errSecNoSuchAttr); new key bytes
+    /// bring their public key, or an empty one when they are not a key.
+    static func changes(_ changes: Attributes, query: Attributes, secret: SecureBytes?) throws -> Attributes {
+        guard isKeyItem(query) else { return changes }
+        guard changes[attribute] == nil else { throw KeychainStatus.noSuchAttr }
+        guard let secret else { return changes }
+        var c = changes
+        let type = changes["type"]?.numberValue ?? query["type"]?.numberValue
+        let isPrivate = (changes["kcls"]?.numberValue ?? query["kcls"]?.numberValue).map { $0 == 1 }
+        c[attribute] = .data(publicKey(of: secret, type: type, isPrivate: isPrivate) ?? [])
+        return c
+    }
+
+    /// The public key of `secret` read as a key of `type` and class (each tried when unknown).
+    static func publicKey(of secret: SecureBytes, type: Int64?, isPrivate: Bool?) -> [UInt8]? {
+        for t in type.map({ [$0] }) ?? [73, 42] {
+            for p in isPrivate.map({ [$0] }) ?? [true, false] {
+                if let key = try? secret.withUnsafeBytes({ try AsymmetricKey.apple(type: t, isPrivate: p, $0) }) {
+                    return key.publicBytes()
+                }
+            }
+        }
+        return nil
+    }
+}
+
+extension AttributeValue {
+    /// A number given as a number or a numeric string (`type` "73").
+    var numberValue: Int64? {
+        switch self {
+        case .number(let n): return n
+        case .string(let s): return Int64(s)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,34 @@
+import KeychainfsAccess
+import KeychainCore
+
+extension RequestFamily {
+    /// Asks the approval program about each presence-gated item `probe` finds (a search with
+    /// `r_Attributes` and `r_PersistentRef`), never with the vault's lock held. A denial ends
+    /// the round with the program's status; without a program nobody is asked.
+    /// - Returns: the items whose use was approved for this request.
+    func approveGatedItems(_ probe: Attributes, groups: [String], caller: CallerIdentity) throws -> Set<PersistentRef> {
+        let settings = ApprovalAgent.settings(of: vault)
+        guard settings.program != nil else { return [] }  // nobody to ask
+        guard let found = try? vault.copyMatching(probe, accessGroups: groups) else { return [] }
+        let items: [FoundItem]
+        switch found {
+        case .value(let v): items = v.item.map { [$0] } ?? []
+        case .array(let a): items = a.compactMap(\.item)
+        case .none: items = []
+        }
+        let gated = items.compactMap { item -> (PersistentRef, String, AccessControl)? in
+            guard let c = item.attributes["accc"].flatMap(AccessControl.init), c.requiresPresence,
+                  let bytes = item.persistentRef, let ref = PersistentRef(bytes: bytes) else { return nil }
+            return (ref, item.attributes["labl"]?.stringValue ?? item.attributes["svce"]?.stringValue ?? "item", c)
+        }
+        var approved = Set<PersistentRef>()
+        for (ref, label, control) in gated {
+            let status = daemon.approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault, settings: settings)
+            try audit(status == .success ? "presence-approved" : "presence-denied", caller: caller, item: ref)
+            if status == .interactionNotAllowed { return approved }  // no program: the engine refuses
+            guard status == .success else { throw status }
+            approved.insert(ref)
+        }
+        return approved
+    }
+}

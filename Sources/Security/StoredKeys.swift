@@ -1,0 +1,40 @@
+import KeychainCore
+import KeychainCrypto
+import KeychainProtocol
+
+/// Private keys that stay in the daemon: a `SecKey` from the keychain holds its item's
+/// persistent reference and public half, and each use is a `useKey` request that the daemon
+/// answers with the result only (as Apple's securityd does for keys it holds).
+enum StoredKeys {
+    /// Runs `use` ("sign", "decrypt") of `algorithm` with the key `ref` names on `input`.
+    /// - Throws: the daemon's status (`KeychainStatus`).
+    static func use(_ ref: [UInt8], _ use: String, _ algorithm: SecKeyAlgorithm, input: Data) throws -> SecureBytes {
+        try send(ref, options: ["use": .string(use), "algorithm": .string(algorithm.rawValue as String)],
+                 input: try SecureBytes(copying: input))
+    }
+
+    /// ECDH of the key `ref` names with `peer` (Apple's external representation).
+    static func exchange(_ ref: [UInt8], _ algorithm: SecKeyAlgorithm, peer: [UInt8], requestedSize: Int?,
+                         sharedInfo: [UInt8]) throws -> SecureBytes {
+        var options: Attributes = ["use": "keyExchange", "algorithm": .string(algorithm.rawValue as String),
+                                   "peer": .data(peer), "sharedInfo": .data(sharedInfo)]
+        if let requestedSize { options["requestedSize"] = .number(Int64(requestedSize)) }
+        return try send(ref, options: options, input: try SecureBytes(count: 0))
+    }
+
+    /// The key's bytes (`SecKeyCopyExternalRepresentation`), read as the item's secret: audited
+    /// as a read, refused with errSecDataNotAvailable for a key stored with `extr` false.
+    static func bytes(_ ref: [UInt8]) throws -> SecureBytes {
+        let query: Attributes = ["class": "keys", "v_PersistentRef": .data(ref), "sync": "syna", "r_Data": true]
+        let response = try KeychainConnection.shared.send(Request(.copyMatching, query: query))
+        guard case .value(.data(let secret)) = response.result else { throw KeychainStatus.decode }
+        return secret
+    }
+
+    private static func send(_ ref: [UInt8], options: Attributes, input: SecureBytes) throws -> SecureBytes {
+        let request = Request(.useKey, query: ["v_PersistentRef": .data(ref)], options: options, secrets: [input])
+        let response = try KeychainConnection.shared.send(request)
+        guard case .value(.data(let result)) = response.result else { throw KeychainStatus.decode }
+        return result
+    }
+}

@@ -1,0 +1,129 @@
+import KeychainfsAccess
+import KeychainCore
+import KeychainCrypto
+import KeychainKeys
+import KeychainProtocol
+import XCTest
+@testable import KeychainDaemon
+
+/// useKey through the real handlers: a stored private key signs, decrypts and agrees in the
+/// daemon under the rules of a read (groups, lock, presence), its bytes stay there when it is
+/// not extractable, and `pubk` is the daemon's.
+final class KeyUseRequestTests: XCTestCase {
+    private var d: InProcessDaemon!
+    let sign = "algid:sign:ECDSA:message-X962:SHA256"
+
+    override func setUpWithError() throws { d = try InProcessDaemon() }
+    override func tearDown() { d?.stop() }
+
+    /// Adds `key` as a private key item; returns its persistent reference.
+    func store(_ key: AsymmetricKey, _ extra: Attributes = [:]) throws -> [UInt8] {
+        var query: Attributes = ["class": "keys", "kcls": .number(1), "type": .number(key.appleTypeCode),
+                                 "klbl": .data(DigestAlgorithm.sha1.hash(key.publicBytes())), "pubk": .data([1, 2, 3]),
+                                 "r_PersistentRef": true, "r_Attributes": true]
+        for (k, v) in extra { query[k] = v }
+        let r = try d.call(Request(.add, query: query, secrets: [try key.privateBytes()]))
+        XCTAssertEqual(r.status, .success)
+        guard case .value(.item(let item)) = r.result, let ref = item.persistentRef else {
+            XCTFail("no reference: \(r.result)")
+            return []
+        }
+        XCTAssertEqual(item.attributes["pubk"], .data(key.publicBytes()), "the daemon sets pubk from the key, not the caller")
+        return ref
+    }
+
+    func use(_ ref: [UInt8], _ use: String = "sign", algorithm: String? = nil, input: [UInt8] = Array("message".utf8),
+             options extra: Attributes = [:], as caller: CallerIdentity = InProcessDaemon.owner) throws -> Response {
+        var options: Attributes = ["use": .string(use), "algorithm": .string(algorithm ?? sign)]
+        for (k, v) in extra { options[k] = v }
+        return try d.call(Request(.useKey, query: ["v_PersistentRef": .data(ref)], options: options,
+                                  secrets: [try SecureBytes(copying: input)]), as: caller)
+    }
+
+    func bytes(_ r: Response) -> [UInt8]? {
+        guard case .value(.data(let d)) = r.result else { return nil }
+        return d.withUnsafeBytes { Array($0) }
+    }
+
+    func testStoredKeySignsAndItsBytesStayWhenNotExtractable() throws {
+        let key = try AsymmetricKey.generate(.p256)
+        let ref = try store(key, ["extr": .bool(false)])
+        let r = try use(ref)
+        XCTAssertEqual(r.status, .success)
+        let signature = try XCTUnwrap(bytes(r))
+        let digest = DigestAlgorithm.sha256.hash(Array("message".utf8))
+        XCTAssertTrue(try key.publicKey().verify(signature: signature, digest: digest, hash: .sha256, scheme: .ecdsaX962))
+        let read = try d.call(Request(.copyMatching, query: ["v_PersistentRef": .data(ref), "r_Data": true]))
+        XCTAssertEqual(read.status, .dataNotAvailable, "a non-extractable key is never read")
+        XCTAssertNil(bytes(read))
+        let attributes = try d.call(Request(.copyMatching, query: ["v_PersistentRef": .data(ref), "r_Attributes": true]))
+        XCTAssertEqual(attributes.status, .success, "its attributes are readable")
+    }
+
+    func testExtractableKeyIsReadAndPubkIsTheDaemons() throws {
+        let key = try AsymmetricKey.generate(.p384)
+        let ref = try store(key)
+        let read = try d.call(Request(.copyMatching, query: ["v_PersistentRef": .data(ref), "r_Data": true]))
+        XCTAssertEqual(bytes(read), try key.privateBytes().withUnsafeBytes { Array($0) })
+        let forged = try d.call(Request(.update, query: ["v_PersistentRef": .data(ref)], changes: ["pubk": .data([4])]))
+        XCTAssertEqual(forged.status, .noSuchAttr)
+    }
+
+    func testDecryptionAndKeyExchangeReturnOnlyTheResult() throws {
+        let rsa = try AsymmetricKey.generateRSA(bits: 2048)
+        let rsaRef = try store(rsa, ["extr": .bool(false)])
+        let plain = Array("to the daemon".utf8)
+        let ciphertext = try plain.withUnsafeBytes { try rsa.publicKey().encrypt($0, padding: .oaep(.sha256)) }
+        let r = try use(rsaRef, "decrypt", algorithm: "algid:encrypt:RSA:OAEP:SHA256", input: ciphertext)
+        XCTAssertEqual(bytes(r), plain)
+        XCTAssertEqual(try use(rsaRef, "decrypt", algorithm: "algid:encrypt:RSA:OAEP:SHA256", input: [1, 2, 3]).status, .param)
+
+        let ec = try AsymmetricKey.generate(.p256)
+        let ecRef = try store(ec)
+        let peer = try AsymmetricKey.generate(.p256)
+        let exchange = try use(ecRef, "keyExchange", algorithm: "algid:keyexchange:ECDH", input: [],
+                               options: ["peer": .data(peer.publicBytes())])
+        let expected = try peer.sharedSecret(with: ec.publicKey()).withUnsafeBytes { Array($0) }
+        XCTAssertEqual(bytes(exchange), expected)
+        XCTAssertEqual(try use(ecRef, "keyExchange", algorithm: "algid:keyexchange:ECDH", input: [],
+                               options: ["peer": .data([4, 1])]).status, .param, "a peer that is not a key")
+    }
+
+    func testRefusals() throws {
+        let ref = try store(try AsymmetricKey.generate(.p256))
+        XCTAssertEqual(try use(ref, algorithm: "algid:sign:ECDSA:nonsense").status, .unimplemented)
+        XCTAssertEqual(try use(ref, algorithm: "algid:sign:RSA:message-PKCS1v15:SHA256").status, .unimplemented,
+                       "an algorithm of the other key kind")
+        XCTAssertEqual(try use(ref, "export").status, .param)
+        XCTAssertEqual(try d.call(Request(.useKey, query: ["v_PersistentRef": .data(ref)],
+                                          options: ["use": "sign", "algorithm": .string(sign)])).status, .param, "no input")
+        XCTAssertEqual(try use(ref, as: InProcessDaemon.outsider).status, .itemNotFound, "outside the key's groups")
+        XCTAssertEqual(try use(Array(ref.dropLast()) + [ref.last! ^ 1]).status, .itemNotFound)
+        // A public key item does not sign.
+        let pub = try AsymmetricKey.generate(.p256).publicKey()
+        let r = try d.call(Request(.add, query: ["class": "keys", "kcls": .number(0), "type": .number(73), "r_PersistentRef": true],
+                                   secrets: [try SecureBytes(copying: pub.publicBytes())]))
+        guard case .value(.persistentRef(let pubRef)) = r.result else { return XCTFail("\(r.result)") }
+        XCTAssertEqual(try use(pubRef).status, .itemNotFound)
+    }
+
+    func testLockedVaultRefusesUse() throws {
+        let ref = try store(try AsymmetricKey.generate(.p256))
+        d.daemon.vault.lock()
+        XCTAssertEqual(try use(ref).status, .interactionNotAllowed)
+    }
+
+    func testPresenceGatedKeyAsksTheApprovalProgramForEachUse() throws {
+        let control = AccessControl(protection: .whenUnlocked, flags: AccessControl.userPresence)
+        let ref = try store(try AsymmetricKey.generate(.p256), ["accc": control.value])
+        XCTAssertEqual(try use(ref).status, .interactionNotAllowed, "no program to ask")
+        XCTAssertEqual(try d.call(Request(.setSettings, options: ["approval-program": "/bin/false"])).status, .success)
+        XCTAssertEqual(try use(ref).status, .userCanceled, "denied")
+        XCTAssertEqual(try d.call(Request(.setSettings, options: ["approval-program": "/bin/true"])).status, .success)
+        XCTAssertEqual(try use(ref).status, .success, "approved")
+        let failUI = try d.call(Request(.useKey, query: ["v_PersistentRef": .data(ref), "u_AuthUI": "u_AuthUIF"],
+                                        options: ["use": "sign", "algorithm": .string(sign)],
+                                        secrets: [try SecureBytes(copying: [1])]))
+        XCTAssertEqual(failUI.status, .interactionNotAllowed, "kSecUseAuthenticationUIFail asks nobody")
+    }
+}
