@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Security", targets: ["Security"]),
         .library(name: "KeychainProtocol", targets: ["KeychainProtocol"]),
         .executable(name: "keychainfs", targets: ["keychainfs"]),
+        .executable(name: "keychainfs-daemon", targets: ["keychainfs-daemon"]),
         .executable(name: "keychainfs-bench", targets: ["keychainfs-bench"]),
     ],
     targets: [
@@ -43,10 +44,13 @@ let package = Package(
         .target(name: "KeychainDaemon", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol",
                                                        "KeychainfsAccess", "KeychainFS", "CProcess", "SQLiteStore"]),
 
-        // The command line: verbs, option parsing, passphrase input, output formats.
-        .target(name: "KeychainCLI", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol",
-                                                    "KeychainClient", "KeychainDaemon", "KeychainfsAccess", "KeychainFS"]),
+        // The command line: verbs, option parsing, passphrase input, output formats. A client of
+        // the daemon: it links neither the daemon, SQLite nor libfuse (docs/cli.md, "The daemon").
+        .target(name: "KeychainCLI", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "KeychainClient"]),
         .executableTarget(name: "keychainfs", dependencies: ["KeychainCLI"]),
+        // The same command line with the engine in-process, for `daemon`, `create-keychain` and `mount`.
+        .executableTarget(name: "keychainfs-daemon", dependencies: ["KeychainCLI", "KeychainClient", "KeychainCore", "KeychainCrypto",
+                                                                   "KeychainDaemon", "KeychainfsAccess", "KeychainFS", "KeychainProtocol"]),
         .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainClient", "KeychainProtocol", "Security"]),
 
         .testTarget(name: "KeychainCryptoTests", dependencies: ["KeychainCrypto"]),
