@@ -45,9 +45,12 @@ let package = Package(
                                                        "KeychainfsAccess", "KeychainFS", "CProcess", "SQLiteStore"]),
 
         // The command line: verbs, option parsing, passphrase input, output formats. A client of
-        // the daemon: it links neither the daemon, SQLite nor libfuse (docs/cli.md, "The daemon").
+        // the daemon: it links neither the daemon nor libfuse (docs/cli.md, "The daemon").
         .target(name: "KeychainCLI", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "KeychainClient"]),
-        .executableTarget(name: "keychainfs", dependencies: ["KeychainCLI"]),
+        .executableTarget(name: "keychainfs", dependencies: ["KeychainCLI"],
+                          // The Swift runtime linked in (release builds): a command starts without loading
+                          // and binding a dozen shared libraries, a third of a Swift process start here.
+                          linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
         // The same command line with the engine in-process, for `daemon`, `create-keychain` and `mount`.
         .executableTarget(name: "keychainfs-daemon", dependencies: ["KeychainCLI", "KeychainClient", "KeychainCore", "KeychainCrypto",
                                                                    "KeychainDaemon", "KeychainfsAccess", "KeychainFS", "KeychainProtocol"]),

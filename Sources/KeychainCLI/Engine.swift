@@ -4,8 +4,9 @@ import KeychainCore
 
 /// The verbs that need the engine in-process, and the executable that has it.
 ///
-/// `keychainfs` is a thin client of the daemon: it links neither the daemon, nor SQLite, nor
-/// libfuse, so an item verb costs little more than a process start. `keychainfs-daemon`,
+/// `keychainfs` is a thin client of the daemon: it links neither the daemon nor libfuse, and in
+/// release builds carries the Swift runtime (`-static-stdlib`), so an item verb costs about a
+/// stdlib-only Swift process start (docs/performance.md). `keychainfs-daemon`,
 /// installed beside it, is the same command line with the daemon, the vault engine and the
 /// mount linked in. `daemon`, `create-keychain` (it writes the vault file), `mount` and the
 /// mount.fuse3 form (they parse options with the mount's own parser) have no body here:
