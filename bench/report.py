@@ -199,6 +199,8 @@ rows.append(("keychainfs help per invocation (process start, no daemon)", ms(num
              f"Swift hello {ms(num('cli.hello.median_ms'))}", ratio(num("cli.help.median_ms"), num("cli.hello.median_ms")), ""))
 rows.append(("Swift hello world, stdlib only (process start floor)", ms(num("cli.hello.median_ms")),
              f"cat {ms(cat)}", ratio(num("cli.hello.median_ms"), cat), ""))
+rows.append(("Swift hello world, runtime linked in (-static-stdlib, as keychainfs)", ms(num("cli.hello_static.median_ms")),
+             f"find -w {ms(find)}", ratio(num("cli.hello_static.median_ms"), find), ""))
 inproc_label = f"in-process find at {grouped(inproc_largest)}" if inproc_largest else "in-process find"
 vs_inproc = f"{inproc_label} {rate(inproc_rate)}"
 rows.append(("socket lookups (copyMatching r_Data), 1 client", rate(num("socket.c1.rate")),
@@ -596,7 +598,8 @@ find 6.0k / 5.9k / 5.7k/s, unlock ~84-98 ms and passphrase change ~170-184 ms fl
   `keychainfs find-generic-password -s bench -a secret -w` (the thin client: no daemon, SQLite or
   libfuse linked), of `cat` of the same secret through the default mount, of `keychainfs help`
   (process start and argument parsing, no daemon), of a stdlib-only Swift "hello" built with
-  `swiftc -O` (the floor for any Swift process here) and of `cat` of the tmpfs file.
+  `swiftc -O` (the floor for any Swift process here), of the same hello built with
+  `-static-stdlib` (as the release `keychainfs` is) and of `cat` of the tmpfs file.
 - **daemon start**: `keychainfs stop`, then the wall time of `keychainfs lock-keychain`, which
   starts the daemon, waits for its socket and locks the (already locked) vault: at the start of
   the run (audit log empty) and at the end (median of 3), with the audit log the run wrote (one

@@ -14,8 +14,10 @@
 # commit), --lock-only (the lock and change figures alone: fill, mount, lock-keychain and one add
 # with names known; prints them, writes no page), --cli-only (the CLI per invocation alone: a
 # vault of one item, its mount, and the timings below; prints them and the ratio to the Swift
-# hello, writes no page). Environment: KEYCHAINFS_BENCH_SCRATCH, the SwiftPM scratch path
-# (default /tmp/perf-build).
+# hello, writes no page), --no-hyperfine (time the CLI with the loop in bash even when hyperfine
+# is installed: its rounds interleave the commands, where hyperfine runs each in one block, which
+# a busy machine skews). Environment: KEYCHAINFS_BENCH_SCRATCH, the SwiftPM scratch path (default
+# /tmp/perf-build).
 #
 # In ONE run, against one vault and one daemon, it measures:
 #   - open+read+close and stat of a 32-byte file on tmpfs, on bench/minfs.c (a minimal C libfuse
@@ -43,9 +45,9 @@
 # Everything it mounts or starts is undone on exit, also when interrupted. Needs root.
 set -euo pipefail
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 
-quick=0; lock_only=0; cli_only=0; write_doc=1; keep=0; items=""; build=1; scale_max=""; main_phases=1; scale_phase=1; source=""
+quick=0; lock_only=0; cli_only=0; use_hyperfine=1; write_doc=1; keep=0; items=""; build=1; scale_max=""; main_phases=1; scale_phase=1; source=""
 while (($#)); do
     case "$1" in
         --quick) quick=1 ;;
@@ -59,6 +61,7 @@ while (($#)); do
         --scale-only) main_phases=0; write_doc=0 ;;
         --lock-only) lock_only=1; scale_phase=0; write_doc=0 ;;
         --cli-only) cli_only=1; scale_phase=0; write_doc=0 ;;
+        --no-hyperfine) use_hyperfine=0 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench/run.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -121,7 +124,7 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 # hyperfine times the CLI; without it (not packaged, or apt unavailable) a loop in bash does.
-if ! command -v hyperfine >/dev/null; then
+if ((use_hyperfine)) && ! command -v hyperfine >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hyperfine >/dev/null 2>&1 || log "no hyperfine: the CLI is timed by a loop in bash"
 fi
 command -v swift >/dev/null || die "swift not found (expected under /opt/swift)"
@@ -207,6 +210,8 @@ cc -O2 -Wall -o "$bin/minfs" "$root/bench/minfs.c" $(pkg-config --cflags --libs 
 cc -O2 -Wall -o "$bin/readloop" "$root/bench/readloop.c"
 echo 'print("hello")' > "$bin/hello.swift"   # the floor of a Swift process start, stdlib only
 swiftc -O -o "$bin/swift-hello" "$bin/hello.swift" 2>> "$work/build.log" || die "swiftc hello failed"
+# The same with the Swift runtime linked in, as the release keychainfs is (-static-stdlib).
+swiftc -O -static-stdlib -o "$bin/swift-hello-static" "$bin/hello.swift" 2>> "$work/build.log" || die "swiftc hello failed"
 rl="$bin/readloop"
 put build_seconds "$(elapsed "$build_started")"
 measure_started=$EPOCHREALTIME
@@ -234,14 +239,14 @@ secret=0123456789abcdef0123456789ABCDEF   # 32 bytes, the same in every filesyst
 passphrase="keychainfs bench passphrase"
 
 # The CLI per invocation: find-generic-password -w next to cat of the same secret through the
-# mount, the Swift hello (the floor of a Swift process), `keychainfs help` and cat of the tmpfs
-# file. hyperfine -N when installed; else interleaved rounds in bash, each run timed with
+# mount, the Swift hello (the floor of a Swift process) and the same hello with the Swift runtime
+# linked in (as keychainfs is), `keychainfs help` and cat of the tmpfs file. hyperfine -N when installed; else interleaved rounds in bash, each run timed with
 # EPOCHREALTIME (bash's fork and exec included, the same for every command). Puts cli.NAME.*.
 measure_cli() {
-    local names=(cat cat_mount hello help find) cmds i
-    cmds=("cat $tmpfs/bench/secret" "cat $mnt_default/bench/secret" "$bin/swift-hello" "$kc help"
+    local names=(cat cat_mount hello hello_static help find) cmds i
+    cmds=("cat $tmpfs/bench/secret" "cat $mnt_default/bench/secret" "$bin/swift-hello" "$bin/swift-hello-static" "$kc help"
           "$kc find-generic-password -s bench -a secret -w")
-    if command -v hyperfine >/dev/null; then
+    if ((use_hyperfine)) && command -v hyperfine >/dev/null; then
         log "CLI: find-generic-password -w, cat through the mount, Swift hello, help, cat of tmpfs: $cli_runs runs each (hyperfine)"
         local args=()
         for i in "${!names[@]}"; do args+=(-n "${names[$i]}" "${cmds[$i]}"); done
@@ -273,15 +278,19 @@ PY
         done
         put cli.tool "bash loop"
     fi
-    put cli.find.hello_ratio "$(awk -F= '$1 == "cli.find.median_ms" { f = $2 } $1 == "cli.hello.median_ms" { h = $2 }
-                                     END { printf "%.2f", f / h }' "$res")"
+    local h
+    for h in hello hello_static; do
+        put "cli.find.${h}_ratio" "$(awk -F= -v h="cli.$h.median_ms" '$1 == "cli.find.median_ms" { f = $2 } $1 == h { b = $2 }
+                                         END { printf "%.2f", f / b }' "$res")"
+    done
 }
 
 # The first part: one vault with the big service and the wide layout, its daemon and mounts.
 if ((main_phases)); then
 
     # ---------------------------------------------------------------- vault
-    log "vault (--kdf interactive): $big accounts in service big, $wide in w0..w$((wide_services - 1)) ($per_service each)"
+    if ((cli_only)); then log "vault (--kdf interactive): one item"
+    else log "vault (--kdf interactive): $big accounts in service big, $wide in w0..w$((wide_services - 1)) ($per_service each)"; fi
     echo "$passphrase" | "$kc" create-keychain --kdf interactive >/dev/null
     "$kc" stop
     if ((!cli_only)); then
@@ -301,7 +310,7 @@ if ((main_phases)); then
     [ "$("$kc" find-generic-password -s bench -a secret -w)" = "$secret" ] || die "the secret does not read back"
     daemon_pid=$(daemon_pid_of "$main_vault")
     [ -n "$daemon_pid" ] || die "no daemon pid"
-    vault_items=$(( big + wide + 1 ))
+    vault_items=$(( cli_only ? 1 : big + wide + 1 ))
     put vault_items "$vault_items"
     log "vault: $vault_items items, daemon pid $daemon_pid"
 
