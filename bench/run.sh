@@ -45,7 +45,7 @@
 # Everything it mounts or starts is undone on exit, also when interrupted. Needs root.
 set -euo pipefail
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 
 quick=0; lock_only=0; cli_only=0; use_hyperfine=1; write_doc=1; keep=0; items=""; build=1; scale_max=""; main_phases=1; scale_phase=1; source=""
 while (($#)); do
