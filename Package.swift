@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Security", targets: ["Security"]),
         .library(name: "KeychainProtocol", targets: ["KeychainProtocol"]),
         .executable(name: "keychainfs", targets: ["keychainfs"]),
+        .executable(name: "keychainfs-daemon", targets: ["keychainfs-daemon"]),
         .executable(name: "keychainfs-bench", targets: ["keychainfs-bench"]),
     ],
     targets: [
@@ -48,10 +49,16 @@ let package = Package(
         .target(name: "KeychainDaemon", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainKeys", "KeychainProtocol",
                                                        "KeychainfsAccess", "KeychainFS", "CProcess", "SQLiteStore"]),
 
-        // The command line: verbs, option parsing, passphrase input, output formats.
-        .target(name: "KeychainCLI", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol",
-                                                    "KeychainClient", "KeychainDaemon", "KeychainfsAccess", "KeychainFS"]),
-        .executableTarget(name: "keychainfs", dependencies: ["KeychainCLI"]),
+        // The command line: verbs, option parsing, passphrase input, output formats. A client of
+        // the daemon: it links neither the daemon nor libfuse (docs/cli.md, "The daemon").
+        .target(name: "KeychainCLI", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "KeychainClient"]),
+        .executableTarget(name: "keychainfs", dependencies: ["KeychainCLI"],
+                          // The Swift runtime linked in (release builds): a command starts without loading
+                          // and binding a dozen shared libraries, a third of a Swift process start here.
+                          linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
+        // The same command line with the engine in-process, for `daemon`, `create-keychain` and `mount`.
+        .executableTarget(name: "keychainfs-daemon", dependencies: ["KeychainCLI", "KeychainClient", "KeychainCore", "KeychainCrypto",
+                                                                   "KeychainDaemon", "KeychainfsAccess", "KeychainFS", "KeychainProtocol"]),
         .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainClient", "KeychainProtocol", "Security"]),
 
         .testTarget(name: "KeychainCryptoTests", dependencies: ["KeychainCrypto"]),

@@ -12,8 +12,12 @@
 # unmounted), --no-build (use the binaries already in the scratch path, e.g. while the tree
 # does not build), --source DIR (build from another checkout, e.g. a `git worktree` of the last
 # commit), --lock-only (the lock and change figures alone: fill, mount, lock-keychain and one add
-# with names known; prints them, writes no page). Environment: KEYCHAINFS_BENCH_SCRATCH, the
-# SwiftPM scratch path (default /tmp/perf-build).
+# with names known; prints them, writes no page), --cli-only (the CLI per invocation alone: a
+# vault of one item, its mount, and the timings below; prints them and the ratio to the Swift
+# hello, writes no page), --no-hyperfine (time the CLI with the loop in bash even when hyperfine
+# is installed: its rounds interleave the commands, where hyperfine runs each in one block, which
+# a busy machine skews). Environment: KEYCHAINFS_BENCH_SCRATCH, the SwiftPM scratch path (default
+# /tmp/perf-build).
 #
 # In ONE run, against one vault and one daemon, it measures:
 #   - open+read+close and stat of a 32-byte file on tmpfs, on bench/minfs.c (a minimal C libfuse
@@ -23,7 +27,9 @@
 #   - `ls -l` of a service with N accounts (next to N empty files on tmpfs);
 #   - `keychainfs lock-keychain` (and one change through the CLI) with ~0, 1,000 and N entries
 #     known to the kernel in services of 100, and with the N accounts of one service known;
-#   - `keychainfs find-generic-password -w` per invocation next to `cat` of the tmpfs file;
+#   - `keychainfs find-generic-password -w` per invocation next to `cat` of the same secret
+#     through the mount, a stdlib-only Swift hello and `cat` of the tmpfs file (hyperfine when
+#     installed, else a timed loop in bash); its ratio to the hello;
 #   - lookups per second through the daemon's socket from 1 and from 8 clients, and through
 #     SecItemCopyMatching from 1 and 8 threads (each also as a ratio to the in-process find);
 #   - a load test: the owner's median lookup latency, quiet and while a user made for the run
@@ -39,9 +45,9 @@
 # Everything it mounts or starts is undone on exit, also when interrupted. Needs root.
 set -euo pipefail
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 
-quick=0; lock_only=0; write_doc=1; keep=0; items=""; build=1; scale_max=""; main_phases=1; scale_phase=1; source=""
+quick=0; lock_only=0; cli_only=0; use_hyperfine=1; write_doc=1; keep=0; items=""; build=1; scale_max=""; main_phases=1; scale_phase=1; source=""
 while (($#)); do
     case "$1" in
         --quick) quick=1 ;;
@@ -54,6 +60,8 @@ while (($#)); do
         --source) shift; source=${1:?--source needs a directory} ;;
         --scale-only) main_phases=0; write_doc=0 ;;
         --lock-only) lock_only=1; scale_phase=0; write_doc=0 ;;
+        --cli-only) cli_only=1; scale_phase=0; write_doc=0 ;;
+        --no-hyperfine) use_hyperfine=0 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench/run.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -105,7 +113,7 @@ known_small=1000
 ((known_small <= wide)) || known_small=$wide
 
 # ---------------------------------------------------------------- packages, build
-packages=(fuse3 libfuse3-dev libsodium-dev libsqlite3-dev pkg-config gcc libc6-dev hyperfine bc python3 python3-matplotlib)
+packages=(fuse3 libfuse3-dev libsodium-dev libsqlite3-dev pkg-config gcc libc6-dev bc python3 python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -114,6 +122,10 @@ if ((${#missing[@]})); then
     log "installing ${missing[*]}"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# hyperfine times the CLI; without it (not packaged, or apt unavailable) a loop in bash does.
+if ((use_hyperfine)) && ! command -v hyperfine >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hyperfine >/dev/null 2>&1 || log "no hyperfine: the CLI is timed by a loop in bash"
 fi
 command -v swift >/dev/null || die "swift not found (expected under /opt/swift)"
 python=/usr/bin/python3   # Debian's, which has python3-matplotlib (not a pyenv shim)
@@ -133,9 +145,9 @@ export KEYCHAINFS_RUNTIME_DIR="$work/run" KEYCHAINFS_DEVICE_KEY="$work/device.ke
 kc=""; daemon_pid=""; scale_daemon_pid=""; load_user=""; load_idle_pid=""; load_busy_pid=""
 
 is_mounted() { awk -v m="$1" '$2 == m { found = 1 } END { exit !found }' /proc/mounts; }
-# The pid of the daemon serving vault $1, from its command line (`keychainfs daemon VAULT`), not
-# from `status`: status counts the items, which costs time and memory that grow with them.
-daemon_pid_of() { pgrep -f -x -- ".*/keychainfs daemon $1" | head -1; }
+# The pid of the daemon serving vault $1, from its command line (`keychainfs-daemon daemon VAULT`),
+# not from `status`: status counts the items, which costs time and memory that grow with them.
+daemon_pid_of() { pgrep -f -x -- ".*/keychainfs-daemon daemon $1" | head -1; }
 
 cleanup() {
     local rc=$? m f
@@ -181,8 +193,9 @@ trap 'exit 143' TERM
 
 build_started=$EPOCHREALTIME
 if ((build)); then
-    log "building keychainfs and keychainfs-bench from $src (release, scratch path $scratch)"
+    log "building keychainfs, keychainfs-daemon and keychainfs-bench from $src (release, scratch path $scratch)"
     (cd "$src" && swift build -c release --scratch-path "$scratch" --product keychainfs >"$work/build.log" 2>&1 &&
+                   swift build -c release --scratch-path "$scratch" --product keychainfs-daemon >>"$work/build.log" 2>&1 &&
                    swift build -c release --scratch-path "$scratch" --product keychainfs-bench >>"$work/build.log" 2>&1) ||
         { tail -30 "$work/build.log" >&2; die "swift build failed (--no-build uses the binaries already built)"; }
 else
@@ -190,12 +203,15 @@ else
 fi
 kc="$scratch/release/keychainfs"
 kcbench="$scratch/release/keychainfs-bench"
-[ -x "$kc" ] && [ -x "$kcbench" ] || die "no keychainfs or keychainfs-bench in $scratch/release"
+[ -x "$kc" ] && [ -x "$scratch/release/keychainfs-daemon" ] && [ -x "$kcbench" ] ||
+    die "no keychainfs, keychainfs-daemon or keychainfs-bench in $scratch/release"
 put binary_date "$(date -u -r "$kc" '+%Y-%m-%d %H:%M UTC')"
 cc -O2 -Wall -o "$bin/minfs" "$root/bench/minfs.c" $(pkg-config --cflags --libs fuse3)
 cc -O2 -Wall -o "$bin/readloop" "$root/bench/readloop.c"
 echo 'print("hello")' > "$bin/hello.swift"   # the floor of a Swift process start, stdlib only
 swiftc -O -o "$bin/swift-hello" "$bin/hello.swift" 2>> "$work/build.log" || die "swiftc hello failed"
+# The same with the Swift runtime linked in, as the release keychainfs is (-static-stdlib).
+swiftc -O -static-stdlib -o "$bin/swift-hello-static" "$bin/hello.swift" 2>> "$work/build.log" || die "swiftc hello failed"
 rl="$bin/readloop"
 put build_seconds "$(elapsed "$build_started")"
 measure_started=$EPOCHREALTIME
@@ -222,13 +238,62 @@ put cpu_n "$cpu_n"
 secret=0123456789abcdef0123456789ABCDEF   # 32 bytes, the same in every filesystem
 passphrase="keychainfs bench passphrase"
 
+# The CLI per invocation: find-generic-password -w next to cat of the same secret through the
+# mount, the Swift hello (the floor of a Swift process) and the same hello with the Swift runtime
+# linked in (as keychainfs is), `keychainfs help` and cat of the tmpfs file. hyperfine -N when installed; else interleaved rounds in bash, each run timed with
+# EPOCHREALTIME (bash's fork and exec included, the same for every command). Puts cli.NAME.*.
+measure_cli() {
+    local names=(cat cat_mount hello hello_static help find) cmds i
+    cmds=("cat $tmpfs/bench/secret" "cat $mnt_default/bench/secret" "$bin/swift-hello" "$bin/swift-hello-static" "$kc help"
+          "$kc find-generic-password -s bench -a secret -w")
+    if ((use_hyperfine)) && command -v hyperfine >/dev/null; then
+        log "CLI: find-generic-password -w, cat through the mount, Swift hello, help, cat of tmpfs: $cli_runs runs each (hyperfine)"
+        local args=()
+        for i in "${!names[@]}"; do args+=(-n "${names[$i]}" "${cmds[$i]}"); done
+        hyperfine -N --style none --warmup 10 --runs "$cli_runs" --export-json "$work/cli.json" "${args[@]}" > /dev/null 2>&1
+        $python - "$work/cli.json" >> "$res" <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    print(f"cli.{r['command']}.median_ms={r['median'] * 1000:.3f}")
+    print(f"cli.{r['command']}.mean_ms={r['mean'] * 1000:.3f}")
+    print(f"cli.{r['command']}.runs={len(r['times'])}")
+PY
+        put cli.tool hyperfine
+    else
+        log "CLI: the same, $cli_runs interleaved rounds after 10 (a loop in bash: no hyperfine)"
+        local round t0 out="$work/cli-times.txt"
+        : > "$out"
+        for ((round = -10; round < cli_runs; round++)); do
+            for i in "${!names[@]}"; do
+                t0=$EPOCHREALTIME
+                ${cmds[$i]} > /dev/null   # (no path here has a space)
+                ((round < 0)) || echo "${names[$i]} $t0 $EPOCHREALTIME" >> "$out"
+            done
+        done
+        for i in "${names[@]}"; do
+            awk -v n="$i" '$1 == n { printf "%.6f\n", ($3 - $2) * 1000 }' "$out" | sort -g |
+                awk -v n="$i" '{ a[NR] = $1; s += $1 } END {
+                    m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
+                    printf "cli.%s.median_ms=%.3f\ncli.%s.mean_ms=%.3f\ncli.%s.runs=%d\n", n, m, n, s / NR, n, NR }' >> "$res"
+        done
+        put cli.tool "bash loop"
+    fi
+    local h
+    for h in hello hello_static; do
+        put "cli.find.${h}_ratio" "$(awk -F= -v h="cli.$h.median_ms" '$1 == "cli.find.median_ms" { f = $2 } $1 == h { b = $2 }
+                                         END { printf "%.2f", f / b }' "$res")"
+    done
+}
+
 # The first part: one vault with the big service and the wide layout, its daemon and mounts.
 if ((main_phases)); then
 
     # ---------------------------------------------------------------- vault
-    log "vault (--kdf interactive): $big accounts in service big, $wide in w0..w$((wide_services - 1)) ($per_service each)"
+    if ((cli_only)); then log "vault (--kdf interactive): one item"
+    else log "vault (--kdf interactive): $big accounts in service big, $wide in w0..w$((wide_services - 1)) ($per_service each)"; fi
     echo "$passphrase" | "$kc" create-keychain --kdf interactive >/dev/null
     "$kc" stop
+    if ((!cli_only)); then
     # Fill the file directly with Vault.addAll while no daemon holds it: far faster than the socket.
     fill_started=$EPOCHREALTIME
     echo "$passphrase" | "$kcbench" fill --vault "$KEYCHAINFS_VAULT" --service big --count "$big" --prefix user 2>/dev/null |
@@ -236,6 +301,7 @@ if ((main_phases)); then
     echo "$passphrase" | "$kcbench" fill --vault "$KEYCHAINFS_VAULT" --service w --per-service "$per_service" \
         --count "$wide" --prefix a 2>/dev/null > /dev/null
     put fill_total_seconds "$(elapsed "$fill_started")"
+    fi
     # lock-keychain starts the daemon and does nothing else on a locked vault (show-keychain-info
     # would also count every item).
     t0=$EPOCHREALTIME; "$kc" lock-keychain; put daemon_start.first_ms "$(ms_since "$t0")"
@@ -244,7 +310,7 @@ if ((main_phases)); then
     [ "$("$kc" find-generic-password -s bench -a secret -w)" = "$secret" ] || die "the secret does not read back"
     daemon_pid=$(daemon_pid_of "$main_vault")
     [ -n "$daemon_pid" ] || die "no daemon pid"
-    vault_items=$(( big + wide + 1 ))
+    vault_items=$(( cli_only ? 1 : big + wide + 1 ))
     put vault_items "$vault_items"
     log "vault: $vault_items items, daemon pid $daemon_pid"
 
@@ -264,6 +330,11 @@ if ((main_phases)); then
              "$mnt_default/bench/secret" "$mnt_cache/bench/secret"; do
         [ "$(cat "$f")" = "$secret" ] || die "$f does not hold the secret"
     done
+    if ((cli_only)); then
+        measure_cli
+        grep -E '^cli\.' "$res"
+        exit 0
+    fi
     [ "$(stat -c %s "$mnt_default/big/$mid_account")" = 32 ] || die "big/$mid_account is not 32 bytes"
     put mid_account "$mid_account"
     rss_put() { put "rss.$1_kib" "$(awk '/^VmRSS/ { print $2 }' "/proc/$daemon_pid/status")"; }
@@ -397,19 +468,7 @@ if ((main_phases)); then
     t0=$EPOCHREALTIME; ls -l "$tmpfs/big" > /dev/null; put ls.tmpfs.gnu_ms "$(ms_since "$t0")"
 
     # ---------------------------------------------------------------- the CLI per invocation
-    log "CLI: find-generic-password -w vs cat of the tmpfs file, $cli_runs runs each (hyperfine)"
-    hyperfine -N --style none --warmup 10 --runs "$cli_runs" --export-json "$work/cli.json" \
-        -n cat "cat $tmpfs/bench/secret" \
-        -n hello "$bin/swift-hello" \
-        -n help "$kc help" \
-        -n find "$kc find-generic-password -s bench -a secret -w" > /dev/null 2>&1
-    $python - "$work/cli.json" >> "$res" <<'PY'
-import json, sys
-for r in json.load(open(sys.argv[1]))["results"]:
-    print(f"cli.{r['command']}.median_ms={r['median'] * 1000:.3f}")
-    print(f"cli.{r['command']}.mean_ms={r['mean'] * 1000:.3f}")
-    print(f"cli.{r['command']}.runs={len(r['times'])}")
-PY
+    measure_cli
 
     # ---------------------------------------------------------------- the socket
     socket_run() {  # socket_run NAME ARGS...

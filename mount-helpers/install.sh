@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs keychainfs where mount(8), systemd and PAM find it:
-#   /usr/local/bin/keychainfs                 the binary (release build)
+#   /usr/local/bin/keychainfs                 the command (release build), a client of the daemon
+#   /usr/local/bin/keychainfs-daemon          the daemon, and the verbs that need the engine in-process
+#                                             (`keychainfs` runs the one beside itself)
 #   /usr/sbin/mount.fuse.keychainfs           so `mount -t fuse.keychainfs` and fstab lines work
 #   /etc/systemd/system/keychainfs@.service   the daemon per vault
 #   /usr/local/lib/keychainfs/pam-unlock      the pam_exec hook that unlocks at login
@@ -11,8 +13,10 @@ prefix=/
 if [[ "${1:-}" == "--prefix" ]]; then prefix="$2"; fi
 export PATH="/opt/swift/usr/bin:$PATH"
 swift build -c release --product keychainfs
-bin=$(swift build -c release --show-bin-path)/keychainfs
-install -D -m 0755 "$bin" "$prefix/usr/local/bin/keychainfs"
+swift build -c release --product keychainfs-daemon
+bin=$(swift build -c release --show-bin-path)
+install -D -m 0755 "$bin/keychainfs" "$prefix/usr/local/bin/keychainfs"
+install -D -m 0755 "$bin/keychainfs-daemon" "$prefix/usr/local/bin/keychainfs-daemon"
 mkdir -p "$prefix/usr/sbin"
 ln -sf /usr/local/bin/keychainfs "$prefix/usr/sbin/mount.fuse.keychainfs"
 install -D -m 0644 mount-helpers/systemd/keychainfs@.service "$prefix/etc/systemd/system/keychainfs@.service"

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 export PATH="/opt/swift/usr/bin:$PATH"
-swift build -c release --product keychainfs
+swift build -c release --product keychainfs && swift build -c release --product keychainfs-daemon   # keychainfs runs the daemon beside it
 bin=$(swift build -c release --show-bin-path)/keychainfs
 
 dir=$(mktemp -d /tmp/keychainfs-demo.XXXXXX)

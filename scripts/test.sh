@@ -4,9 +4,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
-swift build --build-tests
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+log=$(mktemp); build_log=$(mktemp)
+trap 'rm -f "$log" "$build_log"' EXIT
+# The build must print no warning (CI fails on a new one). A file that built before is not
+# compiled again, so an incremental build shows only the warnings of what changed; CI builds afresh.
+set +e
+swift build --build-tests 2>&1 | tee "$build_log"
+build_status=${PIPESTATUS[0]}
+set -e
+((build_status == 0)) || exit "$build_status"
+# A warning is a line `FILE:LINE:COL: warning: ...` or SwiftPM's `warning: ...` (not the
+# excerpt lines under the first, which repeat it).
+warnings=$(grep -E '(^|: )warning: ' "$build_log" | sort -u || true)
 set +e
 swift test --skip-build --disable-swift-testing 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
@@ -24,4 +33,9 @@ if [[ -z "$total" || "$total" == "0" ]]; then
 fi
 echo "tests: $((total - ${failed:-0} - ${skipped:-0})) passed, ${failed:-0} failed, ${skipped:-0} skipped"
 scripts/check-package-names.sh || status=1
+if [[ -n "$warnings" ]]; then
+    echo "build: $(grep -c . <<<"$warnings") warnings (none is allowed):" >&2
+    echo "$warnings" >&2
+    status=1
+fi
 exit "$status"

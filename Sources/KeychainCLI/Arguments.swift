@@ -6,16 +6,16 @@ public struct UsageError: Error {
 
 /// Parses `security`-style arguments: single-letter flags (`-s VALUE`), long options
 /// (`--json`, `--kdf VALUE`), repeated options, and positional arguments.
-struct Arguments: Sendable {
+package struct Arguments: Sendable {
     private(set) var values: [String: [String]] = [:]
     private(set) var switches: Set<String> = []
-    private(set) var positionals: [String] = []
+    package private(set) var positionals: [String] = []
 
     /// - Parameters:
     ///   - valued: options that take a value (`-s`, `--kdf`).
     ///   - flags: options that take none (`-w` is listed here when it may stand alone).
     ///   - optionalValue: options whose value may be missing at the end of the line (`-w`).
-    init(_ args: [String], valued: Set<String>, flags: Set<String>, optionalValue: Set<String> = []) throws {
+    package init(_ args: [String], valued: Set<String>, flags: Set<String>, optionalValue: Set<String> = []) throws {
         var i = 0
         var onlyPositionals = false
         while i < args.count {
@@ -42,7 +42,7 @@ struct Arguments: Sendable {
         }
     }
 
-    func value(_ name: String) -> String? { values[name]?.last }
-    func all(_ name: String) -> [String] { values[name] ?? [] }
-    func has(_ name: String) -> Bool { switches.contains(name) || values[name] != nil }
+    package func value(_ name: String) -> String? { values[name]?.last }
+    package func all(_ name: String) -> [String] { values[name] ?? [] }
+    package func has(_ name: String) -> Bool { switches.contains(name) || values[name] != nil }
 }

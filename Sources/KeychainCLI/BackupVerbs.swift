@@ -111,7 +111,7 @@ enum BackupVerbs {
         } catch {
             return nothingImported(.decode, "\(file) is not a keychainfs backup, or it is damaged")
         }
-        let client = try DaemonClient.connect(vaultPath: vault, startWith: [selfExecutable(), "daemon", vault])
+        let client = try Engine.connect(vault)
         let pass = try Terminal.passphrase(ctx.args, prompt: "Backup passphrase: ")
         let policy: ImportPolicy = ctx.args.has("--replace") ? .replace : .keepNewer
         let groups = ctx.args.value("--groups") ?? "keep"

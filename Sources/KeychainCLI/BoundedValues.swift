@@ -10,7 +10,7 @@ extension Arguments {
     }
 
     /// `text` as a decimal number within `range`; `flag` and `unit` name it in the message.
-    static func number(_ text: String, flag: String, in range: ClosedRange<Int64>, unit: String) throws -> Int64 {
+    package static func number(_ text: String, flag: String, in range: ClosedRange<Int64>, unit: String) throws -> Int64 {
         let accepted = "\(flag) takes \(unit) from \(range.lowerBound) to \(range.upperBound)"
         let digits = text.hasPrefix("-") ? text.utf8.dropFirst() : text.utf8[...]
         guard !digits.isEmpty, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {

@@ -2,7 +2,6 @@ import Glibc
 import KeychainClient
 import KeychainCore
 import KeychainCrypto
-import KeychainDaemon
 import KeychainProtocol
 
 /// The `keychainfs` command line. Item verbs follow macOS's `security` tool.
@@ -13,8 +12,18 @@ public enum CLI {
         public static let usage: Int32 = 2
     }
 
-    /// Runs one command line and returns the process exit status.
+    /// Runs one command line and returns the process exit status. A verb that needs the
+    /// engine in-process replaces this process with `keychainfs-daemon` (`Engine.exec`).
     public static func main(_ argv: [String]) -> Int32 {
+        // A command holds a few small buffers for a moment: a page per size class, not 256 KiB
+        // locked and zeroed each (about a third of a millisecond per command).
+        SecureBytes.smallestRegion = Int(sysconf(Int32(_SC_PAGESIZE)))
+        return main(argv, engine: nil)
+    }
+
+    /// Runs one command line; `engine` supplies the verbs that need the daemon, the vault file
+    /// or the mount in-process (nil in the thin `keychainfs`).
+    package static func main(_ argv: [String], engine: Engine?) -> Int32 {
         let args = Array(argv.dropFirst())
         guard let verbName = args.first else {
             Terminal.writeString(2, Help.overview)
@@ -35,10 +44,11 @@ public enum CLI {
         }
         // The mount.fuse3 form: keychainfs VAULT MOUNTPOINT [-o OPTIONS]
         if Verb.named(verbName) == nil, args.count >= 2, access(verbName, F_OK) == 0, !args[1].hasPrefix("-") {
+            guard let engine else { return Engine.exec(argv) }
             do {
                 let parsed = try Arguments(Array(args.dropFirst(2)), valued: ["-o"], flags: ["-n", "-v", "-f", "-s"])
-                return try MountVerbs.mountVault(Paths.canonical(verbName), at: Paths.canonical(args[1]),
-                                                 options: parsed.all("-o").joined(separator: ","))
+                return try engine.mountFuseForm(Paths.canonical(verbName), Paths.canonical(args[1]),
+                                                parsed.all("-o").joined(separator: ","))
             } catch {
                 return report(error, help: MountVerbs.mount.help)
             }
@@ -52,15 +62,16 @@ public enum CLI {
             Terminal.writeString(1, verb.help)
             return Exit.success
         }
+        guard let body = verb.body ?? engine?.verbs[verb.name] else { return Engine.exec(argv) }
         do {
-            return try verb.run(rest)
+            return try verb.run(rest, body: body)
         } catch {
             return report(error, help: verb.help)
         }
     }
 
     /// Prints an error as the contract says and returns its exit status.
-    static func report(_ error: Error, help: String) -> Int32 {
+    package static func report(_ error: Error, help: String) -> Int32 {
         do { throw error } catch let e as UsageError {
             Terminal.warn(e.message)
             Terminal.writeString(2, help)
@@ -88,21 +99,21 @@ public enum CLI {
 }
 
 /// What every verb shares: the vault path and a daemon connection.
-struct Context: Sendable {
-    let args: Arguments
+package struct Context: Sendable {
+    package let args: Arguments
 
     /// The trailing positional argument, else `$KEYCHAINFS_VAULT`, else the per-user default.
-    var vault: String {
+    package var vault: String {
         Paths.canonical(args.positionals.last ?? Paths.defaultVault())
     }
 
-    func checkPositionals(max: Int = 1) throws {
+    package func checkPositionals(max: Int = 1) throws {
         guard args.positionals.count <= max else { throw UsageError("too many arguments") }
     }
 
     /// Connects to the vault's daemon, starting it when none runs.
-    func client() throws -> DaemonClient {
-        try DaemonClient.connect(vaultPath: vault, startWith: [selfExecutable(), "daemon", vault])
+    package func client() throws -> DaemonClient {
+        try Engine.connect(vault)
     }
 
     var json: Bool { args.has("--json") }

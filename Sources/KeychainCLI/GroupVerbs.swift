@@ -62,7 +62,7 @@ enum GroupVerbs {
             }
             options["exe"] = .string(exes.map(Paths.canonical).joined(separator: "\n"))
         }
-        let client = try DaemonClient.connect(vaultPath: vault, startWith: [selfExecutable(), "daemon", vault])
+        let client = try Engine.connect(vault)
         let r = try client.send(Request(op, options: options))
         if op == .groupList {
             let rows = (r.result.array ?? []).compactMap { $0.item?.attributes }

@@ -2,7 +2,7 @@ import KeychainCore
 import KeychainCrypto
 
 /// Renders items and info for people (the `security` layout) and for scripts (`--json`).
-enum Output {
+package enum Output {
     /// `2026-11-29T17:00:00Z` from Apple absolute time.
     static func isoDate(_ absolute: Double) -> String {
         // Dates come from the vault; a hostile one must not trap the conversion below.
@@ -72,7 +72,7 @@ enum Output {
         "{" + attributes.keys.sorted().map { jsonString($0) + ":" + json(attributes[$0]!) }.joined(separator: ",") + "}"
     }
 
-    static func jsonString(_ s: String) -> String {
+    package static func jsonString(_ s: String) -> String {
         var out = "\""
         for scalar in s.unicodeScalars {
             switch scalar {

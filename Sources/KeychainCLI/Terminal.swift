@@ -3,13 +3,13 @@ import KeychainCore
 import KeychainCrypto
 
 /// Reading passphrases and secrets without echo, from standard input or the terminal.
-enum Terminal {
-    static var stdinIsTerminal: Bool { isatty(0) == 1 }
+package enum Terminal {
+    package static var stdinIsTerminal: Bool { isatty(0) == 1 }
 
-    static func warn(_ text: String) { writeString(2, "keychainfs: " + text + "\n") }
+    package static func warn(_ text: String) { writeString(2, "keychainfs: " + text + "\n") }
 
-    static func writeString(_ fd: Int32, _ s: String) {
-        var bytes = Array(s.utf8)
+    package static func writeString(_ fd: Int32, _ s: String) {
+        let bytes = Array(s.utf8)
         bytes.withUnsafeBytes { writeAll(fd, $0) }
     }
 
@@ -66,7 +66,7 @@ enum Terminal {
     }
 
     /// Prompts on the controlling terminal with echo off.
-    static func prompt(_ text: String) throws -> SecureBytes {
+    package static func prompt(_ text: String) throws -> SecureBytes {
         let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
         guard tty >= 0 else { throw UsageError("no terminal to ask for a passphrase; give it on standard input") }
         defer { close(tty) }
@@ -88,7 +88,7 @@ enum Terminal {
 
     /// A passphrase: `-p` (with a warning), else a line of standard input when it is not a
     /// terminal, else a prompt.
-    static func passphrase(_ args: Arguments, flag: String = "-p", prompt text: String) throws -> SecureBytes {
+    package static func passphrase(_ args: Arguments, flag: String = "-p", prompt text: String) throws -> SecureBytes {
         if let p = args.value(flag) {
             warn("a passphrase on the command line is visible to other users; prefer standard input")
             return try SecureBytes(copying: Array(p.utf8))

@@ -2,8 +2,6 @@ import Glibc
 import KeychainClient
 import KeychainCore
 import KeychainCrypto
-import KeychainfsAccess
-import KeychainDaemon
 import KeychainProtocol
 
 enum VaultVerbs {
@@ -18,32 +16,7 @@ enum VaultVerbs {
         --kdf sets the Argon2id cost (default moderate: 3 passes, 256 MiB). The vault gets one
         access group, "default", owned by the caller with mode 0400.
         """
-    ) { ctx in
-        try ctx.checkPositionals()
-        var kdf = KDFParameters.moderate
-        if let name = ctx.args.value("--kdf") {
-            guard let p = KDFParameters(presetName: name) else { throw UsageError("--kdf takes interactive, moderate or sensitive") }
-            kdf = p
-        }
-        let pass: SecureBytes
-        if ctx.args.has("--no-passphrase") {
-            pass = try SecureBytes(count: 0)
-        } else if ctx.args.value("-p") == nil && Terminal.stdinIsTerminal {
-            pass = try Terminal.prompt("New passphrase for \(ctx.vault): ")
-            let again = try Terminal.prompt("Repeat passphrase: ")
-            guard pass.constantTimeEquals(again) else { throw UsageError("the passphrases differ") }
-        } else {
-            pass = try Terminal.passphrase(ctx.args, prompt: "")
-        }
-        makeParentDirectory(ctx.vault)
-        let vault = try Vault.create(at: ctx.vault, passphrase: pass, kdf: kdf, deviceKey: try DeviceKey.loadOrCreate())
-        try AccessGroupTable(groups: [AccessGroup(name: "default", owner: getuid(), gid: getgid())]).save(to: vault)
-        withExtendedLifetime(vault) {}
-        // Start the daemon and hand it the passphrase while we still hold it.
-        try ctx.client().send(Request(.unlock, secrets: [pass]))
-        Terminal.writeString(1, "created \(ctx.vault)\n")
-        return 0
-    }
+    )  // body: keychainfs-daemon (it writes the vault file)
 
     static let unlock = Verb(
         name: "unlock-keychain", usage: "[-p PASSPHRASE] [VAULT]",
@@ -218,10 +191,7 @@ enum VaultVerbs {
     static let daemon = Verb(
         name: "daemon", usage: "[VAULT]",
         summary: "Run the vault's daemon in the foreground (for systemd); logs go to standard error."
-    ) { ctx in
-        try ctx.checkPositionals()
-        return Daemon.run(vaultPath: ctx.vault) { line in Terminal.writeString(2, "keychainfs-daemon: \(line)\n") }
-    }
+    )  // body: keychainfs-daemon
 
     static let stop = Verb(
         name: "stop", usage: "[VAULT]",
@@ -242,12 +212,5 @@ enum VaultVerbs {
             }
         }
         return 0
-    }
-
-    static func makeParentDirectory(_ path: String) {
-        let bytes = Array(path.utf8)
-        for (i, c) in bytes.enumerated() where c == UInt8(ascii: "/") && i > 0 {
-            mkdir(String(decoding: bytes[0..<i], as: UTF8.self), 0o700)
-        }
     }
 }

@@ -1,3 +1,6 @@
+/// What a verb does, given its parsed arguments; returns the exit status.
+package typealias VerbBody = @Sendable (Context) throws -> Int32
+
 /// One CLI verb: its options, its help, and what it does.
 struct Verb: Sendable {
     let name: String
@@ -7,13 +10,15 @@ struct Verb: Sendable {
     var flags: Set<String> = []
     var optionalValue: Set<String> = []
     var details: String = ""
-    let body: @Sendable (Context) throws -> Int32
+    /// nil for a verb that needs the engine in-process: `keychainfs` hands the whole command
+    /// line to `keychainfs-daemon` (`Engine`), which supplies the body.
+    var body: VerbBody? = nil
 
     var help: String {
         "usage: keychainfs \(name) \(usage)\n\n\(summary)\n" + (details.isEmpty ? "" : "\n\(details)\n")
     }
 
-    func run(_ raw: [String]) throws -> Int32 {
+    func run(_ raw: [String], body: VerbBody) throws -> Int32 {
         let args = try Arguments(raw, valued: valued, flags: flags.union(["--json"]), optionalValue: optionalValue)
         return try body(Context(args: args))
     }

@@ -30,6 +30,16 @@ public final class SecureBytes: @unchecked Sendable {
         set { SecurePool.shared.budget = newValue }
     }
 
+    /// The least bytes a new pool region of a size class maps and locks (it still holds at least
+    /// four buffers of the class); later regions of the class grow as before. Default 256 KiB,
+    /// which keeps a daemon that holds many buffers to few mappings. A short-lived process that
+    /// holds a few small buffers (the CLI) sets a page: it then locks and zeroes a few pages
+    /// instead of 256 KiB per size class it touches. Affects regions made after the change.
+    public static var smallestRegion: Int {
+        get { SecurePool.shared.smallestRegion }
+        set { SecurePool.shared.smallestRegion = newValue }
+    }
+
     /// Bytes of guarded memory mapped now, counted against `budget`.
     public static var mappedBytes: Int { SecurePool.shared.mappedBytes }
 

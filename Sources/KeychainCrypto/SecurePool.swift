@@ -51,6 +51,11 @@ final class SecurePool: Sendable {
         set { state.withLock { $0.budget = newValue } }
     }
 
+    var smallestRegion: Int {
+        get { state.withLock { $0.smallestRegion } }
+        set { state.withLock { $0.smallestRegion = max(newValue, 1) } }
+    }
+
     /// The size class for `count` bytes: slots of `smallestSlot << class` bytes; nil above the
     /// largest slot.
     static func sizeClass(for count: Int) -> Int? {

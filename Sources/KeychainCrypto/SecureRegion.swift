@@ -52,9 +52,9 @@ struct SecureSizeClass {
     /// Bytes of all regions of this class; the next region is as large, within bounds.
     private(set) var regionBytes = 0
 
-    /// As large as the class's regions so far, and at least four slots, within the bounds.
-    func nextRegionBytes(slotSize: Int) -> Int {
-        let bytes = min(SecurePool.largestRegion, max(SecurePool.smallestRegion, 4 * slotSize, regionBytes))
+    /// As large as the class's regions so far, and at least four slots and `floor`, within the bounds.
+    func nextRegionBytes(slotSize: Int, floor: Int) -> Int {
+        let bytes = min(SecurePool.largestRegion, max(floor, 4 * slotSize, regionBytes))
         return bytes / slotSize * slotSize
     }
 
@@ -93,6 +93,8 @@ struct SecureSizeClass {
 struct SecurePoolState {
     private var classes = [SecureSizeClass](repeating: SecureSizeClass(), count: SecurePool.classCount)
     var budget: Int
+    /// The least bytes of a new region (`SecureBytes.smallestRegion`).
+    var smallestRegion = SecurePool.smallestRegion
     private(set) var mappedBytes = 0
     private(set) var allocations = 0
     /// Bytes of wholly free regions kept mapped.
@@ -115,7 +117,9 @@ struct SecurePoolState {
         allocations -= 1
     }
 
-    func nextRegionBytes(_ c: Int, slotSize: Int) -> Int { classes[c].nextRegionBytes(slotSize: slotSize) }
+    func nextRegionBytes(_ c: Int, slotSize: Int) -> Int {
+        classes[c].nextRegionBytes(slotSize: slotSize, floor: smallestRegion)
+    }
 
     mutating func take(_ c: Int) -> SecurePool.Block? {
         guard let (block, wasFree) = classes[c].take() else { return nil }

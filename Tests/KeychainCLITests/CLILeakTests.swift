@@ -57,7 +57,7 @@ final class CLILeakTests: XCTestCase {
         guard let pid = try h.daemonPID() else { return XCTFail("no daemon") }
         let cmdline = try XCTUnwrap(FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"))
         let argv = cmdline.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-        XCTAssertEqual(argv, [CLIHarness.canonicalBinary, "daemon", h.vault], "the daemon's argv is exactly its vault")
+        XCTAssertEqual(argv, [CLIHarness.canonicalEngineBinary, "daemon", h.vault], "the daemon's argv is exactly its vault")
 
         let environ = try XCTUnwrap(FileManager.default.contents(atPath: "/proc/\(pid)/environ"), "root reads the environment")
         let envText = String(decoding: environ, as: UTF8.self)

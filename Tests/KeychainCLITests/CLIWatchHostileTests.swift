@@ -36,7 +36,7 @@ final class CLIWatchHostileTests: MountTestCase {
     /// Starts `keychainfs watch ARGS` (as `user`, or root) writing to a file of its own.
     func startWatch(_ args: [String], as user: String? = nil) throws -> (Process, String) {
         let out = h.dir + "/watch-\(UUID().uuidString.prefix(8)).out"
-        FileManager.default.createFile(atPath: out, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: out, contents: nil))
         let p = Process()
         if let user, let pw = getpwnam(user) {
             p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")

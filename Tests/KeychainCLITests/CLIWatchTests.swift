@@ -24,7 +24,7 @@ final class CLIWatchTests: XCTestCase {
 
     func startWatch(_ args: [String] = []) throws -> (Process, String) {
         let out = h.dir + "/watch-\(UUID().uuidString.prefix(6)).out"
-        FileManager.default.createFile(atPath: out, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: out, contents: nil))
         let p = Process()
         p.executableURL = URL(fileURLWithPath: CLIHarness.binary)
         p.arguments = ["watch"] + args

@@ -175,7 +175,7 @@ func documentedName(_ value: [UInt8], service: Bool) -> [UInt8]? {
 /// `%H` and BLAKE2b-128 (unkeyed) of `value` in upper-case hex, computed with coreutils' b2sum.
 func hashedName(_ value: [UInt8], scratch: String) throws -> [UInt8] {
     let path = scratch + "/b2-\(UUID().uuidString.prefix(8))"
-    FileManager.default.createFile(atPath: path, contents: Data(value))
+    XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(value)), path)
     defer { unlink(path) }
     let r = try runProgram(["/usr/bin/b2sum", "-l", "128", path])
     let digest = r.stdoutText.split(separator: " ").first.map(String.init) ?? ""

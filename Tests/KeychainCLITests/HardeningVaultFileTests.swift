@@ -123,7 +123,7 @@ final class HardeningVaultFileTests: XCTestCase {
         concurrently(variants.count) { i in
             let (name, bytes) = cases[i]
             let path = dir + "/\(name).vault"
-            if let bytes { FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o600]) }
+            if let bytes { XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o600])) }
             var o = Outcome(name: name, path: path)
             let beforeFiles = Set((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [])
             o.info = try? harness.value.run(["show-keychain-info", path], timeout: 30)

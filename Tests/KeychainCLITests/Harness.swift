@@ -31,8 +31,19 @@ final class CLIHarness {
     }
 
     /// The built `keychainfs` next to the test bundle, or `$KEYCHAINFS_BIN`; a copy other users
-    /// can run when the checkout is private (`SharedCopies`), since tests run it as them.
-    static let binary: String = SharedCopies.reachable(builtBinary)
+    /// can run when the checkout is private (`SharedCopies`), since tests run it as them. Its
+    /// engine, `keychainfs-daemon`, is copied with it: `keychainfs` runs the one beside itself.
+    static let binary: String = SharedCopies.reachable(builtBinary, with: [engine(beside: builtBinary)])
+
+    /// `keychainfs-daemon` beside `keychainfs`: what runs `daemon`, `create-keychain` and `mount`.
+    static var engineBinary: String { engine(beside: binary) }
+
+    /// The engine with every symlink resolved: the daemon's `/proc/PID/exe` and argv[0].
+    static var canonicalEngineBinary: String { realPath(engineBinary) }
+
+    private static func engine(beside binary: String) -> String {
+        (binary as NSString).deletingLastPathComponent + "/keychainfs-daemon"
+    }
 
     private static var builtBinary: String {
         if let b = ProcessInfo.processInfo.environment["KEYCHAINFS_BIN"] { return b }
@@ -133,7 +144,7 @@ final class CLIHarness {
         for e in entries {
             guard let pid = Int32(e), let data = FileManager.default.contents(atPath: "/proc/\(e)/cmdline") else { continue }
             let argv = data.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
-            guard argv.count >= 3, argv[0].hasSuffix("keychainfs"), argv[1] == "daemon",
+            guard argv.count >= 3, argv[0].hasSuffix("/keychainfs-daemon"), argv[1] == "daemon",
                   argv[2].hasPrefix(dir + "/") else { continue }
             found.append((pid, argv[2]))
         }

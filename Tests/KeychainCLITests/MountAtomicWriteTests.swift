@@ -96,7 +96,7 @@ final class MountAtomicWriteTests: MountTestCase {
     /// `keychainfs watch` in the background, writing to a file of the scratch directory.
     func startWatch() throws -> (Process, String) {
         let out = h.dir + "/watch.out"
-        FileManager.default.createFile(atPath: out, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: out, contents: nil))
         let p = Process()
         p.executableURL = URL(fileURLWithPath: CLIHarness.binary)
         p.arguments = ["watch", "-s", "svc"]

@@ -32,8 +32,8 @@ final class MountHelperTests: XCTestCase {
     }
 
     /// Points `path` at the built binary unless something is installed there already.
-    func link(_ path: String) {
-        if access(path, F_OK) != 0, symlink(CLIHarness.binary, path) == 0 { createdLinks.append(path) }
+    func link(_ path: String, to binary: String = CLIHarness.binary) {
+        if access(path, F_OK) != 0, symlink(binary, path) == 0 { createdLinks.append(path) }
     }
 
     func mountpoint(_ name: String) throws -> String {
@@ -128,7 +128,8 @@ final class MountHelperTests: XCTestCase {
 
     func testSystemdUnitsVerify() throws {
         guard access("/usr/bin/systemd-analyze", X_OK) == 0 else { throw XCTSkip("systemd-analyze is not installed") }
-        link("/usr/local/bin/keychainfs")  // the units' ExecStart must exist to verify
+        link("/usr/local/bin/keychainfs")  // the units' ExecStart and ExecStop must exist to verify
+        link("/usr/local/bin/keychainfs-daemon", to: CLIHarness.engineBinary)
         let units = h.dir + "/units"
         try FileManager.default.createDirectory(atPath: units, withIntermediateDirectories: true)
         for f in ["keychainfs@.service", "run-keychain.mount"] {

@@ -113,7 +113,7 @@ final class MountLockTests: MountTestCase {
         XCTAssertEqual(kill(pid, SIGUSR1), 0)
         XCTAssertTrue(h.waitUntil(5) { FS.stat(path).errno == ENOENT }, "the lock took effect")
         XCTAssertEqual(try h.run(["unlock-keychain"], input: passphrase + "\n").status, 0)
-        let closed = close(fd) == 0 ? 0 : errno
+        _ = close(fd)  // may fail or not: either stored secret is allowed below
         let stored = try secret("svc", "acct")
         XCTAssertTrue(stored == "original" || stored == "replacement", "stored \(stored ?? "nil")")
         XCTAssertEqual(FS.read(path).bytes.map { String(decoding: $0, as: UTF8.self) }, stored)

@@ -180,7 +180,7 @@ final class SecItemWrapperTests: SecurityTestCase {
         XCTAssertEqual(try h.run(["add-generic-password", "-s", "both", "-a", "cli", "-w", "-"], input: "from-cli").status, 0)
         var result: CFTypeRef?
         XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrService: "both",
-                                            kSecAttrAccount: "cli", kSecReturnData: kCFBooleanTrue] as CFDictionary, &result),
+                                            kSecAttrAccount: "cli", kSecReturnData: kCFBooleanTrue!] as CFDictionary, &result),
                        errSecSuccess)
         XCTAssertEqual(result as? Data, Data("from-cli".utf8))
     }

@@ -7,17 +7,26 @@ import Glibc
 /// when the process exits.
 enum SharedCopies {
     /// `path` itself when every user can reach it, else its copy (a file or a directory).
-    static func reachable(_ path: String) -> String {
-        if everyoneReaches(path) { return path }
+    /// - Parameter companions: files that must stay beside it (`keychainfs-daemon` beside
+    ///   `keychainfs`): copied into the same directory with it.
+    static func reachable(_ path: String, with companions: [String] = []) -> String {
+        if everyoneReaches(path) && companions.allSatisfy(everyoneReaches) { return path }
         return lock.withLock {
             if let copy = copies[path] { return copy }
-            let copy = directory + "/" + (path as NSString).lastPathComponent
-            try? FileManager.default.removeItem(atPath: copy)
-            do { try FileManager.default.copyItem(atPath: path, toPath: copy) } catch { return path }
-            chmodTree(copy)
+            for c in companions { _ = copyIn(c) }
+            guard let copy = copyIn(path) else { return path }
             copies[path] = copy
             return copy
         }
+    }
+
+    /// Copies `path` into `directory`; nil when that fails.
+    private static func copyIn(_ path: String) -> String? {
+        let copy = directory + "/" + (path as NSString).lastPathComponent
+        try? FileManager.default.removeItem(atPath: copy)
+        do { try FileManager.default.copyItem(atPath: path, toPath: copy) } catch { return nil }
+        chmodTree(copy)
+        return copy
     }
 
     private static let lock = NSLock()

@@ -124,11 +124,11 @@ final class StorageTests: XCTestCase {
 
     func testDeviceKeyFileMustBeExactAndPrivate() throws {
         let path = scratch.dir + "/bad.key"
-        FileManager.default.createFile(atPath: path, contents: Data(repeating: 7, count: 33))
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(repeating: 7, count: 33)))
         XCTAssertStatus(.io, try DeviceKey.loadOrCreate(at: path))
         try FileManager.default.removeItem(atPath: path)
-        FileManager.default.createFile(atPath: path, contents: Data(repeating: 7, count: 32),
-                                       attributes: [.posixPermissions: 0o666])
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(repeating: 7, count: 32),
+                                                     attributes: [.posixPermissions: 0o666]))
         XCTAssertStatus(.io, try DeviceKey.loadOrCreate(at: path))
     }
 

@@ -69,7 +69,7 @@ final class SecurePoolTests: XCTestCase {
             var dirty: [SecureBytes] = []
             for _ in 0..<3 {
                 let b = try SecureBytes(count: size)
-                b.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0xAB) }
+                b.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0xAB) }
                 dirty.append(b)
             }
             let released = Set(dirty.map(address))

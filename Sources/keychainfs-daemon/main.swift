@@ -1,0 +1,11 @@
+// keychainfs-daemon: the `keychainfs` command line with the engine in-process. The thin
+// `keychainfs` runs it for `daemon`, `create-keychain`, `mount` and the mount.fuse3 form; it runs
+// every other verb as `keychainfs` does.
+import Glibc
+import KeychainCLI
+
+exit(CLI.main(CommandLine.arguments, engine: Engine(verbs: [
+    "create-keychain": EngineVerbs.create,
+    "daemon": EngineVerbs.daemon,
+    "mount": MountVerb.mount,
+], mountFuseForm: MountVerb.mountVault)))
