@@ -74,7 +74,7 @@ enum GroupVerbs {
                     let exe = a["exe"]?.stringValue ?? ""
                     Terminal.writeString(1, "\(a["name"]?.stringValue ?? "?") owner=\(Output.json(a["owner"] ?? 0)) group=\(Output.json(a["gid"] ?? 0)) mode=0\(mode)"
                                          + (exe.isEmpty ? "" : " exe=" + exe.replacingAll("\n", ","))
-                                         + (a["lock"]?.integerValue == 1 ? " may-lock" : "") + "\n")
+                                         + (a["lock"] == .number(1) ? " may-lock" : "") + "\n")
                 }
             }
         }
