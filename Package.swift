@@ -20,6 +20,8 @@ let package = Package(
                        providers: [.apt(["libfuse3-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq",
+                       providers: [.apt(["libpq-dev"])]),
 
         // libsodium wrappers: guarded memory, AEAD, Argon2id, keyed BLAKE2b.
         .target(name: "KeychainCrypto", dependencies: ["CSodium"]),
@@ -30,6 +32,9 @@ let package = Package(
         .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
         // The vault engine and Apple's item semantics.
         .target(name: "KeychainCore", dependencies: ["KeychainCrypto", "SQLiteStore"]),
+
+        // Fleet sync: end-to-end encrypted records through PostgreSQL. The only importer of CPostgres.
+        .target(name: "KeychainSync", dependencies: ["CPostgres", "KeychainCore", "KeychainCrypto"]),
 
         // The daemon's socket protocol, framing and paths; shared by the daemon and its clients.
         .target(name: "KeychainProtocol", dependencies: ["KeychainCore", "KeychainCrypto"]),
@@ -46,7 +51,8 @@ let package = Package(
         .target(name: "KeychainFS", dependencies: ["CFuse", "CProcess", "KeychainCore", "KeychainCrypto", "KeychainfsAccess", "SQLiteStore"]),
         // The daemon: socket server, lock triggers, back-off, mounts.
         .target(name: "KeychainDaemon", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol",
-                                                       "KeychainfsAccess", "KeychainFS", "CProcess", "SQLiteStore"]),
+                                                       "KeychainfsAccess", "KeychainFS", "CProcess", "SQLiteStore",
+                                                       "KeychainSync"]),
 
         // The command line: verbs, option parsing, passphrase input, output formats.
         .target(name: "KeychainCLI", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol",
@@ -56,6 +62,7 @@ let package = Package(
 
         .testTarget(name: "KeychainCryptoTests", dependencies: ["KeychainCrypto"]),
         .testTarget(name: "KeychainKeysTests", dependencies: ["KeychainKeys", "KeychainCrypto"]),
+        .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainCrypto"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto", "SQLiteStore"],
                     resources: [.copy("Fixtures")]),
