@@ -42,6 +42,8 @@ public enum Operation: UInt8, Sendable, CaseIterable {
     case watch = 21
     /// A full integrity check of the vault and the audit chain (`keychainfs verify`).
     case verify = 22
+    /// Fleet sync's circle verbs (`keychainfs sync`); options name the verb.
+    case sync = 30
 }
 
 /// A request. Secrets (item data, passphrases) travel only in `secrets`, in guarded memory.
