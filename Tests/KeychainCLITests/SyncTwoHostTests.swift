@@ -20,9 +20,9 @@ final class SyncTwoHostTests: XCTestCase {
     }
 
     override func tearDown() {
-        a?.tearDown()   // the daemons first: they hold connections to the server
+        server?.stop()  // before its directory (inside A's) goes, and before its user does
+        a?.tearDown()
         b?.tearDown()
-        server?.stop()
         accounts.remove()
         super.tearDown()
     }
