@@ -15,6 +15,9 @@ final class SyncRunner: @unchecked Sendable {
     private var wakeWrite: Int32 = -1
 
     init(vault: Vault, log: @escaping @Sendable (String) -> Void, applied: @escaping SyncEngine.Applied) {
+        // A password comes from libpq's passfile only: never from the environment, which
+        // other processes of the user can read (docs/cli.md). Before the daemon's threads start.
+        unsetenv("PGPASSWORD")
         engine = SyncEngine(vault: vault, log: log, onApplied: applied)
     }
 
