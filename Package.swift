@@ -21,6 +21,8 @@ let package = Package(
                        providers: [.apt(["libfuse3-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq",
+                       providers: [.apt(["libpq-dev"])]),
 
         // libsodium wrappers: guarded memory, AEAD, Argon2id, keyed BLAKE2b.
         .target(name: "KeychainCrypto", dependencies: ["CSodium"]),
@@ -31,6 +33,9 @@ let package = Package(
         .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
         // The vault engine and Apple's item semantics.
         .target(name: "KeychainCore", dependencies: ["KeychainCrypto", "SQLiteStore"]),
+
+        // Fleet sync: end-to-end encrypted records through PostgreSQL. The only importer of CPostgres.
+        .target(name: "KeychainSync", dependencies: ["CPostgres", "KeychainCore", "KeychainCrypto"]),
 
         // The daemon's socket protocol, framing and paths; shared by the daemon and its clients.
         .target(name: "KeychainProtocol", dependencies: ["KeychainCore", "KeychainCrypto"]),
@@ -45,9 +50,10 @@ let package = Package(
         .target(name: "KeychainfsAccess", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol"]),
         // The FUSE mount: items as files, served from the daemon.
         .target(name: "KeychainFS", dependencies: ["CFuse", "CProcess", "KeychainCore", "KeychainCrypto", "KeychainfsAccess", "SQLiteStore"]),
-        // The daemon: socket server, lock triggers, back-off, mounts, operations with stored keys.
+        // The daemon: socket server, lock triggers, back-off, mounts, operations with stored keys, fleet sync.
         .target(name: "KeychainDaemon", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainKeys", "KeychainProtocol",
-                                                       "KeychainfsAccess", "KeychainFS", "CProcess", "SQLiteStore"]),
+                                                       "KeychainfsAccess", "KeychainFS", "CProcess", "SQLiteStore",
+                                                       "KeychainSync"]),
 
         // The command line: verbs, option parsing, passphrase input, output formats. A client of
         // the daemon: it links neither the daemon nor libfuse (docs/cli.md, "The daemon").
@@ -63,6 +69,7 @@ let package = Package(
 
         .testTarget(name: "KeychainCryptoTests", dependencies: ["KeychainCrypto"]),
         .testTarget(name: "KeychainKeysTests", dependencies: ["KeychainKeys", "KeychainCrypto"]),
+        .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainCrypto"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto", "SQLiteStore"],
                     resources: [.copy("Fixtures")]),

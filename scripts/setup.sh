@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs the C libraries and tools keychainfs builds against (Debian 12 packages).
 set -euo pipefail
-# postgresql: a real libpq reads a passfile from a mount (MountPasswordFileTests); systemd: systemd-analyze
+# libpq-dev: fleet sync is a libpq client (KeychainSync); postgresql: a real libpq reads a passfile from a mount (MountPasswordFileTests); systemd: systemd-analyze
 # verifies the units; libssl-dev: SecKey's crypto (KeychainKeys); openssl, python3-cryptography: the
 # independent implementations the key tests check against
-packages=(fuse3 libfuse3-dev libsodium-dev libsqlite3-dev libssl-dev openssl pkg-config attr python3 python3-cryptography
+packages=(fuse3 libfuse3-dev libpq-dev libsodium-dev libsqlite3-dev libssl-dev openssl pkg-config attr python3 python3-cryptography
           postgresql systemd)
 missing=()
 for p in "${packages[@]}"; do

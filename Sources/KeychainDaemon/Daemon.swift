@@ -29,6 +29,8 @@ public final class Daemon: @unchecked Sendable {
     let approvals = ApprovalAgent()
     let events = EventHub()
     let log: @Sendable (String) -> Void
+    /// Fleet sync (Sync/): set once at the end of `init`, never changed.
+    private(set) var sync: SyncRunner!
     private var retained: [DispatchSourceProtocol] = []
 
     /// - Parameter lockoutPath: where failed unlocks are counted; by default in the vault's
@@ -47,6 +49,7 @@ public final class Daemon: @unchecked Sendable {
         state = Mutex(DaemonState(groupTable: (try? AccessGroupTable.load(from: vault)) ?? AccessGroupTable(groups: []),
                                   lastActivity: monotonicSeconds(), idleTimeout: timeout))
         openAuditLog()
+        sync = SyncRunner(vault: vault, log: log) { [weak self] kind, change in self?.syncApplied(kind, change) }
     }
 
     /// Runs the daemon in the foreground until `stop`, SIGTERM or SIGINT. Returns an exit status.
@@ -107,6 +110,7 @@ public final class Daemon: @unchecked Sendable {
             return KeychainStatus.internalComponent.exitCode
         }
         installTriggers()
+        if !sync.start() { log("cannot start fleet sync") }
         log("serving \(vaultPath) at \(socketPath) (pid \(getpid()))")
         notifyReady()
         server.wait()  // the daemon ends with `exit` (stop, SIGTERM, SIGINT)
@@ -204,6 +208,7 @@ public final class Daemon: @unchecked Sendable {
     /// After a change, drop what the kernel cached so every mount shows it at once, tell the
     /// watchers, and run the `on_change` commands of the mounts that show the item.
     func itemsChanged(_ event: ChangeEvent? = nil) {
+        sync.kick()
         let current = state.withLock { $0.mounts }
         for m in current {
             // A change that names its item drops just those names; others drop everything.

@@ -50,6 +50,8 @@ public enum Operation: UInt8, Sendable, CaseIterable {
     /// `sharedInfo`. One secret: the input (data to sign, ciphertext; empty for a key exchange).
     /// Reply: one data value, the signature, plaintext or shared secret.
     case useKey = 23
+    /// Fleet sync's circle verbs (`keychainfs sync`); options name the verb.
+    case sync = 30
 }
 
 /// A request. Secrets (item data, passphrases) travel only in `secrets`, in guarded memory.

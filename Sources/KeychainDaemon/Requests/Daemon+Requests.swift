@@ -23,6 +23,8 @@ extension Daemon: RequestHandling {
                 return Reply(response: try GroupRequests(daemon: self).respond(request, caller: caller))
             case .mount, .unmount:
                 return Reply(response: try MountRequests(daemon: self).respond(request, caller: caller))
+            case .sync:
+                return Reply(response: try SyncRequests(daemon: self).respond(request, caller: caller))
             case .ping, .info, .unlock, .lock, .changePassphrase, .setSettings, .stop, .audit, .verify, .watch,
                  .export, .import:
                 return try AdministrationRequests(daemon: self).respond(request, caller: caller)

@@ -42,6 +42,7 @@ struct OperationRule {
         case .stop: return OperationRule(.administrator)
         case .mount, .unmount, .verify: return OperationRule(.administrator, slow: true)
         case .export, .import: return OperationRule(.administrator, secrets: 0...1, slow: true)
+        case .sync: return OperationRule(.administrator, slow: true)
         }
     }
 }

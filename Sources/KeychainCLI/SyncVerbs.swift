@@ -1,0 +1,120 @@
+import Glibc
+import KeychainClient
+import KeychainCore
+import KeychainCrypto
+import KeychainProtocol
+
+/// `keychainfs sync init|join|approve|status|leave`: fleet sync's circle (docs/sync.md).
+enum SyncVerbs {
+    static let all: [Verb] = [sync]
+
+    static let sync = Verb(
+        name: "sync", usage: "init|join|approve|status|leave [CODE] [--server CONNINFO | --server-file PATH] [--name NAME] [--json] [VAULT]",
+        summary: "Replicate sync=1 items among hosts through PostgreSQL, end-to-end encrypted.",
+        valued: ["--server", "--server-file", "--name"],
+        details: """
+        init makes this host the first of a circle on the server; join asks to join and prints a
+        code; approve CODE, on a member, admits the host that printed it; status shows the
+        circle and the last round; leave forgets the circle here (items stay).
+        CONNINFO is a libpq connection string. It must not hold a password: put the password
+        in libpq's passfile (`passfile=PATH` in the string, or ~/.pgpass of the daemon's user).
+        --server-file reads the string from a file, or from standard input with `-`.
+        --name names this host to the others (default: the host name). The vault must be
+        unlocked. Only root and the daemon's user may use these commands.
+        """
+    ) { ctx in
+        guard let sub = ctx.args.positionals.first else { throw UsageError("sync needs init, join, approve, status or leave") }
+        var options: Attributes = ["verb": .string(sub)]
+        var rest = Array(ctx.args.positionals.dropFirst())
+        switch sub {
+        case "init", "join":
+            options["server"] = .string(try conninfo(ctx.args))
+            options["name"] = .string(ctx.args.value("--name") ?? hostName())
+        case "approve":
+            guard let code = rest.first else { throw UsageError("sync approve needs the CODE the joining host printed") }
+            options["code"] = .string(code)
+            rest.removeFirst()
+        case "status", "leave":
+            break
+        default:
+            throw UsageError("unknown sync command \(sub)")
+        }
+        if sub != "init" && sub != "join" {
+            for flag in ["--server", "--server-file", "--name"] where ctx.args.has(flag) {
+                throw UsageError("sync \(sub) takes no \(flag)")
+            }
+        }
+        guard rest.count <= 1 else { throw UsageError("too many arguments") }
+        let vault = rest.first.map(Paths.canonical) ?? Paths.canonical(Paths.defaultVault())
+        let client = try DaemonClient.connect(vaultPath: vault, startWith: [selfExecutable(), "daemon", vault])
+        let info = try client.send(Request(.sync, options: options)).info
+        if ctx.json {
+            Terminal.writeString(1, Output.json(info) + "\n")
+            return 0
+        }
+        switch sub {
+        case "join":
+            Terminal.writeString(1, "\(info["code"]?.stringValue ?? "?")\n")
+            Terminal.warn("type this code on a member: keychainfs sync approve CODE")
+        case "approve":
+            Terminal.writeString(1, "approved \(info["name"]?.stringValue ?? "?")\n")
+        case "status", "init":
+            for key in info.keys.sorted() {
+                Terminal.writeString(1, "\(key): \(Output.json(info[key]!))\n")
+            }
+        default:
+            break
+        }
+        return 0
+    }
+
+    /// The connection string from --server or --server-file; refused when it holds a password.
+    static func conninfo(_ args: Arguments) throws -> String {
+        let text: String
+        switch (args.value("--server"), args.value("--server-file")) {
+        case (let s?, nil):
+            text = s
+        case (nil, let path?):
+            let bytes = path == "-" ? try Terminal.readAllStdin(limit: 1 << 16) : try readSmallFile(path)
+            defer { bytes.wipe() }
+            text = bytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+        case (nil, nil):
+            throw UsageError("sync init and join need --server CONNINFO or --server-file PATH")
+        default:
+            throw UsageError("--server and --server-file contradict each other")
+        }
+        let trimmed = String(text.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
+        guard !trimmed.isEmpty else { throw UsageError("the connection string is empty") }
+        // The daemon refuses one that parses with a password; say so before it travels.
+        if trimmed.contains("password") || uriHasPassword(trimmed) {
+            throw UsageError("the connection string must not hold a password: use libpq's passfile")
+        }
+        return trimmed
+    }
+
+    /// `postgresql://user:secret@host/...`: a password in a URI's user part.
+    static func uriHasPassword(_ s: String) -> Bool {
+        guard let scheme = s.firstRange(of: "://") else { return false }
+        let rest = s[scheme.upperBound...]
+        guard let at = rest.firstIndex(of: "@") else { return false }
+        let user = rest[..<at]
+        return !user.contains("/") && user.contains(":")
+    }
+
+    static func readSmallFile(_ path: String) throws -> SecureBytes {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw UsageError("cannot read \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var buf = [UInt8](repeating: 0, count: 1 << 16)
+        let n = read(fd, &buf, buf.count)
+        defer { wipeBytes(&buf) }
+        guard n >= 0 else { throw UsageError("cannot read \(path): \(String(cString: strerror(errno)))") }
+        return try SecureBytes(copying: buf[0..<n])
+    }
+
+    static func hostName() -> String {
+        var buf = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buf, buf.count - 1) == 0 else { return "host" }
+        return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

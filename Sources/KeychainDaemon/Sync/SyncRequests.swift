@@ -1,0 +1,63 @@
+import KeychainfsAccess
+import KeychainCore
+import KeychainProtocol
+import KeychainSync
+
+/// `keychainfs sync init|join|approve|status|leave`: the circle verbs, for administrators.
+/// Options: `verb`, and `server` (a libpq connection string without a password), `name`, `code`.
+struct SyncRequests: RequestFamily {
+    let daemon: Daemon
+
+    func respond(_ request: Request, caller: CallerIdentity) throws -> Response {
+        let engine = daemon.sync.engine
+        let verb = request.options["verb"]?.stringValue ?? ""
+        let server = request.options["server"]?.stringValue ?? ""
+        let name = request.options["name"]?.stringValue ?? ""
+        do {
+            switch verb {
+            case "init":
+                guard !server.isEmpty else { throw KeychainStatus.param }
+                let info = try auditedChange("sync-init", caller) { try engine.initCircle(conninfo: server, name: name) }
+                daemon.sync.kick()
+                return Response(info: info)
+            case "join":
+                guard !server.isEmpty else { throw KeychainStatus.param }
+                let code = try auditedChange("sync-join", caller) { try engine.join(conninfo: server, name: name) }
+                daemon.sync.kick()
+                return Response(info: ["code": .string(code)])
+            case "approve":
+                let code = request.options["code"]?.stringValue ?? ""
+                let joined = try auditedChange("sync-approve", caller) { try engine.approve(code: code) }
+                return Response(info: ["name": .string(joined)])
+            case "leave":
+                try auditedChange("sync-leave", caller) { try engine.leave() }
+                return Response()
+            case "status":
+                return Response(info: engine.status())
+            default:
+                throw KeychainStatus.param
+            }
+        } catch let e as SyncError {
+            log("sync \(verb) by \(who(caller)): \(e)")
+            switch e {
+            case .noSuchJoin: throw KeychainStatus.itemNotFound
+            case .notMember: throw KeychainStatus.param
+            case .server: throw KeychainStatus.notAvailable
+            default: throw KeychainStatus.decode
+            }
+        }
+    }
+}
+
+extension Daemon {
+    /// Tells mounts and watchers about an item another host changed, and audits it.
+    func syncApplied(_ kind: String, _ change: SyncApplied) {
+        try? audit("sync-" + kind, nil, "groups=\(change.groups.count)")
+        if change.names.count <= 2, let first = change.names.first {
+            itemsChanged(ChangeEvent(kind: kind, service: first.service, account: first.account,
+                                     previous: change.names.dropFirst().first, groups: change.groups))
+        } else {
+            itemsChanged(ChangeEvent(kind: kind, groups: change.groups))
+        }
+    }
+}

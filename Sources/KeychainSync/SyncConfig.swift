@@ -1,0 +1,84 @@
+import KeychainCore
+import KeychainCrypto
+
+/// What a host remembers of its circle besides keys: sealed in the vault as the setting
+/// `sealed.sync` (docs/sync.md, "Local state"). Holds no secret; the server's connection
+/// string carries no password (refused on input).
+struct SyncConfig: Equatable {
+    enum State: UInt8 { case joining = 1, member = 2 }
+
+    struct Member: Equatable {
+        var hostID: [UInt8]
+        var signKey: [UInt8]
+        var boxKey: [UInt8]
+        var name: String
+    }
+
+    var state: State
+    var conninfo: String
+    var name: String
+    var circleID: [UInt8] = []
+    var epoch: UInt32 = 0
+    /// The last log position applied here.
+    var cursor: Int64 = 0
+    var members: [Member] = []
+
+    static let settingName = "sync"
+
+    func member(_ host: [UInt8]) -> Member? { members.first { $0.hostID == host } }
+
+    func encoded() -> [UInt8] {
+        var w = ByteWriter()
+        w.u8(1)  // version of this encoding
+        w.u8(state.rawValue)
+        w.lengthPrefixed(Array(conninfo.utf8))
+        w.lengthPrefixed(Array(name.utf8))
+        w.lengthPrefixed(circleID)
+        w.u32(epoch)
+        w.u64(UInt64(bitPattern: cursor))
+        w.u16(UInt16(members.count))
+        for m in members {
+            w.raw(m.hostID)
+            w.raw(m.signKey)
+            w.raw(m.boxKey)
+            w.lengthPrefixed(Array(m.name.utf8))
+        }
+        return w.bytes
+    }
+
+    static func decode(_ s: SecureBytes) throws -> SyncConfig {
+        try s.withUnsafeBytes { raw in
+            var r = ByteReader(raw)
+            guard try r.u8() == 1, let state = State(rawValue: try r.u8()) else { throw SyncError.malformed }
+            var c = SyncConfig(state: state, conninfo: String(decoding: try r.lengthPrefixed(), as: UTF8.self),
+                               name: String(decoding: try r.lengthPrefixed(), as: UTF8.self))
+            c.circleID = try r.lengthPrefixed()
+            c.epoch = try r.u32()
+            c.cursor = Int64(bitPattern: try r.u64())
+            for _ in 0..<(try r.u16()) {
+                c.members.append(Member(hostID: try r.raw(16), signKey: try r.raw(32), boxKey: try r.raw(32),
+                                        name: String(decoding: try r.lengthPrefixed(), as: UTF8.self)))
+            }
+            return c
+        }
+    }
+
+    static func load(_ vault: Vault) throws -> SyncConfig? {
+        guard let s = try vault.sealedSetting(settingName) else { return nil }
+        defer { s.wipe() }
+        return try decode(s)
+    }
+
+    func save(_ vault: Vault) throws {
+        var bytes = encoded()
+        defer { wipeBytes(&bytes) }
+        let s = try SecureBytes(copying: bytes)
+        defer { s.wipe() }
+        try vault.setSealedSetting(Self.settingName, s)
+    }
+
+    static func remove(_ vault: Vault) throws {
+        // An empty value reads back as "not in a circle".
+        try vault.setSealedSetting(settingName, try SecureBytes(count: 0))
+    }
+}

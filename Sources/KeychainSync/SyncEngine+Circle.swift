@@ -1,0 +1,194 @@
+import KeychainCore
+import KeychainCrypto
+
+/// The circle verbs: init, join, approve, leave, status (docs/sync.md, "The circle").
+extension SyncEngine {
+    /// Makes this host the first member of a new circle on the server, creating the tables
+    /// when missing. - Throws: `KeychainStatus.param` for a connection string with a password
+    /// or when already in a circle, `SyncError.server` when the server cannot be reached.
+    public func initCircle(conninfo: String, name: String) throws -> Attributes {
+        try mutex.withLock {
+            try checkNewLocked(conninfo)
+            let server = try reach(conninfo)
+            try server.createSchema()
+            let host = try HostKeys.generate(), circle = try CircleKeys.generate()
+            let founder = try MemberEntry.endorse(circle: circle.circleID, host: host.hostID, signKey: host.signPublic,
+                                                  boxKey: host.boxPublic, by: host)
+            try reachable { try server.createCircle(circle.circleID, founder: founder) }
+            try storeSecret("host", host.serialized())
+            try storeSecret("circle", circle.secrets())
+            var config = SyncConfig(state: .member, conninfo: conninfo, name: name)
+            config.circleID = circle.circleID
+            config.epoch = circle.epoch
+            config.members = [SyncConfig.Member(hostID: host.hostID, signKey: host.signPublic, boxKey: host.boxPublic, name: name)]
+            try config.save(vault)
+            (self.config, self.host, self.circle, self.server) = (config, host, circle, server)
+            log("sync: founded circle \(hex(circle.circleID).prefix(8))")
+            return statusLocked()
+        }
+    }
+
+    /// Asks to join the circle on the server. - Returns: the code to type on a member
+    /// (`sync approve CODE`); this host becomes a member once one does.
+    public func join(conninfo: String, name: String) throws -> String {
+        try mutex.withLock {
+            try checkNewLocked(conninfo)
+            let server = try reach(conninfo)
+            try server.createSchema()
+            let host = try HostKeys.generate()
+            let code = JoinCode.generate()
+            let key = try JoinCode.key(code: JoinCode.normalize(code)!, host: host.hostID)
+            try reachable { try server.postJoin(host: host.hostID, request: JoinCode.request(host, name: name, key: key)) }
+            try storeSecret("host", host.serialized())
+            try vault.setSyncSecret("join", key)
+            let config = SyncConfig(state: .joining, conninfo: conninfo, name: name)
+            try config.save(vault)
+            (self.config, self.host, self.joinKey, self.server) = (config, host, key, server)
+            log("sync: asked to join")
+            return code
+        }
+    }
+
+    /// On a member: finds the pending join whose code this is, endorses the new host's keys
+    /// and seals the circle's keys to it. - Returns: the new host's name.
+    /// - Throws: `KeychainStatus.param` for a code that is not one, `SyncError.noSuchJoin`.
+    public func approve(code typed: String) throws -> String {
+        try mutex.withLock {
+            guard let code = JoinCode.normalize(typed) else { throw KeychainStatus.param }
+            guard loadLocked(), var config, config.state == .member, let host, let circle else { throw SyncError.notMember }
+            let server = try reachable { try connectedLocked(config) }
+            for (candidate, request) in try reachable({ try server.pendingJoins() }) where candidate.count == 16 {
+                let key = try JoinCode.key(code: code, host: candidate)
+                defer { key.wipe() }
+                guard let m = try? JoinCode.openRequest(request, host: candidate, key: key),
+                      m.signKey.count == 32, m.boxKey.count == 32 else { continue }
+                let secrets = try circle.secrets()
+                defer { secrets.wipe() }
+                let sealed = try SealedBox.seal(secrets, to: m.boxKey)
+                let entry = try MemberEntry.endorse(circle: circle.circleID, host: m.hostID, signKey: m.signKey,
+                                                    boxKey: m.boxKey, by: host)
+                try reachable { try server.addMember(circle.circleID, entry) }
+                config.members.removeAll { $0.hostID == m.hostID }
+                config.members.append(m)
+                try config.save(vault)
+                self.config = config
+                let grant = JoinCode.grant(circle: circle, approver: host.hostID, sealedSecrets: sealed,
+                                           members: config.members, host: m.hostID, key: key)
+                try reachable { try server.grantJoin(host: m.hostID, grant: grant) }
+                log("sync: approved host \(hex(m.hostID).prefix(8))")
+                return m.name
+            }
+            throw SyncError.noSuchJoin
+        }
+    }
+
+    /// A joining host's half of the approval: opens the grant, checks it names this host's
+    /// keys, and keeps the circle's keys.
+    func finishJoinLocked(_ server: SyncServer) throws {
+        guard var config, let host, let joinKey, let box = try server.fetchGrant(host: host.hostID) else { return }
+        let grant: JoinCode.Grant
+        do {
+            grant = try JoinCode.openGrant(box, host: host.hostID, key: joinKey)
+            guard let me = grant.members.first(where: { $0.hostID == host.hostID }),
+                  me.signKey == host.signPublic, me.boxKey == host.boxPublic else { throw SyncError.mismatch }
+        } catch {
+            counters.rejected += 1
+            counters.lastRejection = "join grant: \(error)"
+            return
+        }
+        let secrets = try host.openSealed(grant.sealedSecrets)
+        defer { secrets.wipe() }
+        let circle = try CircleKeys.parse(circleID: grant.circleID, epoch: grant.epoch, secrets: secrets)
+        try storeSecret("circle", circle.secrets())
+        config.state = .member
+        config.circleID = grant.circleID
+        config.epoch = grant.epoch
+        config.cursor = 0
+        config.members = grant.members
+        try config.save(vault)
+        try vault.setSyncSecret("join", nil)
+        try server.removeJoin(host: host.hostID)
+        joinKey.wipe()
+        (self.config, self.circle, self.joinKey) = (config, circle, nil)
+        log("sync: joined circle \(hex(grant.circleID).prefix(8))")
+    }
+
+    /// Leaves the circle: this host's entry is removed from the server (when reachable), and
+    /// its keys and sync state from the vault. Its items stay, as ordinary local items.
+    public func leave() throws {
+        try mutex.withLock {
+            _ = loadLocked()
+            guard let config else { throw SyncError.notMember }
+            if config.state == .member, let host, let server = try? connectedLocked(config) {
+                try? server.removeMember(config.circleID, host: host.hostID)
+            } else if let host, let server = try? connectedLocked(config) {
+                try? server.removeJoin(host: host.hostID)
+            }
+            for name in ["host", "circle", "join"] { try vault.setSyncSecret(name, nil) }
+            try vault.clearSyncStates()
+            try SyncConfig.remove(vault)
+            host?.wipe()
+            circle?.wipe()
+            joinKey?.wipe()
+            (self.config, host, circle, joinKey, server, listener) = (nil, nil, nil, nil, nil, nil)
+            counters = Counters()
+            log("sync: left the circle")
+        }
+    }
+
+    /// What `sync status` shows. Names no key, item or secret.
+    public func status() -> Attributes {
+        mutex.withLock {
+            _ = loadLocked()
+            return statusLocked()
+        }
+    }
+
+    func statusLocked() -> Attributes {
+        guard let config else { return ["state": .string("none")] }
+        var out: Attributes = [
+            "state": .string(config.state == .member ? "member" : "joining"),
+            "server": .string(config.conninfo),
+            "name": .string(config.name),
+            "pushed": .number(Int64(counters.pushed)),
+            "pulled": .number(Int64(counters.pulled)),
+            "rejected": .number(Int64(counters.rejected)),
+            "conflicts": .number(Int64(counters.conflicts)),
+            "connected": .bool(server?.db.isOK == true),
+        ]
+        if let host { out["host"] = .string(hex(host.hostID)) }
+        if config.state == .member {
+            out["circle"] = .string(hex(config.circleID))
+            out["epoch"] = .number(Int64(config.epoch))
+            out["cursor"] = .number(config.cursor)
+            out["members"] = .string(config.members.map { hex($0.hostID).prefix(8) + ($0.name.isEmpty ? "" : " " + $0.name) }
+                .joined(separator: ", "))
+        }
+        if let r = counters.lastRejection { out["last-rejection"] = .string(r) }
+        if let e = counters.lastError { out["last-error"] = .string(e) }
+        return out
+    }
+
+    // MARK: Helpers (mutex held)
+
+    private func checkNewLocked(_ conninfo: String) throws {
+        _ = loadLocked()
+        guard config == nil else { throw KeychainStatus.param }
+        // A password belongs in libpq's passfile, never in a request or the vault.
+        guard (try? PGConnection.conninfoHasPassword(conninfo)) == false else { throw KeychainStatus.param }
+    }
+
+    private func reach(_ conninfo: String) throws -> SyncServer {
+        try reachable { try SyncServer(conninfo: conninfo) }
+    }
+
+    /// Server failures as `SyncError.server`, with libpq's message.
+    private func reachable<R>(_ body: () throws -> R) throws -> R {
+        do { return try body() } catch let e as PostgresError { throw SyncError.server(e.message) }
+    }
+
+    private func storeSecret(_ name: String, _ value: SecureBytes) throws {
+        defer { value.wipe() }
+        try vault.setSyncSecret(name, value)
+    }
+}

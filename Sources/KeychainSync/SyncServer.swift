@@ -1,0 +1,226 @@
+import KeychainCrypto
+
+/// The server side of fleet sync: PostgreSQL tables that hold only ciphertext, blind tokens,
+/// public keys and timestamps (docs/sync.md, "What the server sees"). One schema,
+/// `keychainfs`, can hold many circles.
+final class SyncServer {
+    let db: PGConnection
+
+    init(conninfo: String) throws {
+        db = try PGConnection(conninfo: conninfo)
+    }
+
+    /// Creates the tables when missing. The log's order comes from one counter row per circle
+    /// (`circles.seq`), advanced in the writing transaction: its row lock makes writers of a
+    /// circle commit one at a time, so a reader that has seen `seq` N has seen every write
+    /// below it. A plain sequence would hand out numbers that can commit out of order.
+    static let schema = """
+        CREATE SCHEMA IF NOT EXISTS keychainfs;
+        CREATE TABLE IF NOT EXISTS keychainfs.circles(
+            circle bytea PRIMARY KEY,
+            seq int8 NOT NULL DEFAULT 0,
+            created_at timestamptz NOT NULL DEFAULT now());
+        CREATE TABLE IF NOT EXISTS keychainfs.items(
+            circle bytea NOT NULL REFERENCES keychainfs.circles ON DELETE CASCADE,
+            token bytea NOT NULL,
+            version int8 NOT NULL,
+            seq int8 NOT NULL,
+            deleted boolean NOT NULL,
+            record bytea NOT NULL,
+            written_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY(circle, token));
+        CREATE TABLE IF NOT EXISTS keychainfs.log(
+            circle bytea NOT NULL REFERENCES keychainfs.circles ON DELETE CASCADE,
+            seq int8 NOT NULL,
+            token bytea NOT NULL,
+            version int8 NOT NULL,
+            deleted boolean NOT NULL,
+            record bytea NOT NULL,
+            written_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY(circle, seq));
+        CREATE TABLE IF NOT EXISTS keychainfs.hosts(
+            circle bytea NOT NULL REFERENCES keychainfs.circles ON DELETE CASCADE,
+            host bytea NOT NULL,
+            sign_key bytea NOT NULL,
+            box_key bytea NOT NULL,
+            approved_by bytea NOT NULL,
+            endorsement bytea NOT NULL,
+            cursor int8 NOT NULL DEFAULT 0,
+            seen_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY(circle, host));
+        CREATE TABLE IF NOT EXISTS keychainfs.joins(
+            host bytea PRIMARY KEY,
+            request bytea NOT NULL,
+            grant_box bytea,
+            created_at timestamptz NOT NULL DEFAULT now());
+        """
+
+    func createSchema() throws {
+        // Two first hosts at once would race on CREATE ... IF NOT EXISTS; one lock orders them.
+        try db.transaction {
+            try db.exec("SELECT pg_advisory_xact_lock(7283945)")
+            for statement in Self.schema.split(separator: ";") where !statement.allSatisfy(\.isWhitespace) {
+                try db.exec(String(statement))
+            }
+        }
+    }
+
+    static func channel(_ circle: [UInt8]) -> String { "keychainfs_" + hex(circle) }
+
+    // MARK: Circle and members
+
+    func createCircle(_ circle: [UInt8], founder: MemberEntry) throws {
+        try db.transaction {
+            try db.exec("INSERT INTO keychainfs.circles(circle) VALUES($1)", [.bytes(circle)])
+            try addMember(circle, founder)
+        }
+    }
+
+    func addMember(_ circle: [UInt8], _ m: MemberEntry) throws {
+        try db.exec("""
+            INSERT INTO keychainfs.hosts(circle, host, sign_key, box_key, approved_by, endorsement) VALUES($1, $2, $3, $4, $5, $6)
+            ON CONFLICT (circle, host) DO UPDATE SET sign_key = $3, box_key = $4, approved_by = $5, endorsement = $6
+            """, [.bytes(circle), .bytes(m.hostID), .bytes(m.signKey), .bytes(m.boxKey), .bytes(m.approvedBy), .bytes(m.endorsement)])
+    }
+
+    func members(_ circle: [UInt8]) throws -> [MemberEntry] {
+        let r = try db.exec("SELECT host, sign_key, box_key, approved_by, endorsement FROM keychainfs.hosts WHERE circle = $1",
+                            [.bytes(circle)])
+        return (0..<r.rows).map {
+            MemberEntry(hostID: r.bytes($0, 0), signKey: r.bytes($0, 1), boxKey: r.bytes($0, 2),
+                        approvedBy: r.bytes($0, 3), endorsement: r.bytes($0, 4))
+        }
+    }
+
+    func removeMember(_ circle: [UInt8], host: [UInt8]) throws {
+        try db.exec("DELETE FROM keychainfs.hosts WHERE circle = $1 AND host = $2", [.bytes(circle), .bytes(host)])
+    }
+
+    func setCursor(_ circle: [UInt8], host: [UInt8], _ cursor: Int64) throws {
+        try db.exec("UPDATE keychainfs.hosts SET cursor = $3, seen_at = now() WHERE circle = $1 AND host = $2",
+                    [.bytes(circle), .bytes(host), .int(cursor)])
+    }
+
+    // MARK: Joins
+
+    func postJoin(host: [UInt8], request: [UInt8]) throws {
+        try db.exec("INSERT INTO keychainfs.joins(host, request) VALUES($1, $2)", [.bytes(host), .bytes(request)])
+    }
+
+    /// Joins not yet granted, newest first; a bounded number, each costs the approver an Argon2id.
+    func pendingJoins(limit: Int = 16) throws -> [(host: [UInt8], request: [UInt8])] {
+        let r = try db.exec("""
+            SELECT host, request FROM keychainfs.joins WHERE grant_box IS NULL ORDER BY created_at DESC LIMIT $1
+            """, [.int(Int64(limit))])
+        return (0..<r.rows).map { (r.bytes($0, 0), r.bytes($0, 1)) }
+    }
+
+    func grantJoin(host: [UInt8], grant: [UInt8]) throws {
+        try db.exec("UPDATE keychainfs.joins SET grant_box = $2 WHERE host = $1", [.bytes(host), .bytes(grant)])
+    }
+
+    /// The grant for a join, once a member approved it.
+    func fetchGrant(host: [UInt8]) throws -> [UInt8]? {
+        let r = try db.exec("SELECT grant_box FROM keychainfs.joins WHERE host = $1", [.bytes(host)])
+        guard r.rows == 1, !r.isNull(0, 0) else { return nil }
+        return r.bytes(0, 0)
+    }
+
+    func removeJoin(host: [UInt8]) throws {
+        try db.exec("DELETE FROM keychainfs.joins WHERE host = $1", [.bytes(host)])
+    }
+
+    // MARK: The log
+
+    private struct Conflict: Error {}
+
+    /// Writes one version of an item if the server still has `expected` (0: no such item):
+    /// compare-and-swap on (token, version). - Returns: the version's place in the log, or nil
+    /// when another host wrote first (the caller pulls, and the server's order decides).
+    func write(_ circle: [UInt8], token: [UInt8], expected: Int64, header: SyncRecord.Header, record: [UInt8]) throws -> Int64? {
+        do {
+            return try db.transaction {
+                let counter = try db.exec("UPDATE keychainfs.circles SET seq = seq + 1 WHERE circle = $1 RETURNING seq",
+                                          [.bytes(circle)])
+                guard counter.rows == 1 else { throw SyncError.server("no such circle") }
+                let seq = counter.int(0, 0)
+                let values: [PGValue] = [.bytes(circle), .bytes(token), .int(header.version), .int(seq),
+                                         .text(header.deleted ? "t" : "f"), .bytes(record)]
+                let swapped: PGResult
+                if expected == 0 {
+                    swapped = try db.exec("""
+                        INSERT INTO keychainfs.items(circle, token, version, seq, deleted, record) VALUES($1, $2, $3, $4, $5, $6)
+                        ON CONFLICT DO NOTHING
+                        """, values)
+                } else {
+                    swapped = try db.exec("""
+                        UPDATE keychainfs.items SET version = $3, seq = $4, deleted = $5, record = $6, written_at = now()
+                        WHERE circle = $1 AND token = $2 AND version = $7
+                        """, values + [.int(expected)])
+                }
+                guard swapped.affected == 1 else { throw Conflict() }
+                try db.exec("""
+                    INSERT INTO keychainfs.log(circle, seq, token, version, deleted, record) VALUES($1, $4, $2, $3, $5, $6)
+                    """, values)
+                try db.exec("SELECT pg_notify($1, $2)", [.text(Self.channel(circle)), .text(String(seq))])
+                return seq
+            }
+        } catch is Conflict {
+            return nil
+        }
+    }
+
+    struct LogEntry {
+        var seq: Int64
+        var token: [UInt8]
+        var version: Int64
+        var deleted: Bool
+        var record: [UInt8]
+    }
+
+    /// Log entries after `cursor`, in log order.
+    func entries(_ circle: [UInt8], after cursor: Int64, limit: Int = 500) throws -> [LogEntry] {
+        let r = try db.exec("""
+            SELECT seq, token, version, deleted, record FROM keychainfs.log WHERE circle = $1 AND seq > $2 ORDER BY seq LIMIT $3
+            """, [.bytes(circle), .int(cursor), .int(Int64(limit))])
+        return (0..<r.rows).map {
+            LogEntry(seq: r.int($0, 0), token: r.bytes($0, 1), version: r.int($0, 2), deleted: r.bool($0, 3), record: r.bytes($0, 4))
+        }
+    }
+
+    func listen(_ circle: [UInt8]) throws {
+        try db.exec("LISTEN \"\(Self.channel(circle))\"")
+    }
+}
+
+/// A member as the server lists it: public keys, and the signature of the member that
+/// approved it (a founder signs itself) over `"keychainfs sync member v1" || circle || host ||
+/// sign key || box key`.
+struct MemberEntry: Equatable {
+    var hostID: [UInt8]
+    var signKey: [UInt8]
+    var boxKey: [UInt8]
+    var approvedBy: [UInt8]
+    var endorsement: [UInt8]
+
+    static func message(circle: [UInt8], host: [UInt8], signKey: [UInt8], boxKey: [UInt8]) -> [UInt8] {
+        Array("keychainfs sync member v1".utf8) + circle + host + signKey + boxKey
+    }
+
+    static func endorse(circle: [UInt8], host: [UInt8], signKey: [UInt8], boxKey: [UInt8], by approver: HostKeys) throws -> MemberEntry {
+        MemberEntry(hostID: host, signKey: signKey, boxKey: boxKey, approvedBy: approver.hostID,
+                    endorsement: try approver.sign(message(circle: circle, host: host, signKey: signKey, boxKey: boxKey)))
+    }
+
+    func isEndorsed(circle: [UInt8], by approverKey: [UInt8]) -> Bool {
+        Signature.verify(endorsement, of: Self.message(circle: circle, host: hostID, signKey: signKey, boxKey: boxKey),
+                         publicKey: approverKey)
+    }
+}
+
+func hex(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var out = [UInt8]()
+    for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
+    return String(decoding: out, as: UTF8.self)
+}

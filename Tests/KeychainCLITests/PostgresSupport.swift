@@ -1,0 +1,81 @@
+import Foundation
+import XCTest
+
+/// A real PostgreSQL server for one test: a cluster made with initdb in `base`, run by a
+/// throw-away Unix user (postgres refuses root), on a Unix socket only, with password (SCRAM)
+/// authentication. `stop()` ends it; the caller removes `base` and the user.
+final class TestPostgres {
+    let bin: String
+    let base: String
+    let user: TestUser
+    /// The database role and its password.
+    let role = "kcsync"
+    private let password = "pg pass \(UUID().uuidString.prefix(8))"
+    private var running = false
+
+    /// The newest PostgreSQL's programs (Debian's /usr/lib/postgresql/N/bin).
+    static var bin: String? {
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        return versions.compactMap(Int.init).sorted().last.map { "/usr/lib/postgresql/\($0)/bin" }
+            .flatMap { FileManager.default.isExecutableFile(atPath: $0 + "/postgres") ? $0 : nil }
+    }
+
+    /// Starts the server. - Throws: `XCTSkip` when PostgreSQL is missing or cannot run here.
+    init(base: String, accounts: TestAccounts) throws {
+        guard let bin = Self.bin else { throw XCTSkip("PostgreSQL is not installed (scripts/setup.sh installs it)") }
+        self.bin = bin
+        self.base = base
+        user = try accounts.makeUser()
+        try FileManager.default.createDirectory(atPath: base + "/sock", withIntermediateDirectories: true)
+        for p in [base, base + "/sock"] { chown(p, user.uid, user.gid) }
+        try write(base + "/pw", password + "\n", owner: user)
+        // One passfile for the daemons (root's), one for this user's psql and pg_dump.
+        try write(base + "/pgpass", "*:*:*:\(role):\(password)\n", owner: nil)
+        try write(base + "/pgpass.user", "*:*:*:\(role):\(password)\n", owner: user)
+        let made = try asUser([bin + "/initdb", "-D", base + "/data", "-U", role, "--auth=scram-sha-256",
+                               "--pwfile=" + base + "/pw", "--no-sync", "--no-instructions"])
+        guard made.status == 0 else { throw XCTSkip("initdb cannot run here: \(String(decoding: made.err, as: UTF8.self))") }
+        let started = try asUser([bin + "/pg_ctl", "-D", base + "/data", "-w", "-l", base + "/server.log",
+                                  "-o", "-k \(base)/sock -c listen_addresses='' -c fsync=off", "start"])
+        guard started.status == 0 else {
+            let log = (try? String(contentsOfFile: base + "/server.log", encoding: .utf8)) ?? ""
+            throw XCTSkip("the PostgreSQL server cannot start here: \(log)")
+        }
+        running = true
+    }
+
+    /// A libpq connection string without a password: libpq reads it from the passfile.
+    var conninfo: String { "host=\(base)/sock dbname=postgres user=\(role) passfile=\(base)/pgpass" }
+
+    /// Runs SQL with psql as the server's user; standard output, unaligned, tuples only.
+    func psql(_ sql: String, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let r = try asUser([bin + "/psql", "host=\(base)/sock dbname=postgres user=\(role)", "-w", "-At",
+                            "-v", "ON_ERROR_STOP=1", "-c", sql])
+        XCTAssertEqual(r.status, 0, String(decoding: r.err, as: UTF8.self), file: file, line: line)
+        return String(decoding: r.out, as: UTF8.self)
+    }
+
+    /// `pg_dump` of the database: every table's rows as text.
+    func dump() throws -> String {
+        let r = try asUser([bin + "/pg_dump", "--inserts", "host=\(base)/sock dbname=postgres user=\(role)", "-w"])
+        XCTAssertEqual(r.status, 0, String(decoding: r.err, as: UTF8.self))
+        return String(decoding: r.out, as: UTF8.self)
+    }
+
+    func stop() {
+        guard running else { return }
+        running = false
+        _ = try? asUser([bin + "/pg_ctl", "-D", base + "/data", "-m", "immediate", "stop"])
+    }
+
+    private func asUser(_ argv: [String]) throws -> Spawn.Outcome {
+        let env = ["PATH": "/usr/bin:/bin", "HOME": base, "LC_ALL": "C", "PGPASSFILE": base + "/pgpass.user"]
+        return try Spawn.run(user.setpriv(initGroups: false) + argv, environment: env, input: Data(), timeout: 120)
+    }
+
+    private func write(_ path: String, _ text: String, owner: TestUser?) throws {
+        try text.write(toFile: path, atomically: false, encoding: .utf8)
+        chmod(path, 0o600)
+        if let owner { chown(path, owner.uid, owner.gid) }
+    }
+}
