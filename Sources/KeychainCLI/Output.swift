@@ -7,7 +7,7 @@ package enum Output {
     static func isoDate(_ absolute: Double) -> String {
         // Dates come from the vault; a hostile one must not trap the conversion below.
         guard absolute.isFinite, abs(absolute) < 1e15 else { return "invalid" }
-        let unix = Int64((absolute + 978_307_200).rounded(.down))
+        let unix = Int64(AbsoluteTime.unix(absolute).rounded(.down))
         let days = unix >= 0 ? unix / 86400 : (unix - 86399) / 86400
         let secs = unix - days * 86400
         // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).

@@ -32,7 +32,7 @@ enum WatchVerbs {
                 continue
             }
             var time = "-"
-            if case .number(let t)? = info["time"] { time = Output.isoDate(Double(t) - 978_307_200) }
+            if case .number(let t)? = info["time"] { time = Output.isoDate(AbsoluteTime.absolute(unix: Double(t))) }
             var line = "\(time) \(info["event"]?.stringValue ?? "?")"
             let s = info["service"]?.stringValue, a = info["account"]?.stringValue
             if s != nil || a != nil { line += " \(s ?? "*")/\(a ?? "*")" }

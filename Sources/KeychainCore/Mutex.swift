@@ -15,8 +15,4 @@ public final class PThreadMutex: @unchecked Sendable {
 }
 
 /// Seconds since 2001-01-01 00:00:00 UTC, Apple's absolute time.
-func absoluteTimeNow() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return Double(ts.tv_sec) - 978_307_200 + Double(ts.tv_nsec) / 1e9
-}
+func absoluteTimeNow() -> Double { AbsoluteTime.now() }

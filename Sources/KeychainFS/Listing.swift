@@ -27,7 +27,7 @@ struct FileFacts {
 
     init(_ e: FileEntry) {
         let unix = { (key: String) -> Int in
-            if case .date(let t)? = e.attributes[key], t.isFinite, abs(t) < 1e15 { return Int(t + 978_307_200) }
+            if case .date(let t)? = e.attributes[key], t.isFinite, abs(t) < 1e15 { return Int(AbsoluteTime.unix(t)) }
             return 0
         }
         group = e.group

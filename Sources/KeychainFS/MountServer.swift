@@ -328,7 +328,7 @@ public final class MountServer: @unchecked Sendable {
 
     private func known(_ req: FuseRequest) -> KnownCaller {
         let c = req.caller
-        let now = monotonicNow()
+        let now = monotonicSeconds()
         if let hit = locked({ callers[c.pid] }), hit.identity.uid == c.uid, hit.identity.gid == c.gid, hit.until > now {
             return hit
         }
@@ -1175,8 +1175,3 @@ public final class MountServer: @unchecked Sendable {
     }
 }
 
-func monotonicNow() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}

@@ -31,7 +31,7 @@ extension MountServer {
             case .bool(let b): return Array((b ? "1" : "0").utf8)
             case .date(let t):
                 guard t.isFinite, abs(t) < 1e15 else { return nil }
-                return Array(String(Int64((t + 978_307_200).rounded(.down))).utf8)
+                return Array(String(Int64(AbsoluteTime.unix(t).rounded(.down))).utf8)
             }
         }
     }

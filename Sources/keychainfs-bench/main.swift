@@ -78,11 +78,7 @@ func mib(_ bytes: Int64) -> String { fixed(Double(bytes) / 1_048_576, 1) + " MiB
 
 // MARK: Timing, files, randomness
 
-func monotonic() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) * 1e-9
-}
+func monotonic() -> Double { monotonicSeconds() }
 
 @discardableResult
 func timed<R>(_ body: () throws -> R) rethrows -> (R, Double) {

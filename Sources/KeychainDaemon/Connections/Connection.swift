@@ -1,5 +1,6 @@
 import CProcess
 import Glibc
+import KeychainCore
 import KeychainfsAccess
 import KeychainCrypto
 import KeychainProtocol
@@ -308,9 +309,5 @@ final class Connection: @unchecked Sendable {
         inputCharge = 0
     }
 
-    static func nowMillis() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-    }
+    static func nowMillis() -> Int64 { monotonicMillis() }
 }
