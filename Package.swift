@@ -20,6 +20,8 @@ let package = Package(
                        providers: [.apt(["libfuse3-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd",
+                       providers: [.apt(["libsystemd-dev"])]),
 
         // libsodium wrappers: guarded memory, AEAD, Argon2id, keyed BLAKE2b.
         .target(name: "KeychainCrypto", dependencies: ["CSodium"]),
@@ -48,9 +50,14 @@ let package = Package(
         .target(name: "KeychainDaemon", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainKeys", "KeychainProtocol",
                                                        "KeychainfsAccess", "KeychainFS", "CProcess", "SQLiteStore"]),
 
+        // The freedesktop Secret Service on D-Bus, a client of the daemon. The only importer of CSystemd.
+        .target(name: "KeychainSecretService", dependencies: ["CSystemd", "KeychainCore", "KeychainCrypto", "KeychainKeys",
+                                                              "KeychainProtocol", "KeychainClient"]),
+
         // The command line: verbs, option parsing, passphrase input, output formats.
         .target(name: "KeychainCLI", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol",
-                                                    "KeychainClient", "KeychainDaemon", "KeychainfsAccess", "KeychainFS"]),
+                                                    "KeychainClient", "KeychainDaemon", "KeychainfsAccess", "KeychainFS",
+                                                    "KeychainSecretService"]),
         .executableTarget(name: "keychainfs", dependencies: ["KeychainCLI"]),
         .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainClient", "KeychainProtocol", "Security"]),
 

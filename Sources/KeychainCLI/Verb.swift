@@ -23,7 +23,7 @@ struct Verb: Sendable {
         return all.first { $0.name == canonical }
     }
 
-    static var all: [Verb] { VaultVerbs.all + ItemVerbs.all + GroupVerbs.all + MountVerbs.all + AuditVerbs.all + VerifyVerbs.all + WatchVerbs.all + BackupVerbs.all }
+    static var all: [Verb] { VaultVerbs.all + ItemVerbs.all + GroupVerbs.all + MountVerbs.all + AuditVerbs.all + VerifyVerbs.all + WatchVerbs.all + BackupVerbs.all + SecretServiceVerbs.all }
 }
 
 enum Help {
