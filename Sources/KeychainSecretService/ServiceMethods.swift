@@ -1,5 +1,6 @@
 import KeychainCore
 import KeychainCrypto
+import KeychainKeys
 
 /// org.freedesktop.Secret.Service at /org/freedesktop/secrets.
 extension SecretService {
@@ -54,6 +55,15 @@ extension SecretService {
             try m.skip("v")
             let s = sessions.open(owner: m.sender, transport: PlainTransport())
             try r.open("v", "s"); try r.string(""); try r.close()
+            try r.objectPath(s.path)
+        case "dh-ietf1024-sha256-aes128-cbc-pkcs7":
+            guard m.peekVariant() == "ay" else { throw BusError.invalidArgs("expected the client's public value (ay)") }
+            _ = try m.enter("v", "ay")
+            let peer = try m.bytes().withUnsafeBytes { Array($0) }
+            try m.exit()
+            guard let dh = try? DHAES128Session(peerPublic: peer) else { throw BusError.invalidArgs("not a public value of the group") }
+            let s = sessions.open(owner: m.sender, transport: DHAESTransport(dh))
+            try r.open("v", "ay"); try dh.publicKey.withUnsafeBytes { try r.bytes($0) }; try r.close()
             try r.objectPath(s.path)
         default:
             throw BusError(name: "org.freedesktop.DBus.Error.NotSupported", message: "unsupported session algorithm \(algorithm)")

@@ -1,5 +1,6 @@
 import KeychainCore
 import KeychainCrypto
+import KeychainKeys
 
 /// An open session (`OpenSession`): which connection opened it and how secrets travel in it.
 final class SecretSession {
@@ -57,4 +58,26 @@ struct SessionTable {
 
     /// Drops the sessions of a connection that left the bus.
     mutating func closeAll(of owner: String) { sessions = sessions.filter { $0.value.owner != owner } }
+}
+
+/// The `dh-ietf1024-sha256-aes128-cbc-pkcs7` algorithm: the IV as parameters, AES-128-CBC
+/// ciphertext as the value (KeychainKeys' `DHAES128Session`).
+final class DHAESTransport: SecretTransport {
+    let session: DHAES128Session
+
+    init(_ session: DHAES128Session) { self.session = session }
+
+    func open(parameters: SecureBytes, value: SecureBytes) throws -> SecureBytes {
+        do {
+            return try parameters.withUnsafeBytes { iv in try value.withUnsafeBytes { try session.open(iv: iv, $0) } }
+        } catch {
+            throw BusError.invalidArgs("the secret does not decrypt in this session")
+        }
+    }
+
+    func append(_ secret: SecureBytes, to message: OutgoingMessage) throws {
+        let (iv, ciphertext) = try secret.withUnsafeBytes { try session.seal($0) }
+        try iv.withUnsafeBytes { try message.bytes($0) }
+        try ciphertext.withUnsafeBytes { try message.bytes($0) }
+    }
 }

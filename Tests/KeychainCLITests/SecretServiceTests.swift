@@ -104,6 +104,34 @@ final class SecretServiceTests: XCTestCase {
         XCTAssertEqual(find.stdout, "py secret\n", "\(find)")
     }
 
+    func testDHSessionCarriesSecretsEncryptedAndPlainStillWorks() throws {
+        guard bus.python("import secretstorage").status == 0 else { throw XCTSkip("python3-secretstorage is not installed") }
+        try bus.startProvider()
+        let service = unique("dh")
+        // secretstorage's own DH and AES (an independent implementation) against ours; the value
+        // on the bus is ciphertext: 16-byte blocks, not the secret.
+        let r = bus.python("""
+        import secretstorage
+        from secretstorage.util import open_session, DBusAddress, SS_PATH, SS_PREFIX
+        from jeepney import new_method_call
+        c = secretstorage.dbus_init()
+        s = open_session(c)
+        print(s.encrypted)
+        col = secretstorage.get_default_collection(c, session=s)
+        item = col.create_item("dh", {"service": "\(service)"}, b"dh secret", replace=True)
+        print(item.get_secret().decode())
+        msg = new_method_call(DBusAddress(item.item_path, "org.freedesktop.secrets", SS_PREFIX + "Item"), "GetSecret", "o", (s.object_path,))
+        (secret,) = c.send_and_get_reply(msg).body
+        print(len(secret[1]), len(secret[2]), b"dh secret" in secret[2])
+        plain = new_method_call(DBusAddress(SS_PATH, "org.freedesktop.secrets", SS_PREFIX + "Service"), "OpenSession", "sv", ("plain", ("s", "")))
+        (_, path) = c.send_and_get_reply(plain).body
+        msg = new_method_call(DBusAddress(item.item_path, "org.freedesktop.secrets", SS_PREFIX + "Item"), "GetSecret", "o", (path,))
+        (secret,) = c.send_and_get_reply(msg).body
+        print(secret[2].decode(), secret[3])
+        """)
+        XCTAssertEqual(r.stdout, "True\ndh secret\n16 16 False\ndh secret text/plain\n", "\(r)")
+    }
+
     func testLockedVaultRefusesLookupsAndUnlockPromptIsDismissed() throws {
         try bus.startProvider()
         let service = unique("locked"), account = unique("a")
