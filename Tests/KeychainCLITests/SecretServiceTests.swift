@@ -132,6 +132,24 @@ final class SecretServiceTests: XCTestCase {
         XCTAssertEqual(r.stdout, "True\ndh secret\n16 16 False\ndh secret text/plain\n", "\(r)")
     }
 
+    func testTheBusStartsTheProviderFromTheShippedActivationFile() throws {
+        // The shipped file, with Exec pointing at the binary under test.
+        let shipped = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("mount-helpers/dbus/org.freedesktop.secrets.service").path
+        let text = try String(contentsOfFile: shipped, encoding: .utf8)
+        XCTAssertTrue(text.contains("Exec=/usr/local/bin/keychainfs secret-service\n"))
+        try text.replacingOccurrences(of: "/usr/local/bin/keychainfs", with: CLIHarness.binary)
+            .write(toFile: bus.serviceDirectory + "/org.freedesktop.secrets.service", atomically: true, encoding: .utf8)
+        XCTAssertFalse(bus.hasOwner("org.freedesktop.secrets"))
+        let service = unique("activated")
+        XCTAssertEqual(bus.run(["/usr/bin/secret-tool", "store", "--label", "A", "service", service, "account", "a"],
+                               input: "started by the bus").status, 0)
+        XCTAssertEqual(bus.run(["/usr/bin/secret-tool", "lookup", "service", service, "account", "a"]).stdout, "started by the bus")
+        XCTAssertEqual(bus.activatedProviders().count, 1)
+        bus.stop()
+        XCTAssertEqual(bus.activatedProviders(), [], "the provider ends with its bus")
+    }
+
     func testLockedVaultRefusesLookupsAndUnlockPromptIsDismissed() throws {
         try bus.startProvider()
         let service = unique("locked"), account = unique("a")
