@@ -132,6 +132,17 @@ final class SecretServiceTests: XCTestCase {
         XCTAssertEqual(r.stdout, "True\ndh secret\n16 16 False\ndh secret text/plain\n", "\(r)")
     }
 
+    func testASecondProviderAndAMissingBusExit53() throws {
+        try bus.startProvider()
+        let second = bus.run([CLIHarness.binary, "secret-service"], timeout: 20)
+        XCTAssertEqual(second.status, 53, "\(second)")
+        XCTAssertTrue(second.stderr.contains("no Secret Service: sd_bus_request_name org.freedesktop.secrets"), second.stderr)
+        var env = harness.environment
+        env["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=" + harness.dir + "/no-such-bus"
+        let none = try Spawn.run([CLIHarness.binary, "secret-service"], environment: env, input: Data(), timeout: 20)
+        XCTAssertEqual(none.status, 53, String(decoding: none.err, as: UTF8.self))
+    }
+
     func testTheBusStartsTheProviderFromTheShippedActivationFile() throws {
         // The shipped file, with Exec pointing at the binary under test.
         let shipped = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
