@@ -1,3 +1,4 @@
+import CProcess
 import KeychainCore
 import KeychainSecretService
 
@@ -17,6 +18,8 @@ enum SecretServiceVerbs {
         """
     ) { ctx in
         try ctx.checkPositionals()
+        // It relays secrets: no core dumps, no ptrace by the same user, as the daemon.
+        guard kcfs_harden_process() == 0 else { throw StateError(message: "cannot make the process non-dumpable", status: .internalComponent) }
         let service: SecretService
         do {
             service = try SecretService(connect: { try ctx.client() })
