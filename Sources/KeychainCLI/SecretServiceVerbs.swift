@@ -8,7 +8,7 @@ enum SecretServiceVerbs {
 
     static let secretService = Verb(
         name: "secret-service", usage: "[VAULT]",
-        summary: "Serve the vault as org.freedesktop.secrets on the session bus (secret-tool, libsecret, Python keyring).",
+        summary: "Serve the vault as org.freedesktop.secrets (the Secret Service) on the session bus.",
         details: """
         Connects to the session bus ($DBUS_SESSION_BUS_ADDRESS), owns org.freedesktop.secrets and
         serves it until the bus goes away. Collections are the caller's access groups (the
