@@ -23,6 +23,8 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq",
                        providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd",
+                       providers: [.apt(["libsystemd-dev"])]),
 
         // libsodium wrappers: guarded memory, AEAD, Argon2id, keyed BLAKE2b.
         .target(name: "KeychainCrypto", dependencies: ["CSodium"]),
@@ -55,6 +57,10 @@ let package = Package(
                                                        "KeychainfsAccess", "KeychainFS", "CProcess", "SQLiteStore",
                                                        "KeychainSync"]),
 
+        // The freedesktop Secret Service on D-Bus, a client of the daemon. The only importer of CSystemd.
+        .target(name: "KeychainSecretService", dependencies: ["CSystemd", "KeychainCore", "KeychainCrypto", "KeychainKeys",
+                                                              "KeychainProtocol", "KeychainClient"]),
+
         // The command line: verbs, option parsing, passphrase input, output formats. A client of
         // the daemon: it links neither the daemon nor libfuse (docs/cli.md, "The daemon").
         .target(name: "KeychainCLI", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "KeychainClient"]),
@@ -62,9 +68,11 @@ let package = Package(
                           // The Swift runtime linked in (release builds): a command starts without loading
                           // and binding a dozen shared libraries, a third of a Swift process start here.
                           linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
-        // The same command line with the engine in-process, for `daemon`, `create-keychain` and `mount`.
+        // The same command line with the engine in-process, for `daemon`, `create-keychain`, `mount`
+        // and `secret-service` (sd-bus stays out of the thin client too).
         .executableTarget(name: "keychainfs-daemon", dependencies: ["KeychainCLI", "KeychainClient", "KeychainCore", "KeychainCrypto",
-                                                                   "KeychainDaemon", "KeychainfsAccess", "KeychainFS", "KeychainProtocol"]),
+                                                                   "KeychainDaemon", "KeychainfsAccess", "KeychainFS", "KeychainProtocol",
+                                                                   "KeychainSecretService", "CProcess"]),
         .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainClient", "KeychainProtocol", "Security"]),
 
         .testTarget(name: "KeychainCryptoTests", dependencies: ["KeychainCrypto"]),

@@ -6,6 +6,8 @@
 #   /usr/sbin/mount.fuse.keychainfs           so `mount -t fuse.keychainfs` and fstab lines work
 #   /etc/systemd/system/keychainfs@.service   the daemon per vault
 #   /usr/local/lib/keychainfs/pam-unlock      the pam_exec hook that unlocks at login
+#   /usr/local/share/dbus-1/services/org.freedesktop.secrets.service
+#                                             so the session bus starts `keychainfs secret-service`
 # Usage: mount-helpers/install.sh [--prefix DIR]   (DIR defaults to /, for staging a package)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,5 +23,7 @@ mkdir -p "$prefix/usr/sbin"
 ln -sf /usr/local/bin/keychainfs "$prefix/usr/sbin/mount.fuse.keychainfs"
 install -D -m 0644 mount-helpers/systemd/keychainfs@.service "$prefix/etc/systemd/system/keychainfs@.service"
 install -D -m 0644 mount-helpers/systemd/run-keychain.mount "$prefix/usr/local/share/keychainfs/run-keychain.mount"
+install -D -m 0644 mount-helpers/dbus/org.freedesktop.secrets.service \
+    "$prefix/usr/local/share/dbus-1/services/org.freedesktop.secrets.service"
 install -D -m 0755 mount-helpers/pam-unlock "$prefix/usr/local/lib/keychainfs/pam-unlock"
 echo "installed keychainfs under $prefix"

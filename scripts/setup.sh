@@ -3,18 +3,31 @@
 set -euo pipefail
 # libpq-dev: fleet sync is a libpq client (KeychainSync); postgresql: a real libpq reads a passfile from a mount (MountPasswordFileTests); systemd: systemd-analyze
 # verifies the units; libssl-dev: SecKey's crypto (KeychainKeys); openssl, python3-cryptography: the
-# independent implementations the key tests check against
+# independent implementations the key tests check against; libsystemd-dev: sd-bus for the Secret
+# Service (CSystemd); dbus-daemon, dbus-bin (dbus-send): the private session bus of SecretServiceTests
 packages=(fuse3 libfuse3-dev libpq-dev libsodium-dev libsqlite3-dev libssl-dev openssl pkg-config attr python3 python3-cryptography
-          postgresql systemd)
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
+          postgresql systemd libsystemd-dev dbus-daemon dbus-bin)
+# The real Secret Service clients SecretServiceTests drive: secret-tool (libsecret), Python's
+# secretstorage and keyring. Installed without recommends: they would bring gnome-keyring, a second
+# Secret Service, and its PAM module.
+clients=(libsecret-tools python3-secretstorage python3-keyring)
+missing_from() {
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+    done
+}
+mapfile -t missing < <(missing_from "${packages[@]}")
+mapfile -t missing_clients < <(missing_from "${clients[@]}")
+if ((${#missing[@]} + ${#missing_clients[@]})); then
     sudo_cmd=()
     [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
     "${sudo_cmd[@]}" apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}"
+    if ((${#missing[@]})); then
+        DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}"
+    fi
+    if ((${#missing_clients[@]})); then
+        DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing_clients[@]}"
+    fi
 fi
 # Debian's fuse3 udev rule makes /dev/fuse 0666, so users who are not root can mount through
 # fusermount3; a container without udev may leave it 0600 (MountNamespaceTests needs the rule's mode).

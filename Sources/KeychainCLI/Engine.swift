@@ -9,7 +9,8 @@ import KeychainCore
 /// stdlib-only Swift process start (docs/performance.md). `keychainfs-daemon`,
 /// installed beside it, is the same command line with the daemon, the vault engine and the
 /// mount linked in. `daemon`, `create-keychain` (it writes the vault file), `mount` and the
-/// mount.fuse3 form (they parse options with the mount's own parser) have no body here:
+/// mount.fuse3 form (they parse options with the mount's own parser) and `secret-service`
+/// (sd-bus) have no body here:
 /// `keychainfs` replaces itself with `keychainfs-daemon` and the same arguments.
 package struct Engine: Sendable {
     /// The bodies of the verbs declared without one, by verb name.

@@ -60,6 +60,11 @@ package struct StateError: Error {
     let message: String
     let status: KeychainStatus
 
+    package init(message: String, status: KeychainStatus) {
+        self.message = message
+        self.status = status
+    }
+
     package static func alreadyMounted(_ point: String) -> StateError {
         StateError(message: "\(point) is already mounted", status: .duplicateItem)
     }

@@ -343,7 +343,7 @@ final class CLIItemTests: XCTestCase {
         let verbs = ["create-keychain", "unlock-keychain", "lock-keychain", "show-keychain-info", "set-keychain-settings",
                      "set-keychain-password", "status", "daemon", "stop", "add-generic-password", "find-generic-password",
                      "delete-generic-password", "add-internet-password", "find-internet-password",
-                     "delete-internet-password", "dump-keychain", "group"]
+                     "delete-internet-password", "dump-keychain", "group", "secret-service"]
         for v in verbs {
             XCTAssertTrue(overview.stdout.contains("\n    \(v) "), "overview lists \(v)")
             for args in [["help", v], [v, "--help"], [v, "-h"]] {

@@ -1,0 +1,311 @@
+import CSystemd
+import Glibc
+import KeychainCore
+import KeychainCrypto
+
+// Every call into sd-bus is in this file; the rest of the target sees only these types.
+
+/// A D-Bus error reply: one of the specification's error names and a sentence without secrets.
+struct BusError: Error {
+    let name: String
+    let message: String
+
+    static func unknownObject(_ path: String) -> BusError {
+        BusError(name: "org.freedesktop.Secret.Error.NoSuchObject", message: "no such object: \(path)")
+    }
+    static func notSupported(_ what: String) -> BusError {
+        BusError(name: "org.freedesktop.DBus.Error.NotSupported", message: what)
+    }
+    static func invalidArgs(_ what: String) -> BusError {
+        BusError(name: "org.freedesktop.DBus.Error.InvalidArgs", message: what)
+    }
+    static let accessDenied = BusError(name: "org.freedesktop.DBus.Error.AccessDenied",
+                                       message: "only the vault's user may use this Secret Service")
+    static let noSession = BusError(name: "org.freedesktop.Secret.Error.NoSession",
+                                    message: "no such session, or it belongs to another connection")
+    static let isLocked = BusError(name: "org.freedesktop.Secret.Error.IsLocked",
+                                   message: "the keychain is locked; unlock it with keychainfs unlock-keychain")
+}
+
+/// A failed sd-bus call outside a request (connecting, owning the name): the call and its errno.
+public struct BusFailure: Error, CustomStringConvertible {
+    public let call: String
+    public let code: Int32
+    public var description: String { "\(call): \(String(cString: strerror(code)))" }
+}
+
+private func type(_ c: Character) -> CChar { CChar(bitPattern: c.asciiValue!) }
+
+/// A connection to the session bus.
+final class BusConnection {
+    private let bus: OpaquePointer
+    private var slots: [OpaquePointer] = []
+    private var handler: ((BusMessage) throws -> OutgoingMessage?)?
+    private var afterReply: [OutgoingMessage] = []
+
+    /// Opens the session bus (sd_bus_open_user, which follows DBUS_SESSION_BUS_ADDRESS).
+    /// - Throws: `BusFailure` when no bus answers.
+    init() throws {
+        var b: OpaquePointer?
+        let rc = sd_bus_open_user(&b)
+        guard rc >= 0, let b else { throw BusFailure(call: "sd_bus_open_user", code: -rc) }
+        bus = b
+    }
+
+    deinit {
+        for s in slots { sd_bus_slot_unref(s) }
+        sd_bus_flush_close_unref(bus)
+    }
+
+    /// Owns `name` (sd_bus_request_name without replacing an owner).
+    /// - Throws: `BusFailure` with EEXIST when another connection owns it.
+    func requestName(_ name: String) throws {
+        let rc = sd_bus_request_name(bus, name, 0)
+        guard rc >= 0 else { throw BusFailure(call: "sd_bus_request_name \(name)", code: -rc) }
+    }
+
+    /// Routes every method call under `prefix` to `handle` (sd_bus_add_fallback). A nil reply
+    /// means "not mine": sd-bus answers UnknownMethod; a thrown `BusError` becomes an error reply.
+    func serve(prefix: String, _ handle: @escaping (BusMessage) throws -> OutgoingMessage?) throws {
+        handler = handle
+        var slot: OpaquePointer?
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        let rc = sd_bus_add_fallback(bus, &slot, prefix, { m, userdata, _ in
+            guard let m, let userdata else { return 0 }
+            let connection = Unmanaged<BusConnection>.fromOpaque(userdata).takeUnretainedValue()
+            return connection.dispatch(BusMessage(m))
+        }, me)
+        guard rc >= 0, let slot else { throw BusFailure(call: "sd_bus_add_fallback", code: -rc) }
+        slots.append(slot)
+    }
+
+    /// Queues a message (a signal) to leave right after the reply of the call being handled.
+    func sendAfterReply(_ message: OutgoingMessage) { afterReply.append(message) }
+
+    private func dispatch(_ message: BusMessage) -> Int32 {
+        defer {
+            for m in afterReply { send(m) }
+            afterReply = []
+        }
+        do {
+            guard let reply = try handler?(message) else { return 0 }
+            send(reply)
+        } catch let e as BusError {
+            var error = sd_bus_error()
+            sd_bus_error_set(&error, e.name, e.message)
+            var m: OpaquePointer?
+            if sd_bus_message_new_method_error(message.raw, &m, &error) >= 0, let m { send(OutgoingMessage(m)) }
+            sd_bus_error_free(&error)
+        } catch {
+            var e = sd_bus_error()
+            sd_bus_error_set(&e, "org.freedesktop.DBus.Error.Failed", "\(error)")
+            var m: OpaquePointer?
+            if sd_bus_message_new_method_error(message.raw, &m, &e) >= 0, let m { send(OutgoingMessage(m)) }
+            sd_bus_error_free(&e)
+        }
+        return 1
+    }
+
+    /// Queues a message (sd_bus_send); it leaves when the loop runs.
+    func send(_ message: OutgoingMessage) {
+        _ = sd_bus_send(bus, message.raw, nil)
+    }
+
+    /// A new signal from `path` (sd_bus_message_new_signal).
+    func signal(path: String, interface: String, member: String) throws -> OutgoingMessage {
+        var m: OpaquePointer?
+        let rc = sd_bus_message_new_signal(bus, &m, path, interface, member)
+        guard rc >= 0, let m else { throw BusFailure(call: "sd_bus_message_new_signal", code: -rc) }
+        return OutgoingMessage(m)
+    }
+
+    /// The effective uid of a connection on the bus, by its unique name (GetConnectionCredentials
+    /// through sd_bus_get_name_creds); nil when the bus does not say.
+    func uid(of sender: String) -> uid_t? {
+        var creds: OpaquePointer?
+        guard sd_bus_get_name_creds(bus, sender, UInt64(SD_BUS_CREDS_EUID), &creds) >= 0, let creds else { return nil }
+        defer { sd_bus_creds_unref(creds) }
+        var uid: uid_t = 0
+        return sd_bus_creds_get_euid(creds, &uid) >= 0 ? uid : nil
+    }
+
+    /// Serves until `stop()` is true after a round, or the bus closes (sd_bus_process, sd_bus_wait).
+    /// - Throws: `BusFailure` when the connection fails.
+    func run(until stop: () -> Bool) throws {
+        while !stop() {
+            let rc = sd_bus_process(bus, nil)
+            if rc < 0 {
+                if rc == -ECONNRESET || rc == -ENOTCONN { return }
+                throw BusFailure(call: "sd_bus_process", code: -rc)
+            }
+            if rc > 0 { continue }
+            let w = sd_bus_wait(bus, 1_000_000)
+            if w < 0 && w != -EINTR { throw BusFailure(call: "sd_bus_wait", code: -w) }
+        }
+        _ = sd_bus_flush(bus)
+    }
+
+    /// A method call to the bus itself (for NameOwnerChanged matches and such), answered later.
+    func addMatch(_ rule: String, _ handle: @escaping (BusMessage) -> Void) throws {
+        final class Box { let f: (BusMessage) -> Void; init(_ f: @escaping (BusMessage) -> Void) { self.f = f } }
+        let box = Unmanaged.passRetained(Box(handle)).toOpaque()
+        var slot: OpaquePointer?
+        let rc = sd_bus_add_match(bus, &slot, rule, { m, userdata, _ in
+            guard let m, let userdata else { return 0 }
+            Unmanaged<Box>.fromOpaque(userdata).takeUnretainedValue().f(BusMessage(m))
+            return 0
+        }, box)
+        guard rc >= 0, let slot else { throw BusFailure(call: "sd_bus_add_match", code: -rc) }
+        slots.append(slot)
+    }
+}
+
+/// A received message, read in order (sd_bus_message_read_*). Valid only inside its handler.
+struct BusMessage {
+    let raw: OpaquePointer
+    init(_ raw: OpaquePointer) { self.raw = raw }
+
+    var path: String { sd_bus_message_get_path(raw).map { String(cString: $0) } ?? "" }
+    var interface: String { sd_bus_message_get_interface(raw).map { String(cString: $0) } ?? "" }
+    var member: String { sd_bus_message_get_member(raw).map { String(cString: $0) } ?? "" }
+    var sender: String { sd_bus_message_get_sender(raw).map { String(cString: $0) } ?? "" }
+    var signature: String { sd_bus_message_get_signature(raw, 1).map { String(cString: $0) } ?? "" }
+
+    /// Has the message's memory wiped when it is freed (sd_bus_message_sensitive): it holds a secret.
+    func markSensitive() { _ = sd_bus_message_sensitive(raw) }
+
+    /// A new method return for this call (sd_bus_message_new_method_return).
+    func reply() throws -> OutgoingMessage {
+        var m: OpaquePointer?
+        let rc = sd_bus_message_new_method_return(raw, &m)
+        guard rc >= 0, let m else { throw BusFailure(call: "sd_bus_message_new_method_return", code: -rc) }
+        return OutgoingMessage(m)
+    }
+
+    private func check(_ rc: Int32) throws {
+        guard rc > 0 else { throw BusError.invalidArgs("the arguments do not match the method's signature") }
+    }
+
+    func string() throws -> String {
+        var p: UnsafePointer<CChar>?
+        try check(sd_bus_message_read_basic(raw, type("s"), &p))
+        return p.map { String(cString: $0) } ?? ""
+    }
+
+    func objectPath() throws -> String {
+        var p: UnsafePointer<CChar>?
+        try check(sd_bus_message_read_basic(raw, type("o"), &p))
+        return p.map { String(cString: $0) } ?? ""
+    }
+
+    func bool() throws -> Bool {
+        var b: Int32 = 0
+        try check(sd_bus_message_read_basic(raw, type("b"), &b))
+        return b != 0
+    }
+
+    /// An `ay` copied straight into guarded memory.
+    func bytes() throws -> SecureBytes {
+        var p: UnsafeRawPointer?
+        var n = 0
+        guard sd_bus_message_read_array(raw, type("y"), &p, &n) >= 0 else { throw BusError.invalidArgs("expected a byte array") }
+        return try mapAllocationFailure { try SecureBytes(copying: UnsafeRawBufferPointer(start: p, count: n)) }
+    }
+
+    /// Enters a container; false at the end of an enclosing array.
+    func enter(_ kind: Character, _ contents: String) throws -> Bool {
+        let rc = sd_bus_message_enter_container(raw, type(kind), contents)
+        guard rc >= 0 else { throw BusError.invalidArgs("expected \(kind)\(contents)") }
+        return rc > 0
+    }
+
+    func exit() throws {
+        guard sd_bus_message_exit_container(raw) >= 0 else { throw BusError.invalidArgs("malformed container") }
+    }
+
+    /// The signature inside the variant that comes next.
+    func peekVariant() -> String? {
+        var t: CChar = 0
+        var contents: UnsafePointer<CChar>?
+        guard sd_bus_message_peek_type(raw, &t, &contents) > 0, t == type("v") else { return nil }
+        return contents.map { String(cString: $0) }
+    }
+
+    func skip(_ signature: String) throws {
+        guard sd_bus_message_skip(raw, signature) >= 0 else { throw BusError.invalidArgs("malformed \(signature)") }
+    }
+
+    /// `a{ss}`.
+    func stringDictionary() throws -> [String: String] {
+        var out: [String: String] = [:]
+        guard try enter("a", "{ss}") else { return out }
+        while try enter("e", "ss") {
+            let k = try string()
+            out[k] = try string()
+            try exit()
+        }
+        try exit()
+        return out
+    }
+
+    /// `ao`.
+    func objectPaths() throws -> [String] {
+        var out: [String] = []
+        guard try enter("a", "o") else { return out }
+        while true {
+            var p: UnsafePointer<CChar>?
+            let rc = sd_bus_message_read_basic(raw, type("o"), &p)
+            guard rc >= 0 else { throw BusError.invalidArgs("expected object paths") }
+            if rc == 0 { break }
+            out.append(p.map { String(cString: $0) } ?? "")
+        }
+        try exit()
+        return out
+    }
+}
+
+/// A message being built (sd_bus_message_append_*); unreferenced when dropped.
+final class OutgoingMessage {
+    let raw: OpaquePointer
+    init(_ raw: OpaquePointer) { self.raw = raw }
+    deinit { sd_bus_message_unref(raw) }
+
+    /// Has the message's memory wiped when it is freed (sd_bus_message_sensitive).
+    func markSensitive() { _ = sd_bus_message_sensitive(raw) }
+
+    private func check(_ rc: Int32) throws {
+        guard rc >= 0 else { throw BusFailure(call: "sd_bus_message_append", code: -rc) }
+    }
+
+    func string(_ s: String) throws { try check(sd_bus_message_append_basic(raw, type("s"), s)) }
+    func objectPath(_ s: String) throws { try check(sd_bus_message_append_basic(raw, type("o"), s)) }
+    func bool(_ b: Bool) throws {
+        var v: Int32 = b ? 1 : 0
+        try check(sd_bus_message_append_basic(raw, type("b"), &v))
+    }
+    func uint64(_ n: UInt64) throws {
+        var v = n
+        try check(sd_bus_message_append_basic(raw, type("t"), &v))
+    }
+    /// `ay` from bytes the caller keeps (a secret stays in its guarded buffer until copied here).
+    func bytes(_ b: UnsafeRawBufferPointer) throws {
+        try check(sd_bus_message_append_array(raw, type("y"), b.baseAddress ?? UnsafeRawPointer(bitPattern: 1), b.count))
+    }
+    func open(_ kind: Character, _ contents: String) throws {
+        try check(sd_bus_message_open_container(raw, type(kind), contents))
+    }
+    func close() throws { try check(sd_bus_message_close_container(raw)) }
+
+    func objectPaths(_ paths: [String]) throws {
+        try open("a", "o")
+        for p in paths { try objectPath(p) }
+        try close()
+    }
+    func stringDictionary(_ d: [String: String]) throws {
+        try open("a", "{ss}")
+        for (k, v) in d.sorted(by: { $0.key < $1.key }) {
+            try open("e", "ss"); try string(k); try string(v); try close()
+        }
+        try close()
+    }
+}

@@ -1,0 +1,107 @@
+import Glibc
+import KeychainClient
+import KeychainCore
+import KeychainCrypto
+
+/// The freedesktop Secret Service (API 0.2) on the session bus, served from a vault through its
+/// daemon (docs/secret-service.md). One thread: sd-bus calls the handlers from `run`.
+public final class SecretService {
+    static let busName = "org.freedesktop.secrets"
+    static let serviceInterface = "org.freedesktop.Secret.Service"
+    static let collectionInterface = "org.freedesktop.Secret.Collection"
+    static let itemInterface = "org.freedesktop.Secret.Item"
+    static let sessionInterface = "org.freedesktop.Secret.Session"
+    static let promptInterface = "org.freedesktop.Secret.Prompt"
+    static let propertiesInterface = "org.freedesktop.DBus.Properties"
+
+    let bus: BusConnection
+    let vault: VaultItems
+    var sessions = SessionTable()
+    var prompts = PromptTable()
+    /// Whether a unique bus name belongs to this process's user; unique names are never reused.
+    private var allowed: [String: Bool] = [:]
+
+    /// Connects to the session bus and owns `org.freedesktop.secrets`.
+    /// - Parameter connect: opens a connection to the vault's daemon (called again if it goes away).
+    /// - Throws: `BusFailure` when there is no session bus or another process owns the name.
+    public init(connect: @escaping () throws -> DaemonClient) throws {
+        bus = try BusConnection()
+        vault = VaultItems(connect: connect)
+        try bus.serve(prefix: ObjectPath.root) { [unowned self] m in try self.handle(m) }
+        try bus.addMatch("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged'") { [unowned self] m in
+            guard let name = try? m.string(), (try? m.string()) != nil, let newOwner = try? m.string(), newOwner.isEmpty else { return }
+            sessions.closeAll(of: name)
+            allowed[name] = nil
+        }
+        try bus.requestName(Self.busName)
+    }
+
+    /// Serves until the bus connection closes or `stop()` is true.
+    public func run(until stop: () -> Bool = { false }) throws { try bus.run(until: stop) }
+
+    private func handle(_ m: BusMessage) throws -> OutgoingMessage? {
+        guard let object = ObjectPath(m.path) else { return nil }
+        guard callerIsOwner(m.sender) else { throw BusError.accessDenied }
+        if m.interface == Self.propertiesInterface { return try properties(m, object) }
+        switch object {
+        case .service where m.interface == Self.serviceInterface: return try serviceMethod(m)
+        case .collection, .defaultAlias:
+            guard m.interface == Self.collectionInterface else { return nil }
+            return try collectionMethod(m, group: try group(of: object))
+        case .item(let group, let ref) where m.interface == Self.itemInterface:
+            return try itemMethod(m, group: group, ref: ref)
+        case .session(let n) where m.interface == Self.sessionInterface && m.member == "Close":
+            _ = try sessions.session(at: m.path, for: m.sender)
+            sessions.close(n)
+            return try m.reply()
+        case .prompt(let n) where m.interface == Self.promptInterface:
+            return try promptMethod(m, number: n)
+        default:
+            return nil
+        }
+    }
+
+    /// Only this process's own user reaches the vault through it: the daemon sees this process's
+    /// uid for every request. Per-caller groups from the bus's credentials are not done yet.
+    private func callerIsOwner(_ sender: String) -> Bool {
+        if let known = allowed[sender] { return known }
+        let ok = bus.uid(of: sender) == geteuid()
+        allowed[sender] = ok
+        return ok
+    }
+
+    /// The access group a collection object names. - Throws: NoSuchObject for a group the
+    /// caller is not entitled to, or `default` when the caller has none.
+    func group(of object: ObjectPath) throws -> String {
+        let groups = try vault.state().groups
+        switch object {
+        case .collection(let g) where groups.contains(g): return g
+        case .defaultAlias where !groups.isEmpty: return groups[0]
+        default: throw BusError.unknownObject(object.string)
+        }
+    }
+
+    /// Runs a vault call, turning its status into the D-Bus error a client understands.
+    func vaultCall<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch KeychainStatus.interactionNotAllowed {
+            throw BusError.isLocked
+        } catch let s as KeychainStatus where s == .missingEntitlement || s == .authFailed || s == .userCanceled {
+            throw BusError(name: "org.freedesktop.DBus.Error.AccessDenied", message: "the keychain refused (\(s.rawValue))")
+        } catch let s as KeychainStatus {
+            throw BusError(name: "org.freedesktop.DBus.Error.Failed", message: "keychain status \(s.rawValue)")
+        }
+    }
+
+    /// Emits `member(o)` from a collection (ItemCreated, ItemChanged, ItemDeleted).
+    func emit(_ member: String, from collection: String, item: String) {
+        guard let s = try? bus.signal(path: collection, interface: Self.collectionInterface, member: member),
+              (try? s.objectPath(item)) != nil else { return }
+        bus.sendAfterReply(s)
+        if member != "ItemChanged", case .collection(let group)? = ObjectPath(collection),
+           let items = try? searchItems(group: group, query: [:]).unlocked {
+            emitPropertiesChanged(collection, interface: Self.collectionInterface, ["Items": .paths(items)])
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import KeychainClient
+import KeychainCore
+import KeychainCrypto
+import KeychainProtocol
+
+/// The vault's generic passwords as the Secret Service sees them, through the daemon's socket:
+/// the daemon applies its rights to this process's uid, as for any other client.
+final class VaultItems {
+    private let connect: () throws -> DaemonClient
+    private var client: DaemonClient?
+
+    init(connect: @escaping () throws -> DaemonClient) { self.connect = connect }
+
+    /// Sends one request, connecting again once if the daemon went away (it restarts on demand).
+    @discardableResult
+    func send(_ request: Request) throws -> Response {
+        if client == nil { client = try connect() }
+        do {
+            return try client!.send(request)
+        } catch KeychainStatus.notAvailable {
+            client = try connect()
+            return try client!.send(request)
+        }
+    }
+
+    /// The vault's lock state and this process's entitled groups, in order (the daemon's `info`).
+    func state() throws -> (locked: Bool, groups: [String]) {
+        let info = try send(Request(.info)).info
+        let groups = info["groups"]?.stringValue ?? ""
+        return (info["state"]?.stringValue != LockState.unlocked.rawValue,
+                groups.split(separator: ",").map(String.init))
+    }
+
+    /// Every readable generic password of `group` (all groups when nil) with its attributes and
+    /// persistent reference, narrowed by `svce` when a service is given.
+    /// - Throws: `KeychainStatus.interactionNotAllowed` when only locked items could match.
+    func search(group: String?, service: String?) throws -> [FoundItem] {
+        var query: Attributes = ["class": "genp", "m_Limit": "m_LimitAll", "r_Attributes": true,
+                                 "r_PersistentRef": true, "sync": "syna"]
+        if let group { query["agrp"] = .string(group) }
+        if let service { query["svce"] = .string(service) }
+        do {
+            return (try send(Request(.copyMatching, query: query)).result.array ?? []).compactMap(\.item)
+        } catch KeychainStatus.itemNotFound {
+            return []
+        }
+    }
+
+    /// One item by reference, with its secret when asked; nil when it is gone or not the caller's.
+    func item(ref: [UInt8], group: String, secret: Bool = false) throws -> FoundItem? {
+        var query: Attributes = ["class": "genp", "v_PersistentRef": .data(ref), "r_Attributes": true,
+                                 "r_PersistentRef": true, "sync": "syna"]
+        if secret { query["r_Data"] = true }
+        do {
+            guard let item = try send(Request(.copyMatching, query: query)).result.value?.item,
+                  item.attributes["agrp"]?.stringValue == group else { return nil }
+            return item
+        } catch KeychainStatus.itemNotFound {
+            return nil
+        }
+    }
+
+    /// Adds a generic password; returns its persistent reference.
+    func add(_ attributes: Attributes, secret: SecureBytes) throws -> [UInt8] {
+        var query = attributes
+        query["class"] = "genp"
+        query["r_PersistentRef"] = true
+        let r = try send(Request(.add, query: query, secrets: [secret])).result
+        guard case .persistentRef(let ref)? = r.value else { throw KeychainStatus.decode }
+        return ref
+    }
+
+    /// Changes an item's attributes, and its secret when one is given.
+    func update(ref: [UInt8], changes: Attributes, secret: SecureBytes?) throws {
+        try send(Request(.update, query: ["class": "genp", "v_PersistentRef": .data(ref), "sync": "syna"], changes: changes,
+                         secrets: secret.map { [$0] } ?? []))
+    }
+
+    func delete(ref: [UInt8]) throws {
+        try send(Request(.delete, query: ["class": "genp", "v_PersistentRef": .data(ref), "sync": "syna"]))
+    }
+
+    func lock() throws { try send(Request(.lock)) }
+}
