@@ -123,7 +123,8 @@ final class SessionBus {
             guard let pid = Int32(e), let cmd = FileManager.default.contents(atPath: "/proc/\(e)/cmdline"),
                   let env = FileManager.default.contents(atPath: "/proc/\(e)/environ") else { return nil }
             let argv = cmd.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-            guard argv.count >= 2, argv[0].hasSuffix("keychainfs"), argv[1] == "secret-service",
+            // `keychainfs secret-service` runs on as `keychainfs-daemon secret-service` (the same pid).
+            guard argv.count >= 2, argv[0].hasSuffix("keychainfs") || argv[0].hasSuffix("keychainfs-daemon"), argv[1] == "secret-service",
                   env.split(separator: 0).contains(where: { String(decoding: $0, as: UTF8.self) == "DBUS_SESSION_BUS_ADDRESS=" + address })
             else { return nil }
             return pid
