@@ -51,10 +51,10 @@ let package = Package(
         // Access groups as Unix owner/group/mode, and callers' kernel identities.
         .target(name: "KeychainfsAccess", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol"]),
         // The FUSE mount: items as files, served from the daemon.
-        .target(name: "KeychainFS", dependencies: ["CFuse", "CProcess", "KeychainCore", "KeychainCrypto", "KeychainfsAccess", "SQLiteStore"]),
+        .target(name: "KeychainFS", dependencies: ["CFuse", "CProcess", "KeychainCore", "KeychainCrypto", "KeychainfsAccess"]),
         // The daemon: socket server, lock triggers, back-off, mounts, operations with stored keys, fleet sync.
         .target(name: "KeychainDaemon", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainKeys", "KeychainProtocol",
-                                                       "KeychainfsAccess", "KeychainFS", "CProcess", "SQLiteStore",
+                                                       "KeychainfsAccess", "KeychainFS", "CProcess",
                                                        "KeychainSync"]),
 
         // The freedesktop Secret Service on D-Bus, a client of the daemon. The only importer of CSystemd.

@@ -88,10 +88,11 @@ public enum CLI {
         } catch let e as VaultFileError {
             Terminal.writeString(2, "keychainfs: \(e.description)\n")
             return e.status.exitCode
-        } catch CryptoError.allocationFailed {
-            Terminal.writeString(2, "keychainfs: \(KeychainStatus.allocate.message)\n")
-            return KeychainStatus.allocate.exitCode
         } catch {
+            if let status = KeychainStatus(known: error) {  // out of guarded memory, a full disk, ...
+                Terminal.writeString(2, "keychainfs: \(status.message)\n")
+                return status.exitCode
+            }
             Terminal.writeString(2, "keychainfs: \(error)\n")
             return KeychainStatus.io.exitCode
         }

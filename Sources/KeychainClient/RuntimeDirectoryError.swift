@@ -2,7 +2,7 @@ import KeychainCore
 
 /// A vault's runtime directory that cannot be trusted: it says which directory, why, and what
 /// to do. Its status stays errSecIO (exit 220), as before the reason was given.
-public struct RuntimeDirectoryError: Error, Sendable, CustomStringConvertible {
+public struct RuntimeDirectoryError: KeychainStatusConvertible, Sendable, CustomStringConvertible {
     public let directory: String
     public let reason: String
     public var status: KeychainStatus { .io }

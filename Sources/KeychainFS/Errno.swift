@@ -1,13 +1,11 @@
 import Glibc
 import KeychainCore
-import SQLiteStore
 
 /// The errno a keychain status becomes at the file interface (docs/filesystem.md).
 func errnoFor(_ error: Error) -> Int32 {
     if error is Denied { return EACCES }
     if isAllocationFailure(error) { return ENOMEM }  // out of guarded memory: KeychainStatus.allocate too
-    if let e = error as? SQLiteError, e.isDiskFull { return ENOSPC }
-    guard let status = error as? KeychainStatus else { return EIO }
+    guard let status = KeychainStatus(known: error) else { return EIO }
     switch status {
     case .itemNotFound, .interactionNotAllowed, .noSuchKeychain: return ENOENT
     case .missingEntitlement, .authFailed, .userCanceled: return EACCES

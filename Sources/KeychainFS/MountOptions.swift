@@ -1,3 +1,4 @@
+import KeychainCore
 /// Options of `keychainfs mount -o ...` and of an fstab line.
 public struct MountOptions: Sendable, Equatable {
     /// Let other users reach the mount (`allow_other`); the kernel still applies each file's mode.
@@ -66,6 +67,7 @@ public struct MountOptions: Sendable, Equatable {
     }
 }
 
-public struct MountOptionError: Error, Sendable {
+public struct MountOptionError: KeychainStatusConvertible, Sendable {
+    public var status: KeychainStatus { .param }
     public let option: String
 }

@@ -13,4 +13,17 @@ public enum KeyError: Error, Equatable, Sendable {
     case decryptionFailed
     /// libcrypto failed for a reason it did not name (out of memory, usually).
     case library
+
+    /// Apple's status for the failure (the daemon and the Security module answer with it) and
+    /// a reason to show with it.
+    public var appleStatus: (status: Int32, reason: String) {
+        switch self {
+        case .invalidKeyData: return (-50, "the data is not a key of this type")                    // errSecParam
+        case .invalidInput: return (-50, "input of the wrong size for this key and algorithm")
+        case .unsupported: return (-4, "not supported by this key")                                // errSecUnimplemented
+        case .verificationFailed: return (-67808, "the signature does not verify")                 // errSecVerifyFailed
+        case .decryptionFailed: return (-50, "the data does not decrypt with this key")
+        case .library: return (-26276, "libcrypto failed")                                         // errSecInternalComponent
+        }
+    }
 }

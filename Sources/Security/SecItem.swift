@@ -69,12 +69,8 @@ private func status(_ body: () throws -> Void) -> OSStatus {
     do {
         try body()
         return 0  // errSecSuccess
-    } catch let s as KeychainStatus {
-        return s.rawValue
-    } catch CryptoError.allocationFailed {
-        return KeychainStatus.allocate.rawValue  // errSecAllocate
     } catch {
-        return KeychainStatus.param.rawValue
+        return (KeychainStatus(known: error) ?? .param).rawValue
     }
 }
 

@@ -66,8 +66,7 @@ func keyCall<R>(_ out: UnsafeMutablePointer<Unmanaged<CFError>?>?, _ what: Strin
     do {
         return try body()
     } catch let e as KeyError {
-        let (status, reason) = KeyFailure.status(e)
-        setError(out, status, "\(what): \(reason)")
+        setError(out, e.appleStatus.status, "\(what): \(e.appleStatus.reason)")
     } catch let s as KeychainStatus {
         setError(out, s.rawValue, "\(what): \(s.message)")
     } catch CryptoError.allocationFailed {
@@ -86,17 +85,6 @@ struct KeyFailure: Error {
     var reason: String
     static func param(_ reason: String) -> KeyFailure { KeyFailure(status: errSecParam, reason: reason) }
     static func unsupported(_ reason: String) -> KeyFailure { KeyFailure(status: errSecUnimplemented, reason: reason) }
-
-    static func status(_ e: KeyError) -> (OSStatus, String) {
-        switch e {
-        case .invalidKeyData: return (errSecParam, "the data is not a key of this type")
-        case .invalidInput: return (errSecParam, "input of the wrong size for this key and algorithm")
-        case .unsupported: return (errSecUnimplemented, "not supported by this key")
-        case .verificationFailed: return (errSecVerifyFailed, "the signature does not verify")
-        case .decryptionFailed: return (errSecParam, "the data does not decrypt with this key")
-        case .library: return (errSecInternalComponent, "libcrypto failed")
-        }
-    }
 }
 
 // MARK: Creating keys
