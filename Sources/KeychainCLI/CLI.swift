@@ -29,6 +29,10 @@ public enum CLI {
             Terminal.writeString(2, Help.overview)
             return Exit.usage
         }
+        if verbName == "--version" || verbName == "version" {
+            Terminal.writeString(1, "keychainfs \(Help.version)\n")
+            return Exit.success
+        }
         if verbName == "help" || verbName == "--help" || verbName == "-h" {
             guard args.count > 1 else {
                 Terminal.writeString(1, Help.overview)

@@ -1,3 +1,6 @@
+import KeychainCore
+import KeychainProtocol
+
 /// What a verb does, given its parsed arguments; returns the exit status.
 package typealias VerbBody = @Sendable (Context) throws -> Int32
 
@@ -32,6 +35,12 @@ struct Verb: Sendable {
 }
 
 enum Help {
+    /// The release and the formats this build speaks, for bug reports and mixed installs.
+    static let release = "0.2.0"
+    static var version: String {
+        "\(release) (socket protocol \(WireProtocol.version), backup format \(BackupFormat.currentVersion))"
+    }
+
     static var overview: String {
         var out = """
         usage: keychainfs COMMAND [OPTIONS] [VAULT]

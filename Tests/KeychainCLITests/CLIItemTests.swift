@@ -335,6 +335,15 @@ final class CLIItemTests: XCTestCase {
         XCTAssertEqual(try h.run(["find-generic-password", "-s", "db"]).status, 44)
     }
 
+    func testVersionNamesTheReleaseAndFormats() throws {
+        for flag in ["--version", "version"] {
+            let r = try h.run([flag])
+            XCTAssertEqual(r.status, 0, "\(r)")
+            XCTAssertTrue(r.stdout.hasPrefix("keychainfs ") && r.stdout.contains("socket protocol 1, backup format 2)\n"), r.stdout)
+            XCTAssertEqual(r.stderr, "")
+        }
+    }
+
     func testHelpForEveryVerb() throws {
         let overview = try h.run(["help"])
         XCTAssertEqual(overview.status, 0, "\(overview)")
