@@ -49,6 +49,23 @@ public final class Certificate: @unchecked Sendable {
         return Self.contentOctets(out)
     }
 
+    /// Apple's `ctyp`: `CSSM_CERT_X_509v1`...`v3` (1-3), the X.509 version field plus one, as
+    /// `SecCertificateCopyAttributeDictionary` sets it.
+    public var certificateType: Int64 { Int64(X509_get_version(x509)) + 1 }
+
+    /// The subject key identifier extension's key identifier, or nil when it has none (`skid`).
+    public var subjectKeyID: [UInt8]? {
+        guard let id = X509_get0_subject_key_id(x509), let bytes = ASN1_STRING_get0_data(id) else { return nil }
+        return Array(UnsafeBufferPointer(start: bytes, count: Int(ASN1_STRING_length(id))))
+    }
+
+    /// SHA-1 of the subject public key in Apple's external representation (`pkhh`): the same
+    /// value as the private key's application label (`klbl`), which joins the two in an identity.
+    /// Nil for a key type this library does not read.
+    public var publicKeyHash: [UInt8]? {
+        (try? publicKey()).map { DigestAlgorithm.sha1.hash($0.publicBytes()) }
+    }
+
     /// The subject's last common name, or nil when it has none.
     public var commonName: String? { Self.lastEntry(X509_get_subject_name(x509), nid: NID_commonName) }
 
