@@ -42,8 +42,10 @@ let package = Package(
         .target(name: "CProcess"),
         // Access groups as Unix owner/group/mode, and callers' kernel identities.
         .target(name: "KeychainfsAccess", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol"]),
-        // The FUSE mount: items as files, served from the daemon.
-        .target(name: "KeychainFS", dependencies: ["CFuse", "CProcess", "KeychainCore", "KeychainCrypto", "KeychainfsAccess", "SQLiteStore"]),
+        // The FUSE mount: items as files, served from the daemon; keys and certificates as PEM
+        // (KeychainKeys writes it).
+        .target(name: "KeychainFS", dependencies: ["CFuse", "CProcess", "KeychainCore", "KeychainCrypto", "KeychainKeys",
+                                                   "KeychainfsAccess", "SQLiteStore"]),
         // The daemon: socket server, lock triggers, back-off, mounts, operations with stored keys.
         .target(name: "KeychainDaemon", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainKeys", "KeychainProtocol",
                                                        "KeychainfsAccess", "KeychainFS", "CProcess", "SQLiteStore"]),

@@ -31,6 +31,11 @@ public final class Certificate: @unchecked Sendable {
 
     deinit { X509_free(x509) }
 
+    /// Runs `body` with libcrypto's certificate, kept alive meanwhile.
+    func withX509<R>(_ body: (OpaquePointer) throws -> R) rethrows -> R {
+        try withExtendedLifetime(self) { try body(x509) }
+    }
+
     /// The DER of the subject name (Apple's `subj` attribute).
     public var subjectDER: [UInt8] { Self.encode(X509_get_subject_name(x509)) }
     /// The DER of the issuer name (Apple's `issr` attribute).

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainProtocol
 import Security
 import XCTest
 
@@ -53,5 +54,34 @@ struct TLSMaterial {
     func certificate() throws -> SecCertificate {
         guard let c = SecCertificateCreateWithData(nil, certificateDER as CFData) else { throw CocoaError(.fileReadCorruptFile) }
         return c
+    }
+}
+
+extension MountTestCase {
+    /// Points the Security module of this process at the harness's daemon for `body`.
+    func withHarnessDaemon<R>(_ body: () throws -> R) throws -> R {
+        let saved = ProcessInfo.processInfo.environment["KEYCHAINFS_SOCKET"]
+        let socket = h.runtimeDir + "/" + URL(fileURLWithPath: Paths.socket(forVault: h.vault)).lastPathComponent
+        setenv("KEYCHAINFS_SOCKET", socket, 1)
+        defer { if let saved { setenv("KEYCHAINFS_SOCKET", saved, 1) } else { unsetenv("KEYCHAINFS_SOCKET") } }
+        return try body()
+    }
+
+    /// SecItemAdd, retried once when the module's kept connection was to an earlier daemon.
+    func secAdd(_ attributes: [String: Any], file: StaticString = #filePath, line: UInt = #line) {
+        var status = SecItemAdd(attributes as CFDictionary, nil)
+        if status == errSecNotAvailable { status = SecItemAdd(attributes as CFDictionary, nil) }
+        XCTAssertEqual(status, errSecSuccess, "SecItemAdd", file: file, line: line)
+    }
+
+    /// Stores the material's private key labelled `label` (with `extra` attributes) and its certificate.
+    func storeTLS(_ tls: TLSMaterial, label: String, _ extra: [String: Any] = [:]) throws {
+        try withHarnessDaemon {
+            var key: [String: Any] = [kSecClass as String: kSecClassKey, kSecValueRef as String: try tls.privateKey(),
+                                      kSecAttrLabel as String: label]
+            for (k, v) in extra { key[k] = v }
+            secAdd(key)
+            secAdd([kSecValueRef as String: try tls.certificate(), kSecAttrLabel as String: label])
+        }
     }
 }
