@@ -3,9 +3,10 @@
 set -euo pipefail
 # postgresql: a real libpq reads a passfile from a mount (MountPasswordFileTests); systemd: systemd-analyze
 # verifies the units; libssl-dev: SecKey's crypto (KeychainKeys); openssl, python3-cryptography: the
-# independent implementations the key tests check against
+# independent implementations the key tests check against; nginx-light: a real TLS server reads its
+# certificate and key from the mount (MountNginxTests), with curl as its client
 packages=(fuse3 libfuse3-dev libsodium-dev libsqlite3-dev libssl-dev openssl pkg-config attr python3 python3-cryptography
-          postgresql systemd)
+          postgresql systemd nginx-light curl)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
