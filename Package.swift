@@ -54,7 +54,8 @@ let package = Package(
         .target(name: "KeychainCLI", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol",
                                                     "KeychainClient", "KeychainDaemon", "KeychainfsAccess", "KeychainFS"]),
         .executableTarget(name: "keychainfs", dependencies: ["KeychainCLI"]),
-        .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainClient", "KeychainProtocol", "Security"]),
+        .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainClient", "KeychainKeys",
+                                                                  "KeychainProtocol", "Security"]),
 
         .testTarget(name: "KeychainCryptoTests", dependencies: ["KeychainCrypto"]),
         .testTarget(name: "KeychainKeysTests", dependencies: ["KeychainKeys", "KeychainCrypto"]),
