@@ -70,12 +70,18 @@ final class SecCertificateItemTests: SecItemConformanceCase {
         assertStatus(copyMatching(certQuery(name).merging([kSecReturnRef as String: true]) { $1 }).status, errSecItemNotFound, "gone")
     }
 
-    func testCertificateDataThatIsNotDERIsRefused() throws {
-        let tls = try TLSMaterial(in: dir, commonName: unique())
-        assertStatus(SecItemAdd([kSecClass as String: kSecClassCertificate, kSecValueData as String: tls.certificatePEM] as CFDictionary, nil),
-                     errSecParam, "PEM text")
-        assertStatus(SecItemAdd([kSecClass as String: kSecClassCertificate, kSecValueData as String: Data([1, 2, 3])] as CFDictionary, nil),
-                     errSecParam, "garbage")
+    func testDataThatIsNotDERIsStoredAsGivenAndARefMustBeACertificateItem() throws {
+        // As Apple's securityd: only a certificate object's attributes are derived.
+        let tls = try TLSMaterial(in: dir, commonName: "not-der.example")
+        let label = unique()
+        assertStatus(SecItemAdd([kSecClass as String: kSecClassCertificate, kSecValueData as String: tls.certificatePEM,
+                                 kSecAttrLabel as String: label, kSecAttrSerialNumber as String: Data([5])] as CFDictionary, nil),
+                     errSecSuccess, "PEM text as data")
+        let attrs = try XCTUnwrap(attributesOf(certQuery(label)))
+        XCTAssertEqual(attrs[kSecAttrSerialNumber as String] as? Data, Data([5]), "the caller's attributes")
+        XCTAssertNil(attrs[kSecAttrPublicKeyHash as String], "nothing derived")
+        assertStatus(copyMatching(certQuery(label).merging([kSecReturnRef as String: true]) { $1 }).status, errSecDecode,
+                     "no SecCertificate from data that is not one")
         assertStatus(SecItemAdd([kSecValueRef as String: try tls.certificate(), kSecClass as String: kSecClassKey] as CFDictionary, nil),
                      errSecParam, "a certificate is not a key")
     }

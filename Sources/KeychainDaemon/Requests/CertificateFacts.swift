@@ -16,12 +16,12 @@ enum CertificateFacts {
     }
 
     /// An add query with the certificate's attributes set from `secret` (its DER); values the
-    /// caller gave for them are replaced.
-    /// - Throws: `param` when the data is missing or not exactly one DER X.509 certificate.
-    static func addQuery(_ query: Attributes, secret: SecureBytes?) throws -> Attributes {
-        guard isCertificateItem(query) else { return query }
-        guard let secret, let certificate = try? secret.withUnsafeBytes({ try Certificate(der: Array($0)) })
-        else { throw KeychainStatus.param }
+    /// caller gave for them are replaced. Data that is not one DER X.509 certificate (or none)
+    /// leaves the query as it is: Apple's securityd stores a certificate item's data and
+    /// attributes as given, and only `kSecValueRef` derives them.
+    static func addQuery(_ query: Attributes, secret: SecureBytes?) -> Attributes {
+        guard isCertificateItem(query), let secret,
+              let certificate = try? secret.withUnsafeBytes({ try Certificate(der: Array($0)) }) else { return query }
         var q = query
         q["ctyp"] = .number(certificate.certificateType)
         q["cenc"] = .number(derEncoding)
