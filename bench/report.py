@@ -221,6 +221,12 @@ rows.append(("SecItemCopyMatching (ReturnData), 8 threads (total)", rate(num("se
              f"not slower than 1 thread: {verdict(num('secitem.t8.rate') >= num('secitem.t1.rate'))}"))
 rows.append(("SecItemCopyMatching, 8 threads / 1 thread", ratio(num("secitem.t8.rate"), num("secitem.t1.rate")),
              f"1 thread {rate(num('secitem.t1.rate'))}", "", ">= 1.00x"))
+if "seckey.daemon_rate" in r:
+    ossl = num("seckey.openssl_sign_rate")
+    rows.append(("P-256 signatures/s, SecKeyCreateSignature with a stored non-extractable key (daemon)",
+                 rate(num("seckey.daemon_rate")), f"openssl speed ecdsap256 {rate(ossl)}", ratio(num("seckey.daemon_rate"), ossl), ""))
+    rows.append(("P-256 signatures/s, KeychainKeys in process", rate(num("seckey.inproc_rate")),
+                 f"openssl speed ecdsap256 {rate(ossl)}", ratio(num("seckey.inproc_rate"), ossl), ""))
 if "load.quiet.median_us" in r:
     quiet, busy = num("load.quiet.median_us"), num("load.busy.median_us")
     rows.append(("load test: owner's lookup latency, quiet (median, 1 client)", us(quiet), "", "", ""))

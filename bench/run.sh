@@ -16,8 +16,9 @@
 # vault of one item, its mount, and the timings below; prints them and the ratio to the Swift
 # hello, writes no page), --no-hyperfine (time the CLI with the loop in bash even when hyperfine
 # is installed: its rounds interleave the commands, where hyperfine runs each in one block, which
-# a busy machine skews). Environment: KEYCHAINFS_BENCH_SCRATCH, the SwiftPM scratch path (default
-# /tmp/perf-build).
+# a busy machine skews), --seckey-only (P-256 signatures per second through the daemon, in
+# process and by `openssl speed`, on a fresh small vault; prints them, writes no page).
+# Environment: KEYCHAINFS_BENCH_SCRATCH, the SwiftPM scratch path (default /tmp/perf-build).
 #
 # In ONE run, against one vault and one daemon, it measures:
 #   - open+read+close and stat of a 32-byte file on tmpfs, on bench/minfs.c (a minimal C libfuse
@@ -32,6 +33,8 @@
 #     installed, else a timed loop in bash); its ratio to the hello;
 #   - lookups per second through the daemon's socket from 1 and from 8 clients, and through
 #     SecItemCopyMatching from 1 and 8 threads (each also as a ratio to the in-process find);
+#   - P-256 signatures per second: SecKeyCreateSignature with a stored non-extractable key (one
+#     useKey request to the daemon each), KeychainKeys in process, and `openssl speed ecdsap256`;
 #   - a load test: the owner's median lookup latency, quiet and while a user made for the run
 #     holds 1,000 idle connections and runs 8 busy clients;
 #   - the in-process benchmark `keychainfs-bench --quick`;
@@ -47,7 +50,7 @@ set -euo pipefail
 
 usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 
-quick=0; lock_only=0; cli_only=0; use_hyperfine=1; write_doc=1; keep=0; items=""; build=1; scale_max=""; main_phases=1; scale_phase=1; source=""
+quick=0; lock_only=0; cli_only=0; seckey_only=0; use_hyperfine=1; write_doc=1; keep=0; items=""; build=1; scale_max=""; main_phases=1; scale_phase=1; source=""
 while (($#)); do
     case "$1" in
         --quick) quick=1 ;;
@@ -62,6 +65,7 @@ while (($#)); do
         --lock-only) lock_only=1; scale_phase=0; write_doc=0 ;;
         --cli-only) cli_only=1; scale_phase=0; write_doc=0 ;;
         --no-hyperfine) use_hyperfine=0 ;;
+        --seckey-only) seckey_only=1; main_phases=0; scale_phase=0; write_doc=0 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench/run.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -69,7 +73,7 @@ while (($#)); do
 done
 [[ -z "$items" || "$items" =~ ^[1-9][0-9]*$ ]] || { echo "bench/run.sh: --items takes a positive number" >&2; exit 2; }
 [[ -z "$scale_max" || "$scale_max" =~ ^[1-9][0-9]*$ ]] || { echo "bench/run.sh: --scale-max takes a positive number" >&2; exit 2; }
-((main_phases || scale_phase)) || { echo "bench/run.sh: --scale-only and --no-scale leave nothing to run" >&2; exit 2; }
+((main_phases || scale_phase || seckey_only)) || { echo "bench/run.sh: --scale-only and --no-scale leave nothing to run" >&2; exit 2; }
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 src=$root   # the tree the binaries are built from
@@ -284,6 +288,20 @@ PY
                                          END { printf "%.2f", f / b }' "$res")"
     done
 }
+# P-256 signatures per second, three ways in one run: through the daemon (a stored
+# non-extractable key), KeychainKeys in process, and openssl's own loop (`sign/s`).
+seckey_run() {
+    log "P-256 signatures: SecKeyCreateSignature through the daemon and KeychainKeys in process, $socket_seconds s each; openssl speed -seconds 3 ecdsap256"
+    "$kcbench" seckey --seconds "$socket_seconds" | tr ' ' '\n' | sed -n 's/^\(daemon_rate\|inproc_rate\|daemon_ops\|inproc_ops\)=/seckey.\1=/p' >> "$res"
+    put seckey.openssl_sign_rate "$(openssl speed -seconds 3 ecdsap256 2>/dev/null | awk '/ecdsa \(nistp256\)/ { print $(NF - 1); exit }')"
+}
+if ((seckey_only)); then
+    echo "$passphrase" | "$kc" create-keychain --kdf interactive >/dev/null
+    daemon_pid=$(daemon_pid_of "$main_vault")
+    seckey_run
+    grep -E '^seckey\.' "$res"
+    exit 0
+fi
 
 # The first part: one vault with the big service and the wide layout, its daemon and mounts.
 if ((main_phases)); then
@@ -485,6 +503,7 @@ if ((main_phases)); then
         "$kcbench" secitem --service bench --account secret --threads "$n" --seconds "$socket_seconds" | tr ' ' '\n' |
             sed -n "s/^\(rate\|ops\|errors\)=/secitem.t$n.\1=/p" >> "$res"
     done
+    seckey_run
 
     # ---------------------------------------------------------------- load test
     # The owner's lookup latency, quiet and then while another uid holds 1,000 idle connections

@@ -4,9 +4,11 @@ set -euo pipefail
 # libpq-dev: fleet sync is a libpq client (KeychainSync); postgresql: a real libpq reads a passfile from a mount (MountPasswordFileTests); systemd: systemd-analyze
 # verifies the units; libssl-dev: SecKey's crypto (KeychainKeys); openssl, python3-cryptography: the
 # independent implementations the key tests check against; libsystemd-dev: sd-bus for the Secret
-# Service (CSystemd); dbus-daemon, dbus-bin (dbus-send): the private session bus of SecretServiceTests
+# Service (CSystemd); dbus-daemon, dbus-bin (dbus-send): the private session bus of SecretServiceTests;
+# nginx-light: a real TLS server reads its certificate and key from the mount (MountNginxTests), with
+# curl as its client
 packages=(fuse3 libfuse3-dev libpq-dev libsodium-dev libsqlite3-dev libssl-dev openssl pkg-config attr python3 python3-cryptography
-          postgresql systemd libsystemd-dev dbus-daemon dbus-bin)
+          postgresql systemd libsystemd-dev dbus-daemon dbus-bin nginx-light curl)
 # The real Secret Service clients SecretServiceTests drive: secret-tool (libsecret), Python's
 # secretstorage and keyring. Installed without recommends: they would bring gnome-keyring, a second
 # Secret Service, and its PAM module.

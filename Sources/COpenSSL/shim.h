@@ -8,6 +8,9 @@
 #include <openssl/param_build.h>
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/pem.h>
+#include <openssl/bio.h>
 
 // Macros Swift cannot import (built from other macros), as constants.
 static const int kc_selection_keypair = EVP_PKEY_KEYPAIR;

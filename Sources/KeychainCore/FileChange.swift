@@ -24,10 +24,22 @@ public struct ItemName: Hashable, Sendable {
         self.qualifiers = qualifiers.filter { FileNames.qualifierKeys.contains($0.key) && !FileNames.isDefault($0.value) }
     }
 
-    /// The name of the item with `attributes` of `itemClass` (generic or internet password).
+    /// A key's or certificate's name in its class directory (`/.keys`, `/.certificates`): its
+    /// label, or for an item without one the attribute that tells it apart (`FileNames.flatQualifier`).
+    public init(flat itemClass: ItemClass, label: [UInt8], qualifiers: Attributes = [:]) {
+        service = []
+        account = label
+        self.itemClass = itemClass
+        self.qualifiers = label.isEmpty ? qualifiers.filter { $0.key == FileNames.flatQualifier(itemClass) } : [:]
+    }
+
+    /// The name of the item with `attributes` of `itemClass`.
     public init(itemClass: ItemClass, attributes: Attributes) {
         let bytes = { (key: String) in attributes[key]?.byteView ?? [] }
-        if itemClass == .internetPassword {
+        if FileNames.isFlat(itemClass) {
+            let q = FileNames.flatQualifier(itemClass)
+            self.init(flat: itemClass, label: bytes("labl"), qualifiers: [q: .data(bytes(q))])
+        } else if itemClass == .internetPassword {
             self.init(server: bytes("srvr"), account: bytes("acct"),
                       qualifiers: attributes.filter { FileNames.qualifierKeys.contains($0.key) })
         } else {
@@ -41,6 +53,7 @@ public struct ItemName: Hashable, Sendable {
     /// The whole primary key but the group: missing qualifiers as empty, so that a search for
     /// the plain name finds only the item whose other attributes are all empty.
     public var attributes: Attributes {
+        if FileNames.isFlat(itemClass) { return ["class": .string(itemClass.rawValue), "labl": .data(account)].merging(qualifiers) { $1 } }
         var out: Attributes = ["class": .string(itemClass.rawValue), directoryAttribute: .data(service), "acct": .data(account)]
         if itemClass == .internetPassword {
             for key in FileNames.qualifierKeys { out[key] = qualifiers[key] ?? AttributeKind.of(key).empty }

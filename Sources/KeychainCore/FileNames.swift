@@ -36,9 +36,73 @@ public enum FileNames {
     /// its file name spells the ones that are set.
     public static let qualifierKeys = ["ptcl", "port", "path", "sdmn", "atyp"]
 
-    /// The top-level directory of a class's items other than generic passwords' (`.internet`).
+    /// The top-level directory of a class's items other than generic passwords' (`.internet`,
+    /// `.keys`, `.certificates`).
     public static func classDirectory(_ c: ItemClass) -> [UInt8]? {
-        c == .internetPassword ? Array(".internet".utf8) : nil
+        switch c {
+        case .genericPassword: return nil
+        case .internetPassword: return Array(".internet".utf8)
+        case .key: return Array(".keys".utf8)
+        case .certificate: return Array(".certificates".utf8)
+        }
+    }
+
+    /// Classes whose items sit directly in their class directory, one PEM file each, named by
+    /// label: private keys and certificates.
+    public static func isFlat(_ c: ItemClass) -> Bool { c == .key || c == .certificate }
+
+    /// What names a key or certificate that has no label: the key's application label (`klbl`,
+    /// SHA-1 of its public key), the certificate's serial number (`slnr`).
+    public static func flatQualifier(_ c: ItemClass) -> String { c == .key ? "klbl" : "slnr" }
+
+    static let pemSuffix = Array(".pem".utf8)
+
+    /// A key's or certificate's file name: the escaped label and `.pem`; without a label,
+    /// `%%~klbl=HEX.pem` (`%%~slnr=HEX.pem` for a certificate), HEX the attribute's bytes in
+    /// upper-case hex. Longer than 255 bytes: `%H` and the hash of the name it would have been.
+    static func flatFileName(of name: ItemName) -> [UInt8] {
+        var out: [UInt8]
+        if name.account.isEmpty {
+            out = [UInt8(ascii: "%")]
+            let key = flatQualifier(name.itemClass)
+            out += Array("%~\(key)=".utf8) + hexByte(name.qualifiers[key]?.byteView ?? [])
+        } else {
+            out = escapeBytes(name.account, escapeFirstDot: name.account == Array(".".utf8) || name.account == Array("..".utf8))
+        }
+        out += pemSuffix
+        if out.count > maximumLength {
+            return Array("%H".utf8) + hexByte(KeyedHash.hash(out, key: nil, length: 16))
+        }
+        return out
+    }
+
+    /// The key or certificate a file name in its class directory stands for; nil for a hashed
+    /// long name (resolved by lookup) or a name not in canonical form.
+    static func flatItemName(_ file: [UInt8], itemClass c: ItemClass) -> ItemName? {
+        guard file.count > pemSuffix.count, Array(file.suffix(pemSuffix.count)) == pemSuffix else { return nil }
+        let base = Array(file.dropLast(pemSuffix.count))
+        let prefix = Array("%%~\(flatQualifier(c))=".utf8)
+        let name: ItemName
+        if base.starts(with: prefix) {
+            guard let bytes = unhex(Array(base.dropFirst(prefix.count))), !bytes.isEmpty else { return nil }
+            name = ItemName(flat: c, label: [], qualifiers: [flatQualifier(c): .data(bytes)])
+        } else {
+            guard let label = unescapeBytes(base), !label.isEmpty else { return nil }
+            name = ItemName(flat: c, label: label)
+        }
+        return flatFileName(of: name) == file ? name : nil  // only canonical spellings are accepted
+    }
+
+    private static func unhex(_ digits: [UInt8]) -> [UInt8]? {
+        guard digits.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        var i = 0
+        while i < digits.count {
+            guard let hi = hexValue(digits[i]), let lo = hexValue(digits[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        return out
     }
 
     /// Whether a qualifier's value is the one a missing attribute counts as (empty or zero).
@@ -57,6 +121,7 @@ public enum FileNames {
     /// of `qualifierKeys`. `%~` never occurs in an escaped value, so the name splits back.
     /// Longer than 255 bytes: `%H` and the hash of the name it would have been.
     public static func fileName(of name: ItemName) -> [UInt8] {
+        if isFlat(name.itemClass) { return flatFileName(of: name) }
         guard name.itemClass == .internetPassword, !name.qualifiers.isEmpty else { return escape(name.account) }
         var out = escapeBytes(name.account, escapeFirstDot: name.account == Array(".".utf8) || name.account == Array("..".utf8))
         if name.account.isEmpty { out = [UInt8(ascii: "%")] }
@@ -74,6 +139,7 @@ public enum FileNames {
     /// The item a file name in directory `service` stands for; nil for a hashed long name
     /// (resolved by lookup) or a name not in canonical form.
     public static func itemName(_ file: [UInt8], service: [UInt8], itemClass c: ItemClass) -> ItemName? {
+        if isFlat(c) { return flatItemName(file, itemClass: c) }
         guard c == .internetPassword else {
             return unescape(file).map { ItemName(service: service, account: $0) }
         }

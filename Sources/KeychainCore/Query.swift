@@ -25,7 +25,8 @@ struct ReturnKeys: Equatable {
     /// bad query and beside other return keys it is ignored. A key's reference (`SecKey`) is built
     /// by the client from the item's attributes (the public key is one, `pubk`) and its persistent
     /// reference, which names the item when the daemon signs or decrypts with it: the private
-    /// key's bytes are not returned. Certificates have no object here yet.
+    /// key's bytes are not returned. A certificate's reference (`SecCertificate`) is built from
+    /// its DER, the item's data, which is returned with the attributes and persistent reference.
     mutating func resolveReference(for itemClass: ItemClass) throws {
         guard ref else { return }
         switch itemClass {
@@ -37,7 +38,10 @@ struct ReturnKeys: Equatable {
             attributes = true
             persistentRef = true
         case .certificate:
-            throw KeychainStatus.unimplemented
+            ref = false
+            data = true
+            attributes = true
+            persistentRef = true
         }
     }
 }

@@ -41,11 +41,14 @@ extension Vault {
     /// The items named `name` (one path: an internet password's plain name finds only the item
     /// whose qualifiers are all empty), in insertion order; the first is the one its file shows.
     public func fileEntries(named name: ItemName, accessGroups: [String], limit: Int = Int.max) throws -> [FileEntry] {
-        let q = try Self.fileQuery(name)
+        let flat = FileNames.isFlat(name.itemClass)
+        // A label has no lookup token: a key's or certificate's name is found among its class's.
+        let q = flat ? try Self.fileQuery(itemClass: name.itemClass, service: nil, account: nil) : try Self.fileQuery(name)
         var out: [FileEntry] = []
         try mutex.withLock {
             try forEachFileItem(q, accessGroups: accessGroups) { item, attributes in
-                out.append(fileEntry(item, attributes, keepRow: true))
+                let e = fileEntry(item, attributes, keepRow: true)
+                if !flat || e.name == name { out.append(e) }
                 return out.count < limit
             }
         }
@@ -67,6 +70,10 @@ extension Vault {
     /// The search for one service or server (and account) of generic or internet passwords.
     static func fileQuery(itemClass: ItemClass = .genericPassword, service: [UInt8]?, account: [UInt8]?) throws -> ParsedQuery {
         var query: Attributes = ["class": .string(itemClass.rawValue), "sync": "syna"]
+        if FileNames.isFlat(itemClass) {
+            if itemClass == .key { query["kcls"] = 1 }  // private keys only
+            return try ParsedQuery(query, operation: .search)
+        }
         if let service { query[itemClass == .internetPassword ? "srvr" : "svce"] = .data(service) }
         if let account { query["acct"] = .data(account) }
         return try ParsedQuery(query, operation: .search)
@@ -94,10 +101,19 @@ extension Vault {
                              protection: nil, tokens: tokens, uuid: nil) { item in
             guard let classKey = try? availableKey(for: item.protection),
                   let m = try nilUnlessOutOfMemory({ try open(item, classKey: classKey, needSecret: false) }),
-                  Self.matches(m.attributes, filters: q.filters, itemClass: q.itemClass)
+                  Self.matches(m.attributes, filters: q.filters, itemClass: q.itemClass),
+                  Self.showsAsFile(m.attributes, itemClass: q.itemClass)
             else { return true }
             return try visit(item, m.attributes)
         }
+    }
+
+    /// Whether an item has a file: every password and certificate; of keys, the private keys
+    /// that may be exported (`extr` not false). A non-extractable key has no file at all, as
+    /// `SecKeyCopyExternalRepresentation` of it fails: it can be used through the daemon, not read.
+    static func showsAsFile(_ attributes: Attributes, itemClass: ItemClass) -> Bool {
+        guard itemClass == .key else { return true }
+        return attributes["kcls"]?.integerView == 1 && attributes["extr"]?.integerView != 0
     }
 
     /// The entry of an opened row; `keepRow` keeps small rows so the secret opens without a search.

@@ -16,7 +16,7 @@ final class EntryCache: @unchecked Sendable {
     /// What `stat`, `open` and the approval prompt read; extended attributes search instead.
     /// The primary key stays too: an entry gives its item's name (`FileEntry.name`).
     static let keptAttributes: Set<String> = Set(["mdat", Vault.secretModified, "accc", "labl", "svce", "srvr", "acct", "agrp",
-                                                  "pdmn"] + FileNames.qualifierKeys)
+                                                  "pdmn", "kcls", "type", "klbl", "slnr", "extr"] + FileNames.qualifierKeys)
 
     private let mutex = PThreadMutex()
     private var entries: [ItemName: FileEntry] = [:]

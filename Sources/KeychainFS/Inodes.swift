@@ -25,20 +25,23 @@ enum Node: Hashable, Sendable {
     /// The attribute a directory node names (`svce`, `srvr`).
     var directoryAttribute: String { directory?.itemClass == .internetPassword ? "srvr" : "svce" }
 
-    /// The directory a node of `directory` lives in.
+    /// The directory a node of `directory` lives in (the root for a class root).
     static func parent(of directory: Directory) -> Node {
-        directory.itemClass == .genericPassword ? .root : .classRoot(directory.itemClass)
+        directory.itemClass == .genericPassword || FileNames.isFlat(directory.itemClass) ? .root : .classRoot(directory.itemClass)
     }
 }
 
-/// A directory of items: one service of generic passwords, or one server of internet passwords.
+/// A directory of items: one service of generic passwords, or one server of internet passwords;
+/// for keys and certificates, which sit in their class root, that root (`service` empty).
 struct Directory: Hashable, Sendable {
     let itemClass: ItemClass
     let service: [UInt8]
 
-    var node: Node { .service(itemClass, service) }
+    var node: Node { FileNames.isFlat(itemClass) ? .classRoot(itemClass) : .service(itemClass, service) }
     /// Its name in its parent.
-    var fileName: [UInt8] { FileNames.directoryName(service, itemClass: itemClass) }
+    var fileName: [UInt8] {
+        FileNames.isFlat(itemClass) ? FileNames.classDirectory(itemClass)! : FileNames.directoryName(service, itemClass: itemClass)
+    }
 }
 
 /// Inode numbers for the nodes the kernel knows, with its lookup counts (released by forget).

@@ -24,6 +24,8 @@ struct FileFacts {
     /// Unix seconds: mtime follows the secret, ctime any change, as for an ordinary file.
     let mtime: Int
     let ctime: Int
+    /// False for keys and certificates: their PEM files are read-only, and show it.
+    var writable = true
 
     init(_ e: FileEntry) {
         let unix = { (key: String) -> Int in
@@ -31,7 +33,8 @@ struct FileFacts {
             return 0
         }
         group = e.group
-        size = e.size
+        size = PEMFiles.size(e) ?? e.size
+        writable = !FileNames.isFlat(e.itemClass)
         ctime = unix("mdat")
         mtime = e.attributes[Vault.secretModified] != nil ? unix(Vault.secretModified) : ctime
     }

@@ -365,8 +365,9 @@ public final class MountServer: @unchecked Sendable {
         }
     }
 
-    /// The classes the mount shows: generic passwords at the top, internet passwords under `/.internet`.
-    static let classes: [ItemClass] = [.genericPassword, .internetPassword]
+    /// The classes the mount shows: generic passwords at the top, internet passwords under
+    /// `/.internet`, private keys and certificates as PEM under `/.keys` and `/.certificates`.
+    static let classes: [ItemClass] = [.genericPassword, .internetPassword, .key, .certificate]
 
     /// The file `name` shows a caller with `groups`. A known name costs no search
     /// when the caller may see the file the whole mount shows for it.
@@ -441,7 +442,8 @@ public final class MountServer: @unchecked Sendable {
         var st = stat()
         st.st_ino = __ino_t(ino)
         let g = policy.group(named: f.group)
-        st.st_mode = S_IFREG | mode_t((options.fileMode.map(UInt32.init) ?? g?.mode ?? 0o400) & (options.readOnly ? 0o555 : 0o777))
+        let writable: UInt32 = options.readOnly || !f.writable ? 0o555 : 0o777
+        st.st_mode = S_IFREG | mode_t((options.fileMode.map(UInt32.init) ?? g?.mode ?? 0o400) & writable)
         st.st_nlink = 1
         st.st_uid = options.mapUID ?? g?.owner ?? policy.directoryOwner.uid
         st.st_gid = options.mapGID ?? g?.gid ?? policy.directoryOwner.gid
@@ -465,10 +467,22 @@ public final class MountServer: @unchecked Sendable {
                     return req.entry(ino: ino, attr: directoryStat(ino), timeout: timeout)
                 }
                 try lookupDirectory(req, name: name, itemClass: .genericPassword)
+            case .classRoot(let c)? where FileNames.isFlat(c):
+                try lookupItem(req, name: name, in: Directory(itemClass: c, service: []))
             case .classRoot(let c)?:
                 try lookupDirectory(req, name: name, itemClass: c)
             case .service(let c, let s)?:
-                guard let n = try itemName(name, in: Directory(itemClass: c, service: s)) else { return req.error(ENOENT) }
+                try lookupItem(req, name: name, in: Directory(itemClass: c, service: s))
+            case .item?: req.error(ENOTDIR)
+            case nil: req.error(ENOENT)
+            }
+        } catch {
+            req.error(errnoFor(error))
+        }
+    }
+
+    private func lookupItem(_ req: FuseRequest, name: [UInt8], in directory: Directory) throws {
+                guard let n = try itemName(name, in: directory) else { return req.error(ENOENT) }
                 guard let e = try entry(n, groups: visibleGroups) else {
                     guard let created = pendingCreation(n) else { return req.error(ENOENT) }
                     let ino = inodes.lookedUp(.item(n))
@@ -476,12 +490,6 @@ public final class MountServer: @unchecked Sendable {
                 }
                 let ino = inodes.lookedUp(.item(n))
                 req.entry(ino: ino, attr: fileStat(ino, e), timeout: timeout)
-            case .item?: req.error(ENOTDIR)
-            case nil: req.error(ENOENT)
-            }
-        } catch {
-            req.error(errnoFor(error))
-        }
     }
 
     private func lookupDirectory(_ req: FuseRequest, name: [UInt8], itemClass: ItemClass) throws {
@@ -526,6 +534,8 @@ public final class MountServer: @unchecked Sendable {
             let parentIno = node.flatMap { n in n.directory.flatMap { inodes.existing(Node.parent(of: $0)) } } ?? InodeTable.rootIno
             var list: [Listed] = [.dot(".", ino: ino), .dot("..", ino: parentIno)]
             switch node {
+            case .classRoot(let c)? where FileNames.isFlat(c):
+                try listItems(&list, itemClass: c, service: nil, groups: groups)
             case .root?, .classRoot?:
                 let c: ItemClass
                 if case .classRoot(let k)? = node { c = k } else { c = .genericPassword }
@@ -551,19 +561,7 @@ public final class MountServer: @unchecked Sendable {
                     list.append(Listed(name: d.fileName, node: d.node, dotIno: 0, file: nil))
                 }
             case .service(let c, let s)?:
-                var seen = Set<[UInt8]>()
-                // `ls -l` stats every name it lists: READDIRPLUS answers with the listing's
-                // attributes, and the entries it primes answer later lookups.
-                let generation = entries.currentGeneration
-                let mountWide = groups == visibleGroups
-                try vault.forEachFileEntry(itemClass: c, service: s, accessGroups: groups, keepRows: false) { e in
-                    let n = e.name
-                    let fileName = FileNames.fileName(of: n)
-                    guard seen.insert(fileName).inserted else { return true }
-                    list.append(Listed(name: fileName, node: .item(n), dotIno: 0, file: FileFacts(e)))
-                    if mountWide { entries.store(e, name: n, generation: generation, evicting: false) }
-                    return true
-                }
+                try listItems(&list, itemClass: c, service: s, groups: groups)
             default: return req.error(ENOTDIR)
             }
             let handle = locked { () -> UInt64 in
@@ -575,6 +573,23 @@ public final class MountServer: @unchecked Sendable {
             req.open(fi)
         } catch {
             req.error(errnoFor(error))
+        }
+    }
+
+    /// The files of one service or server, or of a class shown flat (keys, certificates).
+    private func listItems(_ list: inout [Listed], itemClass c: ItemClass, service s: [UInt8]?, groups: [String]) throws {
+        var seen = Set<[UInt8]>()
+        // `ls -l` stats every name it lists: READDIRPLUS answers with the listing's
+        // attributes, and the entries it primes answer later lookups.
+        let generation = entries.currentGeneration
+        let mountWide = groups == visibleGroups
+        try vault.forEachFileEntry(itemClass: c, service: s, accessGroups: groups, keepRows: false) { e in
+            let n = e.name
+            let fileName = FileNames.fileName(of: n)
+            guard seen.insert(fileName).inserted else { return true }
+            list.append(Listed(name: fileName, node: .item(n), dotIno: 0, file: FileFacts(e)))
+            if mountWide { entries.store(e, name: n, generation: generation, evicting: false) }
+            return true
         }
     }
 
@@ -623,7 +638,7 @@ public final class MountServer: @unchecked Sendable {
         case .root?:
             if Self.classes.contains(where: { FileNames.classDirectory($0) == name }) { return req.error(EEXIST) }
             c = .genericPassword
-        case .classRoot(let k)?: c = k
+        case .classRoot(let k)? where !FileNames.isFlat(k): c = k
         default: return req.error(EPERM)
         }
         guard let s = FileNames.unescape(name, topLevel: c == .genericPassword) else { return req.error(EINVAL) }
@@ -645,6 +660,7 @@ public final class MountServer: @unchecked Sendable {
         case .root?:
             if Self.classes.contains(where: { FileNames.classDirectory($0) == name }) { return req.error(EPERM) }  // always there
             c = .genericPassword
+        case .classRoot(let k)? where FileNames.isFlat(k): return req.error(ENOTDIR)  // holds only files
         case .classRoot(let k)?: c = k
         default: return req.error(ENOENT)
         }
@@ -667,6 +683,7 @@ public final class MountServer: @unchecked Sendable {
         guard case .item(let n)? = inodes.node(ino) else { return req.error(EISDIR) }
         let writing = fi.pointee.accessMode != O_RDONLY
         if writing && options.readOnly { return req.error(EROFS) }
+        if writing && FileNames.isFlat(n.itemClass) { return req.error(EPERM) }  // PEM files are read-only
         do {
             let (caller, groups) = self.caller(req, writing: writing)
             guard let e = try entry(n, groups: groups, opening: true) else {
@@ -690,7 +707,7 @@ public final class MountServer: @unchecked Sendable {
                     }
                     approved = true
                 }
-                file.snapshot = try vault.fileSecret(of: e, accessGroups: groups, approved: approved)
+                file.snapshot = try PEMFiles.contents(e, secret: try vault.fileSecret(of: e, accessGroups: groups, approved: approved))
             }
             if writing {
                 file.budget = Self.writers
@@ -927,6 +944,7 @@ public final class MountServer: @unchecked Sendable {
 
     func unlink(_ req: FuseRequest, parent: UInt64, name: [UInt8]) {
         guard !options.readOnly else { return req.error(EROFS) }
+        if case .classRoot(let c)? = inodes.node(parent), FileNames.isFlat(c) { return req.error(EPERM) }
         guard case .service(let c, let s)? = inodes.node(parent) else { return req.error(ENOENT) }
         do {
             guard let n = try itemName(name, in: Directory(itemClass: c, service: s)) else { return req.error(ENOENT) }
@@ -941,6 +959,9 @@ public final class MountServer: @unchecked Sendable {
     func rename(_ req: FuseRequest, parent: UInt64, name: [UInt8], newParent: UInt64, newName: [UInt8], flags: UInt32) {
         guard !options.readOnly else { return req.error(EROFS) }
         guard flags & ~UInt32(1) == 0 else { return req.error(EINVAL) }  // only RENAME_NOREPLACE
+        for p in [parent, newParent] {
+            if case .classRoot(let c)? = inodes.node(p), FileNames.isFlat(c) { return req.error(EPERM) }
+        }
         let groups = caller(req, writing: true).groups
         do {
             switch (inodes.node(parent), inodes.node(newParent)) {
@@ -1042,6 +1063,7 @@ public final class MountServer: @unchecked Sendable {
         }
         if toSet & sizeBit != 0 {
             guard !options.readOnly else { return req.error(EROFS) }
+            guard !FileNames.isFlat(n.itemClass) else { return req.error(EPERM) }
             let size = Int(attr.st_size)
             guard size >= 0, size <= ItemLimits.maximumSecretLength else { return req.error(EFBIG) }
             do {

@@ -82,6 +82,7 @@ extension MountServer {
         guard spec.2 else { return req.error(EPERM) }
         do {
             guard let e = try itemEntry(ino) else { return req.error(ENOENT) }
+            guard !FileNames.isFlat(e.itemClass) else { return req.error(EPERM) }  // PEM files are read-only
             let text = String(decoding: value, as: UTF8.self)
             var change: AttributeValue = .string(text)
             if spec.1 == "pdmn" {

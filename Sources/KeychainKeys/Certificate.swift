@@ -31,6 +31,11 @@ public final class Certificate: @unchecked Sendable {
 
     deinit { X509_free(x509) }
 
+    /// Runs `body` with libcrypto's certificate, kept alive meanwhile.
+    func withX509<R>(_ body: (OpaquePointer) throws -> R) rethrows -> R {
+        try withExtendedLifetime(self) { try body(x509) }
+    }
+
     /// The DER of the subject name (Apple's `subj` attribute).
     public var subjectDER: [UInt8] { Self.encode(X509_get_subject_name(x509)) }
     /// The DER of the issuer name (Apple's `issr` attribute).
@@ -47,6 +52,23 @@ public final class Certificate: @unchecked Sendable {
             _ = i2d_ASN1_INTEGER(X509_get0_serialNumber(x509), &cursor)
         }
         return Self.contentOctets(out)
+    }
+
+    /// Apple's `ctyp`: `CSSM_CERT_X_509v1`...`v3` (1-3), the X.509 version field plus one, as
+    /// `SecCertificateCopyAttributeDictionary` sets it.
+    public var certificateType: Int64 { Int64(X509_get_version(x509)) + 1 }
+
+    /// The subject key identifier extension's key identifier, or nil when it has none (`skid`).
+    public var subjectKeyID: [UInt8]? {
+        guard let id = X509_get0_subject_key_id(x509), let bytes = ASN1_STRING_get0_data(id) else { return nil }
+        return Array(UnsafeBufferPointer(start: bytes, count: Int(ASN1_STRING_length(id))))
+    }
+
+    /// SHA-1 of the subject public key in Apple's external representation (`pkhh`): the same
+    /// value as the private key's application label (`klbl`), which joins the two in an identity.
+    /// Nil for a key type this library does not read.
+    public var publicKeyHash: [UInt8]? {
+        (try? publicKey()).map { DigestAlgorithm.sha1.hash($0.publicBytes()) }
     }
 
     /// The subject's last common name, or nil when it has none.

@@ -99,9 +99,9 @@ enum KeyItems {
         var onlyRef: Bool { !data && !attributes && !persistentRef }
     }
 
-    /// The return keys of a key query that asks for `r_Ref`; nil for any other query.
+    /// The return keys of a key or certificate query that asks for `r_Ref`; nil for any other query.
     static func askedReference(_ attrs: Attributes) -> Asked? {
-        guard flag(attrs["r_Ref"]), isKeyQuery(attrs) else { return nil }
+        guard flag(attrs["r_Ref"]), isKeyQuery(attrs) || CertificateItems.isCertificateQuery(attrs) else { return nil }
         return Asked(data: flag(attrs["r_Data"]), attributes: flag(attrs["r_Attributes"]),
                      persistentRef: flag(attrs["r_PersistentRef"]))
     }
@@ -120,12 +120,14 @@ enum KeyItems {
         }
     }
 
-    /// The result of a key query with `r_Ref`: a bare `SecKey`, or dictionaries holding it
-    /// under `v_Ref` beside what the other return keys asked for.
+    /// The result of a key or certificate query with `r_Ref`: a bare `SecKey` or
+    /// `SecCertificate`, or dictionaries holding it under `v_Ref` beside what the other return
+    /// keys asked for.
     static func object(_ result: QueryResult, asked: Asked) throws -> AnyObject? {
         func one(_ value: ReturnedValue) throws -> AnyObject {
             guard let item = value.item else { throw KeychainStatus.decode }
-            let key = try secKey(item)
+            let isCertificate = item.persistentRef.flatMap(PersistentRef.init(bytes:))?.itemClass == .certificate
+            let key: AnyObject = isCertificate ? try CertificateItems.certificate(item) : try secKey(item)
             if asked.onlyRef { return key }
             let shaped = FoundItem(attributes: asked.attributes ? item.attributes : [:], secret: asked.data ? item.secret : nil,
                                    persistentRef: asked.persistentRef ? item.persistentRef : nil)

@@ -88,6 +88,14 @@ private func returnKeys(_ attributes: Attributes) -> Bool {
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     status {
         let dict = attributes as NSDictionary
+        if let certificate = dict["v_Ref"] as? SecCertificate {
+            // A certificate: its DER becomes the item, the daemon derives the attributes.
+            let query = try CertificateItems.addQuery(parameters: dict)
+            if returnKeys(query) && result == nil { throw KeychainStatus.param }
+            let r = try KeychainConnection.shared.send(Request(.add, query: query, secrets: [CertificateItems.value(certificate)]))
+            result?.pointee = try KeyItems.shape(r.result, query: query)
+            return
+        }
         if let ref = dict["v_Ref"] {
             // A key object: its attributes and bytes become the item (KeyItems).
             guard let key = ref as? SecKey else { throw KeychainStatus.param }
@@ -110,6 +118,12 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
     status {
         let (attrs, _) = try Conversion.attributes(query, extractData: false)
         if returnKeys(attrs) && result == nil { throw KeychainStatus.param }
+        if Identities.isIdentityQuery(attrs) {
+            // A join of two items, made here from two searches (SecIdentity.swift).
+            let found = try Identities.search(attrs)
+            if returnKeys(attrs) { result?.pointee = found }
+            return
+        }
         let r = try KeychainConnection.shared.send(Request(.copyMatching, query: attrs))
         result?.pointee = try KeyItems.shape(r.result, query: attrs)
     }

@@ -523,6 +523,7 @@ switch CommandLine.arguments.dropFirst().first {
 case "fill": fillMode(Array(CommandLine.arguments.dropFirst(2)))
 case "socket": socketMode(Array(CommandLine.arguments.dropFirst(2)))
 case "secitem": secitemMode(Array(CommandLine.arguments.dropFirst(2)))
+case "seckey": seckeyMode(Array(CommandLine.arguments.dropFirst(2)))
 case "idle": idleMode(Array(CommandLine.arguments.dropFirst(2)))
 default: run()
 }

@@ -171,16 +171,18 @@ final class SecItemConformanceErrorTests: SecItemConformanceCase {
 
     // MARK: Documented differences
 
-    func testReturnRefForPasswordsIsParamForCertificatesUnimplementedAndForKeysNotFound() {
+    func testReturnRefForPasswordsIsParamAndForCertificatesAndKeysNotFound() {
         let service = unique()
         assertStatus(addPassword(service: service, account: "a"), errSecSuccess)
         var result: CFTypeRef?
         let genpRef = genp(service).merging([kSecReturnRef as String: true]) { $1 }
         assertStatus(SecItemCopyMatching(genpRef as CFDictionary, &result), errSecParam, "r_Ref on genp")
-        let cert: [String: Any] = [kSecClass as String: kSecClassCertificate, kSecReturnRef as String: true]
-        assertStatus(SecItemCopyMatching(cert as CFDictionary, &result), errSecUnimplemented, "r_Ref on cert")
+        // Certificates and keys have object references (SecCertificateItemTests, SecKeyItemTests);
+        // with nothing matching the answer is no match.
+        let cert: [String: Any] = [kSecClass as String: kSecClassCertificate, kSecReturnRef as String: true,
+                                   kSecAttrLabel as String: unique()]
+        assertStatus(SecItemCopyMatching(cert as CFDictionary, &result), errSecItemNotFound, "r_Ref on cert")
         let key: [String: Any] = [kSecClass as String: kSecClassKey, kSecReturnRef as String: true]
-        // Keys have object references (SecKeyItemTests); an empty vault's answer is no match.
         let none = key.merging([kSecAttrApplicationTag as String: Data(unique().utf8)]) { $1 }
         assertStatus(SecItemCopyMatching(none as CFDictionary, &result), errSecItemNotFound, "r_Ref on keys")
         XCTAssertNil(result)

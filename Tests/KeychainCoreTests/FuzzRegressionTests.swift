@@ -81,7 +81,6 @@ final class FuzzRegressionTests: XCTestCase {
             (.param, .search, ["class": "genp", "r_Everything": true]),
             (.param, .search, ["class": "genp", "v_Ref": true]),
             (.param, .search, ["class": "genp", "r_Ref": true]),                // passwords have no object
-            (.unimplemented, .search, ["class": "cert", "r_Ref": true]),      // no certificate objects yet
             (.param, .delete, ["v_PersistentRef": .data(Array(ref.prefix(19)))]),
             (.param, .delete, ["v_PersistentRef": .data(Array("nope".utf8) + ref.suffix(16))]),
             (.param, .delete, ["v_PersistentRef": .string("genp")]),

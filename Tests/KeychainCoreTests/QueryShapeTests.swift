@@ -156,7 +156,22 @@ final class QueryShapeTests: XCTestCase {
         XCTAssertNotNil(r.value?.item?.persistentRef)
         XCTAssertStatus(.itemNotFound, try vault.copyMatching(query(["acct": "none", "r_Data": true, "r_Ref": true]),
                                                                 accessGroups: groups))
-        XCTAssertStatus(.unimplemented, try vault.copyMatching(["class": "cert", "r_Ref": true, "r_Data": true], accessGroups: groups))
+    }
+
+    func testReturnRefOnACertificateReturnsItsDataAttributesAndReference() throws {
+        // The client builds the SecCertificate from the DER, the item's data.
+        XCTAssertStatus(.itemNotFound, try vault.copyMatching(["class": "cert", "r_Ref": true], accessGroups: groups))
+        try vault.add(["class": "cert", "ctyp": 3, "issr": .data([1]), "slnr": .data([2]), "labl": "c"],
+                      secret: try SecureBytes(copying: [0x30, 0]), accessGroups: groups)
+        let r = try vault.copyMatching(["class": "cert", "labl": "c", "r_Ref": true], accessGroups: groups)
+        XCTAssertEqual(r.value?.item?.secret?.withUnsafeBytes { Array($0) }, [0x30, 0])
+        XCTAssertEqual(r.value?.item?.attributes["labl"], "c")
+        XCTAssertNotNil(r.value?.item?.persistentRef)
+        // The primary key is (ctyp, issr, slnr) in a group: the same three again are a duplicate.
+        XCTAssertStatus(.duplicateItem, try vault.add(["class": "cert", "ctyp": 3, "issr": .data([1]), "slnr": .data([2]), "labl": "d"],
+                                                      secret: try SecureBytes(copying: [0x30, 0]), accessGroups: groups))
+        XCTAssertNoThrow(try vault.add(["class": "cert", "ctyp": 3, "issr": .data([1]), "slnr": .data([3])],
+                                       secret: try SecureBytes(copying: [0x30, 0]), accessGroups: groups))
     }
 
     func testReturnRefOnAKeyReturnsItsAttributesAndReferenceNotItsBytes() throws {

@@ -11,7 +11,8 @@ struct ItemRequests: RequestFamily {
         switch request.operation {
         case .add:
             let writable = writableGroups(caller)
-            let query = StoredKeyFacts.addQuery(request.query, secret: request.secrets.first)
+            let query = CertificateFacts.addQuery(StoredKeyFacts.addQuery(request.query, secret: request.secrets.first),
+                                                    secret: request.secrets.first)
             let r = try auditedChange("add", caller) {
                 try vault.add(query, secret: request.secrets.first, accessGroups: writable)
             }
