@@ -6,7 +6,9 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 export PATH="/opt/swift/usr/bin:$PATH"
 scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
+# SwiftPM also leaves a lock file in /tmp named after the build directory: ours goes too.
+swiftpm_lock="/tmp/$(tr / _ <<<"$scratch/app/.build")"
+trap 'rm -rf "$scratch"; rm -f "$swiftpm_lock.lock" "${swiftpm_lock}_workspace-state.json.lock"' EXIT
 # A path dependency's identity is its folder's name, lowercased (docs/security-api.md).
 identity=$(basename "$repo" | tr '[:upper:]' '[:lower:]')
 names=(KeychainAccess Valet SimpleKeychain KeychainSwift Locksmith SAMKeychain)
