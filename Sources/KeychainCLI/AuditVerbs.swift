@@ -51,7 +51,7 @@ enum VerifyVerbs {
         let damaged = (info["damaged"]?.stringValue ?? "").split(separator: "\n").map(String.init)
         let auditBad = info["audit-first-bad"]
         if ctx.json {
-            Terminal.writeString(1, Output.json(info) + "\n")
+            Terminal.writeString(1, Output.jsonShaped(info) + "\n")
         } else {
             func n(_ k: String) -> String { info[k].map(Output.json) ?? "0" }
             var out = "items: \(n("checked")) checked, \(n("locked")) locked (not checked), \(n("other-device")) of another device, \(damaged.count) damaged\n"

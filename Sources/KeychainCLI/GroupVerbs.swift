@@ -67,7 +67,7 @@ enum GroupVerbs {
         if op == .groupList {
             let rows = (r.result.array ?? []).compactMap { $0.item?.attributes }
             if ctx.json {
-                Terminal.writeString(1, "[" + rows.map(Output.json).joined(separator: ",") + "]\n")
+                Terminal.writeString(1, "[" + rows.map(Output.jsonShaped).joined(separator: ",") + "]\n")
             } else {
                 for a in rows {
                     let mode = a["mode"].flatMap { if case .number(let n) = $0 { return String(n, radix: 8) } else { return nil } } ?? "?"

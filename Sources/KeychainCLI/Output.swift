@@ -72,6 +72,21 @@ package enum Output {
         "{" + attributes.keys.sorted().map { jsonString($0) + ":" + json(attributes[$0]!) }.joined(separator: ",") + "}"
     }
 
+    /// The daemon's info fields whose strings hold lists (docs/cli.md, "JSON"): arrays in JSON.
+    static let listFields: [String: Character] = ["groups": ",", "mounts": "\n", "damaged": "\n", "exe": "\n"]
+
+    /// `json` with the list fields as arrays of strings, and `mode` as an octal string ("0440").
+    static func jsonShaped(_ attributes: Attributes) -> String {
+        "{" + attributes.keys.sorted().map { key -> String in
+            let value = attributes[key]!
+            if let separator = listFields[key], case .string(let s) = value {
+                return jsonString(key) + ":[" + s.split(separator: separator).map { jsonString(String($0)) }.joined(separator: ",") + "]"
+            }
+            if key == "mode", case .number(let n) = value { return jsonString(key) + ":" + jsonString("0" + String(n, radix: 8)) }
+            return jsonString(key) + ":" + json(value)
+        }.joined(separator: ",") + "}"
+    }
+
     package static func jsonString(_ s: String) -> String {
         var out = "\""
         for scalar in s.unicodeScalars {

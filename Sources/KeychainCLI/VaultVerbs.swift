@@ -46,7 +46,7 @@ enum VaultVerbs {
     ) { ctx in
         try ctx.checkPositionals()
         let i = try ctx.client().send(Request(.info)).info
-        if ctx.json { Terminal.writeString(1, Output.json(i) + "\n"); return 0 }
+        if ctx.json { Terminal.writeString(1, Output.jsonShaped(i) + "\n"); return 0 }
         var out = "Keychain \"\(ctx.vault)\" \(i["state"]?.stringValue ?? "?")"
         var timeout: Int64 = 0
         if case .number(let n)? = i["lock-timeout"] { timeout = n }
@@ -165,7 +165,7 @@ enum VaultVerbs {
         if ctx.json {
             var all = i
             all["daemon"] = .bool(true)
-            Terminal.writeString(1, Output.json(all) + "\n")
+            Terminal.writeString(1, Output.jsonShaped(all) + "\n")
         } else {
             let pid = i["pid"].map(Output.json) ?? "?"
             var out = "\(ctx.vault): daemon pid \(pid), \(i["state"]?.stringValue ?? "?"), socket \(Paths.socket(forVault: ctx.vault))\n"

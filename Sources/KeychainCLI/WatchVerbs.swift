@@ -28,7 +28,10 @@ enum WatchVerbs {
         while let event = try client.receive() {
             let info = event.info
             if ctx.json {
-                Terminal.writeString(1, Output.json(info) + "\n")
+                // The same ISO 8601 time as the text lines, not epoch seconds.
+                var shaped = info
+                if case .number(let t)? = info["time"] { shaped["time"] = .string(Output.isoDate(AbsoluteTime.absolute(unix: Double(t)))) }
+                Terminal.writeString(1, Output.jsonShaped(shaped) + "\n")
                 continue
             }
             var time = "-"

@@ -156,7 +156,7 @@ final class CLIAccessTests: XCTestCase {
         let info = try run(Self.outsider, ["show-keychain-info"], initGroups: false)
         XCTAssertEqual(info.status, 0, "\(info)")
         XCTAssertTrue(info.stdout.hasSuffix("your access groups: (none)\n"), info.stdout)
-        XCTAssertEqual(h.jsonObject(try run(Self.outsider, ["show-keychain-info", "--json"], initGroups: false).stdout)["groups"] as? String, "")
+        XCTAssertEqual(h.jsonObject(try run(Self.outsider, ["show-keychain-info", "--json"], initGroups: false).stdout)["groups"] as? [String], [])
 
         let named = try run(Self.outsider, ["find-generic-password", "-s", "teamsvc", "-w", "--access-group", "team"], initGroups: false)
         XCTAssertEqual(named.status, 30, "\(named)")
@@ -229,7 +229,7 @@ final class CLIAccessTests: XCTestCase {
         XCTAssertTrue(try h.run(["group", "list"]).stdout.contains("tools owner=0 group=0 mode=0400 exe=\(binary)\n"))
         XCTAssertEqual(try h.run(["add-generic-password", "-s", "toolsvc", "-a", "t", "-w", "tool-secret", "--access-group", "tools"]).status, 0)
         XCTAssertEqual(try h.run(["find-generic-password", "-s", "toolsvc", "-w"]).stdout, "tool-secret\n")
-        XCTAssertTrue(h.jsonObject(try h.run(["show-keychain-info", "--json"]).stdout)["groups"] as? String == "default,team,tools")
+        XCTAssertTrue(h.jsonObject(try h.run(["show-keychain-info", "--json"]).stdout)["groups"] as? [String] == ["default", "team", "tools"])
 
         // Restricted to another program: even root running keychainfs is not entitled.
         XCTAssertEqual(try h.run(["group", "set", "tools", "--exe", "/usr/bin/true"]).status, 0)
@@ -239,7 +239,7 @@ final class CLIAccessTests: XCTestCase {
         let named = try h.run(["find-generic-password", "-s", "toolsvc", "-w", "--access-group", "tools"])
         XCTAssertEqual(named.status, 30, "\(named)")
         XCTAssertEqual(named.stderr, Sentence.missingEntitlement)
-        XCTAssertEqual(h.jsonObject(try h.run(["show-keychain-info", "--json"]).stdout)["groups"] as? String, "default,team")
+        XCTAssertEqual(h.jsonObject(try h.run(["show-keychain-info", "--json"]).stdout)["groups"] as? [String], ["default", "team"])
 
         // Several programs: any one of them entitles.
         XCTAssertEqual(try h.run(["group", "set", "tools", "--exe", "/usr/bin/true", "--exe", binary]).status, 0)

@@ -175,6 +175,8 @@ final class CLIItemTests: XCTestCase {
         let groups = try h.run(["group", "list", "--json"])
         let list = try JSONSerialization.jsonObject(with: Data(groups.stdout.utf8)) as? [[String: Any]]
         XCTAssertEqual(list?.map { $0["name"] as? String }, ["default"])
+        XCTAssertEqual(list?.first?["mode"] as? String, "0400", "modes as octal strings")
+        XCTAssertEqual(list?.first?["exe"] as? [String], [], "programs as an array")
     }
 
     func testDashGPrintsPasswordOnStandardError() throws {

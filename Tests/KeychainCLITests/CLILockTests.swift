@@ -225,7 +225,7 @@ final class CLILockTests: XCTestCase {
         XCTAssertEqual(info["count.cku"] as? Int, 0)
         XCTAssertEqual(info["count.akpu"] as? Int, 0)
         XCTAssertEqual(info["path"] as? String, h.vault)
-        XCTAssertEqual(info["groups"] as? String, "default")
+        XCTAssertEqual(info["groups"] as? [String], ["default"])
         XCTAssertEqual(info["passphrase"] as? Bool, true)
         XCTAssertEqual(info["kdf-ops"] as? Int, 2)
         XCTAssertEqual(info["kdf-mem"] as? Int, 64 << 20)

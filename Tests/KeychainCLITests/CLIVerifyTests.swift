@@ -46,7 +46,7 @@ final class CLIVerifyTests: XCTestCase {
         let r2 = try h.run(["verify", "--json"])
         XCTAssertEqual(r2.status, 93)
         let obj = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r2.stdout.utf8)) as? [String: Any])
-        XCTAssertEqual((obj["damaged"] as? String)?.split(separator: "\n").count, 2)
+        XCTAssertEqual((obj["damaged"] as? [String])?.count, 2, "an array of the damaged items")
         XCTAssertEqual(obj["checked"] as? Int, 1)
     }
 

@@ -53,6 +53,8 @@ final class CLIWatchTests: XCTestCase {
         XCTAssertEqual(event?["event"] as? String, "update")
         XCTAssertEqual(event?["service"] as? String, "db")
         XCTAssertEqual(event?["account"] as? String, "app")
+        let time = try XCTUnwrap(event?["time"] as? String, "the time as text, as in the plain lines")
+        XCTAssertNotNil(time.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$"#, options: .regularExpression), time)
         XCTAssertEqual(try h.run(["lock-keychain"]).status, 0)
         XCTAssertTrue(h.waitUntil(1.0) { lines(out).contains { $0.contains("\"lock\"") } })
     }

@@ -36,6 +36,8 @@ final class MountNamespaceTests: MountTestCase {
         defer { forceUnmount(point) }
         XCTAssertEqual(FS.read(point + "/svc/acct").bytes, Array("seen from the host".utf8))
         XCTAssertTrue(try h.run(["status"]).stdout.contains("mount: \(point) (rw)"))
+        XCTAssertEqual(h.jsonObject(try h.run(["status", "--json"]).stdout)["mounts"] as? [String], ["\(point) (rw)"],
+                       "mounts as an array")
         XCTAssertEqual(try h.run(["unmount", point]).status, 0)
         XCTAssertEqual(mountLines(point), 0, "nothing left in /proc/mounts")
         XCTAssertEqual(try h.daemonPID(), pid, "the daemon still serves")
