@@ -22,6 +22,9 @@ public enum SyncRecord {
     static let wrappedKeyLength = 32 + AEAD.overhead
     /// Payloads are padded to a power of two, at least this many bytes.
     static let minimumPadded = 256
+    /// The longest record a host writes: the largest secret with its attributes, padded to the
+    /// next power of two, and the clear fields. The server's longer ones are never fetched.
+    public static let maximumLength = 2 * ItemLimits.maximumSecretLength + 4096
 
     /// The clear fields, as the server sees them.
     public struct Header: Equatable, Sendable {
