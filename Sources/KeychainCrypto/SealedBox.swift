@@ -12,14 +12,7 @@ public enum SealedBox {
     /// A new key pair (`crypto_box_keypair`); the secret half in guarded memory.
     /// - Throws: `CryptoError.allocationFailed`.
     public static func keyPair() throws -> (publicKey: [UInt8], secretKey: SecureBytes) {
-        Sodium.ensure()
-        var pk = [UInt8](repeating: 0, count: publicKeyLength)
-        let sk = try SecureBytes(count: secretKeyLength)
-        let rc = sk.withUnsafeMutableBytes { s in
-            crypto_box_keypair(&pk, s.baseAddress!.assumingMemoryBound(to: UInt8.self))
-        }
-        precondition(rc == 0)
-        return (pk, sk)
+        try makeKeyPair(publicLength: publicKeyLength, secretLength: secretKeyLength, crypto_box_keypair)
     }
 
     /// The public half of a secret key (`crypto_scalarmult_base`).
@@ -64,4 +57,18 @@ public enum SealedBox {
         guard rc == 0 else { throw CryptoError.authenticationFailed }
         return plain
     }
+}
+
+/// A libsodium key pair made by `generate(public, secret)`, the secret half in guarded memory.
+func makeKeyPair(publicLength: Int, secretLength: Int,
+                 _ generate: (UnsafeMutablePointer<UInt8>, UnsafeMutablePointer<UInt8>) -> Int32) throws
+    -> (publicKey: [UInt8], secretKey: SecureBytes) {
+    Sodium.ensure()
+    var pk = [UInt8](repeating: 0, count: publicLength)
+    let sk = try SecureBytes(count: secretLength)
+    let rc = pk.withUnsafeMutableBufferPointer { p in
+        sk.withUnsafeMutableBytes { s in generate(p.baseAddress!, s.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
+    }
+    precondition(rc == 0)
+    return (pk, sk)
 }

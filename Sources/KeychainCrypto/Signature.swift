@@ -10,14 +10,7 @@ public enum Signature {
     /// A new key pair (`crypto_sign_keypair`); the secret half in guarded memory.
     /// - Throws: `CryptoError.allocationFailed`.
     public static func keyPair() throws -> (publicKey: [UInt8], secretKey: SecureBytes) {
-        Sodium.ensure()
-        var pk = [UInt8](repeating: 0, count: publicKeyLength)
-        let sk = try SecureBytes(count: secretKeyLength)
-        let rc = sk.withUnsafeMutableBytes { s in
-            crypto_sign_keypair(&pk, s.baseAddress!.assumingMemoryBound(to: UInt8.self))
-        }
-        precondition(rc == 0)
-        return (pk, sk)
+        try makeKeyPair(publicLength: publicKeyLength, secretLength: secretKeyLength, crypto_sign_keypair)
     }
 
     /// The public half of a secret key (`crypto_sign_ed25519_sk_to_pk`).
