@@ -4,18 +4,20 @@ import KeychainCore
 import KeychainCrypto
 import KeychainProtocol
 
-/// `keychainfs sync init|join|approve|status|leave`: fleet sync's circle (docs/sync.md).
+/// `keychainfs sync init|join|approve|remove|status|leave`: fleet sync's circle (docs/sync.md).
 enum SyncVerbs {
     static let all: [Verb] = [sync]
 
     static let sync = Verb(
-        name: "sync", usage: "init|join|approve|status|leave [CODE] [--server CONNINFO | --server-file PATH] [--name NAME] [--json] [VAULT]",
+        name: "sync", usage: "init|join|approve|remove|status|leave [CODE|HOST] [--server CONNINFO | --server-file PATH] [--name NAME] [--json] [VAULT]",
         summary: "Replicate sync=1 items among hosts through PostgreSQL, end-to-end encrypted.",
         valued: ["--server", "--server-file", "--name"],
         details: """
         init makes this host the first of a circle on the server; join asks to join and prints a
-        code; approve CODE, on a member, admits the host that printed it; status shows the
-        circle and the last round; leave forgets the circle here (items stay).
+        code; approve CODE, on a member, admits the host that printed it; remove HOST (a
+        member's name, or 8 or more hex digits of its id) starts a new epoch whose key only the
+        other members get: HOST can read nothing written after; status shows the circle and
+        the last round; leave forgets the circle here (items stay).
         CONNINFO is a libpq connection string. It must not hold a password: put the password
         in libpq's passfile (`passfile=PATH` in the string, or ~/.pgpass of the daemon's user).
         --server-file reads the string from a file, or from standard input with `-`.
@@ -23,7 +25,7 @@ enum SyncVerbs {
         unlocked. Only root and the daemon's user may use these commands.
         """
     ) { ctx in
-        guard let sub = ctx.args.positionals.first else { throw UsageError("sync needs init, join, approve, status or leave") }
+        guard let sub = ctx.args.positionals.first else { throw UsageError("sync needs init, join, approve, remove, status or leave") }
         var options: Attributes = ["verb": .string(sub)]
         var rest = Array(ctx.args.positionals.dropFirst())
         switch sub {
@@ -33,6 +35,10 @@ enum SyncVerbs {
         case "approve":
             guard let code = rest.first else { throw UsageError("sync approve needs the CODE the joining host printed") }
             options["code"] = .string(code)
+            rest.removeFirst()
+        case "remove":
+            guard let host = rest.first else { throw UsageError("sync remove needs the HOST to remove (its name or id)") }
+            options["host"] = .string(host)
             rest.removeFirst()
         case "status", "leave":
             break
@@ -58,6 +64,8 @@ enum SyncVerbs {
             Terminal.warn("type this code on a member: keychainfs sync approve CODE")
         case "approve":
             Terminal.writeString(1, "approved \(info["name"]?.stringValue ?? "?")\n")
+        case "remove":
+            Terminal.writeString(1, "removed \(info["name"]?.stringValue ?? "?")\n")
         case "status", "init":
             for key in info.keys.sorted() {
                 Terminal.writeString(1, "\(key): \(Output.json(info[key]!))\n")

@@ -58,8 +58,9 @@ enum JoinCode {
     /// What a member sends back: `circle id (16) || epoch (u32) || approver (16) || u16 n ||
     /// circle secrets sealed to the joiner's box key (n) || u16 count || members`, each member
     /// `host (16) || sign key (32) || box key (32) || u32 n || name`; sealed under the code's key.
+    /// Then, since epochs: `u64 epoch start || former members` (SyncConfig).
     static func grant(circle: CircleKeys, approver: [UInt8], sealedSecrets: [UInt8], members: [SyncConfig.Member],
-                      host: [UInt8], key: SecureBytes) -> [UInt8] {
+                      epochStart: Int64, former: [SyncConfig.Former], host: [UInt8], key: SecureBytes) -> [UInt8] {
         var w = ByteWriter()
         w.raw(circle.circleID)
         w.u32(circle.epoch)
@@ -73,6 +74,8 @@ enum JoinCode {
             w.raw(m.boxKey)
             w.lengthPrefixed(Array(m.name.utf8))
         }
+        w.u64(UInt64(bitPattern: epochStart))
+        SyncConfig.encode(former, into: &w)
         return w.bytes.withUnsafeBytes { AEAD.seal($0, key: key, associatedData: grantAD(host)) }
     }
 
@@ -82,6 +85,8 @@ enum JoinCode {
         var approver: [UInt8]
         var sealedSecrets: [UInt8]
         var members: [SyncConfig.Member]
+        var epochStart: Int64 = 0
+        var former: [SyncConfig.Former] = []
     }
 
     static func openGrant(_ box: [UInt8], host: [UInt8], key: SecureBytes) throws -> Grant {
@@ -94,6 +99,10 @@ enum JoinCode {
             for _ in 0..<(try r.u16()) {
                 g.members.append(SyncConfig.Member(hostID: try r.raw(16), signKey: try r.raw(32), boxKey: try r.raw(32),
                                                    name: String(decoding: try r.lengthPrefixed(), as: UTF8.self)))
+            }
+            if r.remaining > 0 {
+                g.epochStart = Int64(bitPattern: try r.u64())
+                g.former = try SyncConfig.readFormer(&r)
             }
             return g
         }

@@ -14,6 +14,13 @@ struct SyncConfig: Equatable {
         var name: String
     }
 
+    /// A member removed by `sync remove`: its records before `until` (the log position where
+    /// the epoch that excluded it began) are still read; nothing of it after.
+    struct Former: Equatable {
+        var member: Member
+        var until: Int64
+    }
+
     var state: State
     var conninfo: String
     var name: String
@@ -22,14 +29,52 @@ struct SyncConfig: Equatable {
     /// The last log position applied here.
     var cursor: Int64 = 0
     var members: [Member] = []
+    /// Where the current epoch began in the log: a record after it must be of this epoch.
+    var epochStart: Int64 = 0
+    var former: [Former] = []
 
     static let settingName = "sync"
 
     func member(_ host: [UInt8]) -> Member? { members.first { $0.hostID == host } }
 
+    /// The member that may have written at log position `seq`: a current one, or a former one
+    /// before its removal.
+    func writer(_ host: [UInt8], at seq: Int64) -> Member? {
+        member(host) ?? former.first { $0.member.hostID == host && seq < $0.until }?.member
+    }
+
+    static func encode(_ m: Member, into w: inout ByteWriter) {
+        w.raw(m.hostID)
+        w.raw(m.signKey)
+        w.raw(m.boxKey)
+        w.lengthPrefixed(Array(m.name.utf8))
+    }
+
+    static func readMember(_ r: inout ByteReader) throws -> Member {
+        Member(hostID: try r.raw(16), signKey: try r.raw(32), boxKey: try r.raw(32),
+               name: String(decoding: try r.lengthPrefixed(), as: UTF8.self))
+    }
+
+    /// `u16 count || (member || u64 until)*`, in the setting and in a grant.
+    static func encode(_ former: [Former], into w: inout ByteWriter) {
+        w.u16(UInt16(former.count))
+        for f in former {
+            encode(f.member, into: &w)
+            w.u64(UInt64(bitPattern: f.until))
+        }
+    }
+
+    static func readFormer(_ r: inout ByteReader) throws -> [Former] {
+        var out: [Former] = []
+        for _ in 0..<(try r.u16()) {
+            out.append(Former(member: try readMember(&r), until: Int64(bitPattern: try r.u64())))
+        }
+        return out
+    }
+
     func encoded() -> [UInt8] {
         var w = ByteWriter()
-        w.u8(1)  // version of this encoding
+        w.u8(2)  // version of this encoding: 2 adds the epoch's start and former members
         w.u8(state.rawValue)
         w.lengthPrefixed(Array(conninfo.utf8))
         w.lengthPrefixed(Array(name.utf8))
@@ -43,13 +88,16 @@ struct SyncConfig: Equatable {
             w.raw(m.boxKey)
             w.lengthPrefixed(Array(m.name.utf8))
         }
+        w.u64(UInt64(bitPattern: epochStart))
+        Self.encode(former, into: &w)
         return w.bytes
     }
 
     static func decode(_ s: SecureBytes) throws -> SyncConfig {
         try s.withUnsafeBytes { raw in
             var r = ByteReader(raw)
-            guard try r.u8() == 1, let state = State(rawValue: try r.u8()) else { throw SyncError.malformed }
+            let version = try r.u8()
+            guard version == 1 || version == 2, let state = State(rawValue: try r.u8()) else { throw SyncError.malformed }
             var c = SyncConfig(state: state, conninfo: String(decoding: try r.lengthPrefixed(), as: UTF8.self),
                                name: String(decoding: try r.lengthPrefixed(), as: UTF8.self))
             c.circleID = try r.lengthPrefixed()
@@ -58,6 +106,10 @@ struct SyncConfig: Equatable {
             for _ in 0..<(try r.u16()) {
                 c.members.append(Member(hostID: try r.raw(16), signKey: try r.raw(32), boxKey: try r.raw(32),
                                         name: String(decoding: try r.lengthPrefixed(), as: UTF8.self)))
+            }
+            if version == 2 {
+                c.epochStart = Int64(bitPattern: try r.u64())
+                c.former = try readFormer(&r)
             }
             return c
         }

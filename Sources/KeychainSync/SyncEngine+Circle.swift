@@ -73,7 +73,8 @@ extension SyncEngine {
                 try config.save(vault)
                 self.config = config
                 let grant = JoinCode.grant(circle: circle, approver: host.hostID, sealedSecrets: sealed,
-                                           members: config.members, host: m.hostID, key: key)
+                                           members: config.members, epochStart: config.epochStart, former: config.former,
+                                           host: m.hostID, key: key)
                 try reachable { try server.grantJoin(host: m.hostID, grant: grant) }
                 log("sync: approved host \(hex(m.hostID).prefix(8))")
                 return m.name
@@ -105,12 +106,61 @@ extension SyncEngine {
         config.epoch = grant.epoch
         config.cursor = 0
         config.members = grant.members
+        config.epochStart = grant.epochStart
+        config.former = grant.former
         try config.save(vault)
         try vault.setSyncSecret("join", nil)
         try server.removeJoin(host: host.hostID)
         joinKey.wipe()
         (self.config, self.circle, self.joinKey) = (config, circle, nil)
         log("sync: joined circle \(hex(grant.circleID).prefix(8))")
+    }
+
+    /// Removes another member: a new epoch whose circle key is sealed to the remaining members
+    /// only, so the removed host can open nothing written after (its old keys read only what
+    /// came before). `match` is a member's name or at least 8 hex digits of its id.
+    /// - Returns: the removed host's name (or id). - Throws: `SyncError.noSuchMember`,
+    ///   `SyncError.circleChanged` when another member started an epoch first.
+    public func remove(host match: String) throws -> String {
+        try mutex.withLock {
+            guard loadLocked(), config?.state == .member, let host, let circle else { throw SyncError.notMember }
+            let server = try reachable { try connectedLocked(config!) }
+            // The newest epoch and members first: what another member did comes in the pull.
+            try reachable { try pullLocked(server) }
+            guard var config = self.config else { throw SyncError.notMember }
+            let lowered = match.lowercased()
+            let matches = config.members.filter {
+                $0.hostID != host.hostID && ($0.name == match || (lowered.count >= 8 && hex($0.hostID).hasPrefix(lowered)))
+            }
+            guard matches.count == 1, let gone = matches.first else { throw SyncError.noSuchMember }
+            let epoch = circle.epoch + 1
+            let key = try SecureBytes.random(count: 32)
+            var shares: [EpochEntry] = []
+            do {
+                for m in config.members where m.hostID != gone.hostID {
+                    let sealed = try SealedBox.seal(key, to: m.boxKey)
+                    let message = EpochEntry.message(circle: config.circleID, epoch: epoch, removed: gone.hostID,
+                                                     host: m.hostID, sealed: sealed)
+                    shares.append(EpochEntry(epoch: epoch, host: m.hostID, seq: 0, removed: gone.hostID, sealed: sealed,
+                                             signer: host.hostID, signature: try host.sign(message)))
+                }
+                let start = try reachable { try server.startEpoch(config.circleID, shares) }
+                circle.adopt(epoch: epoch, key: key)
+                config.members.removeAll { $0.hostID == gone.hostID }
+                config.former.append(SyncConfig.Former(member: gone, until: start))
+                config.epoch = epoch
+                config.epochStart = start
+            } catch {
+                key.wipe()
+                throw error
+            }
+            // The server keeps this host's share too: if what follows fails, a pull takes it back.
+            try storeSecret("circle", circle.secrets())
+            try config.save(vault)
+            self.config = config
+            log("sync: removed host \(hex(gone.hostID).prefix(8)); epoch \(epoch) began at log entry \(config.epochStart)")
+            return gone.name.isEmpty ? hex(gone.hostID) : gone.name
+        }
     }
 
     /// Leaves the circle: this host's entry is removed from the server (when reachable), and

@@ -106,7 +106,8 @@ public final class SyncEngine: @unchecked Sendable {
     // MARK: Pull
 
     func pullLocked(_ server: SyncServer) throws {
-        guard var config, let circle else { return }
+        guard var config, let circle, let host else { return }
+        var epochs = try server.epochs(config.circleID, after: circle.epoch, for: host.hostID)
         while true {
             let entries = try server.entries(config.circleID, after: config.cursor)
             if entries.isEmpty { break }
@@ -114,6 +115,12 @@ public final class SyncEngine: @unchecked Sendable {
             var stalled = false
             for e in entries {
                 do {
+                    // Epochs begin at a place in the log: take those before this entry first,
+                    // and look again when it names one not known (started since the round began).
+                    if (try? SyncRecord.header(of: e.record).epoch).map({ $0 > circle.epoch }) == true {
+                        epochs = try server.epochs(config.circleID, after: circle.epoch, for: host.hostID)
+                    }
+                    adoptEpochsLocked(&epochs, before: e.seq, circle: circle, host: host, config: &config)
                     try apply(e, server: server, circle: circle, states: &states, config: &config)
                 } catch let error as SyncError {
                     counters.rejected += 1
@@ -128,8 +135,46 @@ public final class SyncEngine: @unchecked Sendable {
             }
             try config.save(vault)
             self.config = config
-            if let host { try server.setCursor(config.circleID, host: host.hostID, config.cursor) }
-            if stalled { break }
+            if let host = self.host { try server.setCursor(config.circleID, host: host.hostID, config.cursor) }
+            if stalled { return }
+        }
+        // Every entry before them is read: epochs begun since are in force.
+        if !epochs.isEmpty {
+            adoptEpochsLocked(&epochs, before: .max, circle: circle, host: host, config: &config)
+            try config.save(vault)
+            self.config = config
+        }
+    }
+
+    /// Takes the new circle keys of the epochs that began before log position `seq`: each
+    /// signed by a member, sealed to this host; the member it removed becomes a former one.
+    /// A share that does not check out is counted as a rejection and skipped.
+    func adoptEpochsLocked(_ epochs: inout [EpochEntry], before seq: Int64, circle: CircleKeys, host: HostKeys,
+                           config: inout SyncConfig) {
+        while let p = epochs.first, p.seq < seq {
+            epochs.removeFirst()
+            guard p.epoch > circle.epoch else { continue }
+            do {
+                guard p.host == host.hostID, let signer = config.member(p.signer),
+                      p.isSigned(circle: config.circleID, by: signer.signKey) else { throw SyncError.badSignature }
+                let key = try host.openSealed(p.sealed)
+                guard key.count == 32 else { key.wipe(); throw SyncError.malformed }
+                circle.adopt(epoch: p.epoch, key: key)
+                let secrets = try circle.secrets()
+                defer { secrets.wipe() }
+                try vault.setSyncSecret("circle", secrets)
+                if let gone = config.member(p.removed) {
+                    config.members.removeAll { $0.hostID == p.removed }
+                    config.former.append(SyncConfig.Former(member: gone, until: p.seq))
+                }
+                config.epoch = p.epoch
+                config.epochStart = p.seq
+                log("sync: epoch \(p.epoch) began at log entry \(p.seq); host \(hex(p.removed).prefix(8)) removed")
+            } catch {
+                counters.rejected += 1
+                counters.lastRejection = "epoch \(p.epoch): \(error)"
+                log("sync: rejected epoch \(p.epoch): \(error)")
+            }
         }
     }
 
@@ -139,9 +184,11 @@ public final class SyncEngine: @unchecked Sendable {
         guard header.token == e.token, header.version == e.version, header.deleted == e.deleted else {
             throw SyncError.mismatch
         }
-        guard header.epoch == circle.epoch else { throw SyncError.unknownEpoch }
-        if config.member(header.writer) == nil { try refreshMembersLocked(server, &config) }
-        guard let writer = config.member(header.writer) else { throw SyncError.unknownWriter }
+        guard circle.key(for: header.epoch) != nil else { throw SyncError.unknownEpoch }
+        // After an epoch began, only its key: the removed host knows the older ones.
+        if e.seq > config.epochStart && header.epoch < config.epoch { throw SyncError.staleEpoch }
+        if config.writer(header.writer, at: e.seq) == nil { try refreshMembersLocked(server, &config) }
+        guard let writer = config.writer(header.writer, at: e.seq) else { throw SyncError.unknownWriter }
         let (uuid, payload) = try SyncRecord.open(e.record, circle: circle, writerSigningKey: writer.signKey, expected: header)
         defer { payload?.wipe() }
         if let s = states[uuid], s.serverVersion >= header.version { return }  // already here (our own write)
@@ -166,7 +213,10 @@ public final class SyncEngine: @unchecked Sendable {
         while learned {
             learned = false
             for (i, m) in listed.enumerated().reversed() {
-                if config.member(m.hostID) != nil { listed.remove(at: i); continue }
+                if config.member(m.hostID) != nil || config.former.contains(where: { $0.member.hostID == m.hostID }) {
+                    listed.remove(at: i)
+                    continue
+                }
                 guard let approver = config.member(m.approvedBy), m.signKey.count == 32, m.boxKey.count == 32,
                       m.isEndorsed(circle: config.circleID, by: approver.signKey) else { continue }
                 config.members.append(SyncConfig.Member(hostID: m.hostID, signKey: m.signKey, boxKey: m.boxKey, name: ""))

@@ -1,3 +1,4 @@
+import KeychainCore
 import KeychainCrypto
 
 /// This host's identity in a circle: a random id, an Ed25519 pair that signs what it writes
@@ -55,19 +56,21 @@ public final class HostKeys: @unchecked Sendable {
     }
 }
 
-/// A circle's keys for one epoch: the circle key wraps every record's item key; the token key
-/// turns item uuids into the blind ids the server sees, and stays the same across epochs.
+/// A circle's keys: one circle key per epoch, which wraps every record's item key of that
+/// epoch, and the token key, which turns item uuids into the blind ids the server sees and
+/// stays the same across epochs. A host keeps the keys of every epoch it was a member in, to
+/// read the log written before; it writes with the newest only (`sync remove` makes a new one).
 public final class CircleKeys: @unchecked Sendable {
-    public static let secretLength = 64
     public let circleID: [UInt8]
-    public let epoch: UInt32
-    let circleKey: SecureBytes
+    /// The newest epoch: what this host writes with.
+    public private(set) var epoch: UInt32
+    private var keys: [UInt32: SecureBytes]
     let tokenKey: SecureBytes
 
     init(circleID: [UInt8], epoch: UInt32, circleKey: SecureBytes, tokenKey: SecureBytes) {
         self.circleID = circleID
         self.epoch = epoch
-        self.circleKey = circleKey
+        self.keys = [epoch: circleKey]
         self.tokenKey = tokenKey
     }
 
@@ -77,20 +80,56 @@ public final class CircleKeys: @unchecked Sendable {
                    tokenKey: try SecureBytes.random(count: 32))
     }
 
-    /// `circle key (32) || token key (32)`: what is sealed to a member and stored.
+    /// The newest epoch's circle key.
+    var circleKey: SecureBytes { keys[epoch]! }
+
+    /// The circle key of an epoch; nil for one this host was never given.
+    func key(for epoch: UInt32) -> SecureBytes? { keys[epoch] }
+
+    /// Takes the key of a newer epoch, which becomes the one written with.
+    func adopt(epoch newEpoch: UInt32, key: SecureBytes) {
+        precondition(newEpoch > epoch && key.count == 32)
+        keys[newEpoch] = key
+        epoch = newEpoch
+    }
+
+    /// `token key (32) || n × (epoch u32 || circle key 32)`: what is sealed to a joining
+    /// member and stored (`sync.circle`).
     public func secrets() throws -> SecureBytes {
-        let out = try SecureBytes(count: Self.secretLength)
+        let epochs = keys.keys.sorted()
+        let out = try SecureBytes(count: 32 + 36 * epochs.count)
         out.withUnsafeMutableBytes { o in
-            circleKey.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: o[0..<32]).copyMemory(from: $0) }
-            tokenKey.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: o[32..<64]).copyMemory(from: $0) }
+            tokenKey.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: o[0..<32]).copyMemory(from: $0) }
+            for (i, e) in epochs.enumerated() {
+                let at = 32 + 36 * i
+                var w = ByteWriter()
+                w.u32(e)
+                UnsafeMutableRawBufferPointer(rebasing: o[at..<(at + 4)]).copyBytes(from: w.bytes)
+                keys[e]!.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: o[(at + 4)..<(at + 36)]).copyMemory(from: $0) }
+            }
         }
         return out
     }
 
-    /// Reads `secrets()`. - Throws: `SyncError.malformed`.
+    /// Reads `secrets()`, or the first slice's `circle key (32) || token key (32)` of one epoch
+    /// (`epoch`). - Throws: `SyncError.malformed`.
     public static func parse(circleID: [UInt8], epoch: UInt32, secrets s: SecureBytes) throws -> CircleKeys {
-        guard s.count == secretLength, circleID.count == 16 else { throw SyncError.malformed }
-        return CircleKeys(circleID: circleID, epoch: epoch, circleKey: try s.slice(0..<32), tokenKey: try s.slice(32..<64))
+        guard circleID.count == 16 else { throw SyncError.malformed }
+        if s.count == 64 {
+            return CircleKeys(circleID: circleID, epoch: epoch, circleKey: try s.slice(0..<32), tokenKey: try s.slice(32..<64))
+        }
+        guard s.count >= 32 + 36, (s.count - 32) % 36 == 0 else { throw SyncError.malformed }
+        var entries: [(UInt32, SecureBytes)] = []
+        for i in 0..<((s.count - 32) / 36) {
+            let at = 32 + 36 * i
+            let e = s.withUnsafeBytes { b in b[at..<(at + 4)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } }
+            entries.append((e, try s.slice((at + 4)..<(at + 36))))
+        }
+        entries.sort { $0.0 < $1.0 }
+        guard let first = entries.first, Set(entries.map(\.0)).count == entries.count else { throw SyncError.malformed }
+        let c = CircleKeys(circleID: circleID, epoch: first.0, circleKey: first.1, tokenKey: try s.slice(0..<32))
+        for (e, k) in entries.dropFirst() { c.adopt(epoch: e, key: k) }
+        return c
     }
 
     /// The blind id of an item: `H_16(token key, "uuid" || uuid)`.
@@ -99,7 +138,7 @@ public final class CircleKeys: @unchecked Sendable {
     }
 
     public func wipe() {
-        circleKey.wipe()
+        for k in keys.values { k.wipe() }
         tokenKey.wipe()
     }
 }
@@ -111,9 +150,12 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
     case badCiphertext
     case unknownWriter
     case unknownEpoch
+    case staleEpoch
     case mismatch
     case notMember
     case noSuchJoin
+    case noSuchMember
+    case circleChanged
     case server(String)
 
     public var description: String {
@@ -122,10 +164,13 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
         case .badSignature: return "bad signature"
         case .badCiphertext: return "ciphertext does not open"
         case .unknownWriter: return "writer is not a member"
-        case .unknownEpoch: return "unknown circle epoch"
+        case .unknownEpoch: return "unknown circle epoch (a key this host was not given)"
+        case .staleEpoch: return "written with the key of an epoch that had ended"
         case .mismatch: return "record does not match its row"
         case .notMember: return "this host is not in a circle"
         case .noSuchJoin: return "no pending join matches that code"
+        case .noSuchMember: return "no other member has that name or id"
+        case .circleChanged: return "another member changed the circle first; try again"
         case .server(let m): return "server: \(m)"
         }
     }

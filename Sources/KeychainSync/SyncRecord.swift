@@ -70,7 +70,8 @@ public enum SyncRecord {
     public static func open(_ record: [UInt8], circle: CircleKeys, writerSigningKey: [UInt8],
                             expected: Header) throws -> (uuid: [UInt8], payload: SyncPayload?) {
         let header = try header(of: record)
-        guard header == expected, header.epoch == circle.epoch else { throw SyncError.mismatch }
+        guard header == expected else { throw SyncError.mismatch }
+        guard let circleKey = circle.key(for: header.epoch) else { throw SyncError.unknownEpoch }
         let signed = Array(record[..<(record.count - Signature.length)])
         guard Signature.verify(Array(record[(record.count - Signature.length)...]), of: signed,
                                publicKey: writerSigningKey) else { throw SyncError.badSignature }
@@ -78,7 +79,7 @@ public enum SyncRecord {
         let keyEnd = headerLength + wrappedKeyLength
         let plain: SecureBytes
         do {
-            let itemKey = try AEAD.open(Array(signed[headerLength..<keyEnd]), key: circle.circleKey, associatedData: ad + [1])
+            let itemKey = try AEAD.open(Array(signed[headerLength..<keyEnd]), key: circleKey, associatedData: ad + [1])
             defer { itemKey.wipe() }
             plain = try AEAD.open(Array(signed[keyEnd...]), key: itemKey, associatedData: ad + [2])
         } catch CryptoError.allocationFailed {

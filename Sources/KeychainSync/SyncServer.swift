@@ -1,3 +1,4 @@
+import KeychainCore
 import KeychainCrypto
 
 /// The server side of fleet sync: PostgreSQL tables that hold only ciphertext, blind tokens,
@@ -53,6 +54,17 @@ final class SyncServer {
             request bytea NOT NULL,
             grant_box bytea,
             created_at timestamptz NOT NULL DEFAULT now());
+        CREATE TABLE IF NOT EXISTS keychainfs.epochs(
+            circle bytea NOT NULL REFERENCES keychainfs.circles ON DELETE CASCADE,
+            epoch int8 NOT NULL,
+            host bytea NOT NULL,
+            seq int8 NOT NULL,
+            removed bytea NOT NULL,
+            sealed bytea NOT NULL,
+            signer bytea NOT NULL,
+            signature bytea NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY(circle, epoch, host));
         """
 
     func createSchema() throws {
@@ -144,6 +156,9 @@ final class SyncServer {
                                           [.bytes(circle)])
                 guard counter.rows == 1 else { throw SyncError.server("no such circle") }
                 let seq = counter.int(0, 0)
+                // A record of an epoch that has ended would be readable by the removed host:
+                // the writer adopts the new epoch (it pulls, as after a lost swap) and writes again.
+                guard try currentEpoch(circle) <= Int64(header.epoch) else { throw Conflict() }
                 let values: [PGValue] = [.bytes(circle), .bytes(token), .int(header.version), .int(seq),
                                          .text(header.deleted ? "t" : "f"), .bytes(record)]
                 let swapped: PGResult
@@ -194,6 +209,54 @@ final class SyncServer {
         }
     }
 
+    // MARK: Epochs
+
+    /// The circle's newest epoch (1 until a member is removed).
+    func currentEpoch(_ circle: [UInt8]) throws -> Int64 {
+        let r = try db.exec("SELECT coalesce(max(epoch), 1) FROM keychainfs.epochs WHERE circle = $1", [.bytes(circle)])
+        return r.int(0, 0)
+    }
+
+    /// Starts epoch `epoch` if the circle is still at the one before: one row per remaining
+    /// member with the new circle key sealed to it, the removed host's entry gone. Takes the
+    /// circle's counter row first, so the epoch begins at one place of the log: records
+    /// before it are of older epochs, every write after it is checked against it.
+    /// - Returns: the log position where it begins. - Throws: `SyncError.circleChanged` when
+    ///   another member started that epoch first.
+    func startEpoch(_ circle: [UInt8], _ rows: [EpochEntry]) throws -> Int64 {
+        guard let first = rows.first else { throw SyncError.malformed }
+        return try db.transaction {
+            let counter = try db.exec("UPDATE keychainfs.circles SET seq = seq + 1 WHERE circle = $1 RETURNING seq",
+                                      [.bytes(circle)])
+            guard counter.rows == 1 else { throw SyncError.server("no such circle") }
+            let seq = counter.int(0, 0)
+            guard try currentEpoch(circle) == Int64(first.epoch) - 1 else { throw SyncError.circleChanged }
+            for e in rows {
+                try db.exec("""
+                    INSERT INTO keychainfs.epochs(circle, epoch, host, seq, removed, sealed, signer, signature)
+                    VALUES($1, $2, $3, $4, $5, $6, $7, $8)
+                    """, [.bytes(circle), .int(Int64(e.epoch)), .bytes(e.host), .int(seq), .bytes(e.removed), .bytes(e.sealed),
+                          .bytes(e.signer), .bytes(e.signature)])
+            }
+            try removeMember(circle, host: first.removed)
+            try db.exec("SELECT pg_notify($1, $2)", [.text(Self.channel(circle)), .text(String(seq))])
+            return seq
+        }
+    }
+
+    /// The epochs after `epoch` whose key was sealed to `host`, oldest first.
+    func epochs(_ circle: [UInt8], after epoch: UInt32, for host: [UInt8]) throws -> [EpochEntry] {
+        let r = try db.exec("""
+            SELECT epoch, seq, removed, sealed, signer, signature FROM keychainfs.epochs
+            WHERE circle = $1 AND epoch > $2 AND host = $3 ORDER BY epoch
+            """, [.bytes(circle), .int(Int64(epoch)), .bytes(host)])
+        return (0..<r.rows).compactMap {
+            guard let e = UInt32(exactly: r.int($0, 0)) else { return nil }
+            return EpochEntry(epoch: e, host: host, seq: r.int($0, 1), removed: r.bytes($0, 2), sealed: r.bytes($0, 3),
+                              signer: r.bytes($0, 4), signature: r.bytes($0, 5))
+        }
+    }
+
     func listen(_ circle: [UInt8]) throws {
         try db.exec("LISTEN \"\(Self.channel(circle))\"")
     }
@@ -221,6 +284,36 @@ struct MemberEntry: Equatable {
     func isEndorsed(circle: [UInt8], by approverKey: [UInt8]) -> Bool {
         Signature.verify(endorsement, of: Self.message(circle: circle, host: hostID, signKey: signKey, boxKey: boxKey),
                          publicKey: approverKey)
+    }
+}
+
+/// One remaining member's share of a new epoch: the new circle key sealed to its box key, and
+/// the signature of the member that removed `removed` over `"keychainfs sync epoch v1" ||
+/// circle || epoch (u32) || removed || host || sealed`. `seq` is the server's: where the epoch
+/// begins in the log.
+struct EpochEntry {
+    var epoch: UInt32
+    var host: [UInt8]
+    var seq: Int64
+    var removed: [UInt8]
+    var sealed: [UInt8]
+    var signer: [UInt8]
+    var signature: [UInt8]
+
+    static func message(circle: [UInt8], epoch: UInt32, removed: [UInt8], host: [UInt8], sealed: [UInt8]) -> [UInt8] {
+        var w = ByteWriter()
+        w.raw(Array("keychainfs sync epoch v1".utf8))
+        w.raw(circle)
+        w.u32(epoch)
+        w.raw(removed)
+        w.raw(host)
+        w.raw(sealed)
+        return w.bytes
+    }
+
+    func isSigned(circle: [UInt8], by signKey: [UInt8]) -> Bool {
+        Signature.verify(signature, of: Self.message(circle: circle, epoch: epoch, removed: removed, host: host, sealed: sealed),
+                         publicKey: signKey)
     }
 }
 

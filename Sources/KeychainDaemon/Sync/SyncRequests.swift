@@ -3,8 +3,9 @@ import KeychainCore
 import KeychainProtocol
 import KeychainSync
 
-/// `keychainfs sync init|join|approve|status|leave`: the circle verbs, for administrators.
-/// Options: `verb`, and `server` (a libpq connection string without a password), `name`, `code`.
+/// `keychainfs sync init|join|approve|remove|status|leave`: the circle verbs, for administrators.
+/// Options: `verb`, and `server` (a libpq connection string without a password), `name`, `code`,
+/// `host` (the member to remove).
 struct SyncRequests: RequestFamily {
     let daemon: Daemon
 
@@ -29,6 +30,12 @@ struct SyncRequests: RequestFamily {
                 let code = request.options["code"]?.stringValue ?? ""
                 let joined = try auditedChange("sync-approve", caller) { try engine.approve(code: code) }
                 return Response(info: ["name": .string(joined)])
+            case "remove":
+                let host = request.options["host"]?.stringValue ?? ""
+                guard !host.isEmpty else { throw KeychainStatus.param }
+                let removed = try auditedChange("sync-remove", caller) { try engine.remove(host: host) }
+                daemon.sync.kick()
+                return Response(info: ["name": .string(removed)])
             case "leave":
                 try auditedChange("sync-leave", caller) { try engine.leave() }
                 return Response()
@@ -40,7 +47,8 @@ struct SyncRequests: RequestFamily {
         } catch let e as SyncError {
             log("sync \(verb) by \(who(caller)): \(e)")
             switch e {
-            case .noSuchJoin: throw KeychainStatus.itemNotFound
+            case .noSuchJoin, .noSuchMember: throw KeychainStatus.itemNotFound
+            case .circleChanged: throw KeychainStatus.notAvailable
             case .notMember: throw KeychainStatus.param
             case .server: throw KeychainStatus.notAvailable
             default: throw KeychainStatus.decode

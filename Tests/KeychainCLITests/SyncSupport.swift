@@ -1,0 +1,91 @@
+import Foundation
+import XCTest
+
+/// Hosts of a sync circle for one test: each a vault with its own device key and daemon,
+/// all on one real PostgreSQL server (`TestPostgres`). Everything goes in `tearDown`.
+final class SyncHosts {
+    let hosts: [CLIHarness]
+    let server: TestPostgres
+    let accounts = TestAccounts()
+    let tag = String(UUID().uuidString.prefix(8)).lowercased()
+
+    init(count: Int) throws {
+        var made: [CLIHarness] = []
+        do {
+            for _ in 0..<count {
+                let h = try CLIHarness()
+                made.append(h)
+                try h.createVault()
+            }
+            server = try TestPostgres(base: made[0].dir + "/pg", accounts: accounts)
+        } catch {
+            for h in made { h.tearDown() }
+            accounts.remove()
+            throw error
+        }
+        hosts = made
+    }
+
+    func tearDown() {
+        server.stop()  // before its directory (inside the first host's) goes, and before its user does
+        for h in hosts { h.tearDown() }
+        accounts.remove()
+    }
+
+    func name(_ i: Int) -> String { "host-\(i)-\(tag)" }
+
+    /// `sync status --json` of a host; an empty object when it fails.
+    func status(_ h: CLIHarness) -> [String: Any] {
+        guard let r = try? h.run(["sync", "status", "--json"]), r.status == 0 else { return [:] }
+        return h.jsonObject(r.stdout)
+    }
+
+    /// `sync status` for a failure message.
+    func shown(_ h: CLIHarness) -> String { (try? h.run(["sync", "status", "--json"]).stdout) ?? "?" }
+
+    /// The secret of a generic password as `find-generic-password -w` prints it; nil when not found.
+    func secret(_ h: CLIHarness, _ service: String, _ account: String) throws -> String? {
+        let r = try h.run(["find-generic-password", "-s", service, "-a", account, "-w"])
+        guard r.status == 0 else { return nil }
+        return r.stdout.hasSuffix("\n") ? String(r.stdout.dropLast()) : r.stdout
+    }
+
+    /// Adds a synchronizable generic password (`-U` updates it).
+    func add(_ h: CLIHarness, _ service: String, _ account: String, _ secret: String, update: Bool = false,
+             file: StaticString = #filePath, line: UInt = #line) throws {
+        let r = try h.run(["add-generic-password"] + (update ? ["-U"] : []) +
+                          ["-s", service, "-a", account, "-w", secret, "--synchronizable"])
+        XCTAssertEqual(r.status, 0, "\(r)", file: file, line: line)
+    }
+
+    /// The first host founds the circle.
+    func found(file: StaticString = #filePath, line: UInt = #line) throws {
+        let r = try hosts[0].run(["sync", "init", "--server", server.conninfo, "--name", name(0)])
+        XCTAssertEqual(r.status, 0, "\(r)", file: file, line: line)
+    }
+
+    /// Host `i` joins and the first host approves it; true once it is a member.
+    @discardableResult
+    func join(_ i: Int, file: StaticString = #filePath, line: UInt = #line) throws -> Bool {
+        let h = hosts[i]
+        let joined = try h.run(["sync", "join", "--server-file", "-", "--name", name(i)], input: server.conninfo + "\n")
+        XCTAssertEqual(joined.status, 0, "\(joined)", file: file, line: line)
+        let code = joined.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let approved = try hosts[0].run(["sync", "approve", code])
+        XCTAssertEqual(approved.status, 0, "\(approved)", file: file, line: line)
+        let member = h.waitUntil(60) { status(h)["state"] as? String == "member" }
+        XCTAssertTrue(member, shown(h), file: file, line: line)
+        return member
+    }
+
+    /// Founds the circle on the first host and brings in every other.
+    func formCircle(file: StaticString = #filePath, line: UInt = #line) throws {
+        try found(file: file, line: line)
+        for i in 1..<hosts.count { try join(i, file: file, line: line) }
+    }
+
+    /// The server's log position of its newest entry.
+    func lastLogPosition() throws -> Int {
+        Int(try server.psql("SELECT coalesce(max(seq), 0) FROM keychainfs.log").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+}
