@@ -6,7 +6,50 @@ import KeychainProtocol
 
 /// `keychainfs sync init|join|approve|remove|status|leave`: fleet sync's circle (docs/sync.md).
 enum SyncVerbs {
-    static let all: [Verb] = [sync]
+    static let all: [Verb] = [sync, history]
+
+    static let history = Verb(
+        name: "history", usage: "[-s SERVICE] [-a ACCOUNT] [-w] [--json] [VAULT]",
+        summary: "List the versions fleet sync set aside in conflicts, newest first.",
+        valued: ["-s", "-a"], flags: ["-w"],
+        details: """
+        When two hosts add an item with one primary key, the lower uuid wins; when two change
+        one item, the server's order decides. The losing version is kept here, never dropped.
+          -s SERVICE   only versions of this service
+          -a ACCOUNT   only versions of this account
+          -w           print only the passwords, newest first, one per line
+          --json       an array of objects: at, reason, class, attributes, and password with -w
+        reason is higher-uuid or server-order. Only root and the daemon's user may list it.
+        """
+    ) { ctx in
+        try ctx.checkPositionals()
+        var options: Attributes = ["verb": .string("history")]
+        if let s = ctx.args.value("-s") { options["service"] = .string(s) }
+        if let a = ctx.args.value("-a") { options["account"] = .string(a) }
+        let wantSecret = ctx.args.has("-w")
+        if wantSecret { options["secrets"] = .bool(true) }
+        let entries = (try ctx.client().send(Request(.sync, options: options)).result.array ?? []).compactMap(\.item)
+        var json: [String] = []
+        for item in entries {
+            var attributes = item.attributes
+            let at = attributes.removeValue(forKey: "history-at")
+            let reason = attributes.removeValue(forKey: "history-reason")?.stringValue ?? "?"
+            let when = at.flatMap { if case .date(let d) = $0 { Output.isoDate(d) } else { nil } } ?? "?"
+            if ctx.json {
+                var obj = "{\"at\":\"\(when)\",\"reason\":\(Output.jsonString(reason)),\"class\":"
+                    + Output.jsonString(attributes["class"]?.stringValue ?? "?") + ",\"attributes\":\(Output.json(attributes))"
+                if wantSecret, let s = item.secret { obj += ",\"password\":" + s.withUnsafeBytes { Output.json(.data(Array($0))) } }
+                json.append(obj + "}")
+            } else if wantSecret {
+                item.secret?.withUnsafeBytes { Terminal.writeAll(1, $0) }
+                Terminal.writeString(1, "\n")
+            } else {
+                Terminal.writeString(1, "at: \(when)\nreason: \(reason)\n" + Output.itemText(vault: ctx.vault, attributes: attributes))
+            }
+        }
+        if ctx.json { Terminal.writeString(1, "[" + json.joined(separator: ",") + "]\n") }
+        return 0
+    }
 
     static let sync = Verb(
         name: "sync", usage: "init|join|approve|remove|status|leave [CODE|HOST] [--server CONNINFO | --server-file PATH] [--name NAME] [--json] [VAULT]",

@@ -95,12 +95,21 @@ extension Vault {
                 if let e = existing, let old = try? open(e, classKey: try availableKey(for: e.protection), needSecret: false) {
                     note(old.attributes, e.itemClass, into: &applied)
                 }
+                // A change made here and not yet sent lost to one the server took first.
+                if let e = existing, try hasUnsentChange(e) { try keepInHistory(e, reason: .serverOrder) }
                 let pk = IndexToken.primaryKey(attributes, itemClass: p.itemClass, key: indexKey)
                 if let clash = try store.row(primaryKeyToken: pk), clash.uuid != p.uuid {
-                    guard p.uuid.lexicographicallyPrecedes(clash.uuid) else { return nil }
+                    guard p.uuid.lexicographicallyPrecedes(clash.uuid) else {
+                        let lost = try seal(uuid: p.uuid, rowID: 0, itemClass: p.itemClass, protection: p.protection,
+                                            attributes: attributes, secret: p.secret, classKey: classKey, indexKey: indexKey,
+                                            version: 0)
+                        try keepInHistory(lost, reason: .higherUUID)
+                        return nil
+                    }
                     if let old = try? open(clash, classKey: try availableKey(for: clash.protection), needSecret: false) {
                         note(old.attributes, clash.itemClass, into: &applied)
                     }
+                    try keepInHistory(clash, reason: .higherUUID)
                     try store.delete(rowID: clash.rowID)
                 }
                 var item = try seal(uuid: p.uuid, rowID: existing?.rowID ?? 0, itemClass: p.itemClass, protection: p.protection,
@@ -125,8 +134,10 @@ extension Vault {
         try mutex.withLock {
             try store.db.transaction {
                 try createSyncTable()
+                let unsent = try store.item(uuid: uuid).map { try hasUnsentChange($0) } ?? false
                 try store.db.prepare("DELETE FROM sync_items WHERE uuid = ?").bind(.blob(uuid)).run()
                 guard let e = try store.item(uuid: uuid), e.synchronizable else { return nil }
+                if unsent { try keepInHistory(e, reason: .serverOrder) }
                 var applied = SyncApplied(groups: [], names: [])
                 if let old = try? open(e, classKey: try availableKey(for: e.protection), needSecret: false) {
                     note(old.attributes, e.itemClass, into: &applied)
@@ -210,6 +221,14 @@ extension Vault {
             CREATE TABLE IF NOT EXISTS sync_items(uuid BLOB PRIMARY KEY, local_version INTEGER NOT NULL,
                                                   server_version INTEGER NOT NULL) WITHOUT ROWID
             """)
+    }
+
+    /// Whether an item was changed here since it was last exchanged (or never was).
+    private func hasUnsentChange(_ item: StoredItem) throws -> Bool {
+        let st = try store.db.prepare("SELECT local_version FROM sync_items WHERE uuid = ?")
+        defer { st.reset() }
+        try st.bind(.blob(item.uuid))
+        return try !st.step() || st.int(0) != item.version
     }
 
     private func writeSyncState(_ uuid: [UInt8], _ s: SyncItemState) throws {

@@ -35,6 +35,12 @@ final class TestPostgres {
         let made = try asUser([bin + "/initdb", "-D", base + "/data", "-U", role, "--auth=scram-sha-256",
                                "--pwfile=" + base + "/pw", "--no-sync", "--no-instructions"])
         guard made.status == 0 else { throw XCTSkip("initdb cannot run here: \(String(decoding: made.err, as: UTF8.self))") }
+        try start()
+    }
+
+    /// Starts the server on its data directory (again, after `stop`). - Throws: `XCTSkip`.
+    func start() throws {
+        guard !running else { return }
         let started = try asUser([bin + "/pg_ctl", "-D", base + "/data", "-w", "-l", base + "/server.log",
                                   "-o", "-k \(base)/sock -c listen_addresses='' -c fsync=off", "start"])
         guard started.status == 0 else {

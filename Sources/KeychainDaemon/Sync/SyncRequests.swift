@@ -41,6 +41,8 @@ struct SyncRequests: RequestFamily {
                 return Response()
             case "status":
                 return Response(info: engine.status())
+            case "history":
+                return try history(request, caller: caller)
             default:
                 throw KeychainStatus.param
             }
@@ -54,6 +56,26 @@ struct SyncRequests: RequestFamily {
             default: throw KeychainStatus.decode
             }
         }
+    }
+}
+
+extension SyncRequests {
+    /// `keychainfs history`: the versions fleet sync set aside, newest first, each with its
+    /// attributes, `history-at` (a date), `history-reason` and, with `secrets`, its secret.
+    /// Options: `service`, `account` (each optional), `secrets`.
+    func history(_ request: Request, caller: CallerIdentity) throws -> Response {
+        let service = request.options["service"]?.stringValue.map { Array($0.utf8) }
+        let account = request.options["account"]?.stringValue.map { Array($0.utf8) }
+        let secrets = request.options["secrets"] == .bool(true)
+        let entries = try daemon.vault.history(service: service, account: account, secrets: secrets)
+        try? daemon.audit("sync-history", caller, "versions=\(entries.count) secrets=\(secrets ? 1 : 0)")
+        return Response(result: .array(entries.map { e in
+            var attributes = e.attributes
+            attributes["class"] = .string(e.itemClass.rawValue)
+            attributes["history-at"] = .date(AbsoluteTime.absolute(unix: e.at))
+            attributes["history-reason"] = .string(e.reason.name)
+            return .item(FoundItem(attributes: attributes, secret: e.secret, persistentRef: nil))
+        }))
     }
 }
 
