@@ -176,6 +176,7 @@ extension SyncEngine {
             }
             for name in ["host", "circle", "join"] { try vault.setSyncSecret(name, nil) }
             try vault.clearSyncStates()
+            try vault.dropQueuedSyncEntry(nil)
             try SyncConfig.remove(vault)
             host?.wipe()
             circle?.wipe()
@@ -211,6 +212,7 @@ extension SyncEngine {
             out["circle"] = .string(hex(config.circleID))
             out["epoch"] = .number(Int64(config.epoch))
             out["cursor"] = .number(config.cursor)
+            out["waiting"] = .number(Int64((try? vault.queuedSyncEntries().count) ?? 0))
             out["members"] = .string(config.members.map { hex($0.hostID).prefix(8) + ($0.name.isEmpty ? "" : " " + $0.name) }
                 .joined(separator: ", "))
         }

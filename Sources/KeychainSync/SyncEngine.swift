@@ -43,11 +43,19 @@ public final class SyncEngine: @unchecked Sendable {
 
     /// One round: a joining host looks for its grant; a member pulls what others wrote, pushes
     /// its own changes, and pulls again after a lost compare-and-swap. Server failures are
-    /// kept for `status` and retried on the next round. Does nothing unless unlocked.
+    /// kept for `status` and retried on the next round. Does nothing before the first unlock.
     public func step() {
         mutex.withLock {
-            guard vault.lockState == .unlocked, loadLocked(), let config else { return }
+            // Locked, the keys of fleet sync (AfterFirstUnlock) stay: changes to items whose key
+            // is gone wait in the vault (`drainQueueLocked`), the others apply.
+            guard vault.lockState != .neverUnlocked, loadLocked(), var config else { return }
             do {
+                if config.state == .member, vault.lockState == .unlocked, let circle {
+                    // Before the server: what waited for the unlock applies with the server gone too.
+                    try drainQueueLocked(self.server?.db.isOK == true ? self.server : nil, circle: circle, config: &config)
+                    try config.save(vault)
+                    self.config = config
+                }
                 let server = try connectedLocked(config)
                 if config.state == .joining {
                     try finishJoinLocked(server)
@@ -108,11 +116,12 @@ public final class SyncEngine: @unchecked Sendable {
     func pullLocked(_ server: SyncServer) throws {
         guard var config, let circle, let host else { return }
         var epochs = try server.epochs(config.circleID, after: circle.epoch, for: host.hostID)
+        // Items with an entry waiting: their later entries wait behind it, in order.
+        var waiting = Set(try vault.queuedSyncEntries().map(\.token))
         while true {
             let entries = try server.entries(config.circleID, after: config.cursor)
             if entries.isEmpty { break }
             var states = try vault.syncStates()
-            var stalled = false
             for e in entries {
                 do {
                     // Epochs begin at a place in the log: take those before this entry first,
@@ -121,22 +130,22 @@ public final class SyncEngine: @unchecked Sendable {
                         epochs = try server.epochs(config.circleID, after: circle.epoch, for: host.hostID)
                     }
                     adoptEpochsLocked(&epochs, before: e.seq, circle: circle, host: host, config: &config)
+                    if waiting.contains(e.token) { throw KeychainStatus.interactionNotAllowed }
                     try apply(e, server: server, circle: circle, states: &states, config: &config)
                 } catch let error as SyncError {
-                    counters.rejected += 1
-                    counters.lastRejection = "log entry \(e.seq): \(error)"
-                    log("sync: rejected log entry \(e.seq): \(error)")
+                    reject(e.seq, error)
                 } catch KeychainStatus.interactionNotAllowed {
-                    // A class key locked under us: stop here and take this entry again later.
-                    stalled = true
-                    break
+                    // Its class key is locked: the entry waits in the vault, as the ciphertext
+                    // it came as, and is applied at the next round after an unlock.
+                    try vault.queueSyncEntry(QueuedSyncEntry(seq: e.seq, token: e.token, version: e.version,
+                                                             deleted: e.deleted, record: e.record))
+                    waiting.insert(e.token)
                 }
                 config.cursor = e.seq
             }
             try config.save(vault)
             self.config = config
-            if let host = self.host { try server.setCursor(config.circleID, host: host.hostID, config.cursor) }
-            if stalled { return }
+            try server.setCursor(config.circleID, host: host.hostID, config.cursor)
         }
         // Every entry before them is read: epochs begun since are in force.
         if !epochs.isEmpty {
@@ -144,6 +153,34 @@ public final class SyncEngine: @unchecked Sendable {
             try config.save(vault)
             self.config = config
         }
+    }
+
+    /// Applies the entries that waited for an unlock, in log order; stops at one that still
+    /// cannot be (locked again). Each is checked as when it came: a forged one is refused now.
+    func drainQueueLocked(_ server: SyncServer?, circle: CircleKeys, config: inout SyncConfig) throws {
+        let queued = try vault.queuedSyncEntries()
+        guard !queued.isEmpty else { return }
+        var states = try vault.syncStates()
+        for q in queued {
+            let e = SyncServer.LogEntry(seq: q.seq, token: q.token, version: q.version, deleted: q.deleted, record: q.record)
+            do {
+                try apply(e, server: server, circle: circle, states: &states, config: &config)
+            } catch let error as SyncError {
+                reject(e.seq, error)
+            } catch KeychainStatus.interactionNotAllowed {
+                return
+            } catch is PostgresError where server == nil {
+                return  // a writer to look up on the server, which is not there: later
+            }
+            try vault.dropQueuedSyncEntry(q.seq)
+        }
+        log("sync: applied \(queued.count) changes that waited for the unlock")
+    }
+
+    func reject(_ seq: Int64, _ error: SyncError) {
+        counters.rejected += 1
+        counters.lastRejection = "log entry \(seq): \(error)"
+        log("sync: rejected log entry \(seq): \(error)")
     }
 
     /// Takes the new circle keys of the epochs that began before log position `seq`: each
@@ -178,7 +215,7 @@ public final class SyncEngine: @unchecked Sendable {
         }
     }
 
-    private func apply(_ e: SyncServer.LogEntry, server: SyncServer, circle: CircleKeys,
+    private func apply(_ e: SyncServer.LogEntry, server: SyncServer?, circle: CircleKeys,
                        states: inout [[UInt8]: SyncItemState], config: inout SyncConfig) throws {
         let header = try SyncRecord.header(of: e.record)
         guard header.token == e.token, header.version == e.version, header.deleted == e.deleted else {
@@ -187,7 +224,10 @@ public final class SyncEngine: @unchecked Sendable {
         guard circle.key(for: header.epoch) != nil else { throw SyncError.unknownEpoch }
         // After an epoch began, only its key: the removed host knows the older ones.
         if e.seq > config.epochStart && header.epoch < config.epoch { throw SyncError.staleEpoch }
-        if config.writer(header.writer, at: e.seq) == nil { try refreshMembersLocked(server, &config) }
+        if config.writer(header.writer, at: e.seq) == nil {
+            guard let server else { throw PostgresError(message: "not connected", state: nil) }
+            try refreshMembersLocked(server, &config)
+        }
         guard let writer = config.writer(header.writer, at: e.seq) else { throw SyncError.unknownWriter }
         let (uuid, payload) = try SyncRecord.open(e.record, circle: circle, writerSigningKey: writer.signKey, expected: header)
         defer { payload?.wipe() }
