@@ -22,9 +22,23 @@ enum PGValue {
 final class PGConnection {
     private let handle: OpaquePointer
 
-    /// Connects with a libpq connection string. - Throws: `PostgresError` with libpq's message.
+    /// Bounds on a server that stops answering (a cut link gives no reset): a connection
+    /// attempt gives up after 10 s, a query whose bytes go unacknowledged after 10 s, an idle
+    /// connection is probed after 5 s. Without them a round, and the verbs that wait for it,
+    /// would hang for minutes. Anything the connection string sets wins.
+    static let defaults: [(String, String)] = [
+        ("connect_timeout", "10"), ("tcp_user_timeout", "10000"),
+        ("keepalives", "1"), ("keepalives_idle", "5"), ("keepalives_interval", "2"), ("keepalives_count", "3"),
+    ]
+
+    /// Connects with a libpq connection string (`PQconnectdbParams`, the string expanded last so
+    /// its settings override `defaults`). - Throws: `PostgresError` with libpq's message.
     init(conninfo: String) throws {
-        guard let h = PQconnectdb(conninfo) else { throw PostgresError(message: "out of memory", state: nil) }
+        let pairs = Self.defaults + [("dbname", conninfo)]
+        let connected: OpaquePointer? = withCStrings(pairs.map(\.0)) { keys in
+            withCStrings(pairs.map(\.1)) { values in PQconnectdbParams(keys, values, 1) }
+        }
+        guard let h = connected else { throw PostgresError(message: "out of memory", state: nil) }
         guard PQstatus(h) == CONNECTION_OK else {
             let message = String(cString: PQerrorMessage(h)).trimmingTrailingNewlines
             PQfinish(h)
@@ -156,6 +170,14 @@ final class PGResult {
     func bool(_ row: Int, _ column: Int) -> Bool { bytes(row, column).first == 1 }
 
     func text(_ row: Int, _ column: Int) -> String { String(decoding: bytes(row, column), as: UTF8.self) }
+}
+
+/// `strings` as a NULL-terminated array of C strings, valid during `body`.
+private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    let copies = strings.map { strdup($0) }
+    defer { copies.forEach { free($0) } }
+    let pointers: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } } + [nil]
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
 }
 
 extension String {

@@ -12,6 +12,8 @@ final class TestPostgres {
     let role = "kcsync"
     private let password = "pg pass \(UUID().uuidString.prefix(8))"
     private var running = false
+    /// A TCP address and port it also listens on, with password logins from `network`.
+    let tcp: (address: String, port: Int, network: String)?
 
     /// The newest PostgreSQL's programs (Debian's /usr/lib/postgresql/N/bin).
     static var bin: String? {
@@ -21,7 +23,8 @@ final class TestPostgres {
     }
 
     /// Starts the server. - Throws: `XCTSkip` when PostgreSQL is missing or cannot run here.
-    init(base: String, accounts: TestAccounts) throws {
+    init(base: String, accounts: TestAccounts, tcp: (address: String, port: Int, network: String)? = nil) throws {
+        self.tcp = tcp
         guard let bin = Self.bin else { throw XCTSkip("PostgreSQL is not installed (scripts/setup.sh installs it)") }
         self.bin = bin
         self.base = base
@@ -35,6 +38,12 @@ final class TestPostgres {
         let made = try asUser([bin + "/initdb", "-D", base + "/data", "-U", role, "--auth=scram-sha-256",
                                "--pwfile=" + base + "/pw", "--no-sync", "--no-instructions"])
         guard made.status == 0 else { throw XCTSkip("initdb cannot run here: \(String(decoding: made.err, as: UTF8.self))") }
+        if let tcp {
+            let hba = try FileHandle(forWritingTo: URL(fileURLWithPath: base + "/data/pg_hba.conf"))
+            hba.seekToEndOfFile()
+            hba.write(Data("host all \(role) \(tcp.network) scram-sha-256\n".utf8))
+            try hba.close()
+        }
         try start()
     }
 
@@ -42,7 +51,7 @@ final class TestPostgres {
     func start() throws {
         guard !running else { return }
         let started = try asUser([bin + "/pg_ctl", "-D", base + "/data", "-w", "-l", base + "/server.log",
-                                  "-o", "-k \(base)/sock -c listen_addresses='' -c fsync=off", "start"])
+                                  "-o", "-k \(base)/sock -c listen_addresses='\(tcp?.address ?? "")' -p \(tcp?.port ?? 5432) -c fsync=off", "start"])
         guard started.status == 0 else {
             let log = (try? String(contentsOfFile: base + "/server.log", encoding: .utf8)) ?? ""
             throw XCTSkip("the PostgreSQL server cannot start here: \(log)")
@@ -51,11 +60,16 @@ final class TestPostgres {
     }
 
     /// A libpq connection string without a password: libpq reads it from the passfile.
-    var conninfo: String { "host=\(base)/sock dbname=postgres user=\(role) passfile=\(base)/pgpass" }
+    var conninfo: String { "host=\(base)/sock port=\(tcp?.port ?? 5432) dbname=postgres user=\(role) passfile=\(base)/pgpass" }
+
+    /// The connection string over TCP, when it listens there.
+    var tcpConninfo: String? {
+        tcp.map { "host=\($0.address) port=\($0.port) dbname=postgres user=\(role) passfile=\(base)/pgpass" }
+    }
 
     /// Runs SQL with psql as the server's user; standard output, unaligned, tuples only.
     func psql(_ sql: String, file: StaticString = #filePath, line: UInt = #line) throws -> String {
-        let r = try asUser([bin + "/psql", "host=\(base)/sock dbname=postgres user=\(role)", "-w", "-At",
+        let r = try asUser([bin + "/psql", "host=\(base)/sock port=\(tcp?.port ?? 5432) dbname=postgres user=\(role)", "-w", "-At",
                             "-v", "ON_ERROR_STOP=1", "-c", sql])
         XCTAssertEqual(r.status, 0, String(decoding: r.err, as: UTF8.self), file: file, line: line)
         return String(decoding: r.out, as: UTF8.self)
@@ -63,7 +77,7 @@ final class TestPostgres {
 
     /// `pg_dump` of the database: every table's rows as text.
     func dump() throws -> String {
-        let r = try asUser([bin + "/pg_dump", "--inserts", "host=\(base)/sock dbname=postgres user=\(role)", "-w"])
+        let r = try asUser([bin + "/pg_dump", "--inserts", "host=\(base)/sock port=\(tcp?.port ?? 5432) dbname=postgres user=\(role)", "-w"])
         XCTAssertEqual(r.status, 0, String(decoding: r.err, as: UTF8.self))
         return String(decoding: r.out, as: UTF8.self)
     }

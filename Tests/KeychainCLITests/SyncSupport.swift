@@ -9,15 +9,21 @@ final class SyncHosts {
     let accounts = TestAccounts()
     let tag = String(UUID().uuidString.prefix(8)).lowercased()
 
-    init(count: Int) throws {
+    /// What the hosts connect with: the server's Unix socket, or its TCP address when it has one.
+    var conninfo: String { server.tcpConninfo ?? server.conninfo }
+
+    init(count: Int, tcp: (address: String, port: Int, network: String)? = nil) throws {
         var made: [CLIHarness] = []
         do {
             for _ in 0..<count {
                 let h = try CLIHarness()
                 made.append(h)
+                // Mounts need the runtime directory reachable by the mount's users.
+                try FileManager.default.createDirectory(atPath: h.runtimeDir, withIntermediateDirectories: true)
+                chmod(h.runtimeDir, 0o755)
                 try h.createVault()
             }
-            server = try TestPostgres(base: made[0].dir + "/pg", accounts: accounts)
+            server = try TestPostgres(base: made[0].dir + "/pg", accounts: accounts, tcp: tcp)
         } catch {
             for h in made { h.tearDown() }
             accounts.remove()
@@ -60,7 +66,7 @@ final class SyncHosts {
 
     /// The first host founds the circle.
     func found(file: StaticString = #filePath, line: UInt = #line) throws {
-        let r = try hosts[0].run(["sync", "init", "--server", server.conninfo, "--name", name(0)])
+        let r = try hosts[0].run(["sync", "init", "--server", conninfo, "--name", name(0)])
         XCTAssertEqual(r.status, 0, "\(r)", file: file, line: line)
     }
 
@@ -68,7 +74,7 @@ final class SyncHosts {
     @discardableResult
     func join(_ i: Int, file: StaticString = #filePath, line: UInt = #line) throws -> Bool {
         let h = hosts[i]
-        let joined = try h.run(["sync", "join", "--server-file", "-", "--name", name(i)], input: server.conninfo + "\n")
+        let joined = try h.run(["sync", "join", "--server-file", "-", "--name", name(i)], input: conninfo + "\n")
         XCTAssertEqual(joined.status, 0, "\(joined)", file: file, line: line)
         let code = joined.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let approved = try hosts[0].run(["sync", "approve", code])
