@@ -76,7 +76,7 @@ let package = Package(
                                                                    "KeychainDaemon", "KeychainfsAccess", "KeychainFS", "KeychainProtocol",
                                                                    "KeychainSecretService", "CProcess"]),
         .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainClient", "KeychainKeys",
-                                                                  "KeychainProtocol", "Security"]),
+                                                                  "KeychainProtocol", "Security", "KeychainSync"]),
 
         .testTarget(name: "KeychainCryptoTests", dependencies: ["KeychainCrypto"]),
         .testTarget(name: "KeychainKeysTests", dependencies: ["KeychainKeys", "KeychainCrypto"]),

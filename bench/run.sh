@@ -17,7 +17,10 @@
 # hello, writes no page), --no-hyperfine (time the CLI with the loop in bash even when hyperfine
 # is installed: its rounds interleave the commands, where hyperfine runs each in one block, which
 # a busy machine skews), --seckey-only (P-256 signatures per second through the daemon, in
-# process and by `openssl speed`, on a fresh small vault; prints them, writes no page).
+# process and by `openssl speed`, on a fresh small vault; prints them, writes no page),
+# --sync-only (fleet sync: bench/sync.sh with the built binaries, --sync-args "..." passed to it;
+# propagation latency, throughput and a new host's catch-up next to an INSERT+NOTIFY baseline;
+# prints them, writes no page).
 # Environment: KEYCHAINFS_BENCH_SCRATCH, the SwiftPM scratch path (default /tmp/perf-build).
 #
 # In ONE run, against one vault and one daemon, it measures:
@@ -48,9 +51,9 @@
 # Everything it mounts or starts is undone on exit, also when interrupted. Needs root.
 set -euo pipefail
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
 
-quick=0; lock_only=0; cli_only=0; seckey_only=0; use_hyperfine=1; write_doc=1; keep=0; items=""; build=1; scale_max=""; main_phases=1; scale_phase=1; source=""
+quick=0; lock_only=0; cli_only=0; seckey_only=0; sync_only=0; sync_args=""; use_hyperfine=1; write_doc=1; keep=0; items=""; build=1; scale_max=""; main_phases=1; scale_phase=1; source=""
 while (($#)); do
     case "$1" in
         --quick) quick=1 ;;
@@ -66,6 +69,8 @@ while (($#)); do
         --cli-only) cli_only=1; scale_phase=0; write_doc=0 ;;
         --no-hyperfine) use_hyperfine=0 ;;
         --seckey-only) seckey_only=1; main_phases=0; scale_phase=0; write_doc=0 ;;
+        --sync-only) sync_only=1; main_phases=0; scale_phase=0; write_doc=0 ;;
+        --sync-args) shift; sync_args=${1?--sync-args needs a value} ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench/run.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -73,7 +78,7 @@ while (($#)); do
 done
 [[ -z "$items" || "$items" =~ ^[1-9][0-9]*$ ]] || { echo "bench/run.sh: --items takes a positive number" >&2; exit 2; }
 [[ -z "$scale_max" || "$scale_max" =~ ^[1-9][0-9]*$ ]] || { echo "bench/run.sh: --scale-max takes a positive number" >&2; exit 2; }
-((main_phases || scale_phase || seckey_only)) || { echo "bench/run.sh: --scale-only and --no-scale leave nothing to run" >&2; exit 2; }
+((main_phases || scale_phase || seckey_only || sync_only)) || { echo "bench/run.sh: --scale-only and --no-scale leave nothing to run" >&2; exit 2; }
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 src=$root   # the tree the binaries are built from
@@ -295,6 +300,11 @@ seckey_run() {
     "$kcbench" seckey --seconds "$socket_seconds" | tr ' ' '\n' | sed -n 's/^\(daemon_rate\|inproc_rate\|daemon_ops\|inproc_ops\)=/seckey.\1=/p' >> "$res"
     put seckey.openssl_sign_rate "$(openssl speed -seconds 3 ecdsap256 2>/dev/null | awk '/ecdsa \(nistp256\)/ { print $(NF - 1); exit }')"
 }
+if ((sync_only)); then
+    # shellcheck disable=SC2086 # --sync-args is split into options on purpose
+    "$root/bench/sync.sh" --kc "$kc" --bench "$kcbench" $sync_args
+    exit 0
+fi
 if ((seckey_only)); then
     echo "$passphrase" | "$kc" create-keychain --kdf interactive >/dev/null
     daemon_pid=$(daemon_pid_of "$main_vault")

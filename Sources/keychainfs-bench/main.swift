@@ -525,5 +525,6 @@ case "socket": socketMode(Array(CommandLine.arguments.dropFirst(2)))
 case "secitem": secitemMode(Array(CommandLine.arguments.dropFirst(2)))
 case "seckey": seckeyMode(Array(CommandLine.arguments.dropFirst(2)))
 case "idle": idleMode(Array(CommandLine.arguments.dropFirst(2)))
+case "sync": syncMode(Array(CommandLine.arguments.dropFirst(2)))
 default: run()
 }

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Fleet sync figures (issue 17, "Benchmark"; docs/sync.md), on one machine, in one run:
+#   - propagation latency: a synchronizable add through host A's daemon until its file exists in
+#     host B's mount (p50, p99 over --changes adds, one at a time);
+#   - the baseline in the same run: INSERT + NOTIFY to a listener on the same server through
+#     libpq, no keychainfs in between (keychainfs-bench sync --baseline);
+#   - throughput: --burst adds sent as fast as one client can, until all are in B's mount;
+#   - a new host C joining a circle whose server holds --new-host items: until it is a member,
+#     and until it has read the whole log.
+# A PostgreSQL cluster of its own (Debian's, run by a user made for the run, on a Unix socket
+# in the work directory, fsync on), three vaults with their own device keys and daemons.
+#
+#   bench/sync.sh --kc PATH/keychainfs --bench PATH/keychainfs-bench [--changes N] [--burst M]
+#                 [--new-host K] [--keep]
+# bench/run.sh --sync-only builds the release binaries and runs this. Needs root. Everything it
+# starts, mounts and makes is undone on exit, also when interrupted.
+set -euo pipefail
+
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+kc=""; kcbench=""; changes=1000; burst=10000; new_host=100000; keep=0
+while (($#)); do
+    case "$1" in
+        --kc) shift; kc=${1:?--kc needs a path} ;;
+        --bench) shift; kcbench=${1:?--bench needs a path} ;;
+        --changes) shift; changes=${1:?--changes needs a number} ;;
+        --burst) shift; burst=${1:?--burst needs a number} ;;
+        --new-host) shift; new_host=${1:?--new-host needs a number} ;;
+        --keep) keep=1 ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "bench/sync.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
+    esac
+    shift
+done
+for n in "$changes" "$burst" "$new_host"; do
+    [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "bench/sync.sh: counts are positive numbers" >&2; exit 2; }
+done
+((new_host >= changes + burst)) || new_host=$((changes + burst))
+[ -x "$kc" ] && [ -x "$kcbench" ] || { echo "bench/sync.sh: --kc and --bench name the built binaries" >&2; exit 2; }
+[ "$(id -u)" -eq 0 ] || { echo "bench/sync.sh: run as root (it mounts and makes a user)" >&2; exit 1; }
+pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+[ -x "$pgbin/postgres" ] || { echo "bench/sync.sh: PostgreSQL is not installed (scripts/setup.sh installs it)" >&2; exit 1; }
+
+started=$EPOCHREALTIME
+log() { printf '[%6.1fs] %s\n' "$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')" "$*" >&2; }
+now() { echo "$EPOCHREALTIME"; }
+since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }'; }
+
+work=$(mktemp -d /tmp/keychainfs-sync-bench.XXXXXX)
+chmod 755 "$work"
+pguser="kcsb$$"
+pass="keychainfs sync bench passphrase"
+mounted=""
+
+cleanup() {
+    local rc=$? h
+    trap - EXIT INT TERM
+    set +e
+    if [ -n "$mounted" ] && grep -qs " $mounted " /proc/mounts; then
+        host b timeout 10 "$kc" unmount "$mounted" >/dev/null 2>&1
+        grep -qs " $mounted " /proc/mounts && umount -l "$mounted"
+    fi
+    for h in a b c; do [ -e "$work/$h/$h.vault" ] && host "$h" timeout 20 "$kc" stop >/dev/null 2>&1; done
+    [ -d "$work/pg/data" ] && runuser -u "$pguser" -- "$pgbin/pg_ctl" -D "$work/pg/data" -m fast stop >/dev/null 2>&1
+    id "$pguser" >/dev/null 2>&1 && userdel "$pguser" 2>/dev/null
+    getent group "$pguser" >/dev/null && groupdel "$pguser" 2>/dev/null
+    if grep -q " $work/" /proc/mounts; then
+        echo "bench/sync.sh: something is still mounted under $work; not removing it" >&2
+    elif ((keep)); then
+        echo "bench/sync.sh: kept $work" >&2
+    else
+        rm -rf "$work"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'echo "bench/sync.sh: interrupted" >&2; exit 130' INT
+trap 'exit 143' TERM
+
+# Host NAME: its own runtime directory, device key and vault.
+host() {
+    local h=$1; shift
+    KEYCHAINFS_RUNTIME_DIR="$work/$h/run" KEYCHAINFS_DEVICE_KEY="$work/$h/device.key" KEYCHAINFS_VAULT="$work/$h/$h.vault" "$@"
+}
+status_field() { host "$1" "$kc" sync status --json | python3 -c "import json,sys; print(json.load(sys.stdin).get('$2', ''))"; }
+psql_() { runuser -u "$pguser" -- "$pgbin/psql" -h "$work/pg/sock" -U kcbench -d postgres -At -c "$1"; }
+
+log "PostgreSQL $("$pgbin/postgres" --version | awk '{ print $3 }') in $work/pg"
+useradd --system --no-create-home --shell /usr/sbin/nologin "$pguser"
+mkdir -p "$work/pg/sock"
+chown -R "$pguser" "$work/pg"
+runuser -u "$pguser" -- "$pgbin/initdb" -D "$work/pg/data" -U kcbench --auth=trust --no-instructions >/dev/null
+runuser -u "$pguser" -- "$pgbin/pg_ctl" -D "$work/pg/data" -w -l "$work/pg/server.log" \
+    -o "-k $work/pg/sock -c listen_addresses=''" start >/dev/null
+conninfo="host=$work/pg/sock dbname=postgres user=kcbench"
+
+for h in a b c; do
+    mkdir -p "$work/$h/run"
+    chmod 755 "$work/$h" "$work/$h/run"
+done
+for h in a b; do echo "$pass" | host "$h" "$kc" create-keychain --kdf interactive >/dev/null; done
+host a "$kc" sync init --server "$conninfo" --name bench-a >/dev/null
+join() {
+    local h=$1 code t
+    code=$(host "$h" "$kc" sync join --server "$conninfo" --name "bench-$h" 2>/dev/null)
+    host a "$kc" sync approve "$code" >/dev/null
+    until [ "$(status_field "$h" state)" = member ]; do sleep 0.1; done
+}
+join b
+mounted="$work/mnt-b"; mkdir "$mounted"
+host b "$kc" mount "$mounted" >/dev/null
+log "A and B in a circle, B mounted at $mounted"
+
+log "propagation: $changes adds on A, each until its file is in B's mount; then $changes INSERT+NOTIFY round trips"
+res=$(host a "$kcbench" sync --vault "$work/a/a.vault" --mount "$mounted" --changes "$changes" --prefix l --baseline "$conninfo")
+log "throughput: $burst adds on A, until all are in B's mount"
+res="$res $(host a "$kcbench" sync --vault "$work/a/a.vault" --mount "$mounted" --burst "$burst" --prefix t)"
+get() { tr ' ' '\n' <<< "$res" | sed -n "s/^$1=//p"; }
+
+# The new host: B stops (it would pull the same log meanwhile), A adds up to new_host items.
+host b "$kc" unmount "$mounted" >/dev/null; mounted=""
+host b "$kc" stop >/dev/null
+fill=$((new_host - changes - burst))
+if ((fill > 0)); then
+    log "filling: $fill more adds on A, until the server holds $new_host items"
+    host a "$kcbench" sync --vault "$work/a/a.vault" --fill "$fill" --prefix f >/dev/null
+fi
+fill_started=$(now)
+until [ "$(psql_ "SELECT count(*) FROM keychainfs.items WHERE NOT deleted")" -ge "$new_host" ]; do sleep 0.5; done
+log "the server holds $new_host items ($(since "$fill_started") s after the last add)"
+last=$(psql_ "SELECT max(seq) FROM keychainfs.log")
+echo "$pass" | host c "$kc" create-keychain --kdf interactive >/dev/null
+log "new host: C joins, until it has read the log up to $last"
+t0=$(now)
+join c
+member_s=$(since "$t0")
+until [ "$(status_field c cursor)" -ge "$last" ] 2>/dev/null; do sleep 0.5; done
+all_s=$(since "$t0")
+count_c=$(host c "$kc" dump-keychain --json | python3 -c "import json,sys; print(sum(1 for i in json.load(sys.stdin) if i['attributes'].get('svce') == 'sync-bench'))")
+
+cat <<REPORT
+
+Fleet sync, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg) at the end
+  propagation, add on A to the file in B's mount ($changes changes, one at a time):
+      p50 $(get latency_p50_ms) ms   p99 $(get latency_p99_ms) ms   mean $(get latency_mean_ms) ms   max $(get latency_max_ms) ms
+      of which the add through A's daemon: p50 $(get add_p50_ms) ms   p99 $(get add_p99_ms) ms
+  baseline, INSERT + NOTIFY to a listener on the same server through libpq ($changes round trips):
+      p50 $(get notify_p50_ms) ms   p99 $(get notify_p99_ms) ms   mean $(get notify_mean_ms) ms
+  throughput, $burst adds on A as fast as one client sends them:
+      sent in $(get burst_send_s) s ($(get burst_send_rate)/s), all in B's mount after $(get burst_all_s) s ($(get burst_rate)/s)
+  a new host receives $new_host items:
+      member $member_s s after sync join, the whole log read after $all_s s ($(awk -v n="$new_host" -v s="$all_s" 'BEGIN { printf "%.0f", n / s }')/s); C holds $count_c of them
+REPORT
