@@ -24,6 +24,12 @@ public struct SyncPayload: Sendable {
     }
 }
 
+/// A change another host made, as fleet sync applies it.
+public enum SyncChange: Sendable {
+    case write(SyncPayload, serverVersion: Int64)
+    case delete(uuid: [UInt8])
+}
+
 /// What applying a remote change did to this vault, for the daemon's notifications.
 public struct SyncApplied: Sendable {
     public var groups: [String]
@@ -83,69 +89,90 @@ extension Vault {
     /// - Returns: what changed, or nil when the incoming item lost to a lower uuid.
     /// - Throws: `decode` for a payload that is not a synchronizable item, `interactionNotAllowed`.
     public func applySynced(_ p: SyncPayload, serverVersion: Int64) throws -> SyncApplied? {
-        let attributes = try ItemCodec.decode(p.attributes)
-        try Self.checkSyncedRecord(attributes, p)
-        return try mutex.withLock {
-            guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
-            let classKey = try availableKey(for: p.protection)
-            return try store.db.transaction {
-                try createSyncTable()
-                var applied = SyncApplied(groups: [], names: [])
-                let existing = try store.item(uuid: p.uuid)
-                if let e = existing, let old = try? open(e, classKey: try availableKey(for: e.protection), needSecret: false) {
-                    note(old.attributes, e.itemClass, into: &applied)
-                }
-                // A change made here and not yet sent lost to one the server took first.
-                if let e = existing, try hasUnsentChange(e) { try keepInHistory(e, reason: .serverOrder) }
-                let pk = IndexToken.primaryKey(attributes, itemClass: p.itemClass, key: indexKey)
-                if let clash = try store.row(primaryKeyToken: pk), clash.uuid != p.uuid {
-                    guard p.uuid.lexicographicallyPrecedes(clash.uuid) else {
-                        let lost = try seal(uuid: p.uuid, rowID: 0, itemClass: p.itemClass, protection: p.protection,
-                                            attributes: attributes, secret: p.secret, classKey: classKey, indexKey: indexKey,
-                                            version: 0)
-                        try keepInHistory(lost, reason: .higherUUID)
-                        return nil
-                    }
-                    if let old = try? open(clash, classKey: try availableKey(for: clash.protection), needSecret: false) {
-                        note(old.attributes, clash.itemClass, into: &applied)
-                    }
-                    try keepInHistory(clash, reason: .higherUUID)
-                    try store.delete(rowID: clash.rowID)
-                }
-                var item = try seal(uuid: p.uuid, rowID: existing?.rowID ?? 0, itemClass: p.itemClass, protection: p.protection,
-                                    attributes: attributes, secret: p.secret, classKey: classKey, indexKey: indexKey,
-                                    version: (existing?.version ?? 0) + 1)
-                let tokens = lookupTokens(attributes, itemClass: p.itemClass, indexKey: indexKey)
-                if existing != nil {
-                    try store.replace(item, tokens: tokens)
-                } else {
-                    item.rowID = try store.insert(item, tokens: tokens)
-                }
-                try writeSyncState(p.uuid, SyncItemState(localVersion: item.version, serverVersion: serverVersion))
-                note(attributes, p.itemClass, into: &applied)
-                return applied
-            }
-        }
+        try applySynced([.write(p, serverVersion: serverVersion)])[0]
     }
 
     /// Deletes an item another host deleted, and forgets its sync state.
     /// - Returns: what changed, or nil when there was no such item.
     public func deleteSynced(uuid: [UInt8]) throws -> SyncApplied? {
-        try mutex.withLock {
+        try applySynced([.delete(uuid: uuid)])[0]
+    }
+
+    /// Applies other hosts' changes in order, in one SQLite transaction (one commit to disk for
+    /// a page of the log, not one per item): all of them or, when one throws, none.
+    /// - Returns: what each changed (see `applySynced` and `deleteSynced`).
+    /// - Throws: as `applySynced`.
+    public func applySynced(_ changes: [SyncChange]) throws -> [SyncApplied?] {
+        var decoded: [Attributes?] = []
+        for c in changes {
+            guard case .write(let p, _) = c else { decoded.append(nil); continue }
+            let attributes = try ItemCodec.decode(p.attributes)
+            try Self.checkSyncedRecord(attributes, p)
+            decoded.append(attributes)
+        }
+        return try mutex.withLock {
             try store.db.transaction {
                 try createSyncTable()
-                let unsent = try store.item(uuid: uuid).map { try hasUnsentChange($0) } ?? false
-                try store.db.prepare("DELETE FROM sync_items WHERE uuid = ?").bind(.blob(uuid)).run()
-                guard let e = try store.item(uuid: uuid), e.synchronizable else { return nil }
-                if unsent { try keepInHistory(e, reason: .serverOrder) }
-                var applied = SyncApplied(groups: [], names: [])
-                if let old = try? open(e, classKey: try availableKey(for: e.protection), needSecret: false) {
-                    note(old.attributes, e.itemClass, into: &applied)
+                return try zip(changes, decoded).map { change, attributes in
+                    switch change {
+                    case .write(let p, let serverVersion): return try writeSyncedLocked(p, attributes!, serverVersion: serverVersion)
+                    case .delete(let uuid): return try deleteSyncedLocked(uuid)
+                    }
                 }
-                try store.delete(rowID: e.rowID)
-                return applied
             }
         }
+    }
+
+    private func writeSyncedLocked(_ p: SyncPayload, _ attributes: Attributes, serverVersion: Int64) throws -> SyncApplied? {
+        guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
+        let classKey = try availableKey(for: p.protection)
+        var applied = SyncApplied(groups: [], names: [])
+        let existing = try store.item(uuid: p.uuid)
+        if let e = existing, let old = try? open(e, classKey: try availableKey(for: e.protection), needSecret: false) {
+            note(old.attributes, e.itemClass, into: &applied)
+        }
+        // A change made here and not yet sent lost to one the server took first.
+        if let e = existing, try hasUnsentChange(e) { try keepInHistory(e, reason: .serverOrder) }
+        let pk = IndexToken.primaryKey(attributes, itemClass: p.itemClass, key: indexKey)
+        if let clash = try store.row(primaryKeyToken: pk), clash.uuid != p.uuid {
+            guard p.uuid.lexicographicallyPrecedes(clash.uuid) else {
+                let lost = try seal(uuid: p.uuid, rowID: 0, itemClass: p.itemClass, protection: p.protection,
+                                    attributes: attributes, secret: p.secret, classKey: classKey, indexKey: indexKey,
+                                    version: 0)
+                try keepInHistory(lost, reason: .higherUUID)
+                return nil
+            }
+            if let old = try? open(clash, classKey: try availableKey(for: clash.protection), needSecret: false) {
+                note(old.attributes, clash.itemClass, into: &applied)
+            }
+            try keepInHistory(clash, reason: .higherUUID)
+            try store.delete(rowID: clash.rowID)
+        }
+        var item = try seal(uuid: p.uuid, rowID: existing?.rowID ?? 0, itemClass: p.itemClass, protection: p.protection,
+                            attributes: attributes, secret: p.secret, classKey: classKey, indexKey: indexKey,
+                            version: (existing?.version ?? 0) + 1)
+        let tokens = lookupTokens(attributes, itemClass: p.itemClass, indexKey: indexKey)
+        if existing != nil {
+            try store.replace(item, tokens: tokens)
+        } else {
+            item.rowID = try store.insert(item, tokens: tokens)
+        }
+        try writeSyncState(p.uuid, SyncItemState(localVersion: item.version, serverVersion: serverVersion))
+        note(attributes, p.itemClass, into: &applied)
+        return applied
+    }
+
+    private func deleteSyncedLocked(_ uuid: [UInt8]) throws -> SyncApplied? {
+        let unsent = try store.item(uuid: uuid).map { try hasUnsentChange($0) } ?? false
+        try store.db.prepare("DELETE FROM sync_items WHERE uuid = ?").bind(.blob(uuid)).run()
+        guard let e = try store.item(uuid: uuid), e.synchronizable else { return nil }
+        if unsent { try keepInHistory(e, reason: .serverOrder) }
+        var applied = SyncApplied(groups: [], names: [])
+        if let old = try? open(e, classKey: try availableKey(for: e.protection), needSecret: false) {
+            note(old.attributes, e.itemClass, into: &applied)
+        }
+        try store.delete(rowID: e.rowID)
+        return applied
     }
 
     /// The sync state of every item exchanged so far, by uuid.

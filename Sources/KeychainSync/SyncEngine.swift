@@ -122,6 +122,16 @@ public final class SyncEngine: @unchecked Sendable {
             let entries = try server.entries(config.circleID, after: config.cursor)
             if entries.isEmpty { break }
             var states = try vault.syncStates()
+            // A page's changes are checked one by one, then written in one vault transaction.
+            var batch: [Opened] = []
+            defer { for o in batch { o.payload?.wipe() } }
+            func wait(_ e: SyncServer.LogEntry) throws {
+                // Its class key is locked: the entry waits in the vault, as the ciphertext it
+                // came as, and is applied at the next round after an unlock.
+                try vault.queueSyncEntry(QueuedSyncEntry(seq: e.seq, token: e.token, version: e.version,
+                                                         deleted: e.deleted, record: e.record))
+                waiting.insert(e.token)
+            }
             for e in entries {
                 do {
                     // Epochs begin at a place in the log: take those before this entry first,
@@ -131,17 +141,30 @@ public final class SyncEngine: @unchecked Sendable {
                     }
                     adoptEpochsLocked(&epochs, before: e.seq, circle: circle, host: host, config: &config)
                     if waiting.contains(e.token) { throw KeychainStatus.interactionNotAllowed }
-                    try apply(e, server: server, circle: circle, states: &states, config: &config)
+                    if let o = try openEntry(e, server: server, circle: circle, states: &states, config: &config) { batch.append(o) }
                 } catch let error as SyncError {
                     reject(e.seq, error)
                 } catch KeychainStatus.interactionNotAllowed {
-                    // Its class key is locked: the entry waits in the vault, as the ciphertext
-                    // it came as, and is applied at the next round after an unlock.
-                    try vault.queueSyncEntry(QueuedSyncEntry(seq: e.seq, token: e.token, version: e.version,
-                                                             deleted: e.deleted, record: e.record))
-                    waiting.insert(e.token)
+                    try wait(e)
                 }
                 config.cursor = e.seq
+            }
+            do {
+                let applied = try vault.applySynced(batch.map(\.change))
+                for (o, a) in zip(batch, applied) { done(o, a) }
+            } catch {
+                // One of them cannot be written now (a locked class key, an item the vault
+                // refuses): each on its own, as it would have been alone.
+                for o in batch {
+                    do {
+                        if waiting.contains(o.entry.token) { throw KeychainStatus.interactionNotAllowed }
+                        done(o, try applyOpened(o))
+                    } catch let error as SyncError {
+                        reject(o.entry.seq, error)
+                    } catch KeychainStatus.interactionNotAllowed {
+                        try wait(o.entry)
+                    }
+                }
             }
             try config.save(vault)
             self.config = config
@@ -215,8 +238,28 @@ public final class SyncEngine: @unchecked Sendable {
         }
     }
 
+    /// A log entry checked and opened, ready to be written.
+    struct Opened {
+        var entry: SyncServer.LogEntry
+        var uuid: [UInt8]
+        var payload: SyncPayload?
+
+        var change: SyncChange {
+            payload.map { .write($0, serverVersion: entry.version) } ?? .delete(uuid: uuid)
+        }
+    }
+
     private func apply(_ e: SyncServer.LogEntry, server: SyncServer?, circle: CircleKeys,
                        states: inout [[UInt8]: SyncItemState], config: inout SyncConfig) throws {
+        guard let o = try openEntry(e, server: server, circle: circle, states: &states, config: &config) else { return }
+        defer { o.payload?.wipe() }
+        done(o, try applyOpened(o))
+    }
+
+    /// Checks an entry (its row, epoch, writer, signature, both ciphertexts) and opens it.
+    /// - Returns: nil when this host already has that version (its own write).
+    private func openEntry(_ e: SyncServer.LogEntry, server: SyncServer?, circle: CircleKeys,
+                           states: inout [[UInt8]: SyncItemState], config: inout SyncConfig) throws -> Opened? {
         let header = try SyncRecord.header(of: e.record)
         guard header.token == e.token, header.version == e.version, header.deleted == e.deleted else {
             throw SyncError.mismatch
@@ -230,19 +273,22 @@ public final class SyncEngine: @unchecked Sendable {
         }
         guard let writer = config.writer(header.writer, at: e.seq) else { throw SyncError.unknownWriter }
         let (uuid, payload) = try SyncRecord.open(e.record, circle: circle, writerSigningKey: writer.signKey, expected: header)
-        defer { payload?.wipe() }
-        if let s = states[uuid], s.serverVersion >= header.version { return }  // already here (our own write)
-        let applied: SyncApplied?
-        if let payload {
-            do { applied = try vault.applySynced(payload, serverVersion: header.version) }
-            catch KeychainStatus.decode { throw SyncError.malformed }
-            states[uuid] = SyncItemState(localVersion: 0, serverVersion: header.version)
-        } else {
-            applied = try vault.deleteSynced(uuid: uuid)
-            states[uuid] = nil
+        if let s = states[uuid], s.serverVersion >= header.version {  // already here (our own write)
+            payload?.wipe()
+            return nil
         }
+        states[uuid] = payload == nil ? nil : SyncItemState(localVersion: 0, serverVersion: header.version)
+        return Opened(entry: e, uuid: uuid, payload: payload)
+    }
+
+    private func applyOpened(_ o: Opened) throws -> SyncApplied? {
+        do { return try vault.applySynced([o.change])[0] }
+        catch KeychainStatus.decode { throw SyncError.malformed }
+    }
+
+    private func done(_ o: Opened, _ applied: SyncApplied?) {
         counters.pulled += 1
-        if let applied { onApplied(payload == nil ? "delete" : "update", applied) }
+        if let applied { onApplied(o.payload == nil ? "delete" : "update", applied) }
     }
 
     /// Learns members approved elsewhere: an entry counts once a member already trusted here
