@@ -201,6 +201,22 @@ extension Vault {
         }
     }
 
+    /// Records (or, with nil, forgets) what was exchanged for many items, in one transaction.
+    public func setSyncStates(_ states: [(uuid: [UInt8], state: SyncItemState?)]) throws {
+        try mutex.withLock {
+            try store.db.transaction {
+                try createSyncTable()
+                for (uuid, state) in states {
+                    if let state {
+                        try writeSyncState(uuid, state)
+                    } else {
+                        try store.db.prepare("DELETE FROM sync_items WHERE uuid = ?").bind(.blob(uuid)).run()
+                    }
+                }
+            }
+        }
+    }
+
     /// Forgets all sync state (leaving a circle).
     public func clearSyncStates() throws {
         try mutex.withLock {

@@ -324,6 +324,34 @@ public final class SyncEngine: @unchecked Sendable {
         let items = try vault.synchronizableItems()
         let states = try vault.syncStates()
         var lost = false
+        // What was sent is recorded in batches, one commit to disk for many. A crash before a
+        // batch is written sends those items again: the server refuses them (their version is
+        // taken) and the round pulls them back as they are.
+        var sent: [(uuid: [UInt8], state: SyncItemState?)] = []
+        defer { if !sent.isEmpty { try? vault.setSyncStates(sent) } }
+        func record(_ uuid: [UInt8], _ state: SyncItemState?) throws {
+            sent.append((uuid, state))
+            counters.pushed += 1
+            if sent.count >= 256 {
+                try vault.setSyncStates(sent)
+                sent = []
+            }
+        }
+        // Sealed versions go to the server in transactions of up to 128.
+        var outgoing: [(uuid: [UInt8], state: SyncItemState?, write: SyncServer.Write)] = []
+        func flush() throws {
+            let placed = try server.write(config.circleID, outgoing.map(\.write))
+            for (o, seq) in zip(outgoing, placed) {
+                if seq != nil { try record(o.uuid, o.state) } else { lost = true }
+            }
+            outgoing = []
+        }
+        func queue(_ payload: SyncPayload?, _ uuid: [UInt8], expected: Int64, _ state: SyncItemState?) throws {
+            let record = try SyncRecord.seal(payload, uuid: uuid, version: expected + 1, circle: circle, writer: host)
+            let header = try SyncRecord.header(of: record)
+            outgoing.append((uuid, state, SyncServer.Write(token: header.token, expected: expected, header: header, record: record)))
+            if outgoing.count >= 128 { try flush() }
+        }
         for (uuid, version) in items where states[uuid]?.localVersion != version {
             let payload: SyncPayload?
             do { payload = try vault.syncPayload(uuid: uuid) }
@@ -332,30 +360,14 @@ public final class SyncEngine: @unchecked Sendable {
             guard let payload else { continue }
             defer { payload.wipe() }
             let expected = states[uuid]?.serverVersion ?? 0
-            if try send(payload, uuid: uuid, version: expected + 1, expected: expected, server, config, circle, host) {
-                try vault.setSyncState(uuid, SyncItemState(localVersion: version, serverVersion: expected + 1))
-                counters.pushed += 1
-            } else {
-                lost = true
-            }
+            try queue(payload, uuid, expected: expected, SyncItemState(localVersion: version, serverVersion: expected + 1))
         }
         let live = Set(items.map(\.uuid))
         for (uuid, s) in states where !live.contains(uuid) {
-            if try send(nil, uuid: uuid, version: s.serverVersion + 1, expected: s.serverVersion, server, config, circle, host) {
-                try vault.setSyncState(uuid, nil)
-                counters.pushed += 1
-            } else {
-                lost = true
-            }
+            try queue(nil, uuid, expected: s.serverVersion, nil)
         }
+        if !outgoing.isEmpty { try flush() }
         if lost { counters.conflicts += 1 }
         return lost
-    }
-
-    private func send(_ payload: SyncPayload?, uuid: [UInt8], version: Int64, expected: Int64, _ server: SyncServer,
-                      _ config: SyncConfig, _ circle: CircleKeys, _ host: HostKeys) throws -> Bool {
-        let record = try SyncRecord.seal(payload, uuid: uuid, version: version, circle: circle, writer: host)
-        let header = try SyncRecord.header(of: record)
-        return try server.write(config.circleID, token: header.token, expected: expected, header: header, record: record) != nil
     }
 }

@@ -144,44 +144,57 @@ final class SyncServer {
 
     // MARK: The log
 
-    private struct Conflict: Error {}
+    /// One version to write: compare-and-swap on (token, `expected`).
+    struct Write {
+        var token: [UInt8]
+        var expected: Int64
+        var header: SyncRecord.Header
+        var record: [UInt8]
+    }
 
-    /// Writes one version of an item if the server still has `expected` (0: no such item):
-    /// compare-and-swap on (token, version). - Returns: the version's place in the log, or nil
-    /// when another host wrote first (the caller pulls, and the server's order decides).
-    func write(_ circle: [UInt8], token: [UInt8], expected: Int64, header: SyncRecord.Header, record: [UInt8]) throws -> Int64? {
-        do {
-            return try db.transaction {
-                let counter = try db.exec("UPDATE keychainfs.circles SET seq = seq + 1 WHERE circle = $1 RETURNING seq",
-                                          [.bytes(circle)])
-                guard counter.rows == 1 else { throw SyncError.server("no such circle") }
-                let seq = counter.int(0, 0)
-                // A record of an epoch that has ended would be readable by the removed host:
-                // the writer adopts the new epoch (it pulls, as after a lost swap) and writes again.
-                guard try currentEpoch(circle) <= Int64(header.epoch) else { throw Conflict() }
-                let values: [PGValue] = [.bytes(circle), .bytes(token), .int(header.version), .int(seq),
-                                         .text(header.deleted ? "t" : "f"), .bytes(record)]
-                let swapped: PGResult
-                if expected == 0 {
-                    swapped = try db.exec("""
+    /// Writes many versions in one transaction (one commit, one notification), each in a
+    /// savepoint of its own: a lost compare-and-swap undoes that one only. Holds the circle's
+    /// counter row from the start, so the epoch checked first stays in force to the commit.
+    /// - Returns: each one's place in the log, or nil where another host wrote first (or the
+    ///   circle's epoch moved on: the caller pulls, adopts it and writes again).
+    func write(_ circle: [UInt8], _ writes: [Write]) throws -> [Int64?] {
+        guard !writes.isEmpty else { return [] }
+        return try db.transaction {
+            let locked = try db.exec("SELECT seq FROM keychainfs.circles WHERE circle = $1 FOR UPDATE", [.bytes(circle)])
+            guard locked.rows == 1 else { throw SyncError.server("no such circle") }
+            let epoch = try currentEpoch(circle)
+            var out: [Int64?] = []
+            for w in writes {
+                guard epoch <= Int64(w.header.epoch) else { out.append(nil); continue }
+                try db.exec("SAVEPOINT one")
+                let seq = try db.exec("UPDATE keychainfs.circles SET seq = seq + 1 WHERE circle = $1 RETURNING seq",
+                                      [.bytes(circle)]).int(0, 0)
+                let values: [PGValue] = [.bytes(circle), .bytes(w.token), .int(w.header.version), .int(seq),
+                                         .text(w.header.deleted ? "t" : "f"), .bytes(w.record)]
+                let swapped = w.expected == 0
+                    ? try db.exec("""
                         INSERT INTO keychainfs.items(circle, token, version, seq, deleted, record) VALUES($1, $2, $3, $4, $5, $6)
                         ON CONFLICT DO NOTHING
                         """, values)
-                } else {
-                    swapped = try db.exec("""
+                    : try db.exec("""
                         UPDATE keychainfs.items SET version = $3, seq = $4, deleted = $5, record = $6, written_at = now()
                         WHERE circle = $1 AND token = $2 AND version = $7
-                        """, values + [.int(expected)])
+                        """, values + [.int(w.expected)])
+                guard swapped.affected == 1 else {
+                    try db.exec("ROLLBACK TO SAVEPOINT one")
+                    out.append(nil)
+                    continue
                 }
-                guard swapped.affected == 1 else { throw Conflict() }
                 try db.exec("""
                     INSERT INTO keychainfs.log(circle, seq, token, version, deleted, record) VALUES($1, $4, $2, $3, $5, $6)
                     """, values)
-                try db.exec("SELECT pg_notify($1, $2)", [.text(Self.channel(circle)), .text(String(seq))])
-                return seq
+                try db.exec("RELEASE SAVEPOINT one")
+                out.append(seq)
             }
-        } catch is Conflict {
-            return nil
+            if let last = out.compactMap({ $0 }).last {
+                try db.exec("SELECT pg_notify($1, $2)", [.text(Self.channel(circle)), .text(String(last))])
+            }
+            return out
         }
     }
 
