@@ -55,13 +55,46 @@ public struct SyncItemState: Equatable, Sendable {
 /// identifiers. Sync state lives in the `sync_items` table, created on first use, so an item
 /// and its state change in one transaction.
 extension Vault {
-    /// Every item that may sync: `sync=1` and a class that may leave this machine. Reads only
-    /// clear columns. - Returns: uuid and `items.version`.
-    public func synchronizableItems() throws -> [(uuid: [UInt8], version: Int64)] {
+    /// What a round must send, from clear columns only and in SQL (a round at 100,000 items
+    /// must not read them all into memory): synchronizable items changed since they were last
+    /// exchanged, or never were (`state` nil), in insertion order; and exchanged items that are
+    /// gone or no longer synchronizable.
+    public func syncChanges() throws -> (changed: [(uuid: [UInt8], version: Int64, state: SyncItemState?)],
+                                         gone: [(uuid: [UInt8], state: SyncItemState)]) {
         try mutex.withLock {
-            var out: [(uuid: [UInt8], version: Int64)] = []
-            try store.rows(protections: Self.exportableClasses, synchronizableOnly: true) { out.append(($0.uuid, $0.version)) }
-            return out
+            try createSyncTable()
+            let classes = Self.exportableClasses.map { String($0.code) }.joined(separator: ",")
+            var changed: [(uuid: [UInt8], version: Int64, state: SyncItemState?)] = []
+            let st = try store.db.prepare("""
+                SELECT i.uuid, i.version, s.local_version, s.server_version FROM items i LEFT JOIN sync_items s ON s.uuid = i.uuid
+                WHERE i.sync = 1 AND i.pdmn IN (\(classes)) AND (s.uuid IS NULL OR s.local_version != i.version) ORDER BY i.rowid
+                """)
+            defer { st.reset() }
+            while try st.step() {
+                changed.append((st.blob(0) ?? [], st.int(1),
+                                st.isNull(2) ? nil : SyncItemState(localVersion: st.int(2), serverVersion: st.int(3))))
+            }
+            var gone: [(uuid: [UInt8], state: SyncItemState)] = []
+            let g = try store.db.prepare("""
+                SELECT s.uuid, s.local_version, s.server_version FROM sync_items s WHERE NOT EXISTS
+                (SELECT 1 FROM items i WHERE i.uuid = s.uuid AND i.sync = 1 AND i.pdmn IN (\(classes)))
+                """)
+            defer { g.reset() }
+            while try g.step() {
+                gone.append((g.blob(0) ?? [], SyncItemState(localVersion: g.int(1), serverVersion: g.int(2))))
+            }
+            return (changed, gone)
+        }
+    }
+
+    /// The sync state of one item; nil when it was never exchanged.
+    public func syncState(_ uuid: [UInt8]) throws -> SyncItemState? {
+        try mutex.withLock {
+            try createSyncTable()
+            let st = try store.db.prepare("SELECT local_version, server_version FROM sync_items WHERE uuid = ?")
+            defer { st.reset() }
+            try st.bind(.blob(uuid))
+            return try st.step() ? SyncItemState(localVersion: st.int(0), serverVersion: st.int(1)) : nil
         }
     }
 
@@ -173,20 +206,6 @@ extension Vault {
         }
         try store.delete(rowID: e.rowID)
         return applied
-    }
-
-    /// The sync state of every item exchanged so far, by uuid.
-    public func syncStates() throws -> [[UInt8]: SyncItemState] {
-        try mutex.withLock {
-            try createSyncTable()
-            let st = try store.db.prepare("SELECT uuid, local_version, server_version FROM sync_items")
-            defer { st.reset() }
-            var out: [[UInt8]: SyncItemState] = [:]
-            while try st.step() {
-                out[st.blob(0) ?? []] = SyncItemState(localVersion: st.int(1), serverVersion: st.int(2))
-            }
-            return out
-        }
     }
 
     /// Records (or, with nil, forgets) what was exchanged for one item.

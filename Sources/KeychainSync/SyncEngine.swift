@@ -121,7 +121,7 @@ public final class SyncEngine: @unchecked Sendable {
         while true {
             let entries = try server.entries(config.circleID, after: config.cursor)
             if entries.isEmpty { break }
-            var states = try vault.syncStates()
+            var states = SyncStates(vault: vault)
             // A page's changes are checked one by one, then written in one vault transaction.
             var batch: [Opened] = []
             defer { for o in batch { o.payload?.wipe() } }
@@ -183,7 +183,7 @@ public final class SyncEngine: @unchecked Sendable {
     func drainQueueLocked(_ server: SyncServer?, circle: CircleKeys, config: inout SyncConfig) throws {
         let queued = try vault.queuedSyncEntries()
         guard !queued.isEmpty else { return }
-        var states = try vault.syncStates()
+        var states = SyncStates(vault: vault)
         for q in queued {
             let e = SyncServer.LogEntry(seq: q.seq, token: q.token, version: q.version, deleted: q.deleted, record: q.record)
             do {
@@ -238,6 +238,20 @@ public final class SyncEngine: @unchecked Sendable {
         }
     }
 
+    /// The sync state of the items a page touches: read from the vault one item at a time, and
+    /// what the page already changed, so a page does not read every item's state.
+    struct SyncStates {
+        let vault: Vault
+        var seen: [[UInt8]: SyncItemState?] = [:]
+
+        mutating func state(_ uuid: [UInt8]) throws -> SyncItemState? {
+            if let s = seen[uuid] { return s }
+            let s = try vault.syncState(uuid)
+            seen[uuid] = .some(s)
+            return s
+        }
+    }
+
     /// A log entry checked and opened, ready to be written.
     struct Opened {
         var entry: SyncServer.LogEntry
@@ -250,7 +264,7 @@ public final class SyncEngine: @unchecked Sendable {
     }
 
     private func apply(_ e: SyncServer.LogEntry, server: SyncServer?, circle: CircleKeys,
-                       states: inout [[UInt8]: SyncItemState], config: inout SyncConfig) throws {
+                       states: inout SyncStates, config: inout SyncConfig) throws {
         guard let o = try openEntry(e, server: server, circle: circle, states: &states, config: &config) else { return }
         defer { o.payload?.wipe() }
         done(o, try applyOpened(o))
@@ -259,7 +273,7 @@ public final class SyncEngine: @unchecked Sendable {
     /// Checks an entry (its row, epoch, writer, signature, both ciphertexts) and opens it.
     /// - Returns: nil when this host already has that version (its own write).
     private func openEntry(_ e: SyncServer.LogEntry, server: SyncServer?, circle: CircleKeys,
-                           states: inout [[UInt8]: SyncItemState], config: inout SyncConfig) throws -> Opened? {
+                           states: inout SyncStates, config: inout SyncConfig) throws -> Opened? {
         let header = try SyncRecord.header(of: e.record)
         guard header.token == e.token, header.version == e.version, header.deleted == e.deleted else {
             throw SyncError.mismatch
@@ -273,11 +287,11 @@ public final class SyncEngine: @unchecked Sendable {
         }
         guard let writer = config.writer(header.writer, at: e.seq) else { throw SyncError.unknownWriter }
         let (uuid, payload) = try SyncRecord.open(e.record, circle: circle, writerSigningKey: writer.signKey, expected: header)
-        if let s = states[uuid], s.serverVersion >= header.version {  // already here (our own write)
+        if let s = try states.state(uuid), s.serverVersion >= header.version {  // already here (our own write)
             payload?.wipe()
             return nil
         }
-        states[uuid] = payload == nil ? nil : SyncItemState(localVersion: 0, serverVersion: header.version)
+        states.seen[uuid] = payload == nil ? .some(nil) : SyncItemState(localVersion: 0, serverVersion: header.version)
         return Opened(entry: e, uuid: uuid, payload: payload)
     }
 
@@ -321,8 +335,7 @@ public final class SyncEngine: @unchecked Sendable {
     /// compare-and-swap was lost (another host wrote first; the caller pulls).
     func pushLocked(_ server: SyncServer) throws -> Bool {
         guard let config, let circle, let host else { return false }
-        let items = try vault.synchronizableItems()
-        let states = try vault.syncStates()
+        let (changed, gone) = try vault.syncChanges()
         var lost = false
         // What was sent is recorded in batches, one commit to disk for many. A crash before a
         // batch is written sends those items again: the server refuses them (their version is
@@ -352,18 +365,17 @@ public final class SyncEngine: @unchecked Sendable {
             outgoing.append((uuid, state, SyncServer.Write(token: header.token, expected: expected, header: header, record: record)))
             if outgoing.count >= 128 { try flush() }
         }
-        for (uuid, version) in items where states[uuid]?.localVersion != version {
+        for (uuid, version, state) in changed {
             let payload: SyncPayload?
             do { payload = try vault.syncPayload(uuid: uuid) }
             catch KeychainStatus.interactionNotAllowed { continue }   // its class key is locked
             catch KeychainStatus.decode { continue }                  // damaged here: nothing to send
             guard let payload else { continue }
             defer { payload.wipe() }
-            let expected = states[uuid]?.serverVersion ?? 0
+            let expected = state?.serverVersion ?? 0
             try queue(payload, uuid, expected: expected, SyncItemState(localVersion: version, serverVersion: expected + 1))
         }
-        let live = Set(items.map(\.uuid))
-        for (uuid, s) in states where !live.contains(uuid) {
+        for (uuid, s) in gone {
             try queue(nil, uuid, expected: s.serverVersion, nil)
         }
         if !outgoing.isEmpty { try flush() }
