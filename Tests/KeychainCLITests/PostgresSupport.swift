@@ -14,6 +14,9 @@ final class TestPostgres {
     private var running = false
     /// A TCP address and port it also listens on, with password logins from `network`.
     let tcp: (address: String, port: Int, network: String)?
+    /// Commits wait for a standby to have them (`synchronous_standby_names = '*'`): a change
+    /// acknowledged by this server survives its loss once a standby is promoted.
+    let synchronousStandby: Bool
 
     /// The newest PostgreSQL's programs (Debian's /usr/lib/postgresql/N/bin).
     static var bin: String? {
@@ -23,8 +26,10 @@ final class TestPostgres {
     }
 
     /// Starts the server. - Throws: `XCTSkip` when PostgreSQL is missing or cannot run here.
-    init(base: String, accounts: TestAccounts, tcp: (address: String, port: Int, network: String)? = nil) throws {
+    init(base: String, accounts: TestAccounts, tcp: (address: String, port: Int, network: String)? = nil,
+         synchronousStandby: Bool = false) throws {
         self.tcp = tcp
+        self.synchronousStandby = synchronousStandby
         guard let bin = Self.bin else { throw XCTSkip("PostgreSQL is not installed (scripts/setup.sh installs it)") }
         self.bin = bin
         self.base = base
@@ -51,7 +56,7 @@ final class TestPostgres {
     func start() throws {
         guard !running else { return }
         let started = try asUser([bin + "/pg_ctl", "-D", base + "/data", "-w", "-l", base + "/server.log",
-                                  "-o", "-k \(base)/sock -c listen_addresses='\(tcp?.address ?? "")' -p \(tcp?.port ?? 5432) -c fsync=off", "start"])
+                                  "-o", "-k \(base)/sock -c listen_addresses='\(tcp?.address ?? "")' -p \(tcp?.port ?? 5432) -c fsync=off\(synchronousStandby ? " -c synchronous_standby_names='*'" : "")", "start"])
         guard started.status == 0 else {
             let log = (try? String(contentsOfFile: base + "/server.log", encoding: .utf8)) ?? ""
             throw XCTSkip("the PostgreSQL server cannot start here: \(log)")
@@ -83,12 +88,18 @@ final class TestPostgres {
     }
 
     func stop() {
+        stopStandby()
+        stopPrimary()
+    }
+
+    /// Ends this server alone (`-m immediate`, as a crash would), leaving its standby running.
+    func stopPrimary() {
         guard running else { return }
         running = false
         _ = try? asUser([bin + "/pg_ctl", "-D", base + "/data", "-m", "immediate", "stop"])
     }
 
-    private func asUser(_ argv: [String]) throws -> Spawn.Outcome {
+    func asUser(_ argv: [String]) throws -> Spawn.Outcome {
         let env = ["PATH": "/usr/bin:/bin", "HOME": base, "LC_ALL": "C", "PGPASSFILE": base + "/pgpass.user"]
         return try Spawn.run(user.setpriv(initGroups: false) + argv, environment: env, input: Data(), timeout: 120)
     }

@@ -10,10 +10,14 @@ final class SyncHosts {
     let tag = String(UUID().uuidString.prefix(8)).lowercased()
 
     /// What the hosts connect with: the server's Unix socket, or its TCP address when it has one.
-    var conninfo: String { server.tcpConninfo ?? server.conninfo }
+    var conninfo: String { failover ? server.failoverConninfo : server.tcpConninfo ?? server.conninfo }
+    /// A synchronous standby beside the server, and both in the connection string.
+    let failover: Bool
 
-    init(count: Int, tcp: (address: String, port: Int, network: String)? = nil) throws {
+    init(count: Int, tcp: (address: String, port: Int, network: String)? = nil, failover: Bool = false) throws {
+        self.failover = failover
         var made: [CLIHarness] = []
+        var started: TestPostgres?
         do {
             for _ in 0..<count {
                 let h = try CLIHarness()
@@ -23,8 +27,12 @@ final class SyncHosts {
                 chmod(h.runtimeDir, 0o755)
                 try h.createVault()
             }
-            server = try TestPostgres(base: made[0].dir + "/pg", accounts: accounts, tcp: tcp)
+            let s = try TestPostgres(base: made[0].dir + "/pg", accounts: accounts, tcp: tcp, synchronousStandby: failover)
+            started = s
+            if failover { try s.startStandby() }
+            server = s
         } catch {
+            started?.stop()
             for h in made { h.tearDown() }
             accounts.remove()
             throw error
