@@ -55,19 +55,18 @@ public struct SyncItemState: Equatable, Sendable {
 /// identifiers. Sync state lives in the `sync_items` table, created on first use, so an item
 /// and its state change in one transaction.
 extension Vault {
-    /// What a round must send, from clear columns only and in SQL (a round at 100,000 items
-    /// must not read them all into memory): synchronizable items changed since they were last
+    /// What a round must send, from clear columns only, among the items changed since a round
+    /// last found them in step (`sync_dirty`): synchronizable items changed since they were last
     /// exchanged, or never were (`state` nil), in insertion order; and exchanged items that are
     /// gone or no longer synchronizable.
     public func syncChanges() throws -> (changed: [(uuid: [UInt8], version: Int64, state: SyncItemState?)],
                                          gone: [(uuid: [UInt8], state: SyncItemState)]) {
         try mutex.withLock {
             try createSyncTable()
-            let classes = Self.exportableClasses.map { String($0.code) }.joined(separator: ",")
             var changed: [(uuid: [UInt8], version: Int64, state: SyncItemState?)] = []
             let st = try store.db.prepare("""
-                SELECT i.uuid, i.version, s.local_version, s.server_version FROM items i LEFT JOIN sync_items s ON s.uuid = i.uuid
-                WHERE i.sync = 1 AND i.pdmn IN (\(classes)) AND (s.uuid IS NULL OR s.local_version != i.version) ORDER BY i.rowid
+                SELECT i.uuid, i.version, s.local_version, s.server_version FROM sync_dirty d JOIN items i ON i.uuid = d.uuid
+                LEFT JOIN sync_items s ON s.uuid = i.uuid WHERE \(Self.unsentCondition) ORDER BY i.rowid
                 """)
             defer { st.reset() }
             while try st.step() {
@@ -76,14 +75,28 @@ extension Vault {
             }
             var gone: [(uuid: [UInt8], state: SyncItemState)] = []
             let g = try store.db.prepare("""
-                SELECT s.uuid, s.local_version, s.server_version FROM sync_items s WHERE NOT EXISTS
-                (SELECT 1 FROM items i WHERE i.uuid = s.uuid AND i.sync = 1 AND i.pdmn IN (\(classes)))
+                SELECT s.uuid, s.local_version, s.server_version FROM sync_dirty d JOIN sync_items s ON s.uuid = d.uuid
+                WHERE \(Self.goneCondition)
                 """)
             defer { g.reset() }
             while try g.step() {
                 gone.append((g.blob(0) ?? [], SyncItemState(localVersion: g.int(1), serverVersion: g.int(2))))
             }
             return (changed, gone)
+        }
+    }
+
+    /// Forgets the items a round looked at and found in step with the server: what is neither
+    /// to send nor gone. Those still to send (a locked class key, a lost swap) stay.
+    public func pruneSyncChanges() throws {
+        try mutex.withLock {
+            try createSyncTable()
+            try store.db.execute("""
+                DELETE FROM sync_dirty WHERE
+                NOT EXISTS (SELECT 1 FROM items i LEFT JOIN sync_items s ON s.uuid = i.uuid
+                            WHERE i.uuid = sync_dirty.uuid AND \(Self.unsentCondition))
+                AND NOT EXISTS (SELECT 1 FROM sync_items s WHERE s.uuid = sync_dirty.uuid AND \(Self.goneCondition))
+                """)
         }
     }
 
@@ -240,7 +253,10 @@ extension Vault {
     public func clearSyncStates() throws {
         try mutex.withLock {
             try createSyncTable()
-            try store.db.execute("DELETE FROM sync_items")
+            try store.db.execute("""
+                DELETE FROM sync_items; DROP TRIGGER sync_dirty_insert; DROP TRIGGER sync_dirty_update;
+                DROP TRIGGER sync_dirty_delete; DROP TABLE sync_dirty
+                """)
         }
     }
 
@@ -283,6 +299,35 @@ extension Vault {
             CREATE TABLE IF NOT EXISTS sync_items(uuid BLOB PRIMARY KEY, local_version INTEGER NOT NULL,
                                                   server_version INTEGER NOT NULL) WITHOUT ROWID
             """)
+        guard try store.db.scalarInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sync_dirty'") == 0
+        else { return }
+        // The items a round must look at: every synchronizable item written or deleted since,
+        // kept by triggers in the transaction of the change, whoever makes it. Made on first
+        // use with every synchronizable and every exchanged item in it.
+        try store.db.execute("""
+            CREATE TABLE sync_dirty(uuid BLOB PRIMARY KEY) WITHOUT ROWID;
+            CREATE TRIGGER sync_dirty_insert AFTER INSERT ON items WHEN NEW.sync = 1
+                BEGIN INSERT OR IGNORE INTO sync_dirty VALUES(NEW.uuid); END;
+            CREATE TRIGGER sync_dirty_update AFTER UPDATE ON items WHEN NEW.sync = 1 OR OLD.sync = 1
+                BEGIN INSERT OR IGNORE INTO sync_dirty VALUES(NEW.uuid); INSERT OR IGNORE INTO sync_dirty VALUES(OLD.uuid); END;
+            CREATE TRIGGER sync_dirty_delete AFTER DELETE ON items WHEN OLD.sync = 1
+                BEGIN INSERT OR IGNORE INTO sync_dirty VALUES(OLD.uuid); END;
+            INSERT OR IGNORE INTO sync_dirty SELECT uuid FROM items WHERE sync = 1;
+            INSERT OR IGNORE INTO sync_dirty SELECT uuid FROM sync_items;
+            """)
+    }
+
+    /// `items` rows (alias `i`) that a round must send: synchronizable, of a class that may
+    /// leave, changed since last exchanged (`s` the sync state) or never exchanged.
+    private static var unsentCondition: String {
+        let classes = exportableClasses.map { String($0.code) }.joined(separator: ",")
+        return "i.sync = 1 AND i.pdmn IN (\(classes)) AND (s.uuid IS NULL OR s.local_version != i.version)"
+    }
+
+    /// Exchanged items (`s`) that are gone or no longer synchronizable.
+    private static var goneCondition: String {
+        let classes = exportableClasses.map { String($0.code) }.joined(separator: ",")
+        return "NOT EXISTS (SELECT 1 FROM items i WHERE i.uuid = s.uuid AND i.sync = 1 AND i.pdmn IN (\(classes)))"
     }
 
     /// Whether an item was changed here since it was last exchanged (or never was).

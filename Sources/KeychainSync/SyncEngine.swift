@@ -379,6 +379,11 @@ public final class SyncEngine: @unchecked Sendable {
             try queue(nil, uuid, expected: s.serverVersion, nil)
         }
         if !outgoing.isEmpty { try flush() }
+        if !sent.isEmpty {
+            try vault.setSyncStates(sent)
+            sent = []
+        }
+        try vault.pruneSyncChanges()
         if lost { counters.conflicts += 1 }
         return lost
     }
