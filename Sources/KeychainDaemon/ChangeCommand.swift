@@ -2,6 +2,7 @@ import CProcess
 import Dispatch
 import Glibc
 import KeychainCore
+import KeychainSystem
 
 /// Runs a mount's `on_change` command for a change of an item the mount shows, without waiting.
 func runChangeCommand(_ command: String, event: ChangeEvent, mountpoint: String) {
@@ -89,8 +90,7 @@ final class ChangeCommand: @unchecked Sendable {
                 return
             }
             DispatchQueue.global().async { [self] in
-                var status: Int32 = 0
-                while waitpid(child, &status, 0) < 0 && errno == EINTR {}  // reap it
+                _ = ChildProcess.waitForExit(child)  // reap it
                 mutex.withLock { running = false }
                 startIfDue()
             }
