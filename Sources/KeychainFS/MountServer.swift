@@ -696,7 +696,7 @@ public final class MountServer: @unchecked Sendable {
             file.openedEntry = e
             if !writing || fi.pointee.flags & O_TRUNC == 0 {
                 var approved = false
-                if let control = e.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence {
+                if let control = e.attributes[.accessControl].flatMap(AccessControl.init), control.requiresPresence {
                     // The program may take seconds: it is asked off the kernel's workers.
                     guard let approval, approval.ref == e.ref else {
                         return openAfterApproval(req, ino: ino, fi: fi, ref: e.ref, attributes: e.attributes, caller: caller)
@@ -981,7 +981,7 @@ public final class MountServer: @unchecked Sendable {
                     locked { _ = emptyServices.insert(target) }
                 } else {
                     let key = target.node.directoryAttribute
-                    moved = try vault.update(["class": .string(c.rawValue), key: .data(from), "sync": "syna"], changes: [key: .data(to)],
+                    moved = try vault.update([.class: .string(c.rawValue), key: .data(from), .synchronizable: .synchronizableAny], changes: [key: .data(to)],
                                              accessGroups: groups)
                 }
                 inodes.renameService(source, to: to)
