@@ -260,4 +260,8 @@ extension AttributeValue {
     public static let matchLimitOne = AttributeValue.string(ValueName.matchLimitOne)
     /// `kSecMatchLimitAll` as a value.
     public static let matchLimitAll = AttributeValue.string(ValueName.matchLimitAll)
+    /// `kSecUseAuthenticationUIAllow` as a value.
+    public static let authenticationUIAllow = AttributeValue.string(ValueName.authenticationUIAllow)
+    /// `kSecUseAuthenticationUISkip` as a value.
+    public static let authenticationUISkip = AttributeValue.string(ValueName.authenticationUISkip)
 }
