@@ -53,3 +53,10 @@ public typealias Attributes = [AttributeKey: AttributeValue]
 /// Named values that are not an item's attributes: a request's options, a reply's info, a group
 /// record. Encoded as attributes are (`AttributeCoding`).
 public typealias Fields = [String: AttributeValue]
+
+extension Dictionary where Key == AttributeKey, Value == AttributeValue {
+    /// Fields carried where the protocol holds attributes (the items of a group list).
+    public init(fields: Fields) { self.init(uniqueKeysWithValues: fields.map { (AttributeKey(rawValue: $0.key), $0.value) }) }
+    /// These entries by their raw names.
+    public var fields: Fields { Fields(uniqueKeysWithValues: map { ($0.key.rawValue, $0.value) }) }
+}
