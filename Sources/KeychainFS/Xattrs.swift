@@ -92,7 +92,7 @@ extension MountServer {
             }
             let touched = try vault.update([.valuePersistentRef: .data(e.ref.bytes), .synchronizable: .synchronizableAny], changes: [key: change],
                              accessGroups: caller(req, writing: true).groups)
-            if case .item(let n)? = inodes.node(ino) { changed("update", n, groups: touched) }
+            if case .item(let n)? = inodes.node(ino) { changed(.update, n, groups: touched) }
             req.ok()
         } catch {
             req.error(errnoFor(error))
