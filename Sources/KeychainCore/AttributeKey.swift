@@ -254,6 +254,10 @@ public enum ValueName {
 }
 
 extension AttributeValue {
+    /// An item class as the value of `.class`.
+    public static func itemClass(_ c: ItemClass) -> AttributeValue { .string(c.rawValue) }
+    /// A protection class as the value of `.accessible`.
+    public static func protection(_ p: ProtectionClass) -> AttributeValue { .string(p.rawValue) }
     /// `kSecAttrSynchronizableAny` as a value.
     public static let synchronizableAny = AttributeValue.string(ValueName.synchronizableAny)
     /// `kSecMatchLimitOne` as a value.
