@@ -4,8 +4,12 @@
 ///
 /// A string literal converts to a key, so tests and callers of KeychainCore may write Apple's
 /// raw names; inside Sources every key is one of the named constants below.
-public struct AttributeKey: RawRepresentable, Hashable, Comparable, Sendable, ExpressibleByStringLiteral {
+public struct AttributeKey: RawRepresentable, Hashable, Comparable, Sendable, ExpressibleByStringLiteral,
+                            CustomStringConvertible {
     public let rawValue: String
+
+    /// The raw name, so a key reads in text (file names, messages, output) as it always has.
+    public var description: String { rawValue }
 
     public init(rawValue: String) { self.rawValue = rawValue }
     public init(stringLiteral value: String) { rawValue = value }
