@@ -52,7 +52,7 @@ extension Daemon {
         }
         // No line, no backup: the export is refused before any of it leaves.
         try audit("export", caller, "items=\(export.itemCount)")
-        var info: Attributes = ["size": .number(Int64(export.bytes.count)), "items": .number(Int64(export.itemCount)),
+        var info: Fields = ["size": .number(Int64(export.bytes.count)), "items": .number(Int64(export.itemCount)),
                                 "damaged": .number(Int64(export.damagedCount))]
         let first = min(export.bytes.count, BackupTransfers.pieceSize)
         info["data"] = .data(Array(export.bytes[0..<first]))
