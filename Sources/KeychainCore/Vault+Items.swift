@@ -14,11 +14,14 @@ extension Vault {
     /// - Returns: what the return keys ask for, for the new item; `.none` without them.
     /// - Throws: `param`, `noSuchClass`, `noSuchAttr`, `duplicateItem`, `missingEntitlement`,
     ///   `interactionNotAllowed` (class key locked), `authFailed` (`akpu` without a passphrase).
+    /// - Parameter beforeChange: called with the new item's reference before it is stored (the
+    ///   daemon's audit line); a throw refuses the add.
     @discardableResult
-    public func add(_ input: Attributes, secret: SecureBytes? = nil, accessGroups: [String]) throws -> QueryResult {
+    public func add(_ input: Attributes, secret: SecureBytes? = nil, accessGroups: [String],
+                    beforeChange: ([PersistentRef]) throws -> Void = { _ in }) throws -> QueryResult {
         let prepared = try prepareAdd(input, secret: secret, accessGroups: accessGroups)
         return try mutex.withLock {
-            let stored = try store.db.transaction { try insert(prepared) }
+            let stored = try store.db.transaction { try insert(prepared, beforeChange: beforeChange) }
             guard prepared.returns.any else { return .none }
             let data = try prepared.secret ?? SecureBytes(count: 0)
             let match = Match(stored: stored, attributes: prepared.attributes, secret: prepared.returns.data ? data : nil)
@@ -94,12 +97,13 @@ extension Vault {
     }
 
     /// Seals and inserts a prepared item; called with the mutex held, inside a transaction.
-    func insert(_ p: PreparedAdd) throws -> StoredItem {
+    func insert(_ p: PreparedAdd, beforeChange: ([PersistentRef]) throws -> Void = { _ in }) throws -> StoredItem {
         if p.protection == .whenPasscodeSetThisDeviceOnly && !header.hasPassphrase { throw KeychainStatus.authFailed }
         let classKey = try availableKey(for: p.protection)
         guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
         var item = try seal(uuid: randomBytes(16), rowID: 0, itemClass: p.itemClass, protection: p.protection,
                         attributes: p.attributes, secret: p.secret, classKey: classKey, indexKey: indexKey, version: 1)
+        try beforeChange([PersistentRef(itemClass: p.itemClass, uuid: item.uuid)])
         item.rowID = try store.insert(item, tokens: lookupTokens(p.attributes, itemClass: p.itemClass, indexKey: indexKey))
         return item
     }
@@ -150,8 +154,10 @@ extension Vault {
     ///   collides with another item's primary key; `missingEntitlement` for a group the caller lacks.
     /// - Returns: the access groups of the changed items, before and after (for watchers).
     @discardableResult
+    /// - Parameter beforeChange: called with the references of the items about to change, before
+    ///   anything is written (the daemon's audit lines); a throw refuses the change.
     public func update(_ query: Attributes, changes: Attributes, secret: SecureBytes? = nil,
-                       accessGroups: [String]) throws -> Set<String> {
+                       accessGroups: [String], beforeChange: ([PersistentRef]) throws -> Void = { _ in }) throws -> Set<String> {
         let q = try ParsedQuery(query, operation: .update)
         var newSecret = secret
         var set: Attributes = [:]
@@ -203,6 +209,7 @@ extension Vault {
                                 indexKey: indexKey, version: m.stored.version + 1)
                 rewritten.append((item, lookupTokens(attributes, itemClass: q.itemClass, indexKey: indexKey)))
             }
+            try beforeChange(matches.map { PersistentRef(itemClass: $0.stored.itemClass, uuid: $0.stored.uuid) })
             try store.db.transaction {
                 for (item, tokens) in rewritten { try store.replace(item, tokens: tokens) }
             }
@@ -216,10 +223,13 @@ extension Vault {
     /// - Throws: `itemNotFound`, `param` for return keys, and the search errors.
     /// - Returns: the access groups of the deleted items (for watchers).
     @discardableResult
-    public func delete(_ query: Attributes, accessGroups: [String]) throws -> Set<String> {
+    /// - Parameter beforeChange: as for `update`, with the items about to be deleted.
+    public func delete(_ query: Attributes, accessGroups: [String],
+                       beforeChange: ([PersistentRef]) throws -> Void = { _ in }) throws -> Set<String> {
         let q = try ParsedQuery(query, operation: .delete)
         return try mutex.withLock {
             let matches = try search(q, accessGroups: accessGroups, needSecret: false, limit: Int.max)
+            try beforeChange(matches.map { PersistentRef(itemClass: $0.stored.itemClass, uuid: $0.stored.uuid) })
             try store.db.transaction {
                 for m in matches { try store.delete(rowID: m.stored.rowID) }
             }
