@@ -14,8 +14,8 @@ extension Vault {
     /// - Returns: what the return keys ask for, for the new item; `.none` without them.
     /// - Throws: `param`, `noSuchClass`, `noSuchAttr`, `duplicateItem`, `missingEntitlement`,
     ///   `interactionNotAllowed` (class key locked), `authFailed` (`akpu` without a passphrase).
-    /// - Parameter beforeChange: called with the new item's reference before it is stored (the
-    ///   daemon's audit line); a throw refuses the add.
+    /// - Parameter beforeChange: called with the new item's reference once it is written and
+    ///   before the commit (the daemon's audit line); a throw rolls the add back.
     @discardableResult
     public func add(_ input: Attributes, secret: SecureBytes? = nil, accessGroups: [String],
                     beforeChange: ([PersistentRef]) throws -> Void = { _ in }) throws -> QueryResult {
@@ -103,8 +103,8 @@ extension Vault {
         guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
         var item = try seal(uuid: randomBytes(16), rowID: 0, itemClass: p.itemClass, protection: p.protection,
                         attributes: p.attributes, secret: p.secret, classKey: classKey, indexKey: indexKey, version: 1)
-        try beforeChange([PersistentRef(itemClass: p.itemClass, uuid: item.uuid)])
         item.rowID = try store.insert(item, tokens: lookupTokens(p.attributes, itemClass: p.itemClass, indexKey: indexKey))
+        try beforeChange([PersistentRef(itemClass: p.itemClass, uuid: item.uuid)])  // before the commit
         return item
     }
 
@@ -154,8 +154,8 @@ extension Vault {
     ///   collides with another item's primary key; `missingEntitlement` for a group the caller lacks.
     /// - Returns: the access groups of the changed items, before and after (for watchers).
     @discardableResult
-    /// - Parameter beforeChange: called with the references of the items about to change, before
-    ///   anything is written (the daemon's audit lines); a throw refuses the change.
+    /// - Parameter beforeChange: called with the references of the changed items once they are
+    ///   written and before the commit (the daemon's audit lines); a throw rolls the change back.
     public func update(_ query: Attributes, changes: Attributes, secret: SecureBytes? = nil,
                        accessGroups: [String], beforeChange: ([PersistentRef]) throws -> Void = { _ in }) throws -> Set<String> {
         let q = try ParsedQuery(query, operation: .update)
@@ -209,9 +209,9 @@ extension Vault {
                                 indexKey: indexKey, version: m.stored.version + 1)
                 rewritten.append((item, lookupTokens(attributes, itemClass: q.itemClass, indexKey: indexKey)))
             }
-            try beforeChange(matches.map { PersistentRef(itemClass: $0.stored.itemClass, uuid: $0.stored.uuid) })
             try store.db.transaction {
                 for (item, tokens) in rewritten { try store.replace(item, tokens: tokens) }
+                try beforeChange(matches.map { PersistentRef(itemClass: $0.stored.itemClass, uuid: $0.stored.uuid) })
             }
             return groups
         }
@@ -229,9 +229,9 @@ extension Vault {
         let q = try ParsedQuery(query, operation: .delete)
         return try mutex.withLock {
             let matches = try search(q, accessGroups: accessGroups, needSecret: false, limit: Int.max)
-            try beforeChange(matches.map { PersistentRef(itemClass: $0.stored.itemClass, uuid: $0.stored.uuid) })
             try store.db.transaction {
                 for m in matches { try store.delete(rowID: m.stored.rowID) }
+                try beforeChange(matches.map { PersistentRef(itemClass: $0.stored.itemClass, uuid: $0.stored.uuid) })
             }
             return Set(matches.compactMap { m -> String? in
                 if case .string(let name)? = m.attributes["agrp"] { return name }

@@ -19,10 +19,10 @@ extension Daemon {
     }
 
     /// As `auditedChange`, for a change of items: `change` hands `record` to the vault, which
-    /// calls it with the references of the items it is about to add, change or delete, under its
-    /// lock and before it writes, so each gets its line (`EVENT REF`) and nothing changes unseen.
-    /// A change that fails before it found its items gets one `EVENT` line, detail `-`, and its
-    /// `EVENT-failed` line, as before.
+    /// calls it with the references of the items it added, changed or deleted, inside its
+    /// transaction before the commit, so each gets its line (`EVENT REF`) and a line that cannot
+    /// be written rolls the change back. A change that fails before that (a duplicate, nothing
+    /// found) gets one `EVENT` line, detail `-`, and its `EVENT-failed` line, as before.
     func auditedItemChange<R>(_ event: AuditEvent, _ caller: CallerIdentity,
                               _ change: (_ record: ([PersistentRef]) throws -> Void) throws -> R) throws -> R {
         var recorded = false
