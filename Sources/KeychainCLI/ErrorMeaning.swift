@@ -14,7 +14,7 @@ enum ErrorMeaning {
             // Also a presence-gated item with no approval program: only a lock is named.
             guard let client = try? DaemonClient.connect(vaultPath: vault),
                   let info = try? client.send(Request(.info)).info,
-                  info["state"]?.stringValue == "locked" else { return nil }
+                  ["locked", "never-unlocked"].contains(info["state"]?.stringValue ?? "") else { return nil }
             return "the vault is locked: run keychainfs unlock-keychain" + (vault == Paths.canonical(Paths.defaultVault()) ? "" : " \(vault)")
         case .notAvailable:
             return "no vault daemon for \(vault)"

@@ -63,7 +63,8 @@ final class KeychainConnection: @unchecked Sendable {
             if let socket = Paths.environment("KEYCHAINFS_SOCKET") { return "no vault daemon at KEYCHAINFS_SOCKET=\(socket)" }
             return "no vault daemon for KEYCHAINFS_VAULT=\(Paths.canonical(Paths.defaultVault()))"
         case .interactionNotAllowed:
-            guard let info = try? send(Request(.info)).info, info["state"]?.stringValue == "locked" else { return nil }
+            guard let info = try? send(Request(.info)).info,
+                  ["locked", "never-unlocked"].contains(info["state"]?.stringValue ?? "") else { return nil }
             return "the vault is locked: run keychainfs unlock-keychain"
         default:
             return nil
