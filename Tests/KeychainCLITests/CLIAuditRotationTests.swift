@@ -90,4 +90,18 @@ final class CLIAuditRotationTests: XCTestCase {
         XCTAssertEqual(broken.status, 93, "\(broken)")
         XCTAssertEqual(broken.stderr, "keychainfs: the audit log is broken at line 1 of \(logPath)\n")
     }
+
+    func testARotationCutShortByACrashIsUndoneAtStart() throws {
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "c", "-a", "1", "-w", "x"]).status, 0)
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        // As a daemon killed between its link and its rename leaves them.
+        XCTAssertEqual(link(logPath, logPath + ".1"), 0)
+        XCTAssertTrue(FileManager.default.createFile(atPath: logPath + ".new", contents: Data("1\tpartial".utf8)))
+        XCTAssertEqual(try h.run(["unlock-keychain"], input: "pass phrase 1\n").status, 0)
+        let ok = try h.run(["audit", "--verify"])
+        XCTAssertEqual(ok.status, 0, "\(ok)")
+        XCTAssertEqual(ok.stdout, "audit log verified: 4 entries\n", "one file again")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: logPath + ".1"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: logPath + ".new"))
+    }
 }
