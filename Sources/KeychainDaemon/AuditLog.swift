@@ -287,7 +287,7 @@ final class AuditLog: @unchecked Sendable {
         unlink(fresh)
         let newFD = open(fresh, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard newFD >= 0 else { throw KeychainStatus.writeFailure(errno) }
-        let (oldFD, oldSeq, oldHead, oldSize) = (fd, seq, head, size)
+        let (oldFD, oldSeq, oldHead, oldSize, oldCut, oldUnwritten) = (fd, seq, head, size, cutBytes, unwritten)
         let name = archived.split(separator: "/").last.map(String.init) ?? archived
         fd = newFD
         size = 0
@@ -306,7 +306,8 @@ final class AuditLog: @unchecked Sendable {
         } catch {
             close(newFD)
             unlink(fresh)
-            (fd, seq, head, size) = (oldFD, oldSeq, oldHead, oldSize)
+            // A cut left pending was the new file's: the old one goes on as it was.
+            (fd, seq, head, size, cutBytes, unwritten) = (oldFD, oldSeq, oldHead, oldSize, oldCut, oldUnwritten)
             throw error
         }
         close(oldFD)
