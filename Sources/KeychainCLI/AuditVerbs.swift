@@ -68,6 +68,9 @@ enum AuditVerbs {
         } catch KeychainStatus.itemNotFound where options["item-service"] != nil || options["item-account"] != nil {
             throw StateError(message: "--item \(ctx.args.value("--item") ?? ""): no item of that name that you may see (a deleted item is found by its reference)", status: .itemNotFound)
         }
+        if case .number(let omitted)? = info["omitted"] {
+            Terminal.warn("audit: the \(omitted) oldest matching lines are left out (a reply holds 12 MiB of lines); narrow it with --since, --until, --item, --uid or --event")
+        }
         Terminal.writeString(1, AuditLines.render(log: info["log"]?.stringValue ?? "", names: info["names"]?.stringValue ?? "", json: ctx.json))
         return 0
     }

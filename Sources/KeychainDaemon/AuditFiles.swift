@@ -31,6 +31,23 @@ struct AuditFiles {
     /// The name the next rotation gives the current file.
     func nextRotatedPath() -> String { path + ".\((rotated().last?.number ?? 0) + 1)" }
 
+    /// The TIME of a file's last line (read from its end), nil when it has none.
+    static func lastTime(of file: String) -> Int64? {
+        let fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_size > 0 else { return nil }
+        let length = Int(min(st.st_size, 4096))
+        var tail = [UInt8](repeating: 0, count: length)
+        guard pread(fd, &tail, length, st.st_size - off_t(length)) == length else { return nil }
+        let body = tail.last == 10 ? tail.dropLast() : tail[...]
+        let start = body.lastIndex(of: 10).map { $0 + 1 } ?? body.startIndex
+        let fields = body[start...].split(separator: 9, maxSplits: 2, omittingEmptySubsequences: false)
+        guard fields.count >= 2 else { return nil }
+        return Int64(String(decoding: fields[1], as: UTF8.self))
+    }
+
     /// Where a rotation builds the new file before it takes the current one's place.
     var freshPath: String { path + ".new" }
 

@@ -374,10 +374,15 @@ final class AuditLog: @unchecked Sendable {
         return (seq, Hex.encode(head))
     }
 
-    /// The whole log's text, every file oldest first, for `keychainfs audit`.
-    func contents() -> String {
+    /// The whole log's text, every file oldest first, for `keychainfs audit`. With `since`
+    /// (Unix seconds), rotated files whose last line is older are not read.
+    func contents(since: Int64? = nil) -> String {
         try? flushRepeats()  // counts that cannot be written yet stay pending
-        return files.all().map { readSmallFile($0) ?? "" }.joined()
+        let all = files.all()
+        return all.enumerated().map { i, file in
+            if let since, i < all.count - 1, let last = AuditFiles.lastTime(of: file), last < since { return "" }
+            return readSmallFile(file) ?? ""
+        }.joined()
     }
 
     /// Appends `s` with tabs, newlines and other control characters escaped, so no field can

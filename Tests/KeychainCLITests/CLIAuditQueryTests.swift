@@ -155,4 +155,26 @@ final class CLIAuditQueryTests: XCTestCase {
         XCTAssertEqual(size.status, 2, "\(size)")
         XCTAssertTrue(size.stderr.hasPrefix("keychainfs: --audit-max-size takes 0 or a number of bytes from 4096 to 1099511627776; 100 is out of range\n"), size.stderr)
     }
+
+    func testALogLargerThanAReplyShowsItsNewestLinesAndSaysSo() throws {
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        // 85,000 old lines (14 MiB) before the daemon's own: more than one reply holds.
+        let filler = (1...85_000).map { "\($0)\t1000000000\t0\t1\tread\t" + String(repeating: "f", count: 40) + "\t/usr/bin/" + String(repeating: "x", count: 40) + "\t" + String(repeating: "0", count: 64) + "\n" }.joined()
+        let handle = try XCTUnwrap(FileHandle(forWritingAtPath: logPath))
+        handle.seekToEndOfFile()
+        handle.write(Data(filler.utf8))
+        handle.closeFile()
+        XCTAssertEqual(try h.run(["unlock-keychain"], input: "pass phrase 1\n").status, 0)
+        let r = try h.run(["audit"])
+        XCTAssertEqual(r.status, 0, "status \(r.status), stderr \(r.stderr)")
+        XCTAssertTrue(r.stderr.hasPrefix("keychainfs: audit: the "), r.stderr)
+        XCTAssertTrue(r.stderr.hasSuffix(" oldest matching lines are left out (a reply holds 12 MiB of lines); narrow it with --since, --until, --item, --uid or --event\n"), r.stderr)
+        XCTAssertLessThanOrEqual(r.stdout.utf8.count, 14 << 20)
+        XCTAssertEqual(rows(r.stdout).last?[4], "unlock", "the newest line is shown")
+        let recent = try h.run(["audit", "--since", "1h"])
+        let none = try h.run(["audit", "--uid", "4294967294"])
+        print("audit of a 14 MiB log: \(r.elapsed) s; with --since 1h: \(recent.elapsed) s; no match \(none.elapsed) s")
+        XCTAssertEqual(recent.stderr, "", "a filter that fits says nothing")
+        XCTAssertEqual(rows(recent.stdout).map { $0[4] }, ["unlock", "stop", "unlock"])
+    }
 }

@@ -62,6 +62,10 @@ final class AuditLogFilesTests: XCTestCase {
         }
         XCTAssertNil(log.verify().firstBad)
         XCTAssertEqual(log.contents().split(separator: "\n").count, 100 + rotated.count, "every line, and a rotated line per file")
+        // --since reads no rotated file that ends before it.
+        let newest = try XCTUnwrap(AuditFiles.lastTime(of: rotated[0].path))
+        XCTAssertEqual(log.contents(since: newest + 3600).split(separator: "\n").count,
+                       try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").count)
     }
 
     func testFilterPicksLinesByTimeUidEventAndItem() throws {

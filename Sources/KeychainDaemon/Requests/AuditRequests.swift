@@ -29,17 +29,32 @@ struct AuditRequests: RequestFamily {
             return Response(info: ["rotated": .string(try log.rotate())])
         }
         let filter = try AuditFilter(options, refsNamed: { try refs(service: $0, account: $1, caller: caller) })
-        let lines = log.contents().split(separator: "\n").filter(filter.keeps)
+        var lines = log.contents(since: filter.since).split(separator: "\n").filter(filter.keeps)
+        // One reply must fit a frame: the newest lines that fit, and how many older ones did not.
+        var bytes = 0
+        var kept = lines.count
+        while kept > 0, bytes + lines[kept - 1].utf8.count + 1 <= Self.replyBudget {
+            bytes += lines[kept - 1].utf8.count + 1
+            kept -= 1
+        }
+        let omitted = kept
+        lines.removeFirst(omitted)
         var names = ""
         var seen = Set<Substring>()
         let groups = entitledGroups(caller)
         for line in lines {
-            guard let ref = AuditFilter.reference(in: line), seen.insert(ref).inserted,
+            // Names share the frame with the lines: past 4 MiB of them, references stay bare.
+            guard names.utf8.count < 4 << 20, let ref = AuditFilter.reference(in: line), seen.insert(ref).inserted,
                   let found = name(of: ref, groups: groups) else { continue }
             names += "\(ref)\t\(found.0)\t\(found.1)\n"
         }
-        return Response(info: ["log": .string(lines.map { $0 + "\n" }.joined()), "names": .string(names)])
+        var info: Attributes = ["log": .string(lines.map { $0 + "\n" }.joined()), "names": .string(names)]
+        if omitted > 0 { info["omitted"] = .number(Int64(omitted)) }
+        return Response(info: info)
     }
+
+    /// Bytes of lines one reply carries: a frame's room less the names and the framing.
+    static let replyBudget = 12 << 20
 
     /// The names of the item `hex` refers to, if the caller is entitled to it: service (server
     /// of an internet password, label of a key or certificate) and account, control characters
