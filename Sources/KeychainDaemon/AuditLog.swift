@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import KeychainSystem
 import KeychainfsAccess
 import KeychainCore
 import KeychainCrypto
@@ -230,8 +231,7 @@ final class AuditLog: @unchecked Sendable {
         line.append(UInt8(ascii: "\n"))
         var done = 0
         while done < line.count {
-            let n = line.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 && errno == EINTR { continue }
+            let n = line.withUnsafeBytes { b in retryingOnInterrupt { write(fd, b.baseAddress! + done, b.count - done) } }
             guard n > 0 else {
                 let e = n < 0 ? errno : EIO
                 // Half a line would chain nowhere and hide every line after it: cut it off now
