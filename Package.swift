@@ -33,19 +33,23 @@ let package = Package(
         .target(name: "KeychainKeys", dependencies: ["COpenSSL", "KeychainCrypto"]),
         // A small SQLite connection wrapper.
         .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
+        // The keychain's vocabulary, shared by the engine and its clients without the engine:
+        // attribute keys and values, classes, protection classes, statuses, persistent
+        // references, change and audit events, the attribute and backup encodings.
+        .target(name: "KeychainModel", dependencies: ["KeychainCrypto"]),
         // The vault engine and Apple's item semantics.
-        .target(name: "KeychainCore", dependencies: ["KeychainCrypto", "SQLiteStore"]),
+        .target(name: "KeychainCore", dependencies: ["KeychainCrypto", "KeychainModel", "SQLiteStore"]),
 
         // Fleet sync: end-to-end encrypted records through PostgreSQL. The only importer of CPostgres.
         .target(name: "KeychainSync", dependencies: ["CPostgres", "KeychainCore", "KeychainCrypto"]),
 
         // The daemon's socket protocol, framing and paths; shared by the daemon and its clients.
-        .target(name: "KeychainProtocol", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainSystem"]),
+        .target(name: "KeychainProtocol", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainSystem"]),
 
         // The client side of the socket, for the CLI and the Security module.
-        .target(name: "KeychainClient", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "KeychainSystem", "CProcess"]),
+        .target(name: "KeychainClient", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainProtocol", "KeychainSystem", "CProcess"]),
         // `import Security`: Apple's SecItem API over the daemon.
-        .target(name: "Security", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainKeys", "KeychainProtocol", "KeychainClient"]),
+        .target(name: "Security", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainKeys", "KeychainProtocol", "KeychainClient"]),
         // The few Linux calls Glibc's module map does not expose (prctl, accept4).
         .target(name: "CProcess"),
         // The errno type and the system-call helpers every target shares: one EINTR loop,
@@ -68,7 +72,7 @@ let package = Package(
 
         // The command line: verbs, option parsing, passphrase input, output formats. A client of
         // the daemon: it links neither the daemon nor libfuse (docs/cli.md, "The daemon").
-        .target(name: "KeychainCLI", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "KeychainClient", "KeychainSystem"]),
+        .target(name: "KeychainCLI", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainProtocol", "KeychainClient", "KeychainSystem"]),
         .executableTarget(name: "keychainfs", dependencies: ["KeychainCLI"],
                           // The Swift runtime linked in (release builds): a command starts without loading
                           // and binding a dozen shared libraries, a third of a Swift process start here.
@@ -90,7 +94,7 @@ let package = Package(
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "KeychainDaemonTests", dependencies: ["KeychainDaemon", "KeychainProtocol", "KeychainCore",
                                                                "KeychainCrypto", "KeychainKeys", "KeychainfsAccess", "CProcess"]),
-        .testTarget(name: "KeychainCLITests", dependencies: ["KeychainCLI", "Security"],
+        .testTarget(name: "KeychainCLITests", dependencies: ["KeychainCLI", "KeychainCore", "Security"],
                     exclude: ["Attackers"]),  // python3 attacker programs, run by DaemonAttackTests
     ]
 )

@@ -1,5 +1,5 @@
 import Glibc
-import KeychainCore
+import KeychainModel
 
 /// The times `audit --since` and `--until` take: ISO 8601 in UTC (`2026-12-02T01:30:00Z`, or a
 /// day, `2026-12-02`, meaning its midnight), or a span back from now (`90s`, `15m`, `2h`, `7d`).

@@ -1,7 +1,7 @@
 import Glibc
 import KeychainClient
 import KeychainCrypto
-import KeychainCore
+import KeychainModel
 import KeychainProtocol
 
 /// `keychainfs audit [rotate] [--verify] [filters] [--json]`: the daemon's hash-chained audit log.

@@ -1,5 +1,5 @@
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainProtocol
 
 /// What Apple's sentence means here, printed on the line after it: scripts compare the sentence

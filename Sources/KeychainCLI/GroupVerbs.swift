@@ -1,6 +1,6 @@
 import Glibc
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainProtocol
 
 /// `keychainfs group add|set|list|remove`: access groups as Unix owner, group and mode.

@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 
 /// Renders items and info for people (the `security` layout) and for scripts (`--json`).

@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainProtocol
 
 /// What a verb does, given its parsed arguments; returns the exit status.

@@ -1,6 +1,6 @@
 import Glibc
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainProtocol
 
 /// `keychainfs watch`: a stream of changes, since inotify cannot see what the daemon changes.

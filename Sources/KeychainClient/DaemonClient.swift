@@ -1,6 +1,6 @@
 import CProcess
 import Glibc
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
 import KeychainSystem

@@ -1,6 +1,6 @@
 import CProcess
 import Glibc
-import KeychainCore
+import KeychainModel
 import KeychainProtocol
 import KeychainSystem
 

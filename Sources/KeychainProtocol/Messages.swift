@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 
 /// The daemon's socket protocol: every message type and its encoding, in this one file.

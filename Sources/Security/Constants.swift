@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 
 // Apple's keychain constants with their raw strings (SecItem.h). Callers compare these strings,
 // so each must equal Apple's exactly. Keys and the values the engine reads come from KeychainCore's

@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 
 /// Between Apple's dictionaries (any mix of String, NSString, Data, NSNumber, Bool, Date,

@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainKeys
 
 /// Reading the dictionaries of `SecKeyCreateRandomKey` and `SecKeyCreateWithData`.

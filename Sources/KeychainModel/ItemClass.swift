@@ -34,7 +34,7 @@ public enum ItemClass: String, CaseIterable, Sendable {
     }
 
     /// Attributes a caller may set, besides `agrp`, `sync`, `pdmn` and the primary key.
-    var otherAttributes: Set<AttributeKey> {
+    package var otherAttributes: Set<AttributeKey> {
         let common: Set<AttributeKey> = [.label, .description, .comment, .creator, .type, .generic, .isInvisible,
                                          .isNegative, .alias]
         switch self {
@@ -88,10 +88,10 @@ public enum ItemClass: String, CaseIterable, Sendable {
 }
 
 /// How attribute values are normalised, following Apple's schema types.
-enum AttributeKind {
+package enum AttributeKind {
     case bytes, number, boolean, date
 
-    static func of(_ name: AttributeKey) -> AttributeKind {
+    package static func of(_ name: AttributeKey) -> AttributeKind {
         switch name {
         case .protocol, .port, .type, .creator, .keySizeInBits, .effectiveKeySize, .keyClass, .certificateType,
              .certificateEncoding:
@@ -106,7 +106,7 @@ enum AttributeKind {
     }
 
     /// The value a missing primary-key attribute counts as.
-    var empty: AttributeValue {
+    package var empty: AttributeValue {
         switch self {
         case .bytes: return .data([])
         case .number, .boolean: return .number(0)
@@ -117,7 +117,7 @@ enum AttributeKind {
 
 /// Store-side normalisation: numeric strings become numbers for numeric attributes, booleans
 /// become 0/1. Returns nil for a value of a type the attribute cannot hold.
-func normalize(_ value: AttributeValue, for name: AttributeKey) -> AttributeValue? {
+package func normalize(_ value: AttributeValue, for name: AttributeKey) -> AttributeValue? {
     switch AttributeKind.of(name) {
     case .number:
         switch value {

@@ -9,7 +9,7 @@ public enum AttributeValue: Hashable, Sendable {
     case date(Double)
 
     /// The bytes that matching and index tokens compare: strings and data by their bytes.
-    var byteView: [UInt8]? {
+    package var byteView: [UInt8]? {
         switch self {
         case .string(let s): return Array(s.utf8)
         case .data(let d): return d
@@ -18,7 +18,7 @@ public enum AttributeValue: Hashable, Sendable {
     }
 
     /// The integer that matching compares for numbers and booleans.
-    var integerView: Int64? {
+    package var integerView: Int64? {
         switch self {
         case .number(let n): return n
         case .bool(let b): return b ? 1 : 0
@@ -33,7 +33,7 @@ public enum AttributeValue: Hashable, Sendable {
     }
 
     /// Value equality as matching sees it: numbers and booleans by value, strings and data by bytes.
-    func matches(_ other: AttributeValue) -> Bool {
+    package func matches(_ other: AttributeValue) -> Bool {
         if let a = integerView, let b = other.integerView { return a == b }
         if let a = byteView, let b = other.byteView { return a == b }
         if case .date(let a) = self, case .date(let b) = other { return a == b }
