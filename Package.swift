@@ -10,6 +10,8 @@ let package = Package(
         .executable(name: "keychainfs", targets: ["keychainfs"]),
         .executable(name: "keychainfs-daemon", targets: ["keychainfs-daemon"]),
         .executable(name: "keychainfs-bench", targets: ["keychainfs-bench"]),
+        .executable(name: "git-credential-keychainfs", targets: ["git-credential-keychainfs"]),
+        .executable(name: "docker-credential-keychainfs", targets: ["docker-credential-keychainfs"]),
     ],
     targets: [
         // C libraries from Debian, reached through pkg-config.
@@ -75,6 +77,13 @@ let package = Package(
         .executableTarget(name: "keychainfs-daemon", dependencies: ["KeychainCLI", "KeychainClient", "KeychainCore", "KeychainCrypto",
                                                                    "KeychainDaemon", "KeychainfsAccess", "KeychainFS", "KeychainProtocol",
                                                                    "KeychainSecretService", "CProcess"]),
+        // git's and docker's credential helpers over internet passwords (docs/credential-helpers.md):
+        // thin clients of the daemon, as `keychainfs` (no libfuse, no sd-bus, no OpenSSL).
+        .target(name: "KeychainCredentialHelpers", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "KeychainClient"]),
+        .executableTarget(name: "git-credential-keychainfs", dependencies: ["KeychainCredentialHelpers"],
+                          linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
+        .executableTarget(name: "docker-credential-keychainfs", dependencies: ["KeychainCredentialHelpers"],
+                          linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
         .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainClient", "KeychainKeys",
                                                                   "KeychainProtocol", "Security"]),
 

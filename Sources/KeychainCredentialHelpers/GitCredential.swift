@@ -1,0 +1,77 @@
+import KeychainCore
+import KeychainCrypto
+
+/// A credential in git's helper protocol (gitcredentials(7)): `key=value` lines ending at a
+/// blank line or EOF. The password stays in guarded memory; unknown keys are ignored, as git
+/// asks helpers to do.
+struct GitCredential {
+    /// Apple's four-character protocol code (`htps`), nil when none was given.
+    var protocolCode: String?
+    /// True when a protocol was given that Apple's codes cannot name (git's osxkeychain
+    /// helper then does nothing).
+    var unsupportedProtocol = false
+    var host: String?
+    var port: Int64?
+    var path: String?
+    var username: String?
+    var password: SecureBytes?
+
+    struct BadInput: Error { var line: String }
+
+    /// git's protocols and Apple's codes for them, as git-credential-osxkeychain maps them.
+    static let protocolCodes = ["https": "htps", "http": "http", "ftp": "ftp ", "ftps": "ftps",
+                                "imap": "imap", "imaps": "imps", "smtp": "smtp"]
+
+    /// Parses `input`. - Throws: `BadInput` for a line without `=` (its key part only, never a value).
+    init(parsing input: SecureBytes) throws {
+        var lines: [Range<Int>] = []
+        input.withUnsafeBytes { b in
+            var start = 0
+            for i in 0..<b.count where b[i] == 10 {
+                lines.append(start..<i)
+                start = i + 1
+            }
+            if start < b.count { lines.append(start..<b.count) }
+        }
+        for range in lines {
+            if range.isEmpty { break }
+            let equals: Int? = input.withUnsafeBytes { b in range.first { b[$0] == UInt8(ascii: "=") } }
+            guard let equals else { throw BadInput(line: "a line without '='") }
+            let key = input.withUnsafeBytes { String(decoding: $0[range.lowerBound..<equals], as: UTF8.self) }
+            let valueRange = (equals + 1)..<range.upperBound
+            if key == "password" {
+                password = try input.slice(valueRange)
+                continue
+            }
+            let value = input.withUnsafeBytes { String(decoding: $0[valueRange], as: UTF8.self) }
+            switch key {
+            case "protocol":
+                protocolCode = Self.protocolCodes[value]
+                unsupportedProtocol = protocolCode == nil
+            case "host":
+                // git sends `host=example.com:8443` for a port that is not the scheme's default.
+                if let colon = value.lastIndex(of: ":"), let p = Int64(value[value.index(after: colon)...]), (0...65535).contains(p) {
+                    host = String(value[..<colon])
+                    port = p
+                } else {
+                    host = value
+                }
+            case "path": path = value
+            case "username": username = value
+            default: break
+            }
+        }
+    }
+
+    /// The query that names this credential's items, with the attributes git-credential-osxkeychain
+    /// uses: server, protocol, the default authentication type, and account, port and path when given.
+    var query: Attributes {
+        var q: Attributes = ["atyp": "dflt"]
+        if let host { q["srvr"] = .string(host) }
+        if let protocolCode { q["ptcl"] = .string(protocolCode) }
+        if let port { q["port"] = .number(port) }
+        if let path { q["path"] = .string(path) }
+        if let username { q["acct"] = .string(username) }
+        return q
+    }
+}
