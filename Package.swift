@@ -63,7 +63,7 @@ let package = Package(
 
         // The freedesktop Secret Service on D-Bus, a client of the daemon. The only importer of CSystemd.
         .target(name: "KeychainSecretService", dependencies: ["CSystemd", "KeychainCore", "KeychainCrypto", "KeychainKeys",
-                                                              "KeychainProtocol", "KeychainClient"]),
+                                                              "KeychainProtocol", "KeychainClient", "KeychainfsAccess"]),
 
         // The command line: verbs, option parsing, passphrase input, output formats. A client of
         // the daemon: it links neither the daemon nor libfuse (docs/cli.md, "The daemon").

@@ -2,6 +2,7 @@ import KeychainClient
 import KeychainCore
 import KeychainCrypto
 import KeychainProtocol
+import KeychainfsAccess
 
 /// The vault's generic passwords as the Secret Service sees them, through the daemon's socket:
 /// the daemon applies its rights to this process's uid, as for any other client.
@@ -23,12 +24,20 @@ final class VaultItems {
         }
     }
 
-    /// The vault's lock state and this process's entitled groups, in order (the daemon's `info`).
-    func state() throws -> (locked: Bool, groups: [String]) {
+    /// The vault's lock state, this process's entitled groups in order, and the vault's owner
+    /// (the daemon's `info`; the owner from the vault file, nil when the daemon names no path).
+    func state() throws -> (locked: Bool, groups: [String], owner: UInt32?) {
         let info = try send(Request(.info)).info
         let groups = info["groups"]?.stringValue ?? ""
         return (info["state"]?.stringValue != LockState.unlocked.rawValue,
-                groups.split(separator: ",").map(String.init))
+                groups.split(separator: ",").map(String.init),
+                info["path"]?.stringValue.map(Paths.vaultOwner))
+    }
+
+    /// The access groups the daemon lists to this process (every group for the vault's owner).
+    func groupTable() throws -> [AccessGroup] {
+        let listed = try send(Request(.groupList)).result.array ?? []
+        return listed.compactMap { $0.item.flatMap { AccessGroup(record: $0.attributes) } }
     }
 
     /// Every readable generic password of `group` (all groups when nil) with its attributes and
