@@ -6,6 +6,8 @@ import KeychainProtocol
 /// entitled to by the vault's group table (`AccessGroup.entitles`, the rule the daemon applies
 /// to a socket caller), among the groups the daemon serves this process.
 struct CallerAccess {
+    /// The caller's uid (for per-user bounds).
+    var uid: UInt32
     /// Groups whose items the caller sees, in the table's order (the first is `default`).
     var readable: [String]
     /// Groups whose items the caller may add, change and delete.
@@ -23,6 +25,7 @@ struct CallerAccess {
     ///   - served: the groups the daemon entitles this process to.
     ///   - owner: the vault's owner (the daemon's uid): administrator, and owner of `default`.
     init(caller: CallerIdentity, table: [AccessGroup], served: [String], owner: UInt32) {
+        uid = caller.uid
         let groups = table.isEmpty ? [AccessGroup(name: "default", owner: owner, gid: 0)] : table
         let entitled = AccessGroupTable(groups: groups)
         readable = entitled.entitled(caller).filter(served.contains)
@@ -32,9 +35,10 @@ struct CallerAccess {
     }
 
     /// Nothing: the state before the first call is handled.
-    static let none = CallerAccess(readable: [], writable: [], served: [], mayLock: false)
+    static let none = CallerAccess(uid: UInt32.max, readable: [], writable: [], served: [], mayLock: false)
 
-    private init(readable: [String], writable: Set<String>, served: Set<String>, mayLock: Bool) {
+    private init(uid: UInt32, readable: [String], writable: Set<String>, served: Set<String>, mayLock: Bool) {
+        self.uid = uid
         self.readable = readable
         self.writable = writable
         self.served = served

@@ -35,6 +35,7 @@ public final class SecretService {
         try bus.addMatch("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged'") { [unowned self] m in
             guard let name = try? m.string(), (try? m.string()) != nil, let newOwner = try? m.string(), newOwner.isEmpty else { return }
             sessions.closeAll(of: name)
+            prompts.closeAll(of: name)
             identities[name] = nil
         }
         try bus.requestName(Self.busName)

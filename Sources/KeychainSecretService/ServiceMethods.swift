@@ -55,7 +55,7 @@ extension SecretService {
         switch algorithm {
         case "plain":
             try m.skip("v")
-            let s = sessions.open(owner: m.sender, transport: PlainTransport())
+            let s = try sessions.open(owner: m.sender, uid: caller.uid, transport: PlainTransport())
             try r.open("v", "s"); try r.string(""); try r.close()
             try r.objectPath(s.path)
         case "dh-ietf1024-sha256-aes128-cbc-pkcs7":
@@ -64,7 +64,7 @@ extension SecretService {
             let peer = try m.bytes().withUnsafeBytes { Array($0) }
             try m.exit()
             guard let dh = try? DHAES128Session(peerPublic: peer) else { throw BusError.invalidArgs("not a public value of the group") }
-            let s = sessions.open(owner: m.sender, transport: DHAESTransport(dh))
+            let s = try sessions.open(owner: m.sender, uid: caller.uid, transport: DHAESTransport(dh))
             try r.open("v", "ay"); try dh.publicKey.withUnsafeBytes { try r.bytes($0) }; try r.close()
             try r.objectPath(s.path)
         default:
@@ -131,7 +131,7 @@ extension SecretService {
             return !isLocked(item, vaultLocked: true)
         }
         try r.objectPaths(readable)
-        try r.objectPath(readable.count == objects.count ? ObjectPath.none : prompts.open(.unlock(objects)).string)
+        try r.objectPath(readable.count == objects.count ? ObjectPath.none : try prompts.open(.unlock(objects), owner: m.sender).string)
         return r
     }
 
