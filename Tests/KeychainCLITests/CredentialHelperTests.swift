@@ -227,6 +227,11 @@ final class CredentialHelperTests: XCTestCase {
         XCTAssertEqual(try dockerHelper("store", "{\"ServerURL\":\"\(bare)\",\"Username\":\"erin\",\"Secret\":\"two\"}").status, 0)
         XCTAssertEqual(try dockerHelper("get", "https://\(bare)").stdout,
                        "{\"ServerURL\":\"https://\(bare)\",\"Username\":\"erin\",\"Secret\":\"two\"}\n")
+        // JSON escapes, surrogate pairs included, decode into the stored secret.
+        XCTAssertEqual(try dockerHelper("store", #"{"ServerURL":"\#(bare)","Username":"erin","Secret":"\u00e9\ud83d\ude00\/\"q\\"}"#).status, 0)
+        XCTAssertEqual(try dockerHelper("get", "https://\(bare)").stdout,
+                       "{\"ServerURL\":\"https://\(bare)\",\"Username\":\"erin\",\"Secret\":\"é😀/\\\"q\\\\\"}\n")
+        XCTAssertEqual(try dockerHelper("store", "{\"ServerURL\":\"\(bare)\",\"Username\":\"erin\",\"Secret\":\"two\"}").status, 0)
         let list = try dockerHelper("list")
         XCTAssertEqual(list.status, 0)
         let listed = harness.jsonObject(list.stdout)
