@@ -22,16 +22,17 @@ struct CallerAccess {
     ///   - caller: the identity the bus pinned for the caller's connection.
     ///   - table: the vault's groups as the daemon lists them to this process (all of them for
     ///     the vault's owner; none when no group was made, which means one implicit `default`).
-    ///   - served: the groups the daemon entitles this process to.
+    ///   - provider: this process as the daemon sees it; the groups it is entitled to are the
+    ///     most any caller gets (the daemon refuses this process the others in any case).
     ///   - owner: the vault's owner (the daemon's uid): administrator, and owner of `default`.
-    init(caller: CallerIdentity, table: [AccessGroup], served: [String], owner: UInt32) {
+    init(caller: CallerIdentity, table: [AccessGroup], provider: CallerIdentity, owner: UInt32) {
         uid = caller.uid
-        let groups = table.isEmpty ? [AccessGroup(name: "default", owner: owner, gid: 0)] : table
-        let entitled = AccessGroupTable(groups: groups)
-        readable = entitled.entitled(caller).filter(served.contains)
-        writable = Set(entitled.writable(caller).filter(served.contains))
+        let groups = AccessGroupTable(groups: table.isEmpty ? [AccessGroup(name: "default", owner: owner, gid: 0)] : table)
+        let served = groups.entitled(provider)
+        readable = groups.entitled(caller).filter(served.contains)
+        writable = Set(groups.writable(caller).filter(served.contains))
         self.served = Set(served)
-        mayLock = caller.uid == 0 || caller.uid == owner || entitled.grantsLock(to: caller)
+        mayLock = caller.uid == 0 || caller.uid == owner || groups.grantsLock(to: caller)
     }
 
     /// Nothing: the state before the first call is handled.

@@ -24,6 +24,8 @@ public final class SecretService {
     private var identities: [String: CallerIdentity] = [:]
     /// What the caller of the call being handled may reach (one thread: set by `handle`).
     var caller = CallerAccess.none
+    /// This process as the daemon sees it (uid, groups, executable), read once from /proc/self.
+    private let provider = CallerIdentity.of(pid: getpid(), uid: geteuid(), gid: getegid())
 
     /// Connects to the session bus and owns `org.freedesktop.secrets`.
     /// - Parameter connect: opens a connection to the vault's daemon (called again if it goes away).
@@ -79,9 +81,10 @@ public final class SecretService {
             identity = CallerAccess.identity(c)
             identities[sender] = identity
         }
-        let state = try vaultCall { try vault.state() }
+        // One round trip per call (the group list is in the daemon's memory), so a change of the
+        // table applies at the next call.
         let table = try vaultCall { try vault.groupTable() }
-        return CallerAccess(caller: identity, table: table, served: state.groups, owner: state.owner ?? geteuid())
+        return CallerAccess(caller: identity, table: table, provider: provider, owner: try vaultCall { try vault.owner() })
     }
 
     /// Refuses a collection or item of a group the caller may not read: AccessDenied when this

@@ -24,15 +24,24 @@ final class VaultItems {
         }
     }
 
-    /// The vault's lock state, this process's entitled groups in order, and the vault's owner
-    /// (the daemon's `info`; the owner from the vault file, nil when the daemon names no path).
-    func state() throws -> (locked: Bool, groups: [String], owner: UInt32?) {
+    /// The vault's lock state and this process's entitled groups, in order (the daemon's `info`).
+    func state() throws -> (locked: Bool, groups: [String]) {
         let info = try send(Request(.info)).info
         let groups = info["groups"]?.stringValue ?? ""
         return (info["state"]?.stringValue != LockState.unlocked.rawValue,
-                groups.split(separator: ",").map(String.init),
-                info["path"]?.stringValue.map(Paths.vaultOwner))
+                groups.split(separator: ",").map(String.init))
     }
+
+    /// The vault's owner, the uid its daemon runs as: the owner of the vault file (or of the
+    /// socket given by `KEYCHAINFS_SOCKET`), asked once.
+    func owner() throws -> UInt32 {
+        if let known = knownOwner { return known }
+        if client == nil { client = try connect() }
+        let uid = Paths.vaultOwner(client!.vaultPath)
+        knownOwner = uid
+        return uid
+    }
+    private var knownOwner: UInt32?
 
     /// The access groups the daemon lists to this process (every group for the vault's owner).
     func groupTable() throws -> [AccessGroup] {
