@@ -4,7 +4,7 @@ import KeychainProtocol
 
 /// What one D-Bus caller may reach through this service: the access groups its own identity is
 /// entitled to by the vault's group table (`AccessGroup.entitles`, the rule the daemon applies
-/// to a socket caller), among the groups the daemon serves this process.
+/// to a socket caller), among the groups this process itself is entitled to.
 struct CallerAccess {
     /// The caller's uid (for per-user bounds).
     var uid: UInt32

@@ -70,7 +70,7 @@ public final class SecretService {
     }
 
     /// The caller's groups, decided as the daemon decides a socket caller's: its pinned identity
-    /// against the vault's group table, among the groups the daemon serves this process.
+    /// against the vault's group table, among the groups this process itself is entitled to.
     /// - Throws: AccessDenied when the bus does not say who the caller is.
     private func access(of sender: String) throws -> CallerAccess {
         let identity: CallerIdentity

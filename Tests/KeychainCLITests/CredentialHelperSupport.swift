@@ -1,14 +1,24 @@
 import Foundation
 import XCTest
 
-/// The built credential helpers, beside the built `keychainfs` (and its `keychainfs-daemon`,
-/// which they start when no daemon runs).
+/// The built credential helpers: beside `$KEYCHAINFS_BIN`, else in the build directory of the
+/// test bundle, where `keychainfs-daemon` (which they start when no daemon runs) is too. Not the
+/// harness's shared copy of `keychainfs`: the helpers run as the test's own user.
 enum CredentialHelpers {
-    static var git: String { beside("git-credential-keychainfs") }
-    static var docker: String { beside("docker-credential-keychainfs") }
+    static var git: String { built("git-credential-keychainfs") }
+    static var docker: String { built("docker-credential-keychainfs") }
 
-    private static func beside(_ name: String) -> String {
-        (CLIHarness.canonicalBinary as NSString).deletingLastPathComponent + "/" + name
+    private static func built(_ name: String) -> String {
+        if let b = ProcessInfo.processInfo.environment["KEYCHAINFS_BIN"] {
+            return (b as NSString).deletingLastPathComponent + "/" + name
+        }
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = dir.appendingPathComponent(name).path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return FileManager.default.currentDirectoryPath + "/.build/debug/" + name
     }
 }
 
