@@ -63,6 +63,12 @@ struct GitCredential {
         }
     }
 
+    /// Whether `item` is this credential's own (its primary key, port and path included: a query
+    /// without them matches items that have them).
+    func isStored(in item: FoundItem) -> Bool {
+        (item.attributes["port"]?.integer ?? 0) == (port ?? 0) && (item.attributes["path"]?.text ?? "") == (path ?? "")
+    }
+
     /// The query that names this credential's items, with the attributes git-credential-osxkeychain
     /// uses: server, protocol, the default authentication type, and account, port and path when given.
     var query: Attributes {

@@ -59,11 +59,18 @@ public enum GitCredentialHelper {
 
     /// Stores a complete credential (protocol, host, username and password), replacing the
     /// secret of an item with the same attributes; an incomplete one is refused, as osxkeychain does.
+    /// git stores after every operation that authenticated: an item that already holds this
+    /// password is left as it is (no new modification date, no change for the mount or sync).
     static func store(_ c: GitCredential) throws {
         guard c.protocolCode != nil, c.host != nil, c.username != nil, let password = c.password else {
             throw KeychainStatus.param
         }
-        try InternetPasswords(client: DaemonConnection.connect()).addOrUpdate(c.query, primaryKey: c.query, secret: password)
+        let items = InternetPasswords(client: try DaemonConnection.connect())
+        for item in try items.find(c.query, secrets: true) {
+            defer { item.secret?.wipe() }
+            if c.isStored(in: item), let stored = item.secret, stored.constantTimeEquals(password) { return }
+        }
+        try items.addOrUpdate(c.query, primaryKey: c.query, secret: password)
     }
 
     /// Deletes every matching item (git needs protocol and host); when git gives a password,

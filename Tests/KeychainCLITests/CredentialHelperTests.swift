@@ -69,6 +69,13 @@ final class CredentialHelperTests: XCTestCase {
         XCTAssertEqual(other.stdout, "")
         XCTAssertEqual(try gitHelper("get", "protocol=https\nhost=\(host):8443\nusername=bob\n").stdout, "")
 
+        // store of what is stored already (git stores after every authenticated operation)
+        // changes nothing: the audit log shows a read, no add or update.
+        let before = try harness.run(["audit"]).stdout.split(separator: "\n").count
+        XCTAssertEqual(try gitHelper("store", "protocol=https\nhost=\(host):8443\npath=team/repo.git\nusername=alice\npassword=s3 cr=et\n").status, 0)
+        let added = try harness.run(["audit"]).stdout.split(separator: "\n").dropFirst(before)
+        XCTAssertEqual(added.map { $0.split(separator: "\t")[4] }, ["read"], "\(added)")
+
         // store again: the same item, a new secret.
         XCTAssertEqual(try gitHelper("store", "protocol=https\nhost=\(host):8443\npath=team/repo.git\nusername=alice\npassword=second\n").status, 0)
         XCTAssertEqual(try gitHelper("get", "protocol=https\nhost=\(host):8443\n").stdout, "password=second\nusername=alice\n")
