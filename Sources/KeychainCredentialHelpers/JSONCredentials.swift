@@ -111,9 +111,16 @@ private struct JSONCursor {
                 case UInt8(ascii: "u"):
                     var scalar = try hex4()
                     if (0xD800..<0xDC00).contains(scalar), peek == UInt8(ascii: "\\"), index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "u") {
+                        // A pair makes one scalar; a high half without its low half is U+FFFD and
+                        // the escape after it is read on its own, as Go's decoder does.
+                        let after = index
                         index += 2
                         let low = try hex4()
-                        scalar = (0xDC00..<0xE000).contains(low) ? 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00) : 0xFFFD
+                        if (0xDC00..<0xE000).contains(low) {
+                            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                        } else {
+                            index = after
+                        }
                     }
                     emit(scalar: scalar)
                 default: throw fail("invalid escape")

@@ -238,6 +238,9 @@ final class CredentialHelperTests: XCTestCase {
         XCTAssertEqual(try dockerHelper("store", #"{"ServerURL":"\#(bare)","Username":"erin","Secret":"\u00e9\ud83d\ude00\/\"q\\"}"#).status, 0)
         XCTAssertEqual(try dockerHelper("get", "https://\(bare)").stdout,
                        "{\"ServerURL\":\"https://\(bare)\",\"Username\":\"erin\",\"Secret\":\"é😀/\\\"q\\\\\"}\n")
+        XCTAssertEqual(try dockerHelper("store", #"{"ServerURL":"\#(bare)","Username":"erin","Secret":"\ud83d\u0041\udc00"}"#).status, 0)
+        XCTAssertEqual(harness.jsonObject(try dockerHelper("get", bare).stdout)["Secret"] as? String, "\u{FFFD}A\u{FFFD}",
+                       "a lone half of a pair is U+FFFD; the escape after it stands")
         XCTAssertEqual(try dockerHelper("store", "{\"ServerURL\":\"\(bare)\",\"Username\":\"erin\",\"Secret\":\"two\"}").status, 0)
         let list = try dockerHelper("list")
         XCTAssertEqual(list.status, 0)
