@@ -42,24 +42,27 @@ let package = Package(
         .target(name: "KeychainSync", dependencies: ["CPostgres", "KeychainCore", "KeychainCrypto"]),
 
         // The daemon's socket protocol, framing and paths; shared by the daemon and its clients.
-        .target(name: "KeychainProtocol", dependencies: ["KeychainCore", "KeychainCrypto"]),
+        .target(name: "KeychainProtocol", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainSystem"]),
 
         // The client side of the socket, for the CLI and the Security module.
-        .target(name: "KeychainClient", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "CProcess"]),
+        .target(name: "KeychainClient", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "KeychainSystem", "CProcess"]),
         // `import Security`: Apple's SecItem API over the daemon.
         .target(name: "Security", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainKeys", "KeychainProtocol", "KeychainClient"]),
         // The few Linux calls Glibc's module map does not expose (prctl, accept4).
         .target(name: "CProcess"),
+        // The errno type and the system-call helpers every target shares: one EINTR loop,
+        // whole-buffer reads and writes, waiting for children.
+        .target(name: "KeychainSystem", dependencies: ["CProcess"]),
         // Access groups as Unix owner/group/mode, and callers' kernel identities.
         .target(name: "KeychainfsAccess", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol"]),
         // The FUSE mount: items as files, served from the daemon; keys and certificates as PEM
         // (KeychainKeys writes it).
         .target(name: "KeychainFS", dependencies: ["CFuse", "CProcess", "KeychainCore", "KeychainCrypto", "KeychainKeys",
-                                                   "KeychainfsAccess"]),
+                                                   "KeychainfsAccess", "KeychainSystem"]),
         // The daemon: socket server, lock triggers, back-off, mounts, operations with stored keys, fleet sync.
         .target(name: "KeychainDaemon", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainKeys", "KeychainProtocol",
                                                        "KeychainfsAccess", "KeychainFS", "CProcess",
-                                                       "KeychainSync"]),
+                                                       "KeychainSync", "KeychainSystem"]),
 
         // The freedesktop Secret Service on D-Bus, a client of the daemon. The only importer of CSystemd.
         .target(name: "KeychainSecretService", dependencies: ["CSystemd", "KeychainCore", "KeychainCrypto", "KeychainKeys",
@@ -67,7 +70,7 @@ let package = Package(
 
         // The command line: verbs, option parsing, passphrase input, output formats. A client of
         // the daemon: it links neither the daemon nor libfuse (docs/cli.md, "The daemon").
-        .target(name: "KeychainCLI", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "KeychainClient"]),
+        .target(name: "KeychainCLI", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "KeychainClient", "KeychainSystem"]),
         .executableTarget(name: "keychainfs", dependencies: ["KeychainCLI"],
                           // The Swift runtime linked in (release builds): a command starts without loading
                           // and binding a dozen shared libraries, a third of a Swift process start here.
@@ -91,6 +94,7 @@ let package = Package(
         .testTarget(name: "KeychainKeysTests", dependencies: ["KeychainKeys", "KeychainCrypto"]),
         .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainCrypto"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
+        .testTarget(name: "KeychainSystemTests", dependencies: ["KeychainSystem"]),
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto", "SQLiteStore"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "KeychainDaemonTests", dependencies: ["KeychainDaemon", "KeychainProtocol", "KeychainCore",

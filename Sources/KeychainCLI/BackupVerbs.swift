@@ -3,6 +3,7 @@ import KeychainClient
 import KeychainCore
 import KeychainCrypto
 import KeychainProtocol
+import KeychainSystem
 
 /// `export`, `import` and `purge-other-device-items`: backups (docs/backup-format.md) and
 /// vault files moved from another machine. The daemon seals and opens; this side moves bytes.
@@ -25,7 +26,7 @@ enum BackupVerbs {
     ) { ctx in
         try ctx.checkPositionals()
         guard let out = ctx.args.value("--out"), !out.isEmpty else { throw UsageError("export needs --out FILE") }
-        var options: Attributes = [:]
+        var options: Fields = [:]
         if let k = ctx.args.value("--kdf") {
             guard KDFParameters(presetName: k) != nil else { throw UsageError("--kdf takes interactive, moderate or sensitive") }
             options["kdf"] = .string(k)
@@ -116,13 +117,13 @@ enum BackupVerbs {
         let policy: ImportPolicy = ctx.args.has("--replace") ? .replace : .keepNewer
         let groups = ctx.args.value("--groups") ?? "keep"
         guard groups == "keep" || groups == "skip" else { throw UsageError("--groups takes keep or skip") }
-        var info: Attributes = [:]
+        var info: Fields = [:]
         do {
             var transfer: AttributeValue?
             var sent = 0
             repeat {
                 let end = min(bytes.count, sent + BackupVerbs.pieceSize)
-                var options: Attributes = ["data": .data(Array(bytes[sent..<end])), "policy": .string(policy.rawValue),
+                var options: Fields = ["data": .data(Array(bytes[sent..<end])), "policy": .string(policy.rawValue),
                                            "size": .number(Int64(bytes.count)), "groups": .string(groups)]
                 if let transfer { options["transfer"] = transfer }
                 let last = end == bytes.count
@@ -194,7 +195,7 @@ enum BackupVerbs {
 
     struct FileFailure: Error {
         let message: String
-        init(_ code: Int32) { message = String(cString: strerror(code)) }
+        init(_ code: Int32) { message = Errno(rawValue: code).description }
     }
 
     static func readFile(_ path: String) -> Result<[UInt8], FileFailure> {
@@ -205,12 +206,9 @@ enum BackupVerbs {
         guard fstat(fd, &st) == 0 else { return .failure(FileFailure(errno)) }
         guard st.st_mode & S_IFMT == S_IFREG else { return .failure(FileFailure(EINVAL)) }
         var out = [UInt8](repeating: 0, count: Int(st.st_size))
-        var done = 0
-        while done < out.count {
-            let n = out.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 { if errno == EINTR { continue }; return .failure(FileFailure(errno)) }
-            if n == 0 { break }
-            done += n
+        let done: Int
+        do { done = try out.withUnsafeMutableBytes { try Descriptor.readAll(into: $0, from: fd) } } catch {
+            return .failure(FileFailure(Errno(error).rawValue))
         }
         out.removeSubrange(done...)
         return .success(out)
@@ -228,10 +226,8 @@ enum BackupVerbs {
         let temp = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var failure: String?
         if fchmod(fd, 0o600) != 0 { failure = String(cString: strerror(errno)) }
-        var done = 0
-        while failure == nil && done < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 { if errno == EINTR { continue }; failure = String(cString: strerror(errno)) } else { done += n }
+        if failure == nil {
+            do { try bytes.withUnsafeBytes { try Descriptor.writeAll($0, to: fd) } } catch { failure = Errno(error).description }
         }
         if failure == nil && fsync(fd) != 0 { failure = String(cString: strerror(errno)) }
         if close(fd) != 0 && failure == nil { failure = String(cString: strerror(errno)) }

@@ -40,7 +40,7 @@ enum GroupVerbs {
         let max = named ? 3 : 2
         guard ctx.args.positionals.count <= max else { throw UsageError("too many arguments") }
         let vault = ctx.args.positionals.count == max ? ctx.vault : Paths.canonical(Paths.defaultVault())
-        var options: Attributes = [:]
+        var options: Fields = [:]
         if named {
             guard ctx.args.positionals.count >= 2 else { throw UsageError("group \(sub) needs a NAME") }
             let name = ctx.args.positionals[1]
@@ -65,7 +65,7 @@ enum GroupVerbs {
         let client = try Engine.connect(vault)
         let r = try client.send(Request(op, options: options))
         if op == .groupList {
-            let rows = (r.result.array ?? []).compactMap { $0.item?.attributes }
+            let rows = (r.result.array ?? []).compactMap { $0.item?.attributes.fields }
             if ctx.json {
                 Terminal.writeString(1, "[" + rows.map(Output.jsonShaped).joined(separator: ",") + "]\n")
             } else {

@@ -81,7 +81,7 @@ enum VaultVerbs {
         """
     ) { ctx in
         try ctx.checkPositionals()
-        var options: Attributes = [:]
+        var options: Fields = [:]
         let approvalFlags = ["--approval-program", "--approval-timeout", "--approval-remember"]
         if let n = try ctx.args.number("-t", in: SettingLimits.lockTimeout, unit: "a number of seconds") {
             options["lock-timeout"] = .number(n)
@@ -117,7 +117,7 @@ enum VaultVerbs {
         """
     ) { ctx in
         try ctx.checkPositionals()
-        var options: Attributes = [:]
+        var options: Fields = [:]
         if let k = ctx.args.value("--kdf") {
             guard KDFParameters(presetName: k) != nil else { throw UsageError("--kdf takes interactive, moderate or sensitive") }
             options["kdf"] = .string(k)

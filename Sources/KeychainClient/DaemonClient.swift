@@ -3,6 +3,7 @@ import Glibc
 import KeychainCore
 import KeychainCrypto
 import KeychainProtocol
+import KeychainSystem
 
 /// A connection to a vault's daemon. Used by the CLI and the Security module.
 public final class DaemonClient {
@@ -155,7 +156,7 @@ public final class DaemonClient {
         var attr = posix_spawnattr_t()
         posix_spawnattr_init(&attr)
         defer { posix_spawnattr_destroy(&attr) }
-        posix_spawnattr_setflags(&attr, 0x80)  // POSIX_SPAWN_SETSID, hidden behind _GNU_SOURCE
+        posix_spawnattr_setflags(&attr, ChildProcess.newSessionFlag)
         var cargs = argv.map { strdup($0) } + [nil]
         defer { for p in cargs { free(p) } }
         var env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]

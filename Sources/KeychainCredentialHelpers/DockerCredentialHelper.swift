@@ -67,9 +67,9 @@ public enum DockerCredentialHelper {
             if let ref = item.persistentRef { try items.delete(ref: ref) }
         }
         var attributes = server.query
-        attributes["acct"] = .string(username)
-        attributes["labl"] = .string(label)
-        try items.addOrUpdate(attributes, primaryKey: server.query.merging(["acct": .string(username)]) { a, _ in a }, secret: secret)
+        attributes[.account] = .string(username)
+        attributes[.label] = .string(label)
+        try items.addOrUpdate(attributes, primaryKey: server.query.merging([.account: .string(username)]) { a, _ in a }, secret: secret)
     }
 
     /// Prints `{"ServerURL":...,"Username":...,"Secret":...}` for the server named on standard input.
@@ -85,7 +85,7 @@ public enum DockerCredentialHelper {
         }
         defer { secret.wipe() }
         let head = Array("{\"ServerURL\":".utf8), user = Array(",\"Username\":".utf8), middle = Array(",\"Secret\":".utf8)
-        let urlBytes = Array(url.utf8), account = Array((item.attributes["acct"]?.text ?? "").utf8)
+        let urlBytes = Array(url.utf8), account = Array((item.attributes[.account]?.text ?? "").utf8)
         let size = urlBytes.withUnsafeBytes { JSONString.encodedCount($0) } + account.withUnsafeBytes { JSONString.encodedCount($0) }
             + secret.withUnsafeBytes { JSONString.encodedCount($0) } + head.count + user.count + middle.count + 2
         let out = try SecureBytes(count: size)
@@ -119,11 +119,11 @@ public enum DockerCredentialHelper {
 
     /// Prints `{"URL":"username",...}` for every item labelled "Docker Credentials".
     static func list() throws {
-        let items = try InternetPasswords(client: DaemonConnection.connect()).find(["labl": .string(label)])
+        let items = try InternetPasswords(client: DaemonConnection.connect()).find([.label: .string(label)])
         var entries: [(String, String)] = []
         for item in items {
             guard let url = RegistryURL.url(of: item.attributes) else { continue }
-            entries.append((url, item.attributes["acct"]?.text ?? ""))
+            entries.append((url, item.attributes[.account]?.text ?? ""))
         }
         entries.sort { $0.0 < $1.0 }  // Go's encoder sorts map keys
         var text = "{"
@@ -134,7 +134,7 @@ public enum DockerCredentialHelper {
     }
 
     static func labelled(_ query: Attributes) -> Attributes {
-        query.merging(["labl": .string(label)]) { _, l in l }
+        query.merging([.label: .string(label)]) { _, l in l }
     }
 
     /// A non-secret string as a JSON string.

@@ -66,18 +66,18 @@ struct GitCredential {
     /// Whether `item` is this credential's own (its primary key, port and path included: a query
     /// without them matches items that have them).
     func isStored(in item: FoundItem) -> Bool {
-        (item.attributes["port"]?.integer ?? 0) == (port ?? 0) && (item.attributes["path"]?.text ?? "") == (path ?? "")
+        (item.attributes[.port]?.integer ?? 0) == (port ?? 0) && (item.attributes[.path]?.text ?? "") == (path ?? "")
     }
 
     /// The query that names this credential's items, with the attributes git-credential-osxkeychain
     /// uses: server, protocol, the default authentication type, and account, port and path when given.
     var query: Attributes {
-        var q: Attributes = ["atyp": "dflt"]
-        if let host { q["srvr"] = .string(host) }
-        if let protocolCode { q["ptcl"] = .string(protocolCode) }
-        if let port { q["port"] = .number(port) }
-        if let path { q["path"] = .string(path) }
-        if let username { q["acct"] = .string(username) }
+        var q: Attributes = [.authenticationType: "dflt"]
+        if let host { q[.server] = .string(host) }
+        if let protocolCode { q[.protocol] = .string(protocolCode) }
+        if let port { q[.port] = .number(port) }
+        if let path { q[.path] = .string(path) }
+        if let username { q[.account] = .string(username) }
         return q
     }
 }

@@ -45,7 +45,7 @@ public enum GitCredentialHelper {
         guard let item = items.first, let secret = item.secret else { return }
         defer { secret.wipe() }
         // One write of the whole answer, assembled in guarded memory.
-        let username = c.username == nil ? "username=" + (item.attributes["acct"]?.text ?? "") + "\n" : ""
+        let username = c.username == nil ? "username=" + (item.attributes[.account]?.text ?? "") + "\n" : ""
         let head = Array("password=".utf8), tail = Array(("\n" + username).utf8)
         let answer = try SecureBytes(count: head.count + secret.count + tail.count)
         defer { answer.wipe() }

@@ -14,11 +14,11 @@ final class InternetPasswords {
     /// `secrets`; empty when none matches.
     func find(_ query: Attributes, secrets: Bool = false, limit: Int? = nil) throws -> [FoundItem] {
         var q = query
-        q["class"] = "inet"
-        q["r_Attributes"] = true
-        q["r_PersistentRef"] = true
-        if secrets { q["r_Data"] = true }
-        q["m_Limit"] = limit.map { .number(Int64($0)) } ?? "m_LimitAll"
+        q[.class] = "inet"
+        q[.returnAttributes] = true
+        q[.returnPersistentRef] = true
+        if secrets { q[.returnData] = true }
+        q[.matchLimit] = limit.map { .number(Int64($0)) } ?? "m_LimitAll"
         do {
             let result = try client.send(Request(.copyMatching, query: q)).result
             if let one = result.value?.item { return [one] }
@@ -32,12 +32,12 @@ final class InternetPasswords {
     /// other attributes given (SecItemAdd, then SecItemUpdate on errSecDuplicateItem).
     func addOrUpdate(_ attributes: Attributes, primaryKey: Attributes, secret: SecureBytes) throws {
         var add = attributes
-        add["class"] = "inet"
+        add[.class] = "inet"
         do {
             try client.send(Request(.add, query: add, secrets: [secret]))
         } catch KeychainStatus.duplicateItem {
             var query = primaryKey
-            query["class"] = "inet"
+            query[.class] = "inet"
             var changes = attributes
             for key in primaryKey.keys { changes[key] = nil }
             try client.send(Request(.update, query: query, changes: changes, secrets: [secret]))
@@ -48,7 +48,7 @@ final class InternetPasswords {
     @discardableResult
     func delete(ref: [UInt8]) throws -> Bool {
         do {
-            try client.send(Request(.delete, query: ["class": "inet", "v_PersistentRef": .data(ref)]))
+            try client.send(Request(.delete, query: [.class: "inet", .valuePersistentRef: .data(ref)]))
             return true
         } catch KeychainStatus.itemNotFound {
             return false

@@ -49,18 +49,18 @@ struct RegistryURL: Equatable {
 
     /// The attributes that name this server's items: server, protocol, and port and path when set.
     var query: Attributes {
-        var q: Attributes = ["srvr": .string(host), "ptcl": .string(secure ? "htps" : "http")]
-        if let port { q["port"] = .number(port) }
-        if !path.isEmpty { q["path"] = .string(path) }
+        var q: Attributes = [.server: .string(host), .protocol: .string(secure ? "htps" : "http")]
+        if let port { q[.port] = .number(port) }
+        if !path.isEmpty { q[.path] = .string(path) }
         return q
     }
 
     /// The URL an item's attributes name back (`docker-credential-keychainfs list`).
     static func url(of attributes: Attributes) -> String? {
-        guard let host = attributes["srvr"]?.text, !host.isEmpty else { return nil }
-        let scheme = attributes["ptcl"]?.text == "http" ? "http" : "https"
-        let port = attributes["port"]?.integer.flatMap { $0 == 0 ? nil : ":\($0)" } ?? ""
+        guard let host = attributes[.server]?.text, !host.isEmpty else { return nil }
+        let scheme = attributes[.protocol]?.text == "http" ? "http" : "https"
+        let port = attributes[.port]?.integer.flatMap { $0 == 0 ? nil : ":\($0)" } ?? ""
         let name = host.contains(":") ? "[" + host + "]" : host
-        return scheme + "://" + name + port + (attributes["path"]?.text ?? "")
+        return scheme + "://" + name + port + (attributes[.path]?.text ?? "")
     }
 }

@@ -3,6 +3,7 @@ import KeychainfsAccess
 import KeychainCore
 import KeychainCrypto
 import KeychainProtocol
+import Synchronization
 
 /// `export` and `import` requests (docs/backup-format.md). The daemon holds the keys, so it
 /// seals and opens backups; the CLI reads and writes the file. A backup larger than one frame
@@ -51,7 +52,7 @@ extension Daemon {
         }
         // No line, no backup: the export is refused before any of it leaves.
         try audit("export", caller, "items=\(export.itemCount)")
-        var info: Attributes = ["size": .number(Int64(export.bytes.count)), "items": .number(Int64(export.itemCount)),
+        var info: Fields = ["size": .number(Int64(export.bytes.count)), "items": .number(Int64(export.itemCount)),
                                 "damaged": .number(Int64(export.damagedCount))]
         let first = min(export.bytes.count, BackupTransfers.pieceSize)
         info["data"] = .data(Array(export.bytes[0..<first]))
@@ -142,7 +143,7 @@ extension Daemon {
 
 /// Backups in transit between the CLI and the daemon, one per transfer number, each bound to
 /// the uid that started it. Abandoned transfers are dropped after `lifetime` seconds.
-final class BackupTransfers: @unchecked Sendable {
+final class BackupTransfers: Sendable {
     static let shared = BackupTransfers()
     /// Bytes per request or response: well under `Frame.maximumLength` with the framing around it.
     static let pieceSize = 16 << 20
@@ -160,13 +161,12 @@ final class BackupTransfers: @unchecked Sendable {
         var touched: Double
     }
 
-    private let lock = PThreadMutex()
-    private var transfers: [Int64: Transfer] = [:]
+    private let transfers = Mutex<[Int64: Transfer]>([:])
 
     /// Opens a transfer holding `bytes` of `expected`; returns its number.
     func start(uid: UInt32, outgoing: Bool, bytes: [UInt8], expected: Int) throws -> Int64 {
-        try lock.withLock {
-            expire()
+        try transfers.withLock { transfers throws(KeychainStatus) in
+            Self.expire(&transfers)
             guard transfers.count < Self.maximumOpen else { throw KeychainStatus.allocate }
             var id: Int64 = 0
             repeat {
@@ -180,8 +180,8 @@ final class BackupTransfers: @unchecked Sendable {
 
     /// The piece of an outgoing transfer at `offset`; the transfer ends with its last piece.
     func piece(_ id: Int64, offset: Int, uid: UInt32) throws -> [UInt8] {
-        try lock.withLock {
-            expire()
+        try transfers.withLock { transfers throws(KeychainStatus) in
+            Self.expire(&transfers)
             guard var t = transfers[id], t.uid == uid, t.outgoing, offset >= 0, offset < t.bytes.count else {
                 throw KeychainStatus.param
             }
@@ -198,8 +198,8 @@ final class BackupTransfers: @unchecked Sendable {
 
     /// Adds a piece to an incoming transfer; returns the whole backup once complete.
     func append(_ id: Int64, _ piece: [UInt8], uid: UInt32) throws -> [UInt8]? {
-        try lock.withLock {
-            expire()
+        try transfers.withLock { transfers throws(KeychainStatus) in
+            Self.expire(&transfers)
             guard var t = transfers[id], t.uid == uid, !t.outgoing, piece.count <= t.expected - t.bytes.count else {
                 throw KeychainStatus.param
             }
@@ -212,8 +212,8 @@ final class BackupTransfers: @unchecked Sendable {
         }
     }
 
-    private func expire() {
+    private static func expire(_ transfers: inout [Int64: Transfer]) {
         let now = monotonicSeconds()
-        transfers = transfers.filter { now - $0.value.touched < Self.lifetime }
+        transfers = transfers.filter { now - $0.value.touched < lifetime }
     }
 }

@@ -198,7 +198,7 @@ public final class Daemon: @unchecked Sendable {
     func lockEverywhere(by caller: CallerIdentity? = nil, trigger: String = "request") {
         vault.lock()
         for m in state.withLock({ $0.mounts }) { m.vaultDidLock() }
-        events.publish(ChangeEvent(kind: "lock"))
+        events.publish(ChangeEvent(kind: .lock))
         // A lock locks whether or not its line can be written.
         try? auditLog?.flushRepeats()  // the reads before the lock come before its line
         try? audit("lock", caller, trigger)

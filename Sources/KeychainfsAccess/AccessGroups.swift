@@ -45,13 +45,13 @@ public struct AccessGroup: Sendable, Equatable {
         return mode & 0o002 != 0
     }
 
-    public var record: Attributes {
+    public var record: Fields {
         ["name": .string(name), "owner": .number(Int64(owner)), "gid": .number(Int64(gid)),
          "mode": .number(Int64(mode)), "exe": .string(executables.joined(separator: "\n")),
          "lock": .number(grantsLock ? 1 : 0)]
     }
 
-    public init?(record: Attributes) {
+    public init?(record: Fields) {
         guard case .string(let name)? = record["name"], let owner = record["owner"]?.integerValue,
               let gid = record["gid"]?.integerValue, let mode = record["mode"]?.integerValue
         else { return nil }
@@ -84,7 +84,7 @@ public struct AccessGroupTable: Sendable {
                 let count = Int(try r.u16())
                 var groups: [AccessGroup] = []
                 for _ in 0..<count {
-                    guard let g = AccessGroup(record: try AttributeCoding.read(from: &r)) else { throw KeychainStatus.decode }
+                    guard let g = AccessGroup(record: try AttributeCoding.readFields(from: &r)) else { throw KeychainStatus.decode }
                     groups.append(g)
                 }
                 return AccessGroupTable(groups: groups)

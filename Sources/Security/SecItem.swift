@@ -75,7 +75,7 @@ private func status(_ body: () throws -> Void) -> OSStatus {
 }
 
 private func returnKeys(_ attributes: Attributes) -> Bool {
-    ["r_Data", "r_Attributes", "r_PersistentRef", "r_Ref"].contains { key in
+    [AttributeKey.returnData, .returnAttributes, .returnPersistentRef, .returnRef].contains { key in
         guard let v = attributes[key] else { return false }
         if case .bool(let b) = v { return b }
         if case .number(let n) = v { return n != 0 }
@@ -88,7 +88,7 @@ private func returnKeys(_ attributes: Attributes) -> Bool {
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     status {
         let dict = attributes as NSDictionary
-        if let certificate = dict["v_Ref"] as? SecCertificate {
+        if let certificate = dict[kSecValueRef] as? SecCertificate {
             // A certificate: its DER becomes the item, the daemon derives the attributes.
             let query = try CertificateItems.addQuery(parameters: dict)
             if returnKeys(query) && result == nil { throw KeychainStatus.param }
@@ -96,7 +96,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
             result?.pointee = try KeyItems.shape(r.result, query: query)
             return
         }
-        if let ref = dict["v_Ref"] {
+        if let ref = dict[kSecValueRef] {
             // A key object: its attributes and bytes become the item (KeyItems).
             guard let key = ref as? SecKey else { throw KeychainStatus.param }
             let query = try KeyItems.addQuery(key, parameters: dict)

@@ -32,7 +32,7 @@ struct AdministrationRequests: RequestFamily {
             guard let log = daemon.auditLog else { throw KeychainStatus.interactionNotAllowed }
             if request.options["verify"]?.isTrue == true {
                 let (lines, bad) = log.verify()
-                var info: Attributes = ["lines": .number(Int64(lines))]
+                var info: Fields = ["lines": .number(Int64(lines))]
                 if let bad { info["first-bad"] = .number(Int64(bad)) }
                 return Reply(response: Response(info: info))
             }
@@ -47,7 +47,7 @@ struct AdministrationRequests: RequestFamily {
             return Reply(response: try daemon.exportBackup(request, caller: caller, log: daemon.log))
         default:
             let r = try daemon.importBackup(request, caller: caller, log: daemon.log)
-            itemsChanged(ChangeEvent(kind: "update"))
+            itemsChanged(ChangeEvent(kind: .update))
             return Reply(response: r)
         }
         return Reply(response: Response())
@@ -101,7 +101,7 @@ struct AdministrationRequests: RequestFamily {
                 log("unlock by \(who(caller)) undone: its audit line cannot be written (\(error))")
                 throw error
             }
-            daemon.events.publish(ChangeEvent(kind: "unlock"))
+            daemon.events.publish(ChangeEvent(kind: .unlock))
             log("unlocked by \(who(caller))")
         }
     }
@@ -133,7 +133,7 @@ struct AdministrationRequests: RequestFamily {
 
     /// Every numeric setting is bounded (`SettingLimits`, the CLI's ranges too); nothing is stored
     /// unless all are valid.
-    private func setSettings(_ options: Attributes) throws {
+    private func setSettings(_ options: Fields) throws {
         func bounded(_ name: String, _ range: ClosedRange<Int64>) throws -> Int? {
             guard let v = options[name] else { return nil }
             guard let n = v.integerValue, range.contains(n) else { throw KeychainStatus.param }
@@ -156,9 +156,9 @@ struct AdministrationRequests: RequestFamily {
         if let n = remember { try vault.setSetting("approval-remember", Array(String(n).utf8)) }
     }
 
-    private func verify(caller: CallerIdentity) throws -> Attributes {
+    private func verify(caller: CallerIdentity) throws -> Fields {
         let report = try vault.verify()
-        var info: Attributes = ["checked": .number(Int64(report.checked)), "locked": .number(Int64(report.locked)),
+        var info: Fields = ["checked": .number(Int64(report.checked)), "locked": .number(Int64(report.locked)),
                                 "other-device": .number(Int64(report.otherDevice)),
                                 "damaged": .string(report.damaged.joined(separator: "\n"))]
         if let log = daemon.auditLog {
@@ -170,14 +170,14 @@ struct AdministrationRequests: RequestFamily {
         return info
     }
 
-    private func info(for caller: CallerIdentity) throws -> Attributes {
+    private func info(for caller: CallerIdentity) throws -> Fields {
         // Callers with no group learn only that a daemon runs and whether it is locked.
         guard isAdministrator(caller) || !entitledGroups(caller).isEmpty else {
             return ["state": .string(vault.lockState.rawValue), "pid": .number(Int64(getpid())), "groups": .string("")]
         }
         let i = try vault.info()
         let (timeout, idle) = daemon.state.withLock { ($0.idleTimeout, monotonicSeconds() - $0.lastActivity) }
-        var out: Attributes = [
+        var out: Fields = [
             "path": .string(daemon.vaultPath), "state": .string(i.lockState.rawValue),
             "passphrase": .bool(i.hasPassphrase), "format": .number(Int64(i.formatVersion)),
             "kdf-ops": .number(Int64(i.kdf.opsLimit)), "kdf-mem": .number(Int64(i.kdf.memLimit)),

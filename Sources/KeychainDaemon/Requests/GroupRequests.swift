@@ -9,7 +9,7 @@ struct GroupRequests: RequestFamily {
     func respond(_ request: Request, caller: CallerIdentity) throws -> Response {
         if request.operation == .groupList {
             let visible = daemon.state.withLock { $0.groupTable.groups }.filter { isAdministrator(caller) || $0.entitles(caller) }
-            return Response(result: .array(visible.map { .item(FoundItem(attributes: $0.record, secret: nil, persistentRef: nil)) }))
+            return Response(result: .array(visible.map { .item(FoundItem(attributes: Attributes(fields: $0.record), secret: nil, persistentRef: nil)) }))
         }
         try auditedChange("groups-changed", caller, "\(request.operation)") { try changeGroups(request) }
         itemsChanged()
@@ -41,7 +41,7 @@ struct GroupRequests: RequestFamily {
         } }
     }
 
-    private func apply(_ options: Attributes, to g: inout AccessGroup) throws {
+    private func apply(_ options: Fields, to g: inout AccessGroup) throws {
         func id(_ key: String) throws -> UInt32? {
             guard let v = options[key]?.integerValue else { return nil }
             guard SettingLimits.id.contains(v) else { throw KeychainStatus.param }

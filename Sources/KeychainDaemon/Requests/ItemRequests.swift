@@ -16,8 +16,8 @@ struct ItemRequests: RequestFamily {
             let r = try auditedChange("add", caller) {
                 try vault.add(query, secret: request.secrets.first, accessGroups: writable)
             }
-            let group = request.query["agrp"]?.stringValue ?? writable.first
-            itemsChanged(ChangeEvent(kind: "add", query: request.query, groups: group.map { [$0] }))
+            let group = request.query[.accessGroup]?.stringValue ?? writable.first
+            itemsChanged(ChangeEvent(kind: .add, query: request.query, groups: group.map { [$0] }))
             log("add \(who(caller))")
             return Response(result: r)
         case .copyMatching:
@@ -31,7 +31,7 @@ struct ItemRequests: RequestFamily {
                                               accessGroups: writableGroups(caller))
                 }
             }
-            itemsChanged(ChangeEvent(kind: "update", query: request.query, changes: request.changes, groups: Array(groups)))
+            itemsChanged(ChangeEvent(kind: .update, query: request.query, changes: request.changes, groups: Array(groups)))
             log("update \(who(caller))")
             return Response()
         default:
@@ -41,7 +41,7 @@ struct ItemRequests: RequestFamily {
                     groups = try vault.delete(request.query, accessGroups: writableGroups(caller))
                 }
             }
-            itemsChanged(ChangeEvent(kind: "delete", query: request.query, groups: Array(groups)))
+            itemsChanged(ChangeEvent(kind: .delete, query: request.query, groups: Array(groups)))
             log("delete \(who(caller))")
             return Response()
         }
@@ -49,7 +49,7 @@ struct ItemRequests: RequestFamily {
 
     private func copyMatching(_ query: Attributes, caller: CallerIdentity, onSlowWorker: Bool) throws -> QueryResult {
         let groups = entitledGroups(caller)
-        let skip = query["u_AuthUI"] == "u_AuthUIS"
+        let skip = query[.useAuthenticationUI] == .authenticationUISkip
         let result: QueryResult
         var read: [PersistentRef] = []
         do {
@@ -74,13 +74,13 @@ struct ItemRequests: RequestFamily {
     /// asks the approval program about each (never with the vault's lock held). A denial ends
     /// the search with the program's status; `u_AuthUIF` / `u_AuthUIS` ask nobody.
     private func approvePresence(_ query: Attributes, groups: [String], caller: CallerIdentity) throws -> Set<PersistentRef> {
-        let wantsData = query["r_Data"]?.isTrue == true
+        let wantsData = query[.returnData]?.isTrue == true
         // kSecUseAuthenticationUIFail / Skip and kSecUseNoAuthenticationUI: ask nobody.
-        let noUI = query["u_NoAuthUI"]?.isTrue == true
-        guard wantsData, !noUI, query["u_AuthUI"] == nil || query["u_AuthUI"] == "u_AuthUIA" else { return [] }
-        var probe = query.filter { !$0.key.hasPrefix("r_") }
-        probe["r_Attributes"] = .bool(true)
-        probe["r_PersistentRef"] = .bool(true)
+        let noUI = query[.useNoAuthenticationUI]?.isTrue == true
+        guard wantsData, !noUI, query[.useAuthenticationUI] == nil || query[.useAuthenticationUI] == .authenticationUIAllow else { return [] }
+        var probe = query.filter { !$0.key.hasPrefix(.return) }
+        probe[.returnAttributes] = .bool(true)
+        probe[.returnPersistentRef] = .bool(true)
         return try approveGatedItems(probe, groups: groups, caller: caller)
     }
 
@@ -90,8 +90,8 @@ struct ItemRequests: RequestFamily {
         do {
             try body()
         } catch KeychainStatus.itemNotFound {
-            var probe = query.filter { !$0.key.hasPrefix("m_") && !$0.key.hasPrefix("r_") }
-            probe["m_Limit"] = "m_LimitOne"
+            var probe = query.filter { !$0.key.hasPrefix(.match) && !$0.key.hasPrefix(.return) }
+            probe[.matchLimit] = .matchLimitOne
             if (try? vault.copyMatching(probe, accessGroups: entitledGroups(caller))) != nil {
                 throw KeychainStatus.missingEntitlement
             }

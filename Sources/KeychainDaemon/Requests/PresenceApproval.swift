@@ -17,9 +17,9 @@ extension RequestFamily {
         case .none: items = []
         }
         let gated = items.compactMap { item -> (PersistentRef, String, AccessControl)? in
-            guard let c = item.attributes["accc"].flatMap(AccessControl.init), c.requiresPresence,
+            guard let c = item.attributes[.accessControl].flatMap(AccessControl.init), c.requiresPresence,
                   let bytes = item.persistentRef, let ref = PersistentRef(bytes: bytes) else { return nil }
-            return (ref, item.attributes["labl"]?.stringValue ?? item.attributes["svce"]?.stringValue ?? "item", c)
+            return (ref, item.attributes[.label]?.stringValue ?? item.attributes[.service]?.stringValue ?? "item", c)
         }
         var approved = Set<PersistentRef>()
         for (ref, label, control) in gated {

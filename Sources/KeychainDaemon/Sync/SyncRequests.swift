@@ -51,8 +51,8 @@ struct SyncRequests: RequestFamily {
 
 extension Daemon {
     /// Tells mounts and watchers about an item another host changed, and audits it.
-    func syncApplied(_ kind: String, _ change: SyncApplied) {
-        try? audit("sync-" + kind, nil, "groups=\(change.groups.count)")
+    func syncApplied(_ kind: ChangeKind, _ change: SyncApplied) {
+        try? audit("sync-" + kind.rawValue, nil, "groups=\(change.groups.count)")
         if change.names.count <= 2, let first = change.names.first {
             itemsChanged(ChangeEvent(kind: kind, service: first.service, account: first.account,
                                      previous: change.names.dropFirst().first, groups: change.groups))
