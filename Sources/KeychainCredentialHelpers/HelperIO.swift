@@ -1,6 +1,7 @@
 import Glibc
 import KeychainCore
 import KeychainCrypto
+import KeychainSystem
 
 /// Standard input and output of a credential helper. What is read may hold a secret, so it is
 /// read into guarded memory; secrets are written from guarded memory straight to the descriptor.
@@ -27,8 +28,14 @@ enum HelperIO {
                 buffer = bigger
             }
             let want = stopAtBlankLine ? 1 : buffer.count - count
-            let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress! + count, want) }
-            if n < 0 { if errno == EINTR { continue }; throw KeychainStatus.io }
+            let n: Int
+            do {
+                n = try buffer.withUnsafeMutableBytes { b throws(Errno) in
+                    try Descriptor.readSome(into: UnsafeMutableRawBufferPointer(rebasing: b[count..<(count + want)]), from: 0)
+                }
+            } catch {
+                throw KeychainStatus.io
+            }
             if n == 0 { break }
             count += n
             if stopAtBlankLine, endsWithBlankLine(buffer, count) { break }
@@ -46,12 +53,7 @@ enum HelperIO {
 
     /// Writes all of `buffer` to `fd`. - Throws: `KeychainStatus.io` when the write fails.
     static func write(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws {
-        var done = 0
-        while done < buffer.count {
-            let n = Glibc.write(fd, buffer.baseAddress! + done, buffer.count - done)
-            if n < 0 { if errno == EINTR { continue }; throw KeychainStatus.io }
-            done += n
-        }
+        do { try Descriptor.writeAll(buffer, to: fd) } catch { throw KeychainStatus.io }
     }
 
     static func write(_ fd: Int32, _ text: String) throws {
