@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
         .library(name: "Security", targets: ["Security"]),
         .library(name: "KeychainProtocol", targets: ["KeychainProtocol"]),
+        .library(name: "KeychainCredentialHelpers", targets: ["KeychainCredentialHelpers"]),
         .executable(name: "keychainfs", targets: ["keychainfs"]),
         .executable(name: "keychainfs-daemon", targets: ["keychainfs-daemon"]),
         .executable(name: "keychainfs-bench", targets: ["keychainfs-bench"]),

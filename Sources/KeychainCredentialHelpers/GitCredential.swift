@@ -4,26 +4,26 @@ import KeychainCrypto
 /// A credential in git's helper protocol (gitcredentials(7)): `key=value` lines ending at a
 /// blank line or EOF. The password stays in guarded memory; unknown keys are ignored, as git
 /// asks helpers to do.
-struct GitCredential {
+public struct GitCredential {
     /// Apple's four-character protocol code (`htps`), nil when none was given.
-    var protocolCode: String?
+    public var protocolCode: String?
     /// True when a protocol was given that Apple's codes cannot name (git's osxkeychain
     /// helper then does nothing).
     var unsupportedProtocol = false
-    var host: String?
-    var port: Int64?
-    var path: String?
-    var username: String?
-    var password: SecureBytes?
+    public var host: String?
+    public var port: Int64?
+    public var path: String?
+    public var username: String?
+    public var password: SecureBytes?
 
-    struct BadInput: Error { var line: String }
+    public struct BadInput: Error { public var line: String }
 
     /// git's protocols and Apple's codes for them, as git-credential-osxkeychain maps them.
     static let protocolCodes = ["https": "htps", "http": "http", "ftp": "ftp ", "ftps": "ftps",
                                 "imap": "imap", "imaps": "imps", "smtp": "smtp"]
 
     /// Parses `input`. - Throws: `BadInput` for a line without `=` (its key part only, never a value).
-    init(parsing input: SecureBytes) throws {
+    public init(parsing input: SecureBytes) throws {
         var lines: [Range<Int>] = []
         input.withUnsafeBytes { b in
             var start = 0

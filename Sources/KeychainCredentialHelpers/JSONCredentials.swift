@@ -5,16 +5,16 @@ import KeychainCrypto
 /// guarded memory so that the value of `Secret` is decoded straight into a guarded buffer.
 /// Keys match without regard to case and unknown keys are skipped, as Go's encoding/json
 /// decodes docker's `Credentials` struct.
-struct JSONCredentials {
+public struct JSONCredentials {
     /// The string values of the other keys, by lowercased key.
-    var fields: [String: String] = [:]
-    var secret: SecureBytes?
+    public var fields: [String: String] = [:]
+    public var secret: SecureBytes?
 
-    struct Malformed: Error { var message: String }
+    public struct Malformed: Error { public var message: String }
 
     /// - Parameter secretKey: the key (lowercase) whose value is a secret.
     /// - Throws: `Malformed` (its message names a position, never a value).
-    init(parsing input: SecureBytes, secretKey: String) throws {
+    public init(parsing input: SecureBytes, secretKey: String) throws {
         try input.withUnsafeBytes { b in
             var p = JSONCursor(bytes: b)
             p.skipSpace()
@@ -196,14 +196,14 @@ private struct JSONCursor {
 
 /// JSON string encoding as Go's encoding/json writes it (HTML-safe: `<`, `>`, `&` as \u escapes),
 /// into a caller's buffer so that a secret is escaped in guarded memory, with no copy elsewhere.
-enum JSONString {
+public enum JSONString {
     /// The bytes `write` produces for `text`, quotes included.
-    static func encodedCount(_ text: UnsafeRawBufferPointer) -> Int {
+    public static func encodedCount(_ text: UnsafeRawBufferPointer) -> Int {
         text.reduce(2) { $0 + escapedCount($1) }
     }
 
     /// Writes `text` quoted and escaped at `out` (`encodedCount` bytes); returns the bytes written.
-    static func write(_ text: UnsafeRawBufferPointer, to out: UnsafeMutableRawPointer) -> Int {
+    public static func write(_ text: UnsafeRawBufferPointer, to out: UnsafeMutableRawPointer) -> Int {
         var n = 0
         func put(_ b: UInt8) { out.storeBytes(of: b, toByteOffset: n, as: UInt8.self); n += 1 }
         put(UInt8(ascii: "\""))

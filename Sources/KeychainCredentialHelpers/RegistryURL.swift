@@ -3,16 +3,16 @@ import KeychainCore
 /// A registry's server URL split as docker-credential-osxkeychain splits it: `https` (also for
 /// a URL without a scheme) or `http`, the host name, the port when given, the path; the query
 /// is dropped.
-struct RegistryURL: Equatable {
-    var secure: Bool
-    var host: String
-    var port: Int64?
-    var path: String
+public struct RegistryURL: Equatable {
+    public var secure: Bool
+    public var host: String
+    public var port: Int64?
+    public var path: String
 
-    struct Invalid: Error { var message: String }
+    public struct Invalid: Error { public var message: String }
 
     /// - Throws: `Invalid` for another scheme, a URL without a host or a port that is not a number.
-    init(_ text: String) throws {
+    public init(_ text: String) throws {
         var rest = Substring(text)
         if let scheme = rest.firstRange(of: "://") {
             let name = rest[..<scheme.lowerBound].lowercased()
@@ -41,14 +41,14 @@ struct RegistryURL: Equatable {
             let digits = authority[authority.index(after: colon)...]
             if !digits.isEmpty {
                 guard let p = Int64(digits), (0...65535).contains(p) else { throw Invalid(message: "invalid port in URL") }
-                port = p
+                port = p == 0 ? nil : p  // port 0 is the keychain's "no port"
             }
         }
         guard !host.isEmpty else { throw Invalid(message: "no hostname in URL") }
     }
 
     /// The attributes that name this server's items: server, protocol, and port and path when set.
-    var query: Attributes {
+    public var query: Attributes {
         var q: Attributes = [.server: .string(host), .protocol: .string(secure ? "htps" : "http")]
         if let port { q[.port] = .number(port) }
         if !path.isEmpty { q[.path] = .string(path) }
@@ -56,7 +56,7 @@ struct RegistryURL: Equatable {
     }
 
     /// The URL an item's attributes name back (`docker-credential-keychainfs list`).
-    static func url(of attributes: Attributes) -> String? {
+    public static func url(of attributes: Attributes) -> String? {
         guard let host = attributes[.server]?.text, !host.isEmpty else { return nil }
         let scheme = attributes[.protocol]?.text == "http" ? "http" : "https"
         let port = attributes[.port]?.integer.flatMap { $0 == 0 ? nil : ":\($0)" } ?? ""

@@ -256,6 +256,11 @@ final class CredentialHelperTests: XCTestCase {
         XCTAssertEqual(try dockerHelper("erase", url).stdout, "credentials not found in native keychain\n")
         XCTAssertEqual(try harness.run(["find-internet-password", "-s", registry]).status, 44)
 
+        // Port 0 is the keychain's "no port" (found by FuzzCredentialInput): the same server.
+        XCTAssertEqual(try dockerHelper("store", "{\"ServerURL\":\"https://\(bare):0/p\",\"Username\":\"z\",\"Secret\":\"zero\"}").status, 0)
+        XCTAssertTrue(try dockerHelper("get", "https://\(bare)/p").stdout.contains("\"Secret\":\"zero\""))
+        XCTAssertEqual(harness.jsonObject(try dockerHelper("list").stdout)["https://\(bare)/p"] as? String, "z")
+
         // docker's other messages, and version.
         XCTAssertEqual(try dockerHelper("get", "  \n").stdout, "no credentials server URL\n")
         XCTAssertEqual(try dockerHelper("store", "{\"ServerURL\":\"x.example\",\"Secret\":\"s\"}").stdout, "no credentials username\n")
