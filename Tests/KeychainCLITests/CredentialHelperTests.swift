@@ -280,6 +280,23 @@ final class CredentialHelperTests: XCTestCase {
         XCTAssertEqual(try gitHelper("get", "protocol=https\nhost=\(host)\n").stdout, "password=git-pw\nusername=git-user\n")
     }
 
+    /// The seeds of FuzzCredentialInput through the real helpers: each is read as git's lines
+    /// and as docker's JSON and URL; every run ends with status 0 or 1, never a signal.
+    func testTheFuzzCorpusEndsInAnAnswerOrAMessage() throws {
+        let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Fuzz/Corpus/FuzzCredentialInput").path
+        let names = try FileManager.default.contentsOfDirectory(atPath: corpus).sorted()
+        XCTAssertFalse(names.isEmpty)
+        for name in names {
+            let input = try String(decoding: Data(contentsOf: URL(fileURLWithPath: corpus + "/" + name)), as: UTF8.self)
+            for (helper, action) in [(CredentialHelpers.git, "get"), (CredentialHelpers.git, "store"),
+                                     (CredentialHelpers.docker, "get"), (CredentialHelpers.docker, "store")] {
+                let r = try run([helper, action], input: input)
+                XCTAssertTrue(r.status == 0 || r.status == 1, "\(name) through \(helper) \(action): \(r)")
+            }
+        }
+    }
+
     // MARK: Secret Service clients
 
     static let dockerSecretService = "/usr/local/libexec/keychainfs-tests/docker-credential-secretservice"
