@@ -14,11 +14,14 @@ extension Vault {
     /// - Returns: what the return keys ask for, for the new item; `.none` without them.
     /// - Throws: `param`, `noSuchClass`, `noSuchAttr`, `duplicateItem`, `missingEntitlement`,
     ///   `interactionNotAllowed` (class key locked), `authFailed` (`akpu` without a passphrase).
+    /// - Parameter beforeChange: called with the new item's reference once it is written and
+    ///   before the commit (the daemon's audit line); a throw rolls the add back.
     @discardableResult
-    public func add(_ input: Attributes, secret: SecureBytes? = nil, accessGroups: [String]) throws -> QueryResult {
+    public func add(_ input: Attributes, secret: SecureBytes? = nil, accessGroups: [String],
+                    beforeChange: ([PersistentRef]) throws -> Void = { _ in }) throws -> QueryResult {
         let prepared = try prepareAdd(input, secret: secret, accessGroups: accessGroups)
         return try mutex.withLock {
-            let stored = try store.db.transaction { try insert(prepared) }
+            let stored = try store.db.transaction { try insert(prepared, beforeChange: beforeChange) }
             guard prepared.returns.any else { return .none }
             let data = try prepared.secret ?? SecureBytes(count: 0)
             let match = Match(stored: stored, attributes: prepared.attributes, secret: prepared.returns.data ? data : nil)
@@ -94,13 +97,14 @@ extension Vault {
     }
 
     /// Seals and inserts a prepared item; called with the mutex held, inside a transaction.
-    func insert(_ p: PreparedAdd) throws -> StoredItem {
+    func insert(_ p: PreparedAdd, beforeChange: ([PersistentRef]) throws -> Void = { _ in }) throws -> StoredItem {
         if p.protection == .whenPasscodeSetThisDeviceOnly && !header.hasPassphrase { throw KeychainStatus.authFailed }
         let classKey = try availableKey(for: p.protection)
         guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
         var item = try seal(uuid: randomBytes(16), rowID: 0, itemClass: p.itemClass, protection: p.protection,
                         attributes: p.attributes, secret: p.secret, classKey: classKey, indexKey: indexKey, version: 1)
         item.rowID = try store.insert(item, tokens: lookupTokens(p.attributes, itemClass: p.itemClass, indexKey: indexKey))
+        try beforeChange([PersistentRef(itemClass: p.itemClass, uuid: item.uuid)])  // before the commit
         return item
     }
 
@@ -150,8 +154,10 @@ extension Vault {
     ///   collides with another item's primary key; `missingEntitlement` for a group the caller lacks.
     /// - Returns: the access groups of the changed items, before and after (for watchers).
     @discardableResult
+    /// - Parameter beforeChange: called with the references of the changed items once they are
+    ///   written and before the commit (the daemon's audit lines); a throw rolls the change back.
     public func update(_ query: Attributes, changes: Attributes, secret: SecureBytes? = nil,
-                       accessGroups: [String]) throws -> Set<String> {
+                       accessGroups: [String], beforeChange: ([PersistentRef]) throws -> Void = { _ in }) throws -> Set<String> {
         let q = try ParsedQuery(query, operation: .update)
         var newSecret = secret
         var set: Attributes = [:]
@@ -205,6 +211,7 @@ extension Vault {
             }
             try store.db.transaction {
                 for (item, tokens) in rewritten { try store.replace(item, tokens: tokens) }
+                try beforeChange(matches.map { PersistentRef(itemClass: $0.stored.itemClass, uuid: $0.stored.uuid) })
             }
             return groups
         }
@@ -216,12 +223,15 @@ extension Vault {
     /// - Throws: `itemNotFound`, `param` for return keys, and the search errors.
     /// - Returns: the access groups of the deleted items (for watchers).
     @discardableResult
-    public func delete(_ query: Attributes, accessGroups: [String]) throws -> Set<String> {
+    /// - Parameter beforeChange: as for `update`, with the items about to be deleted.
+    public func delete(_ query: Attributes, accessGroups: [String],
+                       beforeChange: ([PersistentRef]) throws -> Void = { _ in }) throws -> Set<String> {
         let q = try ParsedQuery(query, operation: .delete)
         return try mutex.withLock {
             let matches = try search(q, accessGroups: accessGroups, needSecret: false, limit: Int.max)
             try store.db.transaction {
                 for m in matches { try store.delete(rowID: m.stored.rowID) }
+                try beforeChange(matches.map { PersistentRef(itemClass: $0.stored.itemClass, uuid: $0.stored.uuid) })
             }
             return Set(matches.compactMap { m -> String? in
                 if case .string(let name)? = m.attributes[.accessGroup] { return name }

@@ -33,7 +33,7 @@ extension Daemon: MountPolicy {
         let status = approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault,
                                        settings: ApprovalAgent.settings(of: vault))
         do {
-            try audit(status == .success ? "presence-approved" : "presence-denied", caller: caller, item: ref)
+            try audit(status == .success ? .presenceApproved : .presenceDenied, caller: caller, item: ref)
         } catch {
             return error as? KeychainStatus ?? .io  // no line, no approval
         }

@@ -21,12 +21,12 @@ public protocol MountPolicy: AnyObject, Sendable {
                      previous: (service: [UInt8], account: [UInt8]?)?, groups: [String]?)
     /// Records a file-interface decision in the audit log. The audit calls throw when the line
     /// could not be written; an open is then refused (EIO), a denial stands either way.
-    func audit(_ event: String, caller: CallerIdentity, detail: String) throws
+    func audit(_ event: AuditEvent, caller: CallerIdentity, detail: String) throws
     /// Records a decision about one item, named by its persistent reference.
-    func audit(_ event: String, caller: CallerIdentity, item: PersistentRef) throws
+    func audit(_ event: AuditEvent, caller: CallerIdentity, item: PersistentRef) throws
     /// Records an open that a process may repeat many times a second: its first open of the item
     /// is a line of its own, further ones in the same second are written as one counted line.
-    func auditRepeatable(_ event: String, caller: CallerIdentity, item: PersistentRef) throws
+    func auditRepeatable(_ event: AuditEvent, caller: CallerIdentity, item: PersistentRef) throws
     /// Owner of the directories: the daemon's user and group.
     var directoryOwner: (uid: UInt32, gid: UInt32) { get }
 }
@@ -552,7 +552,7 @@ public final class MountServer: @unchecked Sendable {
             guard let e = try entry(n, groups: groups, opening: true) else {
                 // Visible to others but not to this caller: denied, not missing.
                 guard let other = try entry(n, groups: visibleGroups) else { return req.error(ENOENT) }
-                try? policy.audit("file-denied", caller: caller, item: other.ref)  // denied either way
+                try? policy.audit(.fileDenied, caller: caller, item: other.ref)  // denied either way
                 return req.error(EACCES)
             }
             let file = OpenFile(node: .item(n), ref: e.ref, protection: e.protection, groups: groups)
@@ -585,9 +585,9 @@ public final class MountServer: @unchecked Sendable {
             // an open whose line cannot be written is refused with EIO (docs/filesystem.md).
             do {
                 if writing {
-                    try policy.audit("file-open-write", caller: caller, item: e.ref)
+                    try policy.audit(.fileOpenWrite, caller: caller, item: e.ref)
                 } else {
-                    try policy.auditRepeatable("file-open-read", caller: caller, item: e.ref)
+                    try policy.auditRepeatable(.fileOpenRead, caller: caller, item: e.ref)
                 }
             } catch {
                 file.wipe()
@@ -597,7 +597,7 @@ public final class MountServer: @unchecked Sendable {
             req.open(fi)
         } catch {
             if (error as? KeychainStatus) == .decode {
-                try? policy.audit("file-damaged", caller: identity(req), detail: "-")  // refused either way
+                try? policy.audit(.fileDamaged, caller: identity(req), detail: "-")  // refused either way
             }
             req.error(errnoFor(error))
         }

@@ -13,6 +13,9 @@ public struct AccessGroup: Sendable, Equatable {
     /// Whether callers entitled to this group may lock the vault. Off by default: a lock stops
     /// every consumer of every group at once, so it is the owner's and root's unless granted.
     public var grantsLock: Bool
+    /// Whether callers entitled to this group may read the audit log (`--may-audit`). Off by
+    /// default: the log shows every caller's uid, pid and executable.
+    public var grantsAudit: Bool = false
 
     public init(name: String, owner: UInt32, gid: UInt32, mode: UInt32 = 0o400, executables: [String] = [],
                 grantsLock: Bool = false) {
@@ -46,9 +49,11 @@ public struct AccessGroup: Sendable, Equatable {
     }
 
     public var record: Fields {
-        ["name": .string(name), "owner": .number(Int64(owner)), "gid": .number(Int64(gid)),
-         "mode": .number(Int64(mode)), "exe": .string(executables.joined(separator: "\n")),
-         "lock": .number(grantsLock ? 1 : 0)]
+        var r: Fields = ["name": .string(name), "owner": .number(Int64(owner)), "gid": .number(Int64(gid)),
+                             "mode": .number(Int64(mode)), "exe": .string(executables.joined(separator: "\n")),
+                             "lock": .number(grantsLock ? 1 : 0)]
+        if grantsAudit { r["audit"] = .number(1) }  // only when granted: older readers see the same records
+        return r
     }
 
     public init?(record: Fields) {
@@ -60,6 +65,7 @@ public struct AccessGroup: Sendable, Equatable {
                   mode: UInt32(truncatingIfNeeded: mode),
                   executables: exe.isEmpty ? [] : exe.split(separator: "\n").map(String.init),
                   grantsLock: record["lock"]?.integerValue == 1)  // absent in tables written before the grant
+        grantsAudit = record["audit"]?.integerValue == 1
     }
 }
 
@@ -123,5 +129,10 @@ public struct AccessGroupTable: Sendable {
     /// Whether a group the caller is entitled to grants locking the vault (`group set --may-lock`).
     public func grantsLock(to caller: CallerIdentity) -> Bool {
         groups.contains { $0.grantsLock && $0.entitles(caller) }
+    }
+
+    /// Whether a group the caller is entitled to grants reading the audit log (`--may-audit`).
+    public func grantsAudit(to caller: CallerIdentity) -> Bool {
+        groups.contains { $0.grantsAudit && $0.entitles(caller) }
     }
 }

@@ -55,6 +55,22 @@ final class KeychainConnection: @unchecked Sendable {
         pthread_mutex_unlock(&mutex)
     }
 
+    /// What a status means here, for an error's description (`SecCopyErrorMessageString` keeps
+    /// Apple's sentence alone): which daemon could not be reached, or that the vault is locked.
+    func meaning(of status: KeychainStatus) -> String? {
+        switch status {
+        case .notAvailable:
+            if let socket = Paths.environment("KEYCHAINFS_SOCKET") { return "no vault daemon at KEYCHAINFS_SOCKET=\(socket)" }
+            return "no vault daemon for KEYCHAINFS_VAULT=\(Paths.canonical(Paths.defaultVault()))"
+        case .interactionNotAllowed:
+            guard let info = try? send(Request(.info)).info,
+                  ["locked", "never-unlocked"].contains(info["state"]?.stringValue ?? "") else { return nil }
+            return "the vault is locked: run keychainfs unlock-keychain"
+        default:
+            return nil
+        }
+    }
+
     static func connect() throws -> DaemonClient {
         do {
             if let socket = Paths.environment("KEYCHAINFS_SOCKET") { return try DaemonClient.connect(socketPath: socket) }

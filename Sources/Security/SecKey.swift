@@ -68,7 +68,8 @@ func keyCall<R>(_ out: UnsafeMutablePointer<Unmanaged<CFError>?>?, _ what: Strin
     } catch let e as KeyError {
         setError(out, e.appleStatus.status, "\(what): \(e.appleStatus.reason)")
     } catch let s as KeychainStatus {
-        setError(out, s.rawValue, "\(what): \(s.message)")
+        let meaning = KeychainConnection.shared.meaning(of: s).map { " (\($0))" } ?? ""
+        setError(out, s.rawValue, "\(what): \(s.message)\(meaning)")
     } catch CryptoError.allocationFailed {
         setError(out, errSecAllocate, "\(what): out of guarded memory")
     } catch let f as KeyFailure {

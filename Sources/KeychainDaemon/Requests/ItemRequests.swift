@@ -13,8 +13,8 @@ struct ItemRequests: RequestFamily {
             let writable = writableGroups(caller)
             let query = CertificateFacts.addQuery(StoredKeyFacts.addQuery(request.query, secret: request.secrets.first),
                                                     secret: request.secrets.first)
-            let r = try auditedChange("add", caller) {
-                try vault.add(query, secret: request.secrets.first, accessGroups: writable)
+            let r = try daemon.auditedItemChange(.add, caller) { record in
+                try vault.add(query, secret: request.secrets.first, accessGroups: writable, beforeChange: record)
             }
             let group = request.query[.accessGroup]?.stringValue ?? writable.first
             itemsChanged(ChangeEvent(kind: .add, query: request.query, groups: group.map { [$0] }))
@@ -25,10 +25,10 @@ struct ItemRequests: RequestFamily {
         case .update:
             var groups = Set<String>()
             let changes = try StoredKeyFacts.changes(request.changes, query: request.query, secret: request.secrets.first)
-            try auditedChange("update", caller) {
+            try daemon.auditedItemChange(.update, caller) { record in
                 try readableButNotWritable(request.query, caller) {
                     groups = try vault.update(request.query, changes: changes, secret: request.secrets.first,
-                                              accessGroups: writableGroups(caller))
+                                              accessGroups: writableGroups(caller), beforeChange: record)
                 }
             }
             itemsChanged(ChangeEvent(kind: .update, query: request.query, changes: request.changes, groups: Array(groups)))
@@ -36,9 +36,9 @@ struct ItemRequests: RequestFamily {
             return Response()
         default:
             var groups = Set<String>()
-            try auditedChange("delete", caller) {
+            try daemon.auditedItemChange(.delete, caller) { record in
                 try readableButNotWritable(request.query, caller) {
-                    groups = try vault.delete(request.query, accessGroups: writableGroups(caller))
+                    groups = try vault.delete(request.query, accessGroups: writableGroups(caller), beforeChange: record)
                 }
             }
             itemsChanged(ChangeEvent(kind: .delete, query: request.query, groups: Array(groups)))
@@ -66,7 +66,7 @@ struct ItemRequests: RequestFamily {
         // Each secret returned, by item: a process that asks for its secret on every request
         // gets one line for the first read and a count per second after it, as file opens do.
         // No line, no secret: a read whose line cannot be written is refused.
-        for ref in read { try daemon.auditRepeatable("read", caller: caller, item: ref) }
+        for ref in read { try daemon.auditRepeatable(.read, caller: caller, item: ref) }
         return result
     }
 

@@ -24,17 +24,17 @@ struct KeyRequests: RequestFamily {
         else { throw KeychainStatus.decode }  // the item's bytes are not the key it says
         let input = request.secrets[0]
         let result: SecureBytes
-        let event: String
+        let event: AuditEvent
         switch use {
         case "sign":
-            event = "sign"
+            event = .sign
             let signature = try input.withUnsafeBytes { try algorithm.sign($0, with: key) }
             result = try SecureBytes(copying: signature)
         case "decrypt":
-            event = "decrypt"
+            event = .decrypt
             result = try input.withUnsafeBytes { try algorithm.decrypt($0, with: key) }
         case "keyExchange":
-            event = "key-exchange"
+            event = .keyExchange
             guard case .data(let peerBytes)? = request.options["peer"],
                   let peer = try? peerBytes.withUnsafeBytes({ try AsymmetricKey.apple(type: type, isPrivate: false, $0) })
             else { throw KeychainStatus.param }
@@ -50,7 +50,7 @@ struct KeyRequests: RequestFamily {
             result.wipe()
             throw error
         }
-        log("\(event) \(who(caller))")
+        log("\(event.rawValue) \(who(caller))")
         return Response(result: .value(.data(result)))
     }
 

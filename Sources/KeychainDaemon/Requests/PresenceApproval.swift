@@ -24,7 +24,7 @@ extension RequestFamily {
         var approved = Set<PersistentRef>()
         for (ref, label, control) in gated {
             let status = daemon.approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault, settings: settings)
-            try audit(status == .success ? "presence-approved" : "presence-denied", caller: caller, item: ref)
+            try audit(status == .success ? .presenceApproved : .presenceDenied, caller: caller, item: ref)
             if status == .interactionNotAllowed { return approved }  // no program: the engine refuses
             guard status == .success else { throw status }
             approved.insert(ref)
