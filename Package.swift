@@ -7,9 +7,12 @@ let package = Package(
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
         .library(name: "Security", targets: ["Security"]),
         .library(name: "KeychainProtocol", targets: ["KeychainProtocol"]),
+        .library(name: "KeychainCredentialHelpers", targets: ["KeychainCredentialHelpers"]),
         .executable(name: "keychainfs", targets: ["keychainfs"]),
         .executable(name: "keychainfs-daemon", targets: ["keychainfs-daemon"]),
         .executable(name: "keychainfs-bench", targets: ["keychainfs-bench"]),
+        .executable(name: "git-credential-keychainfs", targets: ["git-credential-keychainfs"]),
+        .executable(name: "docker-credential-keychainfs", targets: ["docker-credential-keychainfs"]),
     ],
     targets: [
         // C libraries from Debian, reached through pkg-config.
@@ -68,7 +71,7 @@ let package = Package(
 
         // The freedesktop Secret Service on D-Bus, a client of the daemon. The only importer of CSystemd.
         .target(name: "KeychainSecretService", dependencies: ["CSystemd", "KeychainCore", "KeychainCrypto", "KeychainKeys",
-                                                              "KeychainProtocol", "KeychainClient"]),
+                                                              "KeychainProtocol", "KeychainClient", "KeychainfsAccess"]),
 
         // The command line: verbs, option parsing, passphrase input, output formats. A client of
         // the daemon: it links neither the daemon nor libfuse (docs/cli.md, "The daemon").
@@ -82,6 +85,14 @@ let package = Package(
         .executableTarget(name: "keychainfs-daemon", dependencies: ["KeychainCLI", "KeychainClient", "KeychainCore", "KeychainCrypto",
                                                                    "KeychainDaemon", "KeychainfsAccess", "KeychainFS", "KeychainProtocol",
                                                                    "KeychainSecretService", "CProcess"]),
+        // git's and docker's credential helpers over internet passwords (docs/credential-helpers.md):
+        // thin clients of the daemon, as `keychainfs` (no libfuse, no sd-bus, no OpenSSL).
+        .target(name: "KeychainCredentialHelpers", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "KeychainClient",
+                                                                  "KeychainSystem"]),
+        .executableTarget(name: "git-credential-keychainfs", dependencies: ["KeychainCredentialHelpers"],
+                          linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
+        .executableTarget(name: "docker-credential-keychainfs", dependencies: ["KeychainCredentialHelpers"],
+                          linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
         .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainClient", "KeychainKeys",
                                                                   "KeychainProtocol", "Security"]),
 

@@ -36,7 +36,7 @@ struct Verb: Sendable {
 
 enum Help {
     /// The release and the formats this build speaks, for bug reports and mixed installs.
-    static let release = "0.2.0"
+    static let release = Release.version
     static var version: String {
         "\(release) (socket protocol \(WireProtocol.version), backup format \(BackupFormat.currentVersion))"
     }

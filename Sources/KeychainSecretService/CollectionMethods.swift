@@ -64,6 +64,7 @@ extension SecretService {
     /// account, is changed in place; otherwise a new generic password is added (its account gets
     /// `#` and six hex digits when another item already has that service and account).
     private func createItem(_ m: BusMessage, group: String) throws -> OutgoingMessage {
+        try authorizeWriting(group)
         let new = try readNewItem(m)
         let collection = ObjectPath.collection(group: group).string
         let gena = AttributeValue.data(SecretAttributes.encode(new.attributes, contentType: new.contentType))

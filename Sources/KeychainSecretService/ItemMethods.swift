@@ -17,6 +17,7 @@ extension SecretService {
             try appendSecret(secret, of: item, session: session, to: r)
             return r
         case "SetSecret":
+            try authorizeWriting(group)
             let (secret, contentType) = try readSecret(m)
             let item = try existing(path, group: group, ref: ref)
             var changes: Attributes = [:]
@@ -28,6 +29,7 @@ extension SecretService {
             emit("ItemChanged", from: collection, item: path)
             return try m.reply()
         case "Delete":
+            try authorizeWriting(group)
             _ = try existing(path, group: group, ref: ref)
             try vaultCall { try vault.delete(ref: ref) }
             emit("ItemDeleted", from: collection, item: path)

@@ -57,7 +57,7 @@ extension SecretService {
         guard interface.isEmpty || interface == own else { return [:] }
         switch object {
         case .service:
-            let groups = try vaultCall { try vault.state().groups }
+            let groups = caller.readable
             return ["Collections": .paths(groups.map { ObjectPath.collection(group: $0).string })]
         case .collection, .defaultAlias:
             let group = try group(of: object)
@@ -88,6 +88,7 @@ extension SecretService {
     /// Set: an item's Label and Attributes (its service and account stay as they were made).
     private func setProperty(_ m: BusMessage, _ object: ObjectPath, name: String) throws {
         guard case .item(let group, let ref) = object else { throw BusError.notSupported("only an item's Label and Attributes can be set") }
+        try authorizeWriting(group)
         let item = try existing(object.string, group: group, ref: ref)
         var changes: Attributes = [:]
         var changed: [String: PropertyValue] = [:]

@@ -2,6 +2,7 @@ import KeychainClient
 import KeychainCore
 import KeychainCrypto
 import KeychainProtocol
+import KeychainfsAccess
 
 /// The vault's generic passwords as the Secret Service sees them, through the daemon's socket:
 /// the daemon applies its rights to this process's uid, as for any other client.
@@ -29,6 +30,23 @@ final class VaultItems {
         let groups = info["groups"]?.stringValue ?? ""
         return (info["state"]?.stringValue != LockState.unlocked.rawValue,
                 groups.split(separator: ",").map(String.init))
+    }
+
+    /// The vault's owner, the uid its daemon runs as: the owner of the vault file (or of the
+    /// socket given by `KEYCHAINFS_SOCKET`), asked once.
+    func owner() throws -> UInt32 {
+        if let known = knownOwner { return known }
+        if client == nil { client = try connect() }
+        let uid = Paths.vaultOwner(client!.vaultPath)
+        knownOwner = uid
+        return uid
+    }
+    private var knownOwner: UInt32?
+
+    /// The access groups the daemon lists to this process (every group for the vault's owner).
+    func groupTable() throws -> [AccessGroup] {
+        let listed = try send(Request(.groupList)).result.array ?? []
+        return listed.compactMap { $0.item.flatMap { AccessGroup(record: $0.attributes.fields) } }
     }
 
     /// Every readable generic password of `group` (all groups when nil) with its attributes and
