@@ -87,7 +87,7 @@ let package = Package(
                                                                    "KeychainSecretService", "CProcess"]),
         // git's and docker's credential helpers over internet passwords (docs/credential-helpers.md):
         // thin clients of the daemon, as `keychainfs` (no libfuse, no sd-bus, no OpenSSL).
-        .target(name: "KeychainCredentialHelpers", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "KeychainClient",
+        .target(name: "KeychainCredentialHelpers", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainProtocol", "KeychainClient",
                                                                   "KeychainSystem"]),
         .executableTarget(name: "git-credential-keychainfs", dependencies: ["KeychainCredentialHelpers"],
                           linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),

@@ -1,6 +1,6 @@
 import Glibc
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainProtocol
 
 /// How a helper reaches the vault: `$KEYCHAINFS_SOCKET` when set, else the daemon of

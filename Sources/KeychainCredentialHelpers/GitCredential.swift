@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 
 /// A credential in git's helper protocol (gitcredentials(7)): `key=value` lines ending at a

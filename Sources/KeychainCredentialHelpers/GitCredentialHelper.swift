@@ -1,5 +1,5 @@
 import Glibc
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 
 /// `git-credential-keychainfs get|store|erase`: git's credential helper protocol over the

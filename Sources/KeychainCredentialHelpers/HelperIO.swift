@@ -1,5 +1,5 @@
 import Glibc
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 import KeychainSystem
 

@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 
 /// The one JSON shape docker's helper protocol sends: an object of string values, read in

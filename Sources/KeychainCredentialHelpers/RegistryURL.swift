@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 
 /// A registry's server URL split as docker-credential-osxkeychain splits it: `https` (also for
 /// a URL without a scheme) or `http`, the host name, the port when given, the path; the query
