@@ -160,7 +160,7 @@ public final class DaemonClient {
         var cargs = argv.map { strdup($0) } + [nil]
         defer { for p in cargs { free(p) } }
         var env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
-        for name in ["HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "KEYCHAINFS_RUNTIME_DIR", "KEYCHAINFS_DEVICE_KEY", "KEYCHAINFS_VAULT"] {
+        for name in ["HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "KEYCHAINFS_RUNTIME_DIR", "KEYCHAINFS_DEVICE_KEY", "KEYCHAINFS_VAULT", "KEYCHAINFS_TCTI"] {
             if let v = Paths.environment(name) { env.append(name + "=" + v) }
         }
         var cenv = env.map { strdup($0) } + [nil]

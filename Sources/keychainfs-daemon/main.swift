@@ -9,4 +9,5 @@ exit(CLI.main(CommandLine.arguments, engine: Engine(verbs: [
     "daemon": EngineVerbs.daemon,
     "mount": MountVerb.mount,
     "secret-service": SecretServiceVerb.serve,
+    "device-key": DeviceKeyVerb.run,
 ], mountFuseForm: MountVerb.mountVault)))
