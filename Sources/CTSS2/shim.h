@@ -110,3 +110,43 @@ static inline void kc_sha256_digest_values(TPML_DIGEST_VALUES *out, const uint8_
 
 static inline const uint8_t *kc_sensitive_data_bytes(const TPM2B_SENSITIVE_DATA *d) { return d->buffer; }
 static inline const uint8_t *kc_digest_bytes(const TPM2B_DIGEST *d) { return d->buffer; }
+
+// A P-256 key made inside the TPM for signing and key agreement (kSecAttrTokenIDSecureEnclave):
+// unrestricted, no scheme fixed (each signature names ECDSA-SHA256), never leaves this TPM.
+static inline void kc_ecc_token_key_template(TPM2B_PUBLIC *out) {
+    memset(out, 0, sizeof *out);
+    TPMT_PUBLIC *p = &out->publicArea;
+    p->type = TPM2_ALG_ECC;
+    p->nameAlg = TPM2_ALG_SHA256;
+    p->objectAttributes = TPMA_OBJECT_SIGN_ENCRYPT | TPMA_OBJECT_DECRYPT | TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT
+        | TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH;
+    p->parameters.eccDetail.symmetric.algorithm = TPM2_ALG_NULL;
+    p->parameters.eccDetail.scheme.scheme = TPM2_ALG_NULL;
+    p->parameters.eccDetail.curveID = TPM2_ECC_NIST_P256;
+    p->parameters.eccDetail.kdf.scheme = TPM2_ALG_NULL;
+}
+
+// ECDSA with SHA-256 over an external digest: a null ticket (the TPM did not hash it itself),
+// which an unrestricted key accepts.
+static inline void kc_ecdsa_sha256(TPMT_SIG_SCHEME *scheme, TPMT_TK_HASHCHECK *ticket) {
+    memset(scheme, 0, sizeof *scheme);
+    scheme->scheme = TPM2_ALG_ECDSA;
+    scheme->details.ecdsa.hashAlg = TPM2_ALG_SHA256;
+    memset(ticket, 0, sizeof *ticket);
+    ticket->tag = TPM2_ST_HASHCHECK;
+    ticket->hierarchy = TPM2_RH_NULL;
+}
+
+static inline int kc_digest(TPM2B_DIGEST *out, const uint8_t *bytes, size_t len) {
+    memset(out, 0, sizeof *out);
+    if (len > sizeof out->buffer) return -1;
+    out->size = (UINT16)len;
+    memcpy(out->buffer, bytes, len);
+    return 0;
+}
+
+// Big-endian coordinates and signature halves, with their lengths.
+static inline const uint8_t *kc_ecc_x(const TPM2B_PUBLIC *p, size_t *len) { *len = p->publicArea.unique.ecc.x.size; return p->publicArea.unique.ecc.x.buffer; }
+static inline const uint8_t *kc_ecc_y(const TPM2B_PUBLIC *p, size_t *len) { *len = p->publicArea.unique.ecc.y.size; return p->publicArea.unique.ecc.y.buffer; }
+static inline const uint8_t *kc_sig_r(const TPMT_SIGNATURE *s, size_t *len) { *len = s->signature.ecdsa.signatureR.size; return s->signature.ecdsa.signatureR.buffer; }
+static inline const uint8_t *kc_sig_s(const TPMT_SIGNATURE *s, size_t *len) { *len = s->signature.ecdsa.signatureS.size; return s->signature.ecdsa.signatureS.buffer; }

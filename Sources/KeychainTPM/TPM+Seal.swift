@@ -85,7 +85,7 @@ extension TPM {
     }
 
     /// Loads a sealed object under the storage root key, runs `body`, flushes it.
-    private func withLoaded<R>(_ object: SealedKey.Object, under parent: ESYS_TR, _ body: (ESYS_TR) throws -> R) throws -> R {
+    func withLoaded<R>(_ object: SealedKey.Object, under parent: ESYS_TR, _ body: (ESYS_TR) throws -> R) throws -> R {
         var pub = TPM2B_PUBLIC()
         var priv = TPM2B_PRIVATE()
         try unmarshal(object.publicArea, into: &pub, Tss2_MU_TPM2B_PUBLIC_Unmarshal)
@@ -121,7 +121,7 @@ extension TPM {
         return base.bindMemory(to: T.self, capacity: 1)
     }
 
-    private func marshal<T>(_ value: UnsafePointer<T>,
+    func marshal<T>(_ value: UnsafePointer<T>,
                             _ fn: (UnsafePointer<T>?, UnsafeMutablePointer<UInt8>?, Int, UnsafeMutablePointer<Int>?) -> TSS2_RC) throws -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: MemoryLayout<T>.size + 16)
         var offset = 0

@@ -11,10 +11,13 @@ struct ItemRequests: RequestFamily {
         switch request.operation {
         case .add:
             let writable = writableGroups(caller)
-            let query = CertificateFacts.addQuery(StoredKeyFacts.addQuery(request.query, secret: request.secrets.first),
+            var query = CertificateFacts.addQuery(StoredKeyFacts.addQuery(request.query, secret: request.secrets.first),
                                                     secret: request.secrets.first)
+            var secret = request.secrets.first
+            // A Secure Enclave key is made here, in the TPM: the item holds only its wrapped form.
+            if TokenKeys.isTokenKey(request.query) { (query, secret) = try TokenKeys.generate(query, log: log) }
             let r = try daemon.auditedItemChange(.add, caller) { record in
-                try vault.add(query, secret: request.secrets.first, accessGroups: writable, beforeChange: record)
+                try vault.add(query, secret: secret, accessGroups: writable, beforeChange: record)
             }
             let group = request.query[.accessGroup]?.stringValue ?? writable.first
             itemsChanged(ChangeEvent(kind: .add, query: request.query, groups: group.map { [$0] }))
