@@ -150,3 +150,15 @@ static inline const uint8_t *kc_ecc_x(const TPM2B_PUBLIC *p, size_t *len) { *len
 static inline const uint8_t *kc_ecc_y(const TPM2B_PUBLIC *p, size_t *len) { *len = p->publicArea.unique.ecc.y.size; return p->publicArea.unique.ecc.y.buffer; }
 static inline const uint8_t *kc_sig_r(const TPMT_SIGNATURE *s, size_t *len) { *len = s->signature.ecdsa.signatureR.size; return s->signature.ecdsa.signatureR.buffer; }
 static inline const uint8_t *kc_sig_s(const TPMT_SIGNATURE *s, size_t *len) { *len = s->signature.ecdsa.signatureS.size; return s->signature.ecdsa.signatureS.buffer; }
+
+// A peer's P-256 point for TPM2_ECDH_ZGen, and the shared point's x-coordinate it returns.
+static inline int kc_ecc_point(TPM2B_ECC_POINT *out, const uint8_t *x, const uint8_t *y, size_t len) {
+    memset(out, 0, sizeof *out);
+    if (len > sizeof out->point.x.buffer) return -1;
+    out->point.x.size = (UINT16)len;
+    memcpy(out->point.x.buffer, x, len);
+    out->point.y.size = (UINT16)len;
+    memcpy(out->point.y.buffer, y, len);
+    return 0;
+}
+static inline const uint8_t *kc_point_x(const TPM2B_ECC_POINT *p, size_t *len) { *len = p->point.x.size; return p->point.x.buffer; }

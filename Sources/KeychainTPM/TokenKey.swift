@@ -1,4 +1,5 @@
 import CTSS2
+import Glibc
 import KeychainCore
 import KeychainCrypto
 
@@ -93,6 +94,33 @@ extension TPM {
                 let r = kc_sig_r(signature, &rl), s = kc_sig_s(signature, &sl)
                 return DERSignature.encode(r: Array(UnsafeBufferPointer(start: r, count: rl)),
                                            s: Array(UnsafeBufferPointer(start: s, count: sl)))
+            }
+        }
+    }
+}
+
+extension TPM {
+    /// The ECDH shared secret (the x-coordinate of the shared point) of the token key and a peer's
+    /// public point `04 || X || Y`, computed in the TPM (Esys_ECDH_ZGen); the TSS's buffer is
+    /// zeroed before it is freed.
+    /// - Throws: `TPMError.failed` for a point the TPM rejects (not on P-256).
+    public func sharedSecret(peer point: [UInt8], with key: TokenKey) throws -> SecureBytes {
+        precondition(point.count == 65 && point[0] == 4)
+        return try withPrimary { srk in
+            try withLoaded(key.object, under: srk) { handle in
+                var peer = TPM2B_ECC_POINT()
+                _ = point.withUnsafeBufferPointer { p in kc_ecc_point(&peer, p.baseAddress! + 1, p.baseAddress! + 33, 32) }
+                var shared: UnsafeMutablePointer<TPM2B_ECC_POINT>?
+                let rc = Esys_ECDH_ZGen(context, handle, kc_tr_password, kc_tr_none, kc_tr_none, &peer, &shared)
+                defer {
+                    if let shared { explicit_bzero(shared, MemoryLayout<TPM2B_ECC_POINT>.size) }
+                    Esys_Free(shared)
+                }
+                if let e = TPMError.check(rc, "Esys_ECDH_ZGen") { throw e }
+                guard let shared else { throw TPMError.failed(call: "Esys_ECDH_ZGen", code: 0, text: "no point") }
+                var n = 0
+                let x = kc_point_x(shared, &n)
+                return try SecureBytes(copying: UnsafeRawBufferPointer(start: x, count: n))
             }
         }
     }

@@ -69,6 +69,24 @@ final class SecKeyTokenTests: SecItemConformanceCase {
         XCTAssertNotEqual(try openssl(["dgst", "-sha256", "-verify", pubFile.path, "-keyform", "DER", "-signature", sigFile.path, msgFile.path]), 0)
     }
 
+    func testKeyAgreementInTheTPMMatchesTheSoftwareSide() throws {
+        let token = try XCTUnwrap(secureEnclaveKey(Data(unique().utf8)).0)
+        var error: Unmanaged<CFError>?
+        let software = try XCTUnwrap(SecKeyCreateRandomKey([kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+                                                            kSecAttrKeySizeInBits as String: 256] as CFDictionary, &error))
+        let tokenPublic = try XCTUnwrap(SecKeyCopyPublicKey(token)), softwarePublic = try XCTUnwrap(SecKeyCopyPublicKey(software))
+        for (algorithm, params) in [(SecKeyAlgorithm.ecdhKeyExchangeStandard, [String: Any]()),
+                                    (.ecdhKeyExchangeStandardX963SHA256,
+                                     [kSecKeyKeyExchangeParameterRequestedSize as String: 48,
+                                      kSecKeyKeyExchangeParameterSharedInfo as String: Data("info".utf8)])] {
+            let inTPM = SecKeyCopyKeyExchangeResult(token, algorithm, softwarePublic, params as CFDictionary, &error) as Data?
+            XCTAssertNotNil(inTPM, "\(algorithm.rawValue): \(String(describing: error?.takeRetainedValue()))")
+            let here = SecKeyCopyKeyExchangeResult(software, algorithm, tokenPublic, params as CFDictionary, &error) as Data?
+            XCTAssertEqual(inTPM, here, "\(algorithm.rawValue)")
+            XCTAssertEqual(inTPM?.count, params.isEmpty ? 32 : 48)
+        }
+    }
+
     func testThePrivateKeyHasNoExternalRepresentationAndTheItemSaysItsToken() throws {
         let tag = Data(unique().utf8)
         let key = try XCTUnwrap(secureEnclaveKey(tag).0)

@@ -20,8 +20,9 @@ struct KeyRequests: RequestFamily {
         let (attributes, secret) = try openKey(ref, request.query, caller: caller, onSlowWorker: onSlowWorker)
         defer { secret.wipe() }
         if TokenKeys.isTokenKey(attributes) {
-            let signature = try TokenKeys.use(use, algorithm, blob: secret, input: request.secrets[0], log: log)
-            return try answer(signature, event: .sign, caller: caller, ref: ref)
+            let (event, result) = try TokenKeys.use(use, algorithm, blob: secret, input: request.secrets[0],
+                                                   options: request.options, log: log)
+            return try answer(result, event: event, caller: caller, ref: ref)
         }
         guard let type = attributes[.keyType]?.numberValue,
               let key = try? secret.withUnsafeBytes({ try AsymmetricKey.apple(type: type, isPrivate: true, $0) })

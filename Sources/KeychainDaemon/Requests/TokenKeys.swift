@@ -32,19 +32,32 @@ enum TokenKeys {
         return (q, try SecureBytes(copying: key.blob))
     }
 
-    /// Signs with a token key in the TPM: ECDSA with SHA-256 (message or 32-byte digest).
-    /// - Throws: `unimplemented` for any other use or algorithm (key agreement in the TPM is not built).
-    static func use(_ use: String, _ algorithm: AppleAlgorithm, blob: SecureBytes, input: SecureBytes,
-                    log: (String) -> Void) throws -> SecureBytes {
-        guard use == "sign", case .ecdsa(let hash, let message) = algorithm, hash == .sha256 || (hash == nil && !message) else {
-            throw KeychainStatus.unimplemented
-        }
-        let digest = try input.withUnsafeBytes { try AppleAlgorithm.digest($0, hash: hash, message: message) }
-        guard digest.count == 32 else { throw KeychainStatus.param }
+    /// Uses a token key in the TPM: signs (ECDSA with SHA-256, of the message or a 32-byte
+    /// digest) or agrees on a secret (ECDH, bare or through the X9.63 KDF); returns the audit
+    /// event and the result.
+    /// - Throws: `unimplemented` for any other use or algorithm, `param` for a bad peer or size.
+    static func use(_ use: String, _ algorithm: AppleAlgorithm, blob: SecureBytes, input: SecureBytes, options: Attributes,
+                    log: (String) -> Void) throws -> (event: AuditEvent, result: SecureBytes) {
         let key = try blob.withUnsafeBytes { raw in
             do { return try TokenKey(blob: Array(raw)) } catch { throw KeychainStatus.decode }
         }
-        return try SecureBytes(copying: try tpmCall(log) { try TPM().sign(digest: digest, with: key) })
+        switch (use, algorithm) {
+        case ("sign", .ecdsa(let hash, let message)) where hash == .sha256 || (hash == nil && !message):
+            let digest = try input.withUnsafeBytes { try AppleAlgorithm.digest($0, hash: hash, message: message) }
+            guard digest.count == 32 else { throw KeychainStatus.param }
+            return (.sign, try SecureBytes(copying: try tpmCall(log) { try TPM().sign(digest: digest, with: key) }))
+        case ("keyExchange", .ecdh(let kdf)):
+            guard case .data(let peer)? = options["peer"], peer.count == 65, peer[0] == 4 else { throw KeychainStatus.param }
+            let z = try tpmCall(log) { try TPM().sharedSecret(peer: peer, with: key) }
+            guard let kdf else { return (.keyExchange, z) }
+            defer { z.wipe() }
+            guard let size = options["requestedSize"]?.numberValue, size > 0, size <= 1 << 16 else { throw KeychainStatus.param }
+            var info: [UInt8] = []
+            if case .data(let d)? = options["sharedInfo"] { info = d }
+            return (.keyExchange, try x963KDF(kdf, secret: z, sharedInfo: info, count: Int(size)))
+        default:
+            throw KeychainStatus.unimplemented
+        }
     }
 
     /// Runs a TPM call; a failure is logged with its reason and answered with its status.
