@@ -11,6 +11,8 @@ public final class TPM {
     public let tcti: String
     private var tctiContext: OpaquePointer?
     private var esys: OpaquePointer?
+    /// True once the TPM answered: only then is there anything to scrub.
+    private var answered = false
 
     /// `$KEYCHAINFS_TCTI`, or nil for the TSS default (tabrmd, then /dev/tpmrm0, then /dev/tpm0).
     public static var configuredTCTI: String? {
@@ -44,13 +46,30 @@ public final class TPM {
             if kc_rc_is_tpm(src) != 0 { throw TPMError.check(src, "Esys_Startup")! }
             throw TPMError.unreachable(tcti: self.tcti, detail: String(cString: Tss2_RC_Decode(src)))
         }
+        answered = true
     }
 
     deinit { close() }
 
     private func close() {
-        if esys != nil { Esys_Finalize(&esys) }
+        if let e = esys {
+            if answered { scrub(e) }
+            Esys_Finalize(&esys)
+        }
         if tctiContext != nil { Tss2_TctiLdr_Finalize(&tctiContext) }
+    }
+
+    /// The TSS keeps the last command and response in its context (ordinary heap, freed
+    /// without zeroing): a sealed secret or an unsealed key would stay there. Two harmless
+    /// commands overwrite them first: TPM2_StirRandom with 128 zero bytes (a command longer than
+    /// any that carried a secret) and TPM2_GetRandom of 64 bytes (a longer response).
+    private func scrub(_ e: OpaquePointer) {
+        var zeros = TPM2B_SENSITIVE_DATA()
+        zeros.size = 128
+        _ = Esys_StirRandom(e, kc_tr_none, kc_tr_none, kc_tr_none, &zeros)
+        var random: UnsafeMutablePointer<TPM2B_DIGEST>?
+        _ = Esys_GetRandom(e, kc_tr_none, kc_tr_none, kc_tr_none, 64, &random)
+        Esys_Free(random)
     }
 
     var context: OpaquePointer { esys! }
