@@ -103,14 +103,14 @@ enum DeviceKeyVerb {
                 let key = try DeviceKeyStore.unseal(sealed, path: keyPath)
                 fields.append(("unseals", "true"))
                 if access(path, F_OK) == 0, let vault = try? Vault.open(at: path, deviceKey: key) {
-                    fields.append(("vault_made_with_it", vault.wasMade(with: key) ? "true" : "false"))
+                    fields.append(("vault-made-with-it", vault.wasMade(with: key) ? "true" : "false"))
                 }
             } catch let e as DeviceKeyError {
                 problem = e
                 fields += [("unseals", "false"), ("error", quoted(e.description))]
             }
         }
-        if let recorded = Vault.recordedDeviceKeyKind(at: path) { fields.append(("vault_records", quoted(recorded))) }
+        if let recorded = Vault.recordedDeviceKeyKind(at: path) { fields.append(("vault-records", quoted(recorded))) }
         if ctx.args.has("--json") {
             Terminal.writeString(1, "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}\n")
         } else {

@@ -134,7 +134,7 @@ final class TPMDeviceKeyTests: XCTestCase {
         XCTAssertEqual(status["kind"] as? String, "tpm2")
         XCTAssertEqual(status["pcrs"] as? [Int], [7])
         XCTAssertEqual(status["unseals"] as? Bool, true)
-        XCTAssertEqual(status["vault_records"] as? String, "tpm2")
+        XCTAssertEqual(status["vault-records"] as? String, "tpm2")
 
         // The vault now records the sealed kind: with the sealed file gone no plain key is made.
         XCTAssertEqual(try h.run(["stop"]).status, 0)
@@ -159,5 +159,47 @@ final class TPMDeviceKeyTests: XCTestCase {
         XCTAssertEqual(usage.status, 2, "\(usage)")
         let badList = try h.run(["device-key", "seal", "--tpm-pcrs", "7,x"])
         XCTAssertEqual(badList.status, 2, "\(badList)")
+    }
+
+    func testDamagedNewerAndPlainKeyFilesAreNamedAndASealedKeyServesASecondVault() throws {
+        let tpm = try startTPM()
+        let h = try machine(tpm)
+        let keyPath = h.dir + "/device.key"
+        // A plain key the user's vaults share is not silently replaced by a sealed one.
+        try h.createVault(passphrase: pass)
+        let plain = try h.run(["device-key", "status", "--json"])
+        XCTAssertEqual(plain.status, 0, "\(plain)")
+        XCTAssertEqual(h.jsonObject(plain.stdout)["kind"] as? String, "file")
+        let refused = try h.run(["create-keychain", "--kdf", "interactive", "--device-key", "tpm2", h.dir + "/second.vault"],
+                                input: pass + "\n")
+        XCTAssertEqual(refused.status, 45, "\(refused)")
+        XCTAssertTrue(refused.stderr.contains("device-key seal"), "\(refused)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: h.dir + "/second.vault"))
+
+        // Sealed, a second vault made with --device-key tpm2 uses the same sealed key.
+        XCTAssertEqual(try h.run(["device-key", "seal"]).status, 0)
+        let second = h.dir + "/second.vault"
+        let made = try h.run(["create-keychain", "--kdf", "interactive", "--device-key", "tpm2", second], input: pass + "\n")
+        XCTAssertEqual(made.status, 0, "\(made)")
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "svc", "-a", "b", "-w", "-", "--accessible", "AlwaysThisDeviceOnly", second],
+                                 input: "b-secret\n").status, 0)
+        XCTAssertEqual(try h.run(["stop", second]).status, 0)
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "svc", "-a", "b", "-w", second]).stdout, "b-secret\n")
+        XCTAssertEqual(try h.run(["stop", second]).status, 0)
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+
+        // A damaged sealed file and one of a newer format are named, and never replaced.
+        let sealed = try XCTUnwrap(FileManager.default.contents(atPath: keyPath))
+        for (bytes, words) in [(sealed.prefix(sealed.count - 3), "damaged"), (sealedMagic + Data([0, 9]) + sealed.dropFirst(10), "newer")] {
+            chmod(keyPath, 0o600)
+            try Data(bytes).write(to: URL(fileURLWithPath: keyPath))
+            chmod(keyPath, 0o400)
+            let status = try h.run(["device-key", "status"])
+            XCTAssertEqual(status.status, 93, "\(status)")
+            XCTAssertTrue(status.stderr.contains(words), "\(status)")
+            let find = try h.run(["find-generic-password", "-s", "svc", "-a", "b", "-w", second])
+            XCTAssertNotEqual(find.status, 0, "\(find)")
+            XCTAssertEqual(FileManager.default.contents(atPath: keyPath), Data(bytes))
+        }
     }
 }
