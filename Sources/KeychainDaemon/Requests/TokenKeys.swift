@@ -8,27 +8,29 @@ import KeychainTPM
 /// so the blob is never returned (as Apple's Secure Enclave keys cannot be exported), and its
 /// protection is a ThisDeviceOnly class (WhenUnlockedThisDeviceOnly unless the caller names one).
 enum TokenKeys {
-    static let attribute = "tkid"
-    static let secureEnclave = "com.apple.setoken"
-
-    static func isTokenKey(_ attributes: Attributes) -> Bool { attributes[attribute] != nil }
+    static func isTokenKey(_ attributes: Attributes) -> Bool { attributes[.tokenID] != nil }
 
     /// The add of a token key: a new P-256 key made in the TPM; any secret sent is ignored.
-    /// - Throws: `unimplemented` for another token or key type, the TPM's status when it fails.
+    /// - Throws: `unimplemented` for another token, `param` for another key type or a class
+    ///   that may leave the machine, the TPM's status when it fails.
     static func generate(_ query: Attributes, log: (String) -> Void) throws -> (Attributes, SecureBytes) {
-        guard query[attribute]?.stringValue == secureEnclave else { throw KeychainStatus.unimplemented }
-        guard query["type"]?.numberValue ?? 73 == 73, query["bsiz"]?.numberValue ?? 256 == 256,
-              query["kcls"]?.numberValue ?? 1 == 1 else { throw KeychainStatus.param }
+        guard query[.tokenID]?.stringValue == ValueName.tokenIDSecureEnclave else { throw KeychainStatus.unimplemented }
+        guard query[.keyType]?.numberValue ?? 73 == 73, query[.keySizeInBits]?.numberValue ?? 256 == 256,
+              query[.keyClass]?.numberValue ?? 1 == 1 else { throw KeychainStatus.param }
         // The wrapped key opens only in this TPM: it may not leave in a backup or through sync.
         var q = query
-        if q["pdmn"] == nil && q["accc"] == nil { q["pdmn"] = .string(ProtectionClass.whenUnlockedThisDeviceOnly.rawValue) }
-        if let p = q["pdmn"]?.stringValue, ProtectionClass(rawValue: p)?.isThisDeviceOnly != true { throw KeychainStatus.param }
-        if q["sync"]?.isTrue == true { throw KeychainStatus.param }
+        if q[.accessible] == nil && q[.accessControl] == nil {
+            q[.accessible] = .string(ProtectionClass.whenUnlockedThisDeviceOnly.rawValue)
+        }
+        if let p = q[.accessible]?.stringValue, ProtectionClass(rawValue: p)?.isThisDeviceOnly != true { throw KeychainStatus.param }
+        if q[.synchronizable]?.isTrue == true { throw KeychainStatus.param }
         let key = try tpmCall(log) { try TPM().createTokenKey() }
-        for (k, v) in ["type": AttributeValue.number(73), "kcls": .number(1), "bsiz": .number(256), "esiz": .number(256),
-                       "extr": .bool(false), "sens": .bool(true), "asen": .bool(true), "next": .bool(true)] { q[k] = v }
-        q[ItemClass.publicKeyAttribute] = .data(key.publicPoint)
-        q["klbl"] = .data(DigestAlgorithm.sha1.hash(key.publicPoint))  // Apple's application label
+        let fixed: Attributes = [.keyType: .number(73), .keyClass: .number(1), .keySizeInBits: .number(256),
+                                 .effectiveKeySize: .number(256), .isExtractable: .bool(false), .isSensitive: .bool(true),
+                                 .alwaysSensitive: .bool(true), .neverExtractable: .bool(true),
+                                 .publicKey: .data(key.publicPoint),
+                                 .applicationLabel: .data(DigestAlgorithm.sha1.hash(key.publicPoint))]  // Apple's label
+        for (k, v) in fixed { q[k] = v }
         return (q, try SecureBytes(copying: key.blob))
     }
 
@@ -36,7 +38,7 @@ enum TokenKeys {
     /// digest) or agrees on a secret (ECDH, bare or through the X9.63 KDF); returns the audit
     /// event and the result.
     /// - Throws: `unimplemented` for any other use or algorithm, `param` for a bad peer or size.
-    static func use(_ use: String, _ algorithm: AppleAlgorithm, blob: SecureBytes, input: SecureBytes, options: Attributes,
+    static func use(_ use: String, _ algorithm: AppleAlgorithm, blob: SecureBytes, input: SecureBytes, options: Fields,
                     log: (String) -> Void) throws -> (event: AuditEvent, result: SecureBytes) {
         let key = try blob.withUnsafeBytes { raw in
             do { return try TokenKey(blob: Array(raw)) } catch { throw KeychainStatus.decode }
