@@ -35,8 +35,8 @@ final class TPMDeviceKeyTests: XCTestCase {
         }
     }
 
-    func find(_ h: CLIHarness, _ account: String) throws -> CLIHarness.Result {
-        try h.run(["find-generic-password", "-s", "svc", "-a", account, "-w"])
+    func find(_ h: CLIHarness, _ account: String, env: [String: String] = [:]) throws -> CLIHarness.Result {
+        try h.run(["find-generic-password", "-s", "svc", "-a", account, "-w"], env: env)
     }
 
     func deviceKeyFile(_ h: CLIHarness) -> Data { FileManager.default.contents(atPath: h.dir + "/device.key") ?? Data() }
@@ -61,6 +61,11 @@ final class TPMDeviceKeyTests: XCTestCase {
         XCTAssertEqual(try find(a, "tdo").stdout, "tdo-secret\n")
         XCTAssertEqual(try a.run(["stop"]).status, 0)
 
+        // With its TPM gone the daemon does not start, and the error names the TCTI.
+        let gone = try find(a, "always", env: ["KEYCHAINFS_TCTI": "swtpm:host=127.0.0.1,port=1"])
+        XCTAssertEqual(gone.status, 53, "\(gone)")
+        XCTAssertTrue(gone.stderr.contains("no TPM reachable through TCTI \"swtpm:host=127.0.0.1,port=1\""), "\(gone)")
+
         // Another machine: its own TPM, the vault file and the sealed key copied to it.
         let tpmB = try startTPM()
         let b = try machine(tpmB)
@@ -73,6 +78,7 @@ final class TPMDeviceKeyTests: XCTestCase {
         XCTAssertNotEqual(r.status, 0, "\(r)")
         XCTAssertEqual(r.stdout, "")
         XCTAssertTrue(daemonLog(b).contains("the sealed device key was made by another TPM"), daemonLog(b))
+        XCTAssertTrue(r.stderr.contains("the sealed device key was made by another TPM"), "\(r)")
         let status = try b.run(["device-key", "status", "--json"])
         XCTAssertNotEqual(status.status, 0, "\(status)")
         let obj = b.jsonObject(status.stdout)
@@ -95,6 +101,8 @@ final class TPMDeviceKeyTests: XCTestCase {
         XCTAssertEqual(r.status, 53, "errSecNotAvailable: \(r)")
         XCTAssertEqual(r.stdout, "")
         XCTAssertTrue(daemonLog(h).contains("PCR 7 changed since it was sealed"), daemonLog(h))
+        XCTAssertTrue(r.stderr.contains("its daemon did not start: cannot open vault: device key \(h.dir)/device.key: "
+                                        + "the TPM refused to unseal the device key: PCR 7 changed"), "the CLI says why: \(r)")
         XCTAssertTrue(daemonLog(h).contains("keychainfs device-key reseal"), daemonLog(h))
 
         let sealedBefore = deviceKeyFile(h)
