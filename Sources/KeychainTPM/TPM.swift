@@ -24,8 +24,6 @@ public final class TPM {
     /// - Throws: `TPMError.unreachable` naming the TCTI when no TPM answers.
     public init(tcti: String? = TPM.configuredTCTI) throws {
         self.tcti = tcti ?? "default"
-        // The TSS logs its errors to standard error; keychainfs reports them itself (TPMError).
-        setenv("TSS2_LOG", "all+NONE", 0)
         var t: OpaquePointer?
         let rc = tcti.map { Tss2_TctiLdr_Initialize($0, &t) } ?? Tss2_TctiLdr_Initialize(nil, &t)
         guard rc == 0, let t else {
@@ -50,6 +48,12 @@ public final class TPM {
     }
 
     deinit { close() }
+
+    /// The TSS logs its errors to standard error; keychainfs reports them itself (`TPMError`).
+    /// Call once at start, before other threads run (it sets `TSS2_LOG` unless the user did).
+    public static func quietTSSLog() {
+        setenv("TSS2_LOG", "all+NONE", 0)
+    }
 
     private func close() {
         if let e = esys {

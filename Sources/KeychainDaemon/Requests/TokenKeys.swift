@@ -2,6 +2,7 @@ import KeychainCore
 import KeychainCrypto
 import KeychainKeys
 import KeychainTPM
+import Synchronization
 
 /// Keys of `kSecAttrTokenIDSecureEnclave`, made and used inside the TPM (docs/tpm.md): the
 /// item's secret is the TPM-wrapped key, its `pubk` the public point; `extr` is always false,
@@ -62,9 +63,13 @@ enum TokenKeys {
         }
     }
 
+    /// One TPM connection at a time: a TPM without a resource manager (/dev/tpm0, swtpm's
+    /// socket) serves one client.
+    private static let oneAtATime = Mutex(())
+
     /// Runs a TPM call; a failure is logged with its reason and answered with its status.
-    private static func tpmCall<R>(_ log: (String) -> Void, _ body: () throws -> R) throws -> R {
-        do { return try body() } catch let e as TPMError {
+    private static func tpmCall<R: Sendable>(_ log: (String) -> Void, _ body: () throws -> R) throws -> R {
+        do { return try oneAtATime.withLock { _ in try body() } } catch let e as TPMError {
             log("token key: \(e)")
             throw e.status
         }
