@@ -76,8 +76,9 @@ public struct SealedKey: Equatable, Sendable {
         }
     }
 
-    /// Parses a `--tpm-pcrs` list ("7", "0,2,7"); nil when malformed.
+    /// Parses a `--tpm-pcrs` list ("7", "0,2,7", or "none" for no PCR policy); nil when malformed.
     public static func pcrList(_ text: String) -> [Int]? {
+        if text == "none" { return [] }
         let parts = text.split(separator: ",", omittingEmptySubsequences: false)
         var out: [Int] = []
         for p in parts {

@@ -30,7 +30,7 @@ enum DeviceKeyVerb {
     static func pcrList(_ ctx: Context) throws -> [Int]? {
         guard let text = ctx.args.value("--tpm-pcrs") else { return nil }
         guard let list = SealedKey.pcrList(text) else {
-            throw UsageError("--tpm-pcrs takes PCR numbers 0-23 separated by commas, such as 7 or 0,2,7")
+            throw UsageError("--tpm-pcrs takes PCR numbers 0-23 separated by commas, such as 7 or 0,2,7, or none")
         }
         return list
     }

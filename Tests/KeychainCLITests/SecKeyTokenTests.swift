@@ -108,6 +108,11 @@ final class SecKeyTokenTests: SecItemConformanceCase {
                                                                      kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlocked]]
         XCTAssertNil(SecKeyCreateRandomKey(params as CFDictionary, &migratable))
         XCTAssertEqual(migratable.map { CFErrorGetCode($0.takeRetainedValue()) }, Int(errSecParam))
+        // Key bytes of its own: the key is made in the TPM, never imported.
+        let add: [String: Any] = [kSecClass as String: kSecClassKey, kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
+                                  kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass as String: kSecAttrKeyClassPrivate,
+                                  kSecAttrApplicationTag as String: Data(unique().utf8), kSecValueData as String: Data(repeating: 7, count: 97)]
+        XCTAssertEqual(SecItemAdd(add as CFDictionary, nil), errSecParam)
         // Not permanent: there is nowhere else for it to live.
         XCTAssertEqual(secureEnclaveKey(Data(unique().utf8), permanent: false).1, Int(errSecUnimplemented))
     }

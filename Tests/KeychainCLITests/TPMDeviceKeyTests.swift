@@ -116,6 +116,16 @@ final class TPMDeviceKeyTests: XCTestCase {
         XCTAssertEqual(try find(h, "always").stdout, "always-secret\n")
         XCTAssertEqual(try h.run(["unlock-keychain"], input: pass + "\n").status, 0)
         XCTAssertEqual(try find(h, "tdo").stdout, "tdo-secret\n")
+
+        // Bound to the TPM only: a further PCR change no longer matters.
+        let unbound = try h.run(["device-key", "reseal", "--tpm-pcrs", "none"])
+        XCTAssertEqual(unbound.status, 0, "\(unbound)")
+        let status = h.jsonObject(try h.run(["device-key", "status", "--json"]).stdout)
+        XCTAssertEqual(status["pcrs"] as? [Int], [])
+        XCTAssertEqual(status["recovery"] as? Bool, false)
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        try tpm.extendPCR(7)
+        XCTAssertEqual(try find(h, "always").stdout, "always-secret\n")
     }
 
     func testSealMovesAnExistingPlainKeyIntoTheTPM() throws {

@@ -15,7 +15,7 @@ struct ItemRequests: RequestFamily {
                                                     secret: request.secrets.first)
             var secret = request.secrets.first
             // A Secure Enclave key is made here, in the TPM: the item holds only its wrapped form.
-            if TokenKeys.isTokenKey(request.query) { (query, secret) = try TokenKeys.generate(query, log: log) }
+            if TokenKeys.isTokenKey(request.query) { (query, secret) = try TokenKeys.generate(query, secret: secret, log: log) }
             let r = try daemon.auditedItemChange(.add, caller) { record in
                 try vault.add(query, secret: secret, accessGroups: writable, beforeChange: record)
             }

@@ -11,11 +11,13 @@ import Synchronization
 enum TokenKeys {
     static func isTokenKey(_ attributes: Attributes) -> Bool { attributes[.tokenID] != nil }
 
-    /// The add of a token key: a new P-256 key made in the TPM; any secret sent is ignored.
-    /// - Throws: `unimplemented` for another token, `param` for another key type or a class
-    ///   that may leave the machine, the TPM's status when it fails.
-    static func generate(_ query: Attributes, log: (String) -> Void) throws -> (Attributes, SecureBytes) {
+    /// The add of a token key: a new P-256 key made in the TPM.
+    /// - Throws: `unimplemented` for another token, `param` for key bytes sent with it (the key
+    ///   is made here), another key type or a class that may leave the machine, the TPM's status
+    ///   when it fails.
+    static func generate(_ query: Attributes, secret: SecureBytes?, log: (String) -> Void) throws -> (Attributes, SecureBytes) {
         guard query[.tokenID]?.stringValue == ValueName.tokenIDSecureEnclave else { throw KeychainStatus.unimplemented }
+        guard secret == nil || secret?.count == 0 else { throw KeychainStatus.param }
         guard query[.keyType]?.numberValue ?? 73 == 73, query[.keySizeInBits]?.numberValue ?? 256 == 256,
               query[.keyClass]?.numberValue ?? 1 == 1 else { throw KeychainStatus.param }
         // The wrapped key opens only in this TPM: it may not leave in a backup or through sync.
