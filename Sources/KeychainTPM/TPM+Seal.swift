@@ -44,6 +44,11 @@ extension TPM {
                     let p = try bound(raw, to: TPM2B_AUTH.self)
                     _ = auth.withUnsafeBytes { kc_auth(p, $0.bindMemory(to: UInt8.self).baseAddress, $0.count) }
                     if let e = TPMError.check(Esys_TR_SetAuth(context, object, p), "Esys_TR_SetAuth") { throw e }
+                    // The TSS keeps the auth value with the object: overwrite it with zeros after use.
+                    defer {
+                        kc_auth(p, nil, 0)
+                        Esys_TR_SetAuth(context, object, p)
+                    }
                     return try unsealObject(object, session: kc_tr_password, pcrs: [])
                 }
             }

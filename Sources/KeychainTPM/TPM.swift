@@ -94,6 +94,10 @@ public final class TPM {
         let rc = Esys_CreatePrimary(context, kc_tr_owner, kc_tr_password, kc_tr_none, kc_tr_none, &sensitive, &template,
                                     &outside, &creation, &handle, &outPublic, &creationData, &creationHash, &ticket)
         Esys_Free(outPublic); Esys_Free(creationData); Esys_Free(creationHash); Esys_Free(ticket)
+        if [kc_rc_bad_auth, kc_rc_auth_fail].contains(kc_rc_base(rc)) && kc_rc_is_tpm(rc) != 0 {
+            throw TPMError.failed(call: "Esys_CreatePrimary", code: rc,
+                                  text: "the TPM's owner hierarchy has an authorization value; keychainfs needs it empty")
+        }
         if let e = TPMError.check(rc, "Esys_CreatePrimary") { throw e }
         defer { Esys_FlushContext(context, handle) }
         return try body(handle)
