@@ -108,6 +108,16 @@ final class SecKeyTokenTests: SecItemConformanceCase {
                                                                      kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlocked]]
         XCTAssertNil(SecKeyCreateRandomKey(params as CFDictionary, &migratable))
         XCTAssertEqual(migratable.map { CFErrorGetCode($0.takeRetainedValue()) }, Int(errSecParam))
+        // Its bytes, its token and its class stay: an update changing them is refused.
+        for change: [String: Any] in [[kSecValueData as String: Data(repeating: 1, count: 97)],
+                                      [kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock],
+                                      [kSecAttrSynchronizable as String: true]] {
+            XCTAssertEqual(SecItemUpdate(query as CFDictionary, change as CFDictionary), errSecParam, "\(change)")
+        }
+        XCTAssertEqual(SecItemUpdate(query as CFDictionary, [kSecAttrLabel as String: "relabelled"] as CFDictionary), errSecSuccess)
+        var signError: Unmanaged<CFError>?
+        XCTAssertNotNil(SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, Data("still signs".utf8) as CFData, &signError),
+                        "\(String(describing: signError?.takeRetainedValue()))")
         // Key bytes of its own: the key is made in the TPM, never imported.
         let add: [String: Any] = [kSecClass as String: kSecClassKey, kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
                                   kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass as String: kSecAttrKeyClassPrivate,

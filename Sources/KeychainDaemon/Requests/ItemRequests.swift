@@ -27,6 +27,9 @@ struct ItemRequests: RequestFamily {
             return Response(result: try copyMatching(request.query, caller: caller, onSlowWorker: onSlowWorker))
         case .update:
             var groups = Set<String>()
+            try TokenKeys.checkUpdate(query: request.query, changes: request.changes, secret: request.secrets.first) {
+                try vault.copyMatching($0, accessGroups: entitledGroups(caller))
+            }
             let changes = try StoredKeyFacts.changes(request.changes, query: request.query, secret: request.secrets.first)
             try daemon.auditedItemChange(.update, caller) { record in
                 try readableButNotWritable(request.query, caller) {

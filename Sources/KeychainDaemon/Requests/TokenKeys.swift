@@ -37,6 +37,30 @@ enum TokenKeys {
         return (q, try SecureBytes(copying: key.blob))
     }
 
+    /// An update may not give a token key other bytes, another token or a class that lets it
+    /// leave the machine: the wrapped key would stop working or be copied where it cannot.
+    /// `matching` finds the keys the update would change (only asked when it could matter).
+    /// - Throws: `param` for such an update.
+    static func checkUpdate(query: Attributes, changes: Attributes, secret: SecureBytes?,
+                            matching: (Attributes) throws -> QueryResult) throws {
+        guard StoredKeyFacts.isKeyItem(query),
+              secret != nil || changes[.tokenID] != nil || changes[.accessible] != nil || changes[.accessControl] != nil
+                || changes[.synchronizable] != nil else { return }
+        var probe = query.filter { !$0.key.hasPrefix(.match) && !$0.key.hasPrefix(.return) }
+        probe[.returnAttributes] = .bool(true)
+        probe[.matchLimit] = .matchLimitAll
+        let found: [ReturnedValue]
+        switch try? matching(probe) {
+        case .value(let v)?: found = [v]
+        case .array(let a)?: found = a
+        default: found = []
+        }
+        let tokens = found.filter { $0.item.map { isTokenKey($0.attributes) } ?? false }
+        guard !tokens.isEmpty || changes[.tokenID] != nil else { return }
+        guard secret == nil, changes[.tokenID] == nil, changes[.synchronizable]?.isTrue != true else { throw KeychainStatus.param }
+        if let p = changes[.accessible]?.stringValue, ProtectionClass(rawValue: p)?.isThisDeviceOnly != true { throw KeychainStatus.param }
+    }
+
     /// Uses a token key in the TPM: signs (ECDSA with SHA-256, of the message or a 32-byte
     /// digest) or agrees on a secret (ECDH, bare or through the X9.63 KDF); returns the audit
     /// event and the result.
