@@ -52,6 +52,10 @@ final class SecKeyTokenTests: SecItemConformanceCase {
         var error: Unmanaged<CFError>?
         let signature = try XCTUnwrap(SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, message as CFData, &error) as Data?,
                                       "\(String(describing: error?.takeRetainedValue()))")
+        // A figure for docs/tpm.md, not an assertion: each signature loads the key into the TPM.
+        let start = Date()
+        for _ in 0..<20 { _ = SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, message as CFData, nil) }
+        print("SecKeyTokenTests: \(Int(Date().timeIntervalSince(start) * 1000 / 20)) ms per signature in the software TPM")
         let pub = try XCTUnwrap(SecKeyCopyPublicKey(key))
         let point = try XCTUnwrap(SecKeyCopyExternalRepresentation(pub, &error) as Data?)
         XCTAssertEqual(point.count, 65)
