@@ -17,6 +17,7 @@ enum DeviceKeyVerb {
             case "seal": return try seal(ctx, vault: vault, pcrs: pcrs ?? [])
             case "reseal": return try reseal(ctx, vault: vault, pcrs: pcrs)
             case "status": return try status(ctx, vault: vault)
+            case "forget": return try forget(ctx, vault: vault)
             default: throw UsageError("unknown device-key command \(sub)")
             }
         } catch let e as DeviceKeyError {
@@ -85,6 +86,45 @@ enum DeviceKeyVerb {
         let sealed = try tpm.seal(key.key, pcrs: pcrs, recoveryAuth: pcrs.isEmpty ? nil : recovery)
         try DeviceKeyStore.install(sealed, expected: key, with: tpm, at: keyPath)
         Terminal.writeString(1, "resealed \(keyPath) by the TPM\(describe(pcrs))\n")
+        return 0
+    }
+
+    /// Gives up a sealed key this TPM cannot unseal (another TPM, a cleared one) or a missing
+    /// one: the sealed file is moved aside (`PATH.unsealable`), the vault records a plain key,
+    /// and its daemon makes a new one at the next start. The migratable items open again with
+    /// the passphrase; the ThisDeviceOnly ones stay unreadable (`purge-other-device-items`
+    /// deletes them). Asks first unless --yes is given.
+    static func forget(_ ctx: Context, vault path: String) throws -> Int32 {
+        let keyPath = DeviceKey.defaultPath()
+        do {
+            switch try DeviceKeyStore.read(at: keyPath) {
+            case .plain: throw StateError(message: "\(keyPath) is a plain device key; there is nothing to forget", status: .param)
+            case .sealed(let sealed):
+                _ = try DeviceKeyStore.unseal(sealed, path: keyPath)
+                throw StateError(message: "the TPM still unseals \(keyPath); nothing was changed", status: .param)
+            case .missing: break
+            }
+        } catch let e as DeviceKeyError {
+            // Only a key that is gone for good: another TPM's, a cleared TPM's, a damaged file.
+            // No TPM reached (it may come back) or changed PCRs (reseal) are not that.
+            guard e.status == .decode else { throw e }
+        }
+        let warning = "the ThisDeviceOnly items of \(path) will never open again (a new device key is made); "
+            + "its other items open with the passphrase"
+        if !ctx.args.has("--yes") {
+            guard Terminal.stdinIsTerminal else { throw UsageError("device-key forget needs --yes when not on a terminal: \(warning)") }
+            Terminal.warn(warning)
+            let answer = try Terminal.prompt("Forget the device key? Type yes: ")
+            guard answer.withUnsafeBytes({ Array($0) }) == Array("yes".utf8) else { throw KeychainStatus.userCanceled }
+        }
+        let vault = try Vault.open(at: path, deviceKey: try DeviceKey(key: .random(count: DeviceKey.length)))
+        if access(keyPath, F_OK) == 0 {
+            guard rename(keyPath, keyPath + ".unsealable") == 0 else {
+                throw StateError(message: "cannot move \(keyPath) aside: \(String(cString: strerror(errno)))", status: .io)
+            }
+        }
+        try vault.setSetting(Vault.deviceKeyKindSetting, Array("file".utf8))
+        Terminal.writeString(1, "forgot the device key of \(path)" + (access(keyPath + ".unsealable", F_OK) == 0 ? " (moved to \(keyPath).unsealable)" : "") + "\n")
         return 0
     }
 

@@ -87,6 +87,20 @@ final class TPMDeviceKeyTests: XCTestCase {
         XCTAssertTrue((obj["error"] as? String ?? "").contains("this machine cannot open the vault's ThisDeviceOnly items"), "\(obj)")
         // No plain key was made in its place: the sealed file is still there, unchanged.
         XCTAssertEqual(deviceKeyFile(b), deviceKeyFile(a))
+
+        // Giving that key up, after saying what is lost, opens the items that may leave the machine.
+        let ask = try b.run(["device-key", "forget"])
+        XCTAssertEqual(ask.status, 2, "\(ask)")
+        XCTAssertTrue(ask.stderr.contains("ThisDeviceOnly items of \(b.vault) will never open again"), "\(ask)")
+        XCTAssertEqual(deviceKeyFile(b), deviceKeyFile(a), "nothing changed without --yes")
+        let forget = try b.run(["device-key", "forget", "--yes"])
+        XCTAssertEqual(forget.status, 0, "\(forget)")
+        XCTAssertEqual(try b.run(["unlock-keychain"], input: pass + "\n").status, 0)
+        XCTAssertEqual(try find(b, "plain").stdout, "plain-secret\n")
+        let tdo = try find(b, "tdo")
+        XCTAssertEqual(tdo.status, 93, "bound to the other machine's TPM: \(tdo)")
+        XCTAssertEqual(deviceKeyFile(b).count, 32, "a new plain key")
+        XCTAssertEqual(FileManager.default.contents(atPath: b.dir + "/device.key.unsealable"), deviceKeyFile(a))
     }
 
     func testAPCRChangeStopsUnsealingUntilResealWithThePassphrase() throws {
@@ -99,6 +113,8 @@ final class TPMDeviceKeyTests: XCTestCase {
         try tpm.extendPCR(7)  // a firmware update
         let r = try find(h, "always")
         XCTAssertEqual(r.status, 53, "errSecNotAvailable: \(r)")
+        let forget = try h.run(["device-key", "forget", "--yes"])
+        XCTAssertEqual(forget.status, 51, "changed PCRs are for reseal, not forget: \(forget)")
         XCTAssertEqual(r.stdout, "")
         XCTAssertTrue(daemonLog(h).contains("PCR 7 changed since it was sealed"), daemonLog(h))
         XCTAssertTrue(r.stderr.contains("its daemon did not start: cannot open vault: device key \(h.dir)/device.key: "
