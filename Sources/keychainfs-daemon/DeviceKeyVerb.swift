@@ -8,7 +8,7 @@ import KeychainTPM
 /// The bodies of `device-key` and of `create-keychain --device-key tpm2` (declared in KeychainCLI).
 enum DeviceKeyVerb {
     static let run: VerbBody = { ctx in
-        guard let sub = ctx.args.positionals.first else { throw UsageError("device-key needs seal, reseal or status") }
+        guard let sub = ctx.args.positionals.first else { throw UsageError("device-key needs seal, reseal, status or forget") }
         guard ctx.args.positionals.count <= 2 else { throw UsageError("too many arguments") }
         let vault = ctx.args.positionals.count == 2 ? ctx.vault : Paths.canonical(Paths.defaultVault())
         let pcrs = try pcrList(ctx)
@@ -54,6 +54,7 @@ enum DeviceKeyVerb {
         }
         let tpm = try TPM()
         let recovery = pcrs.isEmpty ? nil : try recoverySecret(ctx, vault: vault)
+        defer { recovery?.wipe() }
         Terminal.warn(survivalWarning)
         let sealed = try tpm.seal(key.key, pcrs: pcrs, recoveryAuth: recovery)
         try DeviceKeyStore.install(sealed, expected: key, with: tpm, at: keyPath)
@@ -75,6 +76,7 @@ enum DeviceKeyVerb {
         do { key = DeviceKey(key: try tpm.unseal(old)) } catch TPMError.pcrMismatch(_) where old.hasRecoveryCopy {}
         let vault = try Vault.open(at: path, deviceKey: try key ?? DeviceKey(key: .random(count: DeviceKey.length)))
         var recovery: SecureBytes?
+        defer { recovery?.wipe() }
         if key == nil || !pcrs.isEmpty {
             let auth = try recoverySecret(ctx, vault: vault)
             if key == nil { key = DeviceKey(key: try tpm.unsealRecovery(old, auth: auth)) }
@@ -190,6 +192,7 @@ enum DeviceKeyVerb {
                 let vault = try Vault.create(at: ctx.vault, passphrase: passphrase, kdf: kdf, deviceKey: key)
                 do {
                     let recovery = pcrs.isEmpty ? nil : try vault.deviceKeyRecoverySecret()
+                    defer { recovery?.wipe() }
                     let sealed = try tpm.seal(key.key, pcrs: pcrs, recoveryAuth: recovery)
                     EngineVerbs.makeParentDirectory(keyPath)
                     try DeviceKeyStore.install(sealed, expected: key, with: tpm, at: keyPath)
