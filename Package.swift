@@ -28,6 +28,8 @@ let package = Package(
                        providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd",
                        providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CTSS2", pkgConfig: "tss2-esys",
+                       providers: [.apt(["libtss2-dev"])]),
 
         // libsodium wrappers: guarded memory, AEAD, Argon2id, keyed BLAKE2b.
         .target(name: "KeychainCrypto", dependencies: ["CSodium"]),
@@ -45,6 +47,9 @@ let package = Package(
 
         // Fleet sync: end-to-end encrypted records through PostgreSQL. The only importer of CPostgres.
         .target(name: "KeychainSync", dependencies: ["CPostgres", "KeychainCore", "KeychainCrypto"]),
+
+        // The TPM 2.0 through the TCG software stack (ESYS): seals the device key. The only importer of CTSS2.
+        .target(name: "KeychainTPM", dependencies: ["CTSS2", "KeychainCore", "KeychainCrypto"]),
 
         // The daemon's socket protocol, framing and paths; shared by the daemon and its clients.
         .target(name: "KeychainProtocol", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainSystem"]),
@@ -67,7 +72,7 @@ let package = Package(
         // The daemon: socket server, lock triggers, back-off, mounts, operations with stored keys, fleet sync.
         .target(name: "KeychainDaemon", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainKeys", "KeychainProtocol",
                                                        "KeychainfsAccess", "KeychainFS", "CProcess",
-                                                       "KeychainSync", "KeychainSystem"]),
+                                                       "KeychainSync", "KeychainSystem", "KeychainTPM"]),
 
         // The freedesktop Secret Service on D-Bus, a client of the daemon. The only importer of CSystemd.
         .target(name: "KeychainSecretService", dependencies: ["CSystemd", "KeychainCore", "KeychainCrypto", "KeychainKeys",
@@ -84,7 +89,7 @@ let package = Package(
         // and `secret-service` (sd-bus stays out of the thin client too).
         .executableTarget(name: "keychainfs-daemon", dependencies: ["KeychainCLI", "KeychainClient", "KeychainCore", "KeychainCrypto",
                                                                    "KeychainDaemon", "KeychainfsAccess", "KeychainFS", "KeychainProtocol",
-                                                                   "KeychainSecretService", "CProcess"]),
+                                                                   "KeychainSecretService", "CProcess", "KeychainTPM"]),
         // git's and docker's credential helpers over internet passwords (docs/credential-helpers.md):
         // thin clients of the daemon, as `keychainfs` (no libfuse, no sd-bus, no OpenSSL).
         .target(name: "KeychainCredentialHelpers", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainProtocol", "KeychainClient",
@@ -105,7 +110,7 @@ let package = Package(
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "KeychainDaemonTests", dependencies: ["KeychainDaemon", "KeychainProtocol", "KeychainCore",
                                                                "KeychainCrypto", "KeychainKeys", "KeychainfsAccess", "CProcess"]),
-        .testTarget(name: "KeychainCLITests", dependencies: ["KeychainCLI", "KeychainCore", "Security"],
+        .testTarget(name: "KeychainCLITests", dependencies: ["KeychainCLI", "KeychainCore", "Security", "KeychainTPM"],
                     exclude: ["Attackers"]),  // python3 attacker programs, run by DaemonAttackTests
     ]
 )

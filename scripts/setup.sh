@@ -6,9 +6,11 @@ set -euo pipefail
 # independent implementations the key tests check against; libsystemd-dev: sd-bus for the Secret
 # Service (CSystemd); dbus-daemon, dbus-bin (dbus-send): the private session bus of SecretServiceTests;
 # nginx-light: a real TLS server reads its certificate and key from the mount (MountNginxTests), with
-# curl as its client
+# curl as its client; libtss2-dev: the TPM 2.0 stack that seals the device key (CTSS2), swtpm: the
+# software TPM the TPM tests run, tpm2-tools: tpm2_pcrextend, the tests' firmware update
 packages=(fuse3 libfuse3-dev libpq-dev libsodium-dev libsqlite3-dev libssl-dev openssl pkg-config attr python3 python3-cryptography
-          postgresql systemd libsystemd-dev dbus-daemon dbus-bin nginx-light curl)
+          postgresql systemd libsystemd-dev dbus-daemon dbus-bin nginx-light curl
+          libtss2-dev swtpm swtpm-tools tpm2-tools)
 # The real Secret Service clients SecretServiceTests drive: secret-tool (libsecret), Python's
 # secretstorage and keyring. Installed without recommends: they would bring gnome-keyring, a second
 # Secret Service, and its PAM module.

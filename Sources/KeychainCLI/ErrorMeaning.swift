@@ -9,6 +9,8 @@ enum ErrorMeaning {
     /// vault's daemon (never starting one) whether it is locked.
     static func line(for status: KeychainStatus, vault: String?) -> String? {
         guard let vault else { return nil }
+        // The daemon this command started exited at once: its log says why.
+        if let why = DaemonClient.startFailure { return "its daemon did not start: \(why)" }
         switch status {
         case .interactionNotAllowed:
             // Also a presence-gated item with no approval program: only a lock is named.

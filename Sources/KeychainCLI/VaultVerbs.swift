@@ -8,13 +8,15 @@ enum VaultVerbs {
     static let all: [Verb] = [create, unlock, lock, info, settings, password, status, daemon, stop]
 
     static let create = Verb(
-        name: "create-keychain", usage: "[-p PASSPHRASE] [--kdf interactive|moderate|sensitive] [--no-passphrase] [VAULT]",
+        name: "create-keychain", usage: "[-p PASSPHRASE] [--kdf interactive|moderate|sensitive] [--no-passphrase] [--device-key file|tpm2 [--tpm-pcrs LIST]] [VAULT]",
         summary: "Create a vault (alias: init), start its daemon and leave it unlocked.",
-        valued: ["-p", "--kdf"], flags: ["--no-passphrase"],
+        valued: ["-p", "--kdf", "--device-key", "--tpm-pcrs"], flags: ["--no-passphrase"],
         details: """
         The passphrase is read from standard input when it is not a terminal, else asked twice.
         --kdf sets the Argon2id cost (default moderate: 3 passes, 256 MiB). The vault gets one
         access group, "default", owned by the caller with mode 0400.
+        --device-key tpm2 seals a new device key by the TPM ($KEYCHAINFS_TCTI), bound to the
+        SHA-256 PCRs in --tpm-pcrs (such as 7) when given; see `keychainfs help device-key`.
         """
     )  // body: keychainfs-daemon (it writes the vault file)
 

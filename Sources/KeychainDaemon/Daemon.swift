@@ -6,6 +6,7 @@ import KeychainCore
 import KeychainCrypto
 import KeychainFS
 import KeychainProtocol
+import KeychainTPM
 import Synchronization
 
 /// The keychainfs daemon (our securityd): one per vault. Holds the unlocked keys, serves the
@@ -60,7 +61,10 @@ public final class Daemon: @unchecked Sendable {
         if let refusal = VaultClaim.claim(vaultPath, log: log) { return refusal }
         let vault: Vault
         do {
-            vault = try Vault.open(at: vaultPath, deviceKey: try DeviceKey.loadOrCreate())
+            vault = try Vault.open(at: vaultPath, deviceKey: try DeviceKeyStore.load(forVault: vaultPath))
+        } catch let e as DeviceKeyError {
+            log("cannot open vault: \(e.description)")
+            return e.status.exitCode
         } catch let e as VaultFileError {
             log("cannot open vault: \(e.description)")
             return e.status.exitCode

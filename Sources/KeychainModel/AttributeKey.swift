@@ -64,7 +64,7 @@ extension AttributeKey {
     public static let isNegative = AttributeKey(rawValue: "nega")
     /// `kSecAttrAlias` (certificates, keys).
     public static let alias = AttributeKey(rawValue: "alis")
-    /// `kSecAttrTokenID`: a hardware token; none on this platform.
+    /// `kSecAttrTokenID`: a hardware token; `ValueName.tokenIDSecureEnclave`, the TPM (docs/tpm.md).
     public static let tokenID = AttributeKey(rawValue: "tkid")
 }
 
@@ -255,6 +255,8 @@ public enum ValueName {
     public static let authenticationUIFail = "u_AuthUIF"
     /// `kSecUseAuthenticationUISkip`: leave out the items that would need presence.
     public static let authenticationUISkip = "u_AuthUIS"
+    /// `kSecAttrTokenIDSecureEnclave`: a key made and used inside the TPM (docs/tpm.md).
+    public static let tokenIDSecureEnclave = "com.apple.setoken"
 }
 
 extension AttributeValue {

@@ -44,7 +44,7 @@ public enum ItemClass: String, CaseIterable, Sendable {
         case .key:
             return [.label, .alias, .isPermanent, .isPrivate, .isModifiable, .isSensitive, .alwaysSensitive,
                     .isExtractable, .neverExtractable, .canEncrypt, .canDecrypt, .canDerive, .canSign, .canVerify,
-                    .canSignRecover, .canVerifyRecover, .canWrap, .canUnwrap, .publicKey]
+                    .canSignRecover, .canVerifyRecover, .canWrap, .canUnwrap, .tokenID, .publicKey]
         }
     }
 

@@ -97,12 +97,13 @@ struct KeyFailure: Error {
 /// the key is stored in the keychain as a `kSecClassKey` item, with the other attributes of that
 /// dictionary (`kSecAttrApplicationTag`, `kSecAttrLabel`, `kSecAttrAccessible`, ...).
 /// - Returns: nil with `error` set: errSecParam for an unknown type or size,
-///   errSecUnimplemented for `kSecAttrTokenID` (no Secure Enclave), the keychain's status when
-///   storing fails (errSecDuplicateItem, ...).
+///   the keychain's status when storing fails (errSecDuplicateItem, ...). With
+///   `kSecAttrTokenID` `kSecAttrTokenIDSecureEnclave` the P-256 key is made in the daemon's TPM
+///   (`TokenKeys`): errSecNotAvailable when it has none.
 public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     keyCall(error, "SecKeyCreateRandomKey") {
         let params = parameters as NSDictionary
-        if params[kSecAttrTokenID] != nil { throw KeyFailure.unsupported("no token (Secure Enclave) on this platform") }
+        if params[kSecAttrTokenID] != nil { return try TokenKeys.create(params) }  // made in the daemon's TPM
         let key = try KeyParameters.generate(type: params[kSecAttrKeyType], size: params[kSecAttrKeySizeInBits])
         let privateParams = KeyParameters.merged(params, "private")
         let publicParams = KeyParameters.merged(params, "public")

@@ -3,10 +3,14 @@
 // form; it runs every other verb as `keychainfs` does.
 import Glibc
 import KeychainCLI
+import KeychainTPM
+
+TPM.quietTSSLog()  // before any thread: setenv is not thread-safe
 
 exit(CLI.main(CommandLine.arguments, engine: Engine(verbs: [
     "create-keychain": EngineVerbs.create,
     "daemon": EngineVerbs.daemon,
     "mount": MountVerb.mount,
     "secret-service": SecretServiceVerb.serve,
+    "device-key": DeviceKeyVerb.run,
 ], mountFuseForm: MountVerb.mountVault)))

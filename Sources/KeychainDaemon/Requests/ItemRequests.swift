@@ -11,10 +11,13 @@ struct ItemRequests: RequestFamily {
         switch request.operation {
         case .add:
             let writable = writableGroups(caller)
-            let query = CertificateFacts.addQuery(StoredKeyFacts.addQuery(request.query, secret: request.secrets.first),
+            var query = CertificateFacts.addQuery(StoredKeyFacts.addQuery(request.query, secret: request.secrets.first),
                                                     secret: request.secrets.first)
+            var secret = request.secrets.first
+            // A Secure Enclave key is made here, in the TPM: the item holds only its wrapped form.
+            if TokenKeys.isTokenKey(request.query) { (query, secret) = try TokenKeys.generate(query, secret: secret, log: log) }
             let r = try daemon.auditedItemChange(.add, caller) { record in
-                try vault.add(query, secret: request.secrets.first, accessGroups: writable, beforeChange: record)
+                try vault.add(query, secret: secret, accessGroups: writable, beforeChange: record)
             }
             let group = request.query[.accessGroup]?.stringValue ?? writable.first
             itemsChanged(ChangeEvent(kind: .add, query: request.query, groups: group.map { [$0] }))
@@ -24,6 +27,9 @@ struct ItemRequests: RequestFamily {
             return Response(result: try copyMatching(request.query, caller: caller, onSlowWorker: onSlowWorker))
         case .update:
             var groups = Set<String>()
+            try TokenKeys.checkUpdate(query: request.query, changes: request.changes, secret: request.secrets.first) {
+                try vault.copyMatching($0, accessGroups: entitledGroups(caller))
+            }
             let changes = try StoredKeyFacts.changes(request.changes, query: request.query, secret: request.secrets.first)
             try daemon.auditedItemChange(.update, caller) { record in
                 try readableButNotWritable(request.query, caller) {

@@ -19,6 +19,11 @@ struct KeyRequests: RequestFamily {
         guard let algorithm = AppleAlgorithm(rawName: name) else { throw KeychainStatus.unimplemented }
         let (attributes, secret) = try openKey(ref, request.query, caller: caller, onSlowWorker: onSlowWorker)
         defer { secret.wipe() }
+        if TokenKeys.isTokenKey(attributes) {
+            let (event, result) = try TokenKeys.use(use, algorithm, blob: secret, input: request.secrets[0],
+                                                   options: request.options, log: log)
+            return try answer(result, event: event, caller: caller, ref: ref)
+        }
         guard let type = attributes[.keyType]?.numberValue,
               let key = try? secret.withUnsafeBytes({ try AsymmetricKey.apple(type: type, isPrivate: true, $0) })
         else { throw KeychainStatus.decode }  // the item's bytes are not the key it says
@@ -45,7 +50,12 @@ struct KeyRequests: RequestFamily {
         default:
             throw KeychainStatus.param
         }
-        // No line, no result: a use whose line cannot be written is refused.
+        return try answer(result, event: event, caller: caller, ref: ref)
+    }
+
+    /// The use's audit line, then its result. No line, no result: a use whose line cannot be
+    /// written is refused.
+    private func answer(_ result: SecureBytes, event: AuditEvent, caller: CallerIdentity, ref: PersistentRef) throws -> Response {
         do { try daemon.auditRepeatable(event, caller: caller, item: ref) } catch {
             result.wipe()
             throw error
