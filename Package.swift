@@ -77,7 +77,7 @@ let package = Package(
         // and `secret-service` (sd-bus stays out of the thin client too).
         .executableTarget(name: "keychainfs-daemon", dependencies: ["KeychainCLI", "KeychainClient", "KeychainCore", "KeychainCrypto",
                                                                    "KeychainDaemon", "KeychainfsAccess", "KeychainFS", "KeychainProtocol",
-                                                                   "KeychainSecretService", "CProcess"]),
+                                                                   "KeychainSecretService", "CProcess", "KeychainKeys"]),
         .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainClient", "KeychainKeys",
                                                                   "KeychainProtocol", "Security"]),
 
