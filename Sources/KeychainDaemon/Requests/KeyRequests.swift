@@ -19,6 +19,7 @@ struct KeyRequests: RequestFamily {
         guard let algorithm = AppleAlgorithm(rawName: name) else { throw KeychainStatus.unimplemented }
         let (attributes, secret) = try openKey(ref, request.query, caller: caller, onSlowWorker: onSlowWorker)
         defer { secret.wipe() }
+        try Self.checkUsage(use, attributes)
         guard let type = attributes["type"]?.numberValue,
               let key = try? secret.withUnsafeBytes({ try AsymmetricKey.apple(type: type, isPrivate: true, $0) })
         else { throw KeychainStatus.decode }  // the item's bytes are not the key it says
@@ -52,6 +53,26 @@ struct KeyRequests: RequestFamily {
         }
         log("\(event) \(who(caller))")
         return Response(result: .value(.data(result)))
+    }
+
+    /// The usage flag a use needs: `sign` (kSecAttrCanSign), `decr` (kSecAttrCanDecrypt), `drve`
+    /// (kSecAttrCanDerive). A key stored with it false is refused with errSecKeyUsageIncorrect
+    /// (-67731), as macOS's keychain refuses it: its CSP checks the key header's usage
+    /// (`CSSMERR_CSP_KEY_USAGE_INCORRECT`, "the key does not have the proper usage flags to
+    /// perform the operation", cssmerr.h), which SecBase maps to errSecKeyUsageIncorrect. A key
+    /// without the attribute (none is stored so) may be used.
+    static func checkUsage(_ use: String, _ attributes: Attributes) throws {
+        let flag: String
+        switch use {
+        case "sign": flag = "sign"
+        case "decrypt": flag = "decr"
+        case "keyExchange": flag = "drve"
+        default: return
+        }
+        switch attributes[flag] {
+        case .bool(false)?, .number(0)?, .string("0")?: throw KeychainStatus.keyUsageIncorrect
+        default: return
+        }
     }
 
     /// The key's attributes and bytes; a presence-gated key first asks the approval program
