@@ -11,10 +11,13 @@ struct ItemRequests: RequestFamily {
         switch request.operation {
         case .add:
             let writable = writableGroups(caller)
-            let query = CertificateFacts.addQuery(StoredKeyFacts.addQuery(request.query, secret: request.secrets.first),
-                                                    secret: request.secrets.first)
+            // A key the daemon makes (RSA can take a second): on a slow worker.
+            if request.options[KeyGeneration.option] != nil && !onSlowWorker { throw Deferral.toSlowWorker }
+            let (given, secret, generated) = try KeyGeneration.prepare(request)
+            defer { if generated { secret?.wipe() } }
+            let query = CertificateFacts.addQuery(StoredKeyFacts.addQuery(given, secret: secret), secret: secret)
             let r = try auditedChange("add", caller) {
-                try vault.add(query, secret: request.secrets.first, accessGroups: writable)
+                try vault.add(query, secret: secret, accessGroups: writable)
             }
             let group = request.query["agrp"]?.stringValue ?? writable.first
             itemsChanged(ChangeEvent(kind: "add", query: request.query, groups: group.map { [$0] }))
