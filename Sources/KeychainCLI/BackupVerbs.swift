@@ -28,9 +28,7 @@ enum BackupVerbs {
     ) { ctx in
         if ExportVerbs.isMacOSForm(ctx) { return Engine.exec(CommandLine.arguments) }  // libcrypto's work
         try ctx.checkPositionals()
-        guard let out = ctx.args.value("--out"), !out.isEmpty else {
-            throw UsageError("export needs --out FILE for a backup, or -t TYPE (with -o FILE) for certificates and public keys")
-        }
+        guard let out = ctx.args.value("--out"), !out.isEmpty else { throw UsageError("export needs --out FILE") }
         var options: Attributes = [:]
         if let k = ctx.args.value("--kdf") {
             guard KDFParameters(presetName: k) != nil else { throw UsageError("--kdf takes interactive, moderate or sensitive") }
@@ -96,9 +94,16 @@ enum BackupVerbs {
 
         """ + "\n" + ImportVerbs.details
     ) { ctx in
+        guard let file = ctx.args.positionals.first, ImportVerbs.isBackup(file) else {
+            return Engine.exec(CommandLine.arguments)  // keys and certificates: libcrypto's work (ImportVerbs)
+        }
+        return try importBackup(ctx)
+    }
+
+    /// The backup import; ImportVerbs hands it a file that is a backup or no key file at all.
+    static func importBackup(_ ctx: Context) throws -> Int32 {
         let positionals = ctx.args.positionals
         guard (1...2).contains(positionals.count) else { throw UsageError("import needs a FILE") }
-        if !ImportVerbs.isBackup(positionals[0]) { return Engine.exec(CommandLine.arguments) }  // keys: libcrypto's work
         guard !(ctx.args.has("--replace") && ctx.args.has("--keep-newer")) else {
             throw UsageError("give --replace or --keep-newer, not both")
         }
@@ -118,7 +123,7 @@ enum BackupVerbs {
             Terminal.warn(e.description)
             return e.status.exitCode
         } catch {
-            return nothingImported(.decode, "\(file) is not a keychainfs backup, or it is damaged")
+            return nothingImported(.decode, "\(file) is not a keychainfs backup (or it is damaged), nor a key or certificate file")
         }
         let client = try Engine.connect(vault)
         let pass = try Terminal.passphrase(ctx.args, prompt: "Backup passphrase: ")

@@ -31,7 +31,8 @@ package enum ImportVerbs {
                    first (openssl pkey -in FILE -out PLAIN)
     Prints "N identities imported.", "N keys imported.", "N certificates imported." (a key
     and its certificate from one file count as one identity). An item already in the vault:
-    exit 45 and nothing imported; a file that is no key or certificate: exit 2.
+    exit 45 and nothing imported; a PEM file with a block that is no key or certificate, or an
+    encrypted key: exit 2; a file that is neither PEM, DER nor a backup: exit 93.
     """
 
     /// Whether the file at `path` starts as a keychainfs backup does (read without the rest).
@@ -48,7 +49,7 @@ package enum ImportVerbs {
         let positionals = ctx.args.positionals
         guard (1...2).contains(positionals.count) else { throw UsageError("import needs a FILE") }
         let file = positionals[0]
-        if isBackup(file) { return try BackupVerbs.import.body!(ctx) }
+        if isBackup(file) { return try BackupVerbs.importBackup(ctx) }
         if ctx.args.has("-w") || ctx.args.has("-P") {
             throw UsageError("wrapped (encrypted) keys are not imported: decrypt the key first (openssl pkey -in FILE -out PLAIN)")
         }
@@ -72,6 +73,8 @@ package enum ImportVerbs {
         let objects: [FileObject]
         do {
             objects = try material.read(bytes)
+        } catch let refusal as FileRefusal where refusal.unrecognised {
+            return try BackupVerbs.importBackup(ctx)  // exit 93: no backup, nor a key or certificate file
         } catch let refusal as FileRefusal {
             throw UsageError("nothing was imported: \(file) is not a key or certificate file the keychain takes: \(refusal.reason)")
         }

@@ -20,7 +20,12 @@ package protocol KeyMaterial: Sendable {
 /// Why a key or certificate file is refused.
 package struct FileRefusal: Error {
     package let reason: String
-    package init(_ reason: String) { self.reason = reason }
+    /// Neither PEM nor any DER object: perhaps a damaged backup, which the backup import names.
+    package let unrecognised: Bool
+    package init(_ reason: String, unrecognised: Bool = false) {
+        self.reason = reason
+        self.unrecognised = unrecognised
+    }
 }
 
 /// One object of a key or certificate file.

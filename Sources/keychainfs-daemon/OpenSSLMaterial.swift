@@ -10,7 +10,7 @@ struct OpenSSLMaterial: KeyMaterial {
         do {
             objects = try KeyFile.read(file)
         } catch let e as KeyFileError {
-            throw FileRefusal(e.description)
+            throw FileRefusal(e.description, unrecognised: e == .notKeyOrCertificate)
         }
         return try objects.map { object in
             switch object {

@@ -144,9 +144,9 @@ final class CLICertificateTests: XCTestCase {
     func testBadFilesAreRefusedAndStoreNothing() throws {
         try makePair("good", commonName: "good.example")
         try Data("not a key at all\n".utf8).write(to: URL(fileURLWithPath: path("garbage.bin")))
-        let garbage = try assertRun(["import", path("garbage.bin")], status: 2, stdout: "")
-        XCTAssertTrue(garbage.stderr.hasPrefix("keychainfs: nothing was imported: \(path("garbage.bin")) is not a key or certificate"),
-                      garbage.stderr)
+        let garbage = try assertRun(["import", path("garbage.bin")], status: 93, stdout: "")
+        XCTAssertEqual(garbage.stderr, "keychainfs: Unable to decode the provided data.\nkeychainfs: nothing was imported: "
+                       + "\(path("garbage.bin")) is not a keychainfs backup (or it is damaged), nor a key or certificate file\n")
         // A good certificate followed by a block that does not decode: neither is kept.
         let broken = try contents("good.crt") + "-----BEGIN PRIVATE KEY-----\nMIIBVQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n"
         try broken.write(toFile: path("broken.pem"), atomically: true, encoding: .utf8)
