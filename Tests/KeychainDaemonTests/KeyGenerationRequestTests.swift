@@ -63,5 +63,13 @@ final class KeyGenerationRequestTests: XCTestCase {
         XCTAssertEqual(try generate(["class": "keys", "kcls": .number(1), "type": .number(42), "bsiz": .number(1001)]).status, .param)
         XCTAssertEqual(try generate(["class": "keys", "kcls": .number(1), "type": .number(17)]).status, .param, "no such type")
         XCTAssertEqual(try generate(["class": "genp", "svce": "s", "kcls": .number(1)]).status, .param, "not a key item")
+        XCTAssertEqual(try generate(ok.merging(["agrp": "no-such-group"]) { $1 }).status, .missingEntitlement,
+                       "no key is made for a group the caller may not write")
+    }
+
+    func testACallerWithoutAWritableGroupGetsNoKeyMade() throws {
+        let r = try d.call(Request(.add, query: ["class": "keys", "kcls": .number(1), "type": .number(42), "bsiz": .number(4096)],
+                                   options: ["generate": "private"]), as: InProcessDaemon.outsider)
+        XCTAssertEqual(r.status, .missingEntitlement)
     }
 }

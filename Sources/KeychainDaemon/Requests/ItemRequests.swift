@@ -12,7 +12,12 @@ struct ItemRequests: RequestFamily {
         case .add:
             let writable = writableGroups(caller)
             // A key the daemon makes (RSA can take a second): on a slow worker.
-            if request.options[KeyGeneration.option] != nil && !onSlowWorker { throw Deferral.toSlowWorker }
+            if request.options[KeyGeneration.option] != nil {
+                // Nobody makes the daemon spend a key generation on an add it would refuse.
+                let group = request.query["agrp"]?.stringValue ?? writable.first
+                guard let group, writable.contains(group) else { throw KeychainStatus.missingEntitlement }
+                if !onSlowWorker { throw Deferral.toSlowWorker }
+            }
             let (given, secret, generated) = try KeyGeneration.prepare(request)
             defer { if generated { secret?.wipe() } }
             let query = CertificateFacts.addQuery(StoredKeyFacts.addQuery(given, secret: secret), secret: secret)
