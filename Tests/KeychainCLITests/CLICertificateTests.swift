@@ -172,6 +172,63 @@ final class CLICertificateTests: XCTestCase {
         try assertRun(["find-identity", "-v"], stdout: "     0 valid identities found\n")
     }
 
+    func testIdentitiesOutsideTheirValidityPeriodAreListedButNotValid() throws {
+        // openssl 3.0 cannot date a certificate in the past; Python's cryptography can.
+        let script = """
+        import sys, datetime
+        from cryptography import x509
+        from cryptography.x509.oid import NameOID
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        for name, start, end in [("expired", datetime.datetime(2020, 1, 1), datetime.datetime(2020, 1, 2)),
+                                 ("future", datetime.datetime(2100, 1, 1), datetime.datetime(2100, 1, 2))]:
+            key = ec.generate_private_key(ec.SECP256R1())
+            subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name + ".example")])
+            cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+                    .serial_number(x509.random_serial_number()).not_valid_before(start).not_valid_after(end)
+                    .sign(key, hashes.SHA256()))
+            with open(sys.argv[1] + "/" + name + ".pem", "wb") as f:
+                f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))
+                f.write(cert.public_bytes(serialization.Encoding.PEM))
+        """
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        p.arguments = ["-c", script, h.dir]
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw XCTSkip("python3 with cryptography is needed to date certificates") }
+        try makePair("now", commonName: "now.example")
+        try (try contents("now.key") + contents("now.crt")).write(toFile: path("now.pem"), atomically: true, encoding: .utf8)
+        for name in ["expired", "future", "now"] {
+            try assertRun(["import", path(name + ".pem")], stdout: "1 identity imported.\n")
+        }
+        let (expired, future, now) = (try sha1("expired.pem"), try sha1("future.pem"), try sha1("now.pem"))
+        try assertRun(["find-identity"], stdout: """
+              Matching identities
+              1) \(expired) "expired.example" (CSSMERR_TP_CERT_EXPIRED)
+              2) \(future) "future.example" (CSSMERR_TP_CERT_NOT_VALID_YET)
+              3) \(now) "now.example"
+                 3 identities found
+
+              Valid identities only
+              1) \(now) "now.example"
+                 1 valid identities found
+
+            """)
+        try assertRun(["find-identity", "-v", "-s", "now.example"], stdout: "  1) \(now) \"now.example\"\n     1 valid identities found\n")
+        let json = try assertRun(["find-identity", "--json"])
+        let list = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]], json.stdout)
+        XCTAssertEqual(list.map { $0["label"] as? String }, ["expired.example", "future.example", "now.example"])
+        XCTAssertEqual(list.map { $0["valid"] as? Bool }, [false, false, true])
+        XCTAssertEqual(list.last?["sha1"] as? String, now)
+        try assertRun(["find-identity", "-p", "no-such-policy"], status: 2, stdout: "")
+        let certs = try assertRun(["find-certificate", "-a", "-c", "example", "--json"])
+        let found = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(certs.stdout.utf8)) as? [[String: Any]], certs.stdout)
+        XCTAssertEqual(found.count, 3)
+        XCTAssertEqual(found.compactMap { $0["sha1"] as? String }, [expired, future, now])
+    }
+
     func testBackupFormsOfImportAndExportStillWork() throws {
         try assertRun(["add-generic-password", "-s", "svc", "-a", "acct", "-w", "-"])
         let r = try h.run(["export", "--out", path("backup.kcb"), "--kdf", "interactive"], input: "backup pass\n")
