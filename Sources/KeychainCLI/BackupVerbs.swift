@@ -13,7 +13,7 @@ enum BackupVerbs {
     static let export = Verb(
         name: "export", usage: "--out FILE [--synchronizable-only] [--kdf interactive|moderate|sensitive] [VAULT]\n"
             + "       keychainfs export [-k VAULT] [-t certs|pubKeys|...] [-f pemseq|x509|openssl] [-p] [-l LABEL] [-o FILE]",
-        summary: "Write a passphrase-protected backup, or export certificates and public keys (as security export).",
+        summary: "Write a passphrase-protected backup (--out), or certificates and public keys (-t).",
         valued: Set(["--out", "--kdf"]).union(ExportVerbs.valued), flags: Set(["--synchronizable-only"]).union(ExportVerbs.flags),
         details: """
         The backup holds every item of the classes WhenUnlocked, AfterFirstUnlock and Always
@@ -75,7 +75,7 @@ enum BackupVerbs {
     static let `import` = Verb(
         name: "import", usage: "FILE [--replace | --keep-newer] [--groups keep|skip] [VAULT]\n"
             + "       keychainfs import KEYFILE [-k VAULT] [-t pub|priv|cert|agg] [-f FORMAT] [-x] [-l LABEL]",
-        summary: "Restore a backup made by export, or import keys and certificates (as security import).",
+        summary: "Restore a backup made by export, or import keys and certificates.",
         valued: Set(["--groups"]).union(ImportVerbs.valued), flags: Set(["--replace", "--keep-newer"]).union(ImportVerbs.flags),
         details: """
         The backup passphrase is read from standard input when it is not a terminal, else asked
