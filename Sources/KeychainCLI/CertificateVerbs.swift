@@ -6,7 +6,7 @@ import KeychainProtocol
 /// `find-certificate` and `find-identity`, with macOS `security` flags and output. Declared
 /// here; their bodies need libcrypto (`KeyMaterial`) and run in `keychainfs-daemon`.
 package enum CertificateVerbs {
-    static let all: [Verb] = [findCertificate, findIdentity]
+    static let all: [Verb] = [findCertificate, findIdentity, deleteCertificate, deleteIdentity]
 
     static let findCertificate = Verb(
         name: "find-certificate", usage: "[-a] [-c NAME] [-e EMAIL] [-m] [-p] [-Z] [--json] [VAULT]",
@@ -39,6 +39,32 @@ package enum CertificateVerbs {
         """
     )
 
+    static let deleteCertificate = Verb(
+        name: "delete-certificate", usage: "-c NAME | -Z SHA1 [-t] [VAULT]",
+        summary: "Delete one certificate, named by its common name or its SHA-1 hash.",
+        valued: ["-c", "-Z"], flags: ["-t"],
+        details: """
+          -c NAME      the certificate whose label or subject common name contains NAME; it
+                       must be the only one (exit 2 otherwise: give -Z)
+          -Z SHA1      the certificate with this SHA-1 hash (hex, as find-certificate -Z prints it)
+          -t           accepted: there are no trust settings to delete
+        The private key stays (delete-identity deletes both). No match: exit 44.
+        """
+    )
+
+    static let deleteIdentity = Verb(
+        name: "delete-identity", usage: "-c NAME | -Z SHA1 [-t] [VAULT]",
+        summary: "Delete one identity: its certificate and its private key.",
+        valued: ["-c", "-Z"], flags: ["-t"],
+        details: """
+          -c NAME      the identity whose certificate's label or common name contains NAME; it
+                       must be the only one (exit 2 otherwise: give -Z)
+          -Z SHA1      the identity whose certificate has this SHA-1 hash
+          -t           accepted: there are no trust settings to delete
+        The private key is kept when another certificate still names it. No match: exit 44.
+        """
+    )
+
     /// The policies `security find-identity -p` names.
     static let policies: Set<String> = ["basic", "ssl-client", "ssl-server", "smime", "eap", "ipsec", "ichat",
                                         "codesigning", "sys-default", "sys-kerberos-kdc", "macappstore"]
@@ -51,14 +77,17 @@ package enum CertificateVerbs {
     }
 
     /// Every certificate item the caller can read, with its DER, in insertion order.
-    static func certificates(_ client: DaemonClient, _ material: KeyMaterial) throws -> [Found] {
-        let query: Attributes = ["class": "cert", "sync": "syna", "m_Limit": "m_LimitAll", "r_Attributes": true, "r_Data": true]
+    static func certificates(_ client: DaemonClient, _ material: KeyMaterial, withReferences: Bool = false) throws -> [Found] {
+        var query: Attributes = ["class": "cert", "sync": "syna", "m_Limit": "m_LimitAll", "r_Attributes": true, "r_Data": true]
+        if withReferences { query["r_PersistentRef"] = true }
         let response: Response
         do { response = try client.send(Request(.copyMatching, query: query)) } catch KeychainStatus.itemNotFound { return [] }
         return (response.result.array ?? []).compactMap { value in
             guard let item = value.item else { return nil }
             let der = item.secret?.withUnsafeBytes { Array($0) } ?? []
-            return Found(attributes: item.attributes, der: der, info: material.certificate(der))
+            var attributes = item.attributes
+            if let ref = item.persistentRef { attributes[referenceKey] = .data(ref) }
+            return Found(attributes: attributes, der: der, info: material.certificate(der))
         }
     }
 
@@ -143,9 +172,60 @@ package enum CertificateVerbs {
         return 0
     }
 
+    package static func deleteCertificate(_ ctx: Context, _ material: KeyMaterial) throws -> Int32 {
+        let client = try ctx.client()
+        let c = try uniqueMatch(ctx, try certificates(client, material, withReferences: true), material)
+        try deleteItem(client, c.attributes)
+        return 0
+    }
+
+    package static func deleteIdentity(_ ctx: Context, _ material: KeyMaterial) throws -> Int32 {
+        let client = try ctx.client()
+        let c = try uniqueMatch(ctx, try identities(client, material, withReferences: true), material)
+        try deleteItem(client, c.attributes)
+        guard case .data(let pkhh)? = c.attributes["pkhh"] else { return 0 }
+        // As Apple's explode_identity: the key goes unless another certificate names it.
+        do {
+            _ = try client.send(Request(.copyMatching, query: ["class": "cert", "pkhh": .data(pkhh), "sync": "syna"]))
+        } catch KeychainStatus.itemNotFound {
+            try client.send(Request(.delete, query: ["class": "keys", "kcls": 1, "klbl": .data(pkhh), "sync": "syna"]))
+        }
+        return 0
+    }
+
+    /// The one certificate of `found` that `-c` or `-Z` names, as `security delete-certificate`
+    /// wants it: uniquely.
+    static func uniqueMatch(_ ctx: Context, _ found: [Found], _ material: KeyMaterial) throws -> Found {
+        try ctx.checkPositionals()
+        let name = ctx.args.value("-c"), hash = ctx.args.value("-Z")?.uppercased()
+        guard name != nil || hash != nil else { throw UsageError("give -c NAME or -Z SHA1") }
+        let matches = found.filter { c in
+            if let name {
+                let label = c.attributes["labl"]?.stringValue ?? ""
+                guard label.contains(name) || (c.info?.commonName ?? "").contains(name) else { return false }
+            }
+            if let hash { guard Hex.encode(material.digest(c.der, sha256: false)).uppercased() == hash else { return false } }
+            return true
+        }
+        guard let first = matches.first else { throw KeychainStatus.itemNotFound }
+        guard matches.count == 1 else {
+            throw UsageError("-c \(Output.jsonString(name ?? "")) matches \(matches.count) certificates; name one with -Z SHA1 (find-certificate -a -Z)")
+        }
+        return first
+    }
+
+    /// Deletes the item a search returned with its persistent reference (`pref`).
+    static func deleteItem(_ client: DaemonClient, _ attributes: Attributes) throws {
+        guard case .data(let ref)? = attributes[referenceKey] else { throw KeychainStatus.decode }
+        try client.send(Request(.delete, query: ["v_PersistentRef": .data(ref), "sync": "syna"]))
+    }
+
+    /// Where `certificates(_:_:withReferences:)` keeps an item's persistent reference.
+    static let referenceKey = "v_PersistentRef"
+
     /// The certificates whose private key (`kcls` 1, `klbl` equal to the certificate's `pkhh`)
     /// the caller can see: the join Apple's securityd makes for `kSecClassIdentity`.
-    static func identities(_ client: DaemonClient, _ material: KeyMaterial) throws -> [Found] {
+    static func identities(_ client: DaemonClient, _ material: KeyMaterial, withReferences: Bool = false) throws -> [Found] {
         let query: Attributes = ["class": "keys", "kcls": 1, "sync": "syna", "m_Limit": "m_LimitAll", "r_Attributes": true]
         var labels = Set<[UInt8]>()
         do {
@@ -155,7 +235,7 @@ package enum CertificateVerbs {
         } catch KeychainStatus.itemNotFound {
             return []
         }
-        return try certificates(client, material).filter { c in
+        return try certificates(client, material, withReferences: withReferences).filter { c in
             guard case .data(let pkhh)? = c.attributes["pkhh"] else { return false }
             return labels.contains(pkhh)
         }

@@ -11,6 +11,8 @@ exit(CLI.main(CommandLine.arguments, engine: Engine(verbs: [
     "secret-service": SecretServiceVerb.serve,
     "find-certificate": { try CertificateVerbs.findCertificate($0, OpenSSLMaterial()) },
     "find-identity": { try CertificateVerbs.findIdentity($0, OpenSSLMaterial()) },
+    "delete-certificate": { try CertificateVerbs.deleteCertificate($0, OpenSSLMaterial()) },
+    "delete-identity": { try CertificateVerbs.deleteIdentity($0, OpenSSLMaterial()) },
     "import": { try ImportVerbs.run($0, OpenSSLMaterial()) },
     "export": { try ExportVerbs.run($0, OpenSSLMaterial()) },
 ], mountFuseForm: MountVerb.mountVault)))

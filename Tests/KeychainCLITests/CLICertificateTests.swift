@@ -229,6 +229,28 @@ final class CLICertificateTests: XCTestCase {
         XCTAssertEqual(found.compactMap { $0["sha1"] as? String }, [expired, future, now])
     }
 
+    func testDeleteCertificateAndDeleteIdentityTakeOneByNameOrHash() throws {
+        for name in ["alpha", "beta"] {
+            try makePair(name, commonName: "\(name).delete.example")
+            try (try contents(name + ".key") + contents(name + ".crt")).write(toFile: path(name + ".pem"), atomically: true, encoding: .utf8)
+            try assertRun(["import", path(name + ".pem")], stdout: "1 identity imported.\n")
+        }
+        let ambiguous = try assertRun(["delete-identity", "-c", "delete.example"], status: 2, stdout: "")
+        XCTAssertTrue(ambiguous.stderr.hasPrefix("keychainfs: -c \"delete.example\" matches 2 certificates"), ambiguous.stderr)
+        try assertRun(["delete-certificate"], status: 2, stdout: "")
+        try assertRun(["delete-identity", "-c", "gamma"], status: 44, stdout: "")
+
+        // delete-identity: the certificate and its key.
+        try assertRun(["delete-identity", "-Z", try sha1("alpha.crt").lowercased()], stdout: "")
+        try assertRun(["find-identity", "-v"], stdout: "  1) \(try sha1("beta.crt")) \"beta.delete.example\"\n     1 valid identities found\n")
+        try assertRun(["export", "-t", "pubKeys"], stdout: try publicPEM("beta.key"))  // alpha's key is gone
+        // delete-certificate: the certificate only; the key stays, so no identity is left.
+        try assertRun(["delete-certificate", "-c", "beta", "-t"], stdout: "")
+        try assertRun(["find-certificate", "-a"], status: 44, stdout: "")
+        try assertRun(["export", "-t", "pubKeys"], stdout: try publicPEM("beta.key"))
+        try assertRun(["find-identity", "-v"], stdout: "     0 valid identities found\n")
+    }
+
     func testBackupFormsOfImportAndExportStillWork() throws {
         try assertRun(["add-generic-password", "-s", "svc", "-a", "acct", "-w", "-"])
         let r = try h.run(["export", "--out", path("backup.kcb"), "--kdf", "interactive"], input: "backup pass\n")
