@@ -31,9 +31,11 @@ enum GeneratedKeys {
     /// Asks the daemon to make and store a private key with `parameters` (the merged private
     /// key dictionary), the attributes `KeyItems.keyAttributes` gives a private key and the
     /// caller's, which win. `klbl` is set by the daemon from the key it makes.
-    /// - Returns: the stored private key (its bytes stay in the daemon).
+    /// - Returns: the stored private key (its bytes stay in the daemon); nil when the daemon is
+    ///   older and stored the add without making a key (that item is deleted again), so the
+    ///   caller makes the key itself as before.
     /// - Throws: the keychain's status (`KeychainStatus`).
-    static func makeStored(type: Int64, bits: Int64, parameters: NSDictionary) throws -> SecKey {
+    static func makeStored(type: Int64, bits: Int64, parameters: NSDictionary) throws -> SecKey? {
         let rest = parameters.mutableCopy() as! NSMutableDictionary
         for k in ["v_Ref", "v_Data", "perm", "class"] { rest.removeObject(forKey: k as NSString) }
         let (given, _) = try Conversion.attributes(rest, extractData: false)
@@ -49,6 +51,13 @@ enum GeneratedKeys {
         query["r_Ref"] = .bool(true)
         let response = try KeychainConnection.shared.send(Request(.add, query: query, options: ["generate": "private"]))
         guard case .value(.item(let item)) = response.result else { throw KeychainStatus.decode }
+        guard case .data(let pub)? = item.attributes[ItemClass.publicKeyAttribute], !pub.isEmpty else {
+            // A daemon without `generate` ignored the option and stored an empty key item.
+            if let ref = item.persistentRef {
+                _ = try? KeychainConnection.shared.send(Request(.delete, query: ["v_PersistentRef": .data(ref), "sync": "syna"]))
+            }
+            return nil
+        }
         return try KeyItems.secKey(item)
     }
 

@@ -108,19 +108,22 @@ public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMut
         if KeyParameters.flag(privateParams["perm"]) {
             // Made and stored by the daemon: the private key never exists in this process.
             let spec = try GeneratedKeys.spec(type: params["type"], size: params["bsiz"])
-            let stored = try GeneratedKeys.makeStored(type: spec.type, bits: spec.bits, parameters: privateParams)
-            if KeyParameters.flag(publicParams["perm"]) {
-                do { try KeyItems.add(SecKey(stored.key), parameters: publicParams) } catch {
-                    GeneratedKeys.remove(stored)  // a pair is stored whole or not at all
-                    throw error
+            if let stored = try GeneratedKeys.makeStored(type: spec.type, bits: spec.bits, parameters: privateParams) {
+                if KeyParameters.flag(publicParams["perm"]) {
+                    do { try KeyItems.add(SecKey(stored.key), parameters: publicParams) } catch {
+                        GeneratedKeys.remove(stored)  // a pair is stored whole or not at all
+                        throw error
+                    }
                 }
+                return stored
             }
-            return stored
         }
         let key = try KeyParameters.generate(type: params["type"], size: params["bsiz"])
         if KeyParameters.flag(publicParams["perm"]) {
             try KeyItems.add(SecKey(try key.publicKey()), parameters: publicParams)
         }
+        // An older daemon makes no keys: the key made here is stored, and then used there.
+        if KeyParameters.flag(privateParams["perm"]) { return try KeyItems.add(SecKey(key), parameters: privateParams) }
         return SecKey(key)
     }
 }
