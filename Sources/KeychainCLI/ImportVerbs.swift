@@ -89,7 +89,7 @@ package enum ImportVerbs {
         guard objects.allSatisfy(wanted) else {
             throw UsageError("nothing was imported: \(file) holds \(describe(objects)), not only what -t \(type) names")
         }
-        let adds = items(objects, file: file, ctx: ctx)
+        let adds = try items(objects, file: file, ctx: ctx)
         let client = try Engine.connect(vault)
         var added: [[UInt8]] = []
         do {
@@ -112,20 +112,20 @@ package enum ImportVerbs {
     }
 
     /// The add query and secret of each object, labelled as `security import` labels them.
-    static func items(_ objects: [FileObject], file: String, ctx: Context) -> [(Attributes, SecureBytes)] {
+    /// - Throws: `allocate` when guarded memory for a certificate's copy runs out.
+    static func items(_ objects: [FileObject], file: String, ctx: Context) throws -> [(Attributes, SecureBytes)] {
         let given = ctx.args.value("-l")
         var certificateLabels: [[UInt8]: String] = [:]
         for case .certificate(_, let info) in objects {
             if let hash = info.publicKeyHash, let summary = info.summary { certificateLabels[hash] = summary }
         }
-        return objects.compactMap { object in
+        return try objects.map { object in
             var attributes: Attributes
             let secret: SecureBytes
             switch object {
             case .certificate(let der, _):
                 attributes = ["class": "cert"]
-                guard let copy = try? SecureBytes(copying: der) else { return nil }
-                secret = copy
+                secret = try SecureBytes(copying: der)
             case .key(let key):
                 attributes = key.attributes
                 attributes["labl"] = .string(certificateLabels[key.applicationLabel] ?? baseName(file))

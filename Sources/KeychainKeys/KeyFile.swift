@@ -88,7 +88,7 @@ public enum KeyFile {
                     guard let c = try? Certificate(der: Array(bytes)) else { throw KeyFileError.undecodable("certificate") }
                     out.append(.certificate(c))
                 case "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY":
-                    guard let key = privateKey(bytes) else { throw KeyFileError.undecodable("private key") }
+                    guard let key = try privateKey(bytes) else { throw KeyFileError.undecodable("private key") }
                     out.append(.privateKey(key))
                 case "PUBLIC KEY", "RSA PUBLIC KEY":
                     guard let key = publicKey(bytes, pkcs1: label == "RSA PUBLIC KEY") else { throw KeyFileError.undecodable("public key") }
@@ -104,15 +104,19 @@ public enum KeyFile {
 
     private static func derObject(_ file: SecureBytes) throws -> KeyFileObject {
         try file.withUnsafeBytes { raw in
-            if let c = try? Certificate(der: Array(raw)) { return .certificate(c) }
-            if let key = privateKey(raw) { return .privateKey(key) }
+            // Keys first, read in place: only bytes that are no private key are copied out.
+            if let key = try privateKey(raw) { return .privateKey(key) }
             if let key = publicKey(raw, pkcs1: false) ?? publicKey(raw, pkcs1: true) { return .publicKey(key) }
+            if let c = try? Certificate(der: Array(raw)) { return .certificate(c) }
             throw KeyFileError.notKeyOrCertificate
         }
     }
 
-    /// A private key of any of libcrypto's DER forms, every byte used, checked by Apple's form.
-    private static func privateKey(_ der: UnsafeRawBufferPointer) -> AsymmetricKey? {
+    /// A private key of any of libcrypto's DER forms, every byte used, checked by Apple's form;
+    /// nil for bytes that are no private key.
+    /// - Throws: `undecodable` for a private key of a kind the keychain does not hold (its
+    ///   bytes are then not tried as anything else, which would copy them).
+    private static func privateKey(_ der: UnsafeRawBufferPointer) throws -> AsymmetricKey? {
         guard let base = der.baseAddress, der.count > 0 else { return nil }
         var cursor: UnsafePointer<UInt8>? = base.assumingMemoryBound(to: UInt8.self)
         guard let pkey = d2i_AutoPrivateKey(nil, &cursor, der.count) else {
@@ -120,8 +124,9 @@ public enum KeyFile {
             return nil
         }
         defer { EVP_PKEY_free(pkey) }
-        guard let end = cursor, UnsafeRawPointer(end) == base + der.count else { return nil }
-        return appleForm(pkey, isPrivate: true)
+        guard let end = cursor, UnsafeRawPointer(end) == base + der.count,
+              let key = appleForm(pkey, isPrivate: true) else { throw KeyFileError.undecodable("private key") }
+        return key
     }
 
     /// A public key: SubjectPublicKeyInfo, or with `pkcs1` an `RSAPublicKey`.

@@ -60,6 +60,8 @@ final class KeyFileTests: XCTestCase {
         XCTAssertEqual(try read(c.der).count, 1, "the same certificate as DER")
 
         XCTAssertThrowsError(try read(Array(secp256k1.utf8))) { XCTAssertEqual($0 as? KeyFileError, .undecodable("private key")) }
+        let k1DER = Array(Data(base64Encoded: secp256k1.split(separator: "\n").dropFirst().dropLast().joined())!)
+        XCTAssertThrowsError(try read(k1DER)) { XCTAssertEqual($0 as? KeyFileError, .undecodable("private key"), "as DER too") }
         XCTAssertThrowsError(try read(Array("-----BEGIN X509 CRL-----\nAAAA\n-----END X509 CRL-----\n".utf8))) {
             XCTAssertEqual($0 as? KeyFileError, .unknownBlock("X509 CRL"))
         }
