@@ -29,7 +29,7 @@ enum BackupVerbs {
         if ExportVerbs.isMacOSForm(ctx) { return Engine.exec(CommandLine.arguments) }  // libcrypto's work
         try ctx.checkPositionals()
         guard let out = ctx.args.value("--out"), !out.isEmpty else { throw UsageError("export needs --out FILE") }
-        var options: Attributes = [:]
+        var options: Fields = [:]
         if let k = ctx.args.value("--kdf") {
             guard KDFParameters(presetName: k) != nil else { throw UsageError("--kdf takes interactive, moderate or sensitive") }
             options["kdf"] = .string(k)
@@ -130,13 +130,13 @@ enum BackupVerbs {
         let policy: ImportPolicy = ctx.args.has("--replace") ? .replace : .keepNewer
         let groups = ctx.args.value("--groups") ?? "keep"
         guard groups == "keep" || groups == "skip" else { throw UsageError("--groups takes keep or skip") }
-        var info: Attributes = [:]
+        var info: Fields = [:]
         do {
             var transfer: AttributeValue?
             var sent = 0
             repeat {
                 let end = min(bytes.count, sent + BackupVerbs.pieceSize)
-                var options: Attributes = ["data": .data(Array(bytes[sent..<end])), "policy": .string(policy.rawValue),
+                var options: Fields = ["data": .data(Array(bytes[sent..<end])), "policy": .string(policy.rawValue),
                                            "size": .number(Int64(bytes.count)), "groups": .string(groups)]
                 if let transfer { options["transfer"] = transfer }
                 let last = end == bytes.count

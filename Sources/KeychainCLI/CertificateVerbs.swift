@@ -78,8 +78,8 @@ package enum CertificateVerbs {
 
     /// Every certificate item the caller can read, with its DER, in insertion order.
     static func certificates(_ client: DaemonClient, _ material: KeyMaterial, withReferences: Bool = false) throws -> [Found] {
-        var query: Attributes = ["class": "cert", "sync": "syna", "m_Limit": "m_LimitAll", "r_Attributes": true, "r_Data": true]
-        if withReferences { query["r_PersistentRef"] = true }
+        var query: Attributes = [.class: .itemClass(.certificate), .synchronizable: .synchronizableAny, .matchLimit: .matchLimitAll, .returnAttributes: true, .returnData: true]
+        if withReferences { query[.returnPersistentRef] = true }
         let response: Response
         do { response = try client.send(Request(.copyMatching, query: query)) } catch KeychainStatus.itemNotFound { return [] }
         return (response.result.array ?? []).compactMap { value in
@@ -96,7 +96,7 @@ package enum CertificateVerbs {
         let name = ctx.args.value("-c"), email = ctx.args.value("-e")?.lowercased()
         var found = try certificates(try ctx.client(), material).filter { c in
             if let name {
-                let label = c.attributes["labl"]?.stringValue ?? ""
+                let label = c.attributes[.label]?.stringValue ?? ""
                 guard label.contains(name) || (c.info?.commonName ?? "").contains(name) else { return false }
             }
             if let email {
@@ -147,14 +147,14 @@ package enum CertificateVerbs {
         let valid = identities.filter { $0.info?.invalidReason == nil }
         func line(_ i: Int, _ c: Found, reason: Bool) -> String {
             let hash = Hex.encode(material.digest(c.der, sha256: false)).uppercased()
-            let label = c.attributes["labl"]?.stringValue ?? c.info?.summary ?? ""
+            let label = c.attributes[.label]?.stringValue ?? c.info?.summary ?? ""
             let why = reason ? (c.info?.invalidReason ?? "").isEmpty ? "" : " (\(c.info!.invalidReason!))" : ""
             return "  \(i + 1)) \(hash) \"\(label)\"\(why)\n"
         }
         if ctx.json {
             let items = identities.map { c -> String in
                 let hash = Hex.encode(material.digest(c.der, sha256: false)).uppercased()
-                let label = c.attributes["labl"]?.stringValue ?? c.info?.summary ?? ""
+                let label = c.attributes[.label]?.stringValue ?? c.info?.summary ?? ""
                 return "{\"sha1\":\"\(hash)\",\"label\":\(Output.jsonString(label)),\"valid\":\(c.info?.invalidReason == nil)}"
             }
             Terminal.writeString(1, "[" + items.joined(separator: ",") + "]\n")
@@ -183,12 +183,12 @@ package enum CertificateVerbs {
         let client = try ctx.client()
         let c = try uniqueMatch(ctx, try identities(client, material, withReferences: true), material)
         try deleteItem(client, c.attributes)
-        guard case .data(let pkhh)? = c.attributes["pkhh"] else { return 0 }
+        guard case .data(let pkhh)? = c.attributes[.publicKeyHash] else { return 0 }
         // As Apple's explode_identity: the key goes unless another certificate names it.
         do {
-            _ = try client.send(Request(.copyMatching, query: ["class": "cert", "pkhh": .data(pkhh), "sync": "syna"]))
+            _ = try client.send(Request(.copyMatching, query: [.class: .itemClass(.certificate), .publicKeyHash: .data(pkhh), .synchronizable: .synchronizableAny]))
         } catch KeychainStatus.itemNotFound {
-            try client.send(Request(.delete, query: ["class": "keys", "kcls": 1, "klbl": .data(pkhh), "sync": "syna"]))
+            try client.send(Request(.delete, query: [.class: .itemClass(.key), .keyClass: 1, .applicationLabel: .data(pkhh), .synchronizable: .synchronizableAny]))
         }
         return 0
     }
@@ -201,7 +201,7 @@ package enum CertificateVerbs {
         guard name != nil || hash != nil else { throw UsageError("give -c NAME or -Z SHA1") }
         let matches = found.filter { c in
             if let name {
-                let label = c.attributes["labl"]?.stringValue ?? ""
+                let label = c.attributes[.label]?.stringValue ?? ""
                 guard label.contains(name) || (c.info?.commonName ?? "").contains(name) else { return false }
             }
             if let hash { guard Hex.encode(material.digest(c.der, sha256: false)).uppercased() == hash else { return false } }
@@ -217,26 +217,26 @@ package enum CertificateVerbs {
     /// Deletes the item a search returned with its persistent reference (`pref`).
     static func deleteItem(_ client: DaemonClient, _ attributes: Attributes) throws {
         guard case .data(let ref)? = attributes[referenceKey] else { throw KeychainStatus.decode }
-        try client.send(Request(.delete, query: ["v_PersistentRef": .data(ref), "sync": "syna"]))
+        try client.send(Request(.delete, query: [.valuePersistentRef: .data(ref), .synchronizable: .synchronizableAny]))
     }
 
     /// Where `certificates(_:_:withReferences:)` keeps an item's persistent reference.
-    static let referenceKey = "v_PersistentRef"
+    static let referenceKey = AttributeKey.valuePersistentRef
 
     /// The certificates whose private key (`kcls` 1, `klbl` equal to the certificate's `pkhh`)
     /// the caller can see: the join Apple's securityd makes for `kSecClassIdentity`.
     static func identities(_ client: DaemonClient, _ material: KeyMaterial, withReferences: Bool = false) throws -> [Found] {
-        let query: Attributes = ["class": "keys", "kcls": 1, "sync": "syna", "m_Limit": "m_LimitAll", "r_Attributes": true]
+        let query: Attributes = [.class: .itemClass(.key), .keyClass: 1, .synchronizable: .synchronizableAny, .matchLimit: .matchLimitAll, .returnAttributes: true]
         var labels = Set<[UInt8]>()
         do {
             for value in try client.send(Request(.copyMatching, query: query)).result.array ?? [] {
-                if case .data(let klbl)? = value.item?.attributes["klbl"] { labels.insert(klbl) }
+                if case .data(let klbl)? = value.item?.attributes[.applicationLabel] { labels.insert(klbl) }
             }
         } catch KeychainStatus.itemNotFound {
             return []
         }
         return try certificates(client, material, withReferences: withReferences).filter { c in
-            guard case .data(let pkhh)? = c.attributes["pkhh"] else { return false }
+            guard case .data(let pkhh)? = c.attributes[.publicKeyHash] else { return false }
             return labels.contains(pkhh)
         }
     }

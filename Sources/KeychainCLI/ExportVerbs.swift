@@ -55,19 +55,19 @@ package enum ExportVerbs {
         let client = try Engine.connect(Paths.canonical(ctx.args.value("-k") ?? ctx.vault))
         func search(_ query: Attributes) throws -> [FoundItem] {
             var q = query
-            q["sync"] = "syna"
-            q["m_Limit"] = "m_LimitAll"
-            q["r_Attributes"] = true
-            if let label { q["labl"] = .string(label) }
+            q[.synchronizable] = .synchronizableAny
+            q[.matchLimit] = .matchLimitAll
+            q[.returnAttributes] = true
+            if let label { q[.label] = .string(label) }
             do {
                 return (try client.send(Request(.copyMatching, query: q)).result.array ?? []).compactMap(\.item)
             } catch KeychainStatus.itemNotFound {
                 return []
             }
         }
-        let privateKeys = try search(["class": "keys", "kcls": 1])
+        let privateKeys = try search([.class: .itemClass(.key), .keyClass: 1])
         if type != "certs" && type != "pubKeys" && !privateKeys.isEmpty {
-            let sealed = privateKeys.contains { $0.attributes["extr"].map { !KeyObjectFlags.isTrue($0) } ?? false }
+            let sealed = privateKeys.contains { $0.attributes[.isExtractable].map { !KeyObjectFlags.isTrue($0) } ?? false }
             let status: KeychainStatus = sealed ? .dataNotAvailable : .passphraseRequired
             Terminal.writeString(2, "keychainfs: \(status.message)\n")
             Terminal.warn(sealed ? "a matching private key is non-extractable: it never leaves the keychain"
@@ -77,7 +77,7 @@ package enum ExportVerbs {
         var pieces: [(pem: [UInt8], der: [UInt8])] = []
         // identities: every identity has a private key, refused above; none is left to export.
         if type == "certs" || type == "all" {
-            for item in try search(["class": "cert", "r_Data": true]) {
+            for item in try search([.class: .itemClass(.certificate), .returnData: true]) {
                 let der = item.secret?.withUnsafeBytes { Array($0) } ?? []
                 guard let info = material.certificate(der) else {
                     Terminal.warn("skipping a certificate item whose data is not a DER certificate")
@@ -87,18 +87,18 @@ package enum ExportVerbs {
             }
         }
         if ["pubKeys", "allKeys", "all"].contains(type) {
-            let publicKeys = try search(["class": "keys", "kcls": 0])
+            let publicKeys = try search([.class: .itemClass(.key), .keyClass: 0])
             let own = Set(publicKeys.compactMap { item -> [UInt8]? in
-                if case .data(let l)? = item.attributes["klbl"] { return l }
+                if case .data(let l)? = item.attributes[.applicationLabel] { return l }
                 return nil
             })
             let halves = type == "pubKeys" ? privateKeys.filter { item in
-                guard case .data(let l)? = item.attributes["klbl"] else { return true }
+                guard case .data(let l)? = item.attributes[.applicationLabel] else { return true }
                 return !own.contains(l)
             } : []
             for item in publicKeys + halves {
                 guard case .data(let pub)? = item.attributes[ItemClass.publicKeyAttribute],
-                      let keyType = item.attributes["type"].flatMap(KeyObjectFlags.number),
+                      let keyType = item.attributes[.keyType].flatMap(KeyObjectFlags.number),
                       let pem = try? material.subjectPublicKeyInfo(type: keyType, apple: pub, pem: true),
                       let der = try? material.subjectPublicKeyInfo(type: keyType, apple: pub, pem: false) else {
                     Terminal.warn("skipping a key item without a readable public key")

@@ -95,14 +95,14 @@ package enum ImportVerbs {
         do {
             for (attributes, secret) in adds {
                 var query = attributes
-                query["r_PersistentRef"] = true
+                query[.returnPersistentRef] = true
                 let response = try client.send(Request(.add, query: query, secrets: [secret]))
                 if case .value(.persistentRef(let ref)) = response.result { added.append(ref) }
             }
         } catch {
             // All or nothing, as the backup import: take back what this file added.
             for ref in added {
-                _ = try? client.send(Request(.delete, query: ["v_PersistentRef": .data(ref), "sync": "syna"]))
+                _ = try? client.send(Request(.delete, query: [.valuePersistentRef: .data(ref), .synchronizable: .synchronizableAny]))
             }
             Terminal.warn("nothing was imported from \(file)")
             throw error
@@ -124,16 +124,16 @@ package enum ImportVerbs {
             let secret: SecureBytes
             switch object {
             case .certificate(let der, _):
-                attributes = ["class": "cert"]
+                attributes = [.class: .itemClass(.certificate)]
                 secret = try SecureBytes(copying: der)
             case .key(let key):
                 attributes = key.attributes
-                attributes["labl"] = .string(certificateLabels[key.applicationLabel] ?? baseName(file))
-                if key.isPrivate && ctx.args.has("-x") { attributes["extr"] = .bool(false) }
+                attributes[.label] = .string(certificateLabels[key.applicationLabel] ?? baseName(file))
+                if key.isPrivate && ctx.args.has("-x") { attributes[.isExtractable] = .bool(false) }
                 secret = key.bytes
             }
-            if let given { attributes["labl"] = .string(given) }
-            if let group = ctx.args.value("--access-group") { attributes["agrp"] = .string(group) }
+            if let given { attributes[.label] = .string(given) }
+            if let group = ctx.args.value("--access-group") { attributes[.accessGroup] = .string(group) }
             return (attributes, secret)
         }
     }

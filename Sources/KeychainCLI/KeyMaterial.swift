@@ -56,13 +56,15 @@ package struct KeyObject: Sendable {
     /// module stores them for `SecItemAdd` of a `SecKey` (its `KeyItems.keyAttributes`).
     var attributes: Attributes {
         var a: Attributes = [
-            "class": "keys", "kcls": .number(isPrivate ? 1 : 0), "klbl": .data(applicationLabel), "type": .number(type),
-            "bsiz": .number(bits), "esiz": .number(bits),
-            "perm": .bool(true), "priv": .bool(true), "modi": .bool(true), "sens": .bool(false),
-            "asen": .bool(false), "extr": .bool(true), "next": .bool(false), "drve": .bool(true),
-            "snrc": .bool(false), "vyrc": .bool(false),
+            .class: .itemClass(.key), .keyClass: .number(isPrivate ? 1 : 0), .applicationLabel: .data(applicationLabel), .keyType: .number(type),
+            .keySizeInBits: .number(bits), .effectiveKeySize: .number(bits),
+            .isPermanent: .bool(true), .isPrivate: .bool(true), .isModifiable: .bool(true), .isSensitive: .bool(false),
+            .alwaysSensitive: .bool(false), .isExtractable: .bool(true), .neverExtractable: .bool(false), .canDerive: .bool(true),
+            .canSignRecover: .bool(false), .canVerifyRecover: .bool(false),
         ]
-        for (flag, onPrivate) in [("encr", false), ("decr", true), ("sign", true), ("vrfy", false), ("wrap", false), ("unwp", true)] {
+        let usage: [(AttributeKey, Bool)] = [(.canEncrypt, false), (.canDecrypt, true), (.canSign, true), (.canVerify, false),
+                                             (.canWrap, false), (.canUnwrap, true)]
+        for (flag, onPrivate) in usage {
             a[flag] = .bool(onPrivate == isPrivate)
         }
         return a

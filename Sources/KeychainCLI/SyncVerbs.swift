@@ -24,7 +24,7 @@ enum SyncVerbs {
         """
     ) { ctx in
         guard let sub = ctx.args.positionals.first else { throw UsageError("sync needs init, join, approve, status or leave") }
-        var options: Attributes = ["verb": .string(sub)]
+        var options: Fields = ["verb": .string(sub)]
         var rest = Array(ctx.args.positionals.dropFirst())
         switch sub {
         case "init", "join":

@@ -48,9 +48,20 @@ public enum AttributeCoding {
     private enum Tag: UInt8 { case string = 1, data = 2, number = 3, bool = 4, date = 5 }
 
     /// The exact number of bytes `write` produces.
-    public static func encodedSize(_ attributes: Attributes) -> Int {
-        attributes.reduce(2) { total, entry in
-            let name = min(entry.key.utf8.count, 255)
+    public static func encodedSize(_ attributes: Attributes) -> Int { size(attributes, name: \.rawValue) }
+    public static func encodedSize(_ fields: Fields) -> Int { size(fields, name: { $0 }) }
+
+    public static func write(_ attributes: Attributes, into w: inout ByteWriter) { write(attributes, name: \.rawValue, into: &w) }
+    public static func write(_ fields: Fields, into w: inout ByteWriter) { write(fields, name: { $0 }, into: &w) }
+
+    /// - Throws: `KeychainStatus.decode` on truncated or malformed input.
+    public static func read(from r: inout ByteReader) throws -> Attributes { try read(from: &r, key: AttributeKey.init(rawValue:)) }
+    /// The same encoding read as named fields. - Throws: `KeychainStatus.decode`.
+    public static func readFields(from r: inout ByteReader) throws -> Fields { try read(from: &r, key: { $0 }) }
+
+    private static func size<K>(_ entries: [K: AttributeValue], name: (K) -> String) -> Int {
+        entries.reduce(2) { total, entry in
+            let name = min(name(entry.key).utf8.count, 255)
             let value: Int
             switch entry.value {
             case .string(let s): value = 4 + s.utf8.count
@@ -62,13 +73,15 @@ public enum AttributeCoding {
         }
     }
 
-    public static func write(_ attributes: Attributes, into w: inout ByteWriter) {
-        w.u16(UInt16(attributes.count))
-        for key in attributes.keys.sorted() {
-            let name = Array(key.utf8.prefix(255))
+    /// Entries in the order of their names' bytes (a key sorts as its raw name), so equal
+    /// dictionaries give equal bytes.
+    private static func write<K: Comparable>(_ entries: [K: AttributeValue], name: (K) -> String, into w: inout ByteWriter) {
+        w.u16(UInt16(entries.count))
+        for key in entries.keys.sorted() {
+            let name = Array(name(key).utf8.prefix(255))
             w.u8(UInt8(name.count))
             w.raw(name)
-            switch attributes[key]! {
+            switch entries[key]! {
             case .string(let s): w.u8(Tag.string.rawValue); w.lengthPrefixed(Array(s.utf8))
             case .data(let d): w.u8(Tag.data.rawValue); w.lengthPrefixed(d)
             case .number(let n): w.u8(Tag.number.rawValue); w.u64(UInt64(bitPattern: n))
@@ -78,13 +91,12 @@ public enum AttributeCoding {
         }
     }
 
-    /// - Throws: `KeychainStatus.decode` on truncated or malformed input.
-    public static func read(from r: inout ByteReader) throws -> Attributes {
-        var out: Attributes = [:]
+    private static func read<K: Hashable>(from r: inout ByteReader, key: (String) -> K) throws -> [K: AttributeValue] {
+        var out: [K: AttributeValue] = [:]
         do {
             let count = Int(try r.u16())
             for _ in 0..<count {
-                let name = String(decoding: try r.raw(Int(try r.u8())), as: UTF8.self)
+                let name = key(String(decoding: try r.raw(Int(try r.u8())), as: UTF8.self))
                 guard let tag = Tag(rawValue: try r.u8()) else { throw KeychainStatus.decode }
                 switch tag {
                 case .string: out[name] = .string(String(decoding: try r.lengthPrefixed(), as: UTF8.self))
@@ -119,11 +131,11 @@ enum IndexToken {
     }
 
     /// A 16-byte token for one attribute of one class.
-    static func attribute(_ name: String, _ value: AttributeValue, itemClass: ItemClass, key: SecureBytes) -> [UInt8] {
+    static func attribute(_ name: AttributeKey, _ value: AttributeValue, itemClass: ItemClass, key: SecureBytes) -> [UInt8] {
         var w = ByteWriter()
         w.raw(Array("attr".utf8))
         w.u8(itemClass.code)
-        w.lengthPrefixed(Array(name.utf8))
+        w.lengthPrefixed(Array(name.rawValue.utf8))
         w.raw(canonical(value))
         defer { wipeBytes(&w.bytes) }
         return KeyedHash.hash(w.bytes, key: key, length: 16)
@@ -132,7 +144,7 @@ enum IndexToken {
     /// A 16-byte token for an access group, shared by all classes.
     static func group(_ name: String, key: SecureBytes) -> [UInt8] {
         var w = ByteWriter()
-        w.raw(Array("agrp".utf8))
+        w.raw(Array(AttributeKey.accessGroup.rawValue.utf8))
         w.raw(Array(name.utf8))
         defer { wipeBytes(&w.bytes) }
         return KeyedHash.hash(w.bytes, key: key, length: 16)
@@ -144,9 +156,9 @@ enum IndexToken {
         var w = ByteWriter()
         w.raw(Array("pkey".utf8))
         w.u8(itemClass.code)
-        for name in itemClass.primaryKey + ["agrp", "sync"] {
+        for name in itemClass.primaryKey + [.accessGroup, .synchronizable] {
             let value = attributes[name] ?? AttributeKind.of(name).empty
-            w.lengthPrefixed(Array(name.utf8))
+            w.lengthPrefixed(Array(name.rawValue.utf8))
             w.lengthPrefixed(canonical(value))
         }
         defer { wipeBytes(&w.bytes) }

@@ -51,8 +51,8 @@ extension Daemon {
             }
         }
         // No line, no backup: the export is refused before any of it leaves.
-        try audit("export", caller, "items=\(export.itemCount)")
-        var info: Attributes = ["size": .number(Int64(export.bytes.count)), "items": .number(Int64(export.itemCount)),
+        try audit(.export, caller, "items=\(export.itemCount)")
+        var info: Fields = ["size": .number(Int64(export.bytes.count)), "items": .number(Int64(export.itemCount)),
                                 "damaged": .number(Int64(export.damagedCount))]
         let first = min(export.bytes.count, BackupTransfers.pieceSize)
         info["data"] = .data(Array(export.bytes[0..<first]))
@@ -66,7 +66,7 @@ extension Daemon {
 
     func importBackup(_ request: Request, caller: CallerIdentity, log: @Sendable (String) -> Void) throws -> Response {
         if request.options["purge-other-device"] == .bool(true) {
-            let deleted = try auditedChange("purge-other-device", caller) { try vault.purgeOtherDeviceItems() }
+            let deleted = try auditedChange(.purgeOtherDevice, caller) { try vault.purgeOtherDeviceItems() }
             itemsChanged()
             log("purged \(deleted) items bound to another device, by uid=\(caller.uid) pid=\(caller.pid)")
             return Response(info: ["deleted": .number(Int64(deleted))])
@@ -108,7 +108,7 @@ extension Daemon {
             try groupChanges.withLock { _ in
                 let before = state.withLock { $0.groupTable }
                 var merged = before
-                summary = try auditedChange("import", caller) {
+                summary = try auditedChange(.`import`, caller) {
                     try vault.importBackup(bytes, passphrase: passphrase, policy: policy) { records in
                         // Groups this vault lacks come with their items (`keep`), or are named (`skip`);
                         // a group defined here keeps this vault's definition.
@@ -132,7 +132,7 @@ extension Daemon {
         var counts = "added=\(summary.added) replaced=\(summary.replaced) skipped=\(summary.skipped)"
         if !created.isEmpty { counts += " groups-created=\(created.joined(separator: ","))" }
         if !missing.isEmpty { counts += " groups-missing=\(missing.joined(separator: ","))" }
-        try? audit("imported", caller, counts)  // the import itself is already in the log
+        try? audit(.imported, caller, counts)  // the import itself is already in the log
         log("import (\(counts)) by uid=\(caller.uid) pid=\(caller.pid)")
         return Response(info: ["added": .number(Int64(summary.added)), "replaced": .number(Int64(summary.replaced)),
                                "skipped": .number(Int64(summary.skipped)),

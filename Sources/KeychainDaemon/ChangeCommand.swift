@@ -33,7 +33,7 @@ final class ChangeCommand: Sendable {
     /// Changes not yet reported: how many, the latest kind, and the names they all share.
     struct Folded {
         var count = 0
-        var kind = ""
+        var kind = ChangeKind.update
         var service: String?
         var account: String?
 
@@ -110,7 +110,7 @@ final class ChangeCommand: Sendable {
 
     private func spawn(_ changes: Folded) -> pid_t? {
         var env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                   "KEYCHAINFS_EVENT=\(changes.kind)", "KEYCHAINFS_MOUNTPOINT=\(mountpoint)",
+                   "KEYCHAINFS_EVENT=\(changes.kind.rawValue)", "KEYCHAINFS_MOUNTPOINT=\(mountpoint)",
                    "KEYCHAINFS_CHANGES=\(changes.count)"]
         if let s = changes.service { env.append("KEYCHAINFS_SERVICE=\(s)") }
         if let a = changes.account { env.append("KEYCHAINFS_ACCOUNT=\(a)") }

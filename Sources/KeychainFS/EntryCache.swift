@@ -16,8 +16,9 @@ final class EntryCache: Sendable {
 
     /// What `stat`, `open` and the approval prompt read; extended attributes search instead.
     /// The primary key stays too: an entry gives its item's name (`FileEntry.name`).
-    static let keptAttributes: Set<String> = Set(["mdat", Vault.secretModified, "accc", "labl", "svce", "srvr", "acct", "agrp",
-                                                  "pdmn", "kcls", "type", "klbl", "slnr", "extr"] + FileNames.qualifierKeys)
+    static let keptAttributes: Set<AttributeKey> = Set([.modificationDate, Vault.secretModified, .accessControl, .label, .service,
+                                                        .server, .account, .accessGroup, .accessible, .keyClass, .type,
+                                                        .applicationLabel, .serialNumber, .isExtractable] + FileNames.qualifierKeys)
 
     private struct Contents {
         var entries: [ItemName: FileEntry] = [:]

@@ -24,7 +24,7 @@ enum Node: Hashable, Sendable {
     }
 
     /// The attribute a directory node names (`svce`, `srvr`).
-    var directoryAttribute: String { directory?.itemClass == .internetPassword ? "srvr" : "svce" }
+    var directoryAttribute: AttributeKey { directory?.itemClass == .internetPassword ? .server : .service }
 
     /// The directory a node of `directory` lives in (the root for a class root).
     static func parent(of directory: Directory) -> Node {

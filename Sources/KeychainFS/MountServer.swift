@@ -17,16 +17,16 @@ public protocol MountPolicy: AnyObject, Sendable {
     /// `previous` is the name the item had before a rename, `groups` the access groups of the
     /// items it changed (nil when unknown: only administrators then learn the names).
     /// `service` is an internet password's server when `itemClass` says so.
-    func itemChanged(_ kind: String, itemClass: ItemClass, service: [UInt8], account: [UInt8]?,
+    func itemChanged(_ kind: ChangeKind, itemClass: ItemClass, service: [UInt8], account: [UInt8]?,
                      previous: (service: [UInt8], account: [UInt8]?)?, groups: [String]?)
     /// Records a file-interface decision in the audit log. The audit calls throw when the line
     /// could not be written; an open is then refused (EIO), a denial stands either way.
-    func audit(_ event: String, caller: CallerIdentity, detail: String) throws
+    func audit(_ event: AuditEvent, caller: CallerIdentity, detail: String) throws
     /// Records a decision about one item, named by its persistent reference.
-    func audit(_ event: String, caller: CallerIdentity, item: PersistentRef) throws
+    func audit(_ event: AuditEvent, caller: CallerIdentity, item: PersistentRef) throws
     /// Records an open that a process may repeat many times a second: its first open of the item
     /// is a line of its own, further ones in the same second are written as one counted line.
-    func auditRepeatable(_ event: String, caller: CallerIdentity, item: PersistentRef) throws
+    func auditRepeatable(_ event: AuditEvent, caller: CallerIdentity, item: PersistentRef) throws
     /// Owner of the directories: the daemon's user and group.
     var directoryOwner: (uid: UInt32, gid: UInt32) { get }
 }
@@ -258,7 +258,7 @@ public final class MountServer: @unchecked Sendable {
 
     /// A change made through this mount: its own names go at once, before the reply, and the
     /// daemon tells watchers and other mounts.
-    func changed(_ kind: String, _ name: ItemName, previous: ItemName? = nil, groups: Set<String>?) {
+    func changed(_ kind: ChangeKind, _ name: ItemName, previous: ItemName? = nil, groups: Set<String>?) {
         let directory = Directory(itemClass: name.itemClass, service: name.service)
         entries.invalidate(directory, name: name)
         if let previous { entries.invalidate(Directory(itemClass: previous.itemClass, service: previous.service), name: previous) }
@@ -267,7 +267,7 @@ public final class MountServer: @unchecked Sendable {
     }
 
     /// A change of a whole directory (a rename of a service or server).
-    func changed(_ kind: String, directory: Directory, previous: Directory, groups: Set<String>?) {
+    func changed(_ kind: ChangeKind, directory: Directory, previous: Directory, groups: Set<String>?) {
         entries.invalidate(directory, name: nil)
         entries.invalidate(previous, name: nil)
         policy.itemChanged(kind, itemClass: directory.itemClass, service: directory.service, account: nil,
@@ -552,14 +552,14 @@ public final class MountServer: @unchecked Sendable {
             guard let e = try entry(n, groups: groups, opening: true) else {
                 // Visible to others but not to this caller: denied, not missing.
                 guard let other = try entry(n, groups: visibleGroups) else { return req.error(ENOENT) }
-                try? policy.audit("file-denied", caller: caller, item: other.ref)  // denied either way
+                try? policy.audit(.fileDenied, caller: caller, item: other.ref)  // denied either way
                 return req.error(EACCES)
             }
             let file = OpenFile(node: .item(n), ref: e.ref, protection: e.protection, groups: groups)
             file.openedEntry = e
             if !writing || fi.pointee.flags & O_TRUNC == 0 {
                 var approved = false
-                if let control = e.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence {
+                if let control = e.attributes[.accessControl].flatMap(AccessControl.init), control.requiresPresence {
                     // The program may take seconds: it is asked off the kernel's workers.
                     guard let approval, approval.ref == e.ref else {
                         return openAfterApproval(req, ino: ino, fi: fi, ref: e.ref, attributes: e.attributes, caller: caller)
@@ -585,9 +585,9 @@ public final class MountServer: @unchecked Sendable {
             // an open whose line cannot be written is refused with EIO (docs/filesystem.md).
             do {
                 if writing {
-                    try policy.audit("file-open-write", caller: caller, item: e.ref)
+                    try policy.audit(.fileOpenWrite, caller: caller, item: e.ref)
                 } else {
-                    try policy.auditRepeatable("file-open-read", caller: caller, item: e.ref)
+                    try policy.auditRepeatable(.fileOpenRead, caller: caller, item: e.ref)
                 }
             } catch {
                 file.wipe()
@@ -597,7 +597,7 @@ public final class MountServer: @unchecked Sendable {
             req.open(fi)
         } catch {
             if (error as? KeychainStatus) == .decode {
-                try? policy.audit("file-damaged", caller: identity(req), detail: "-")  // refused either way
+                try? policy.audit(.fileDamaged, caller: identity(req), detail: "-")  // refused either way
             }
             req.error(errnoFor(error))
         }
@@ -772,7 +772,7 @@ public final class MountServer: @unchecked Sendable {
                 w.writerProcesses.removeAll()
             }
         }
-        changed(change.created ? "add" : "update", n, groups: change.groups)
+        changed(change.created ? .add : .update, n, groups: change.groups)
     }
 
     func flush(_ req: FuseRequest, fi: UnsafeMutablePointer<fuse_file_info>) {
@@ -812,7 +812,7 @@ public final class MountServer: @unchecked Sendable {
         do {
             guard let n = try itemName(name, in: Directory(itemClass: c, service: s)) else { return req.error(ENOENT) }
             let groups = try vault.deleteFile(n, accessGroups: caller(req, writing: true).groups)
-            changed("delete", n, groups: groups)
+            changed(.delete, n, groups: groups)
             req.ok()
         } catch {
             req.error(errnoFor(error))
@@ -844,11 +844,11 @@ public final class MountServer: @unchecked Sendable {
                     locked { _ = emptyServices.insert(target) }
                 } else {
                     let key = target.node.directoryAttribute
-                    moved = try vault.update(["class": .string(c.rawValue), key: .data(from), "sync": "syna"], changes: [key: .data(to)],
+                    moved = try vault.update([.class: .string(c.rawValue), key: .data(from), .synchronizable: .synchronizableAny], changes: [key: .data(to)],
                                              accessGroups: groups)
                 }
                 inodes.renameService(source, to: to)
-                changed("update", directory: target, previous: source, groups: moved)
+                changed(.update, directory: target, previous: source, groups: moved)
                 locked {
                     for f in files.values {
                         if case .item(var n) = f.node, n.itemClass == c, n.service == from {
@@ -880,7 +880,7 @@ public final class MountServer: @unchecked Sendable {
                 } else {
                     locked { _ = emptyServices.remove(Directory(itemClass: c2, service: s2)) }
                 }
-                changed("update", n2, previous: n1, groups: change.groups)
+                changed(.update, n2, previous: n1, groups: change.groups)
                 // The kernel keeps the source's inode under the new name.
                 inodes.rename(.item(n1), to: .item(n2))
                 locked {
@@ -950,7 +950,7 @@ public final class MountServer: @unchecked Sendable {
                     let groups = caller(req, writing: true).groups
                     guard let e = try entry(n, groups: groups) else { return req.error(EACCES) }
                     let change = try vault.truncateFile(e.ref, to: size, accessGroups: groups)  // one transaction
-                    changed("update", n, groups: change.groups)
+                    changed(.update, n, groups: change.groups)
                 }
             } catch {
                 return req.error(errnoFor(error))

@@ -20,9 +20,9 @@ extension SecretService {
             let (secret, contentType) = try readSecret(m)
             let item = try existing(path, group: group, ref: ref)
             var changes: Attributes = [:]
-            if let blob = item.attributes["gena"].flatMap(SecretAttributes.bytes), let decoded = SecretAttributes.decode(blob),
+            if let blob = item.attributes[.generic].flatMap(SecretAttributes.bytes), let decoded = SecretAttributes.decode(blob),
                decoded.contentType != contentType {
-                changes["gena"] = .data(SecretAttributes.encode(decoded.attributes, contentType: contentType))
+                changes[.generic] = .data(SecretAttributes.encode(decoded.attributes, contentType: contentType))
             }
             try vaultCall { try vault.update(ref: ref, changes: changes, secret: secret) }
             emit("ItemChanged", from: collection, item: path)

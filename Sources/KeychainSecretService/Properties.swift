@@ -71,9 +71,9 @@ extension SecretService {
             let locked = try vaultCall { try vault.state().locked }
             return ["Locked": .bool(isLocked(item, vaultLocked: locked)),
                     "Attributes": .dictionary(SecretAttributes.of(item.attributes)),
-                    "Label": .string(item.attributes["labl"].flatMap(SecretAttributes.text) ?? ""),
-                    "Created": .uint64(Self.unixTime(item.attributes["cdat"])),
-                    "Modified": .uint64(Self.unixTime(item.attributes["mdat"]))]
+                    "Label": .string(item.attributes[.label].flatMap(SecretAttributes.text) ?? ""),
+                    "Created": .uint64(Self.unixTime(item.attributes[.creationDate])),
+                    "Modified": .uint64(Self.unixTime(item.attributes[.modificationDate]))]
         default:
             return [:]
         }
@@ -95,12 +95,12 @@ extension SecretService {
         case ("Label", "s"?):
             _ = try m.enter("v", "s")
             let label = try m.string()
-            changes["labl"] = .string(label)
+            changes[.label] = .string(label)
             changed["Label"] = .string(label)
         case ("Attributes", "a{ss}"?):
             _ = try m.enter("v", "a{ss}")
             let attributes = try m.stringDictionary()
-            changes["gena"] = .data(SecretAttributes.encode(attributes, contentType: SecretAttributes.contentType(of: item.attributes)))
+            changes[.generic] = .data(SecretAttributes.encode(attributes, contentType: SecretAttributes.contentType(of: item.attributes)))
             changed["Attributes"] = .dictionary(attributes)
         default:
             throw BusError.invalidArgs("only an item's Label (s) and Attributes (a{ss}) can be set")

@@ -78,7 +78,7 @@ extension SecretService {
         let found = try vaultCall { try vault.search(group: group, service: query["service"]) }
         var unlocked: [String] = []
         for item in found where SecretAttributes.matches(SecretAttributes.of(item.attributes), query) {
-            guard let ref = item.persistentRef, let g = item.attributes["agrp"]?.stringValue else { continue }
+            guard let ref = item.persistentRef, let g = item.attributes[.accessGroup]?.stringValue else { continue }
             unlocked.append(ObjectPath.item(group: g, ref: ref).string)
         }
         // Items the vault cannot read now cannot be matched: their attributes are encrypted
@@ -135,7 +135,7 @@ extension SecretService {
     /// Whether an item's secret is out of reach now: its class needs an unlocked vault.
     func isLocked(_ item: FoundItem, vaultLocked: Bool) -> Bool {
         guard vaultLocked else { return false }
-        let p = item.attributes["pdmn"]?.stringValue.flatMap(ProtectionClass.init(rawValue:)) ?? .default
+        let p = item.attributes[.accessible]?.stringValue.flatMap(ProtectionClass.init(rawValue:)) ?? .default
         return p.availability == .whileUnlocked
     }
 }

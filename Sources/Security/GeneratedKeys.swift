@@ -8,6 +8,12 @@ import KeychainProtocol
 /// daemon generates the key and stores it (`generate`), and this process receives the stored
 /// key, whose private half it never held, as Apple's securityd keeps keys it makes.
 enum GeneratedKeys {
+    /// The add's option (docs/security-api.md), as the daemon's `KeyGeneration` reads it.
+    enum KeyGeneration {
+        static let option = "generate"
+        static let privateKey: AttributeValue = "private"
+    }
+
     /// The type code and size a generation asks for, checked here for the caller's message.
     /// - Throws: errSecParam for another type, an EC size other than 256, 384, 521, an RSA size
     ///   outside 1024-4096 or not in whole bytes.
@@ -37,24 +43,24 @@ enum GeneratedKeys {
     /// - Throws: the keychain's status (`KeychainStatus`).
     static func makeStored(type: Int64, bits: Int64, parameters: NSDictionary) throws -> SecKey? {
         let rest = parameters.mutableCopy() as! NSMutableDictionary
-        for k in ["v_Ref", "v_Data", "perm", "class"] { rest.removeObject(forKey: k as NSString) }
+        for k in [kSecValueRef, kSecValueData, kSecAttrIsPermanent, kSecClass] { rest.removeObject(forKey: k) }
         let (given, _) = try Conversion.attributes(rest, extractData: false)
         var query: Attributes = [
-            "class": "keys", "kcls": .number(1), "type": .number(type), "bsiz": .number(bits), "esiz": .number(bits),
-            "perm": .bool(true), "priv": .bool(true), "modi": .bool(true), "sens": .bool(false),
-            "asen": .bool(false), "extr": .bool(true), "next": .bool(false), "drve": .bool(true),
-            "snrc": .bool(false), "vyrc": .bool(false),
+            .class: .itemClass(.key), .keyClass: .number(1), .keyType: .number(type), .keySizeInBits: .number(bits), .effectiveKeySize: .number(bits),
+            .isPermanent: .bool(true), .isPrivate: .bool(true), .isModifiable: .bool(true), .isSensitive: .bool(false),
+            .alwaysSensitive: .bool(false), .isExtractable: .bool(true), .neverExtractable: .bool(false), .canDerive: .bool(true),
+            .canSignRecover: .bool(false), .canVerifyRecover: .bool(false),
             // A private key's usage, as KeyItems.keyAttributes sets it.
-            "encr": .bool(false), "decr": .bool(true), "sign": .bool(true), "vrfy": .bool(false), "wrap": .bool(false), "unwp": .bool(true),
+            .canEncrypt: .bool(false), .canDecrypt: .bool(true), .canSign: .bool(true), .canVerify: .bool(false), .canWrap: .bool(false), .canUnwrap: .bool(true),
         ]
-        for (k, v) in given where !k.hasPrefix("r_") { query[k] = v }
-        query["r_Ref"] = .bool(true)
-        let response = try KeychainConnection.shared.send(Request(.add, query: query, options: ["generate": "private"]))
+        for (k, v) in given where !k.hasPrefix(.return) { query[k] = v }
+        query[.returnRef] = .bool(true)
+        let response = try KeychainConnection.shared.send(Request(.add, query: query, options: [KeyGeneration.option: KeyGeneration.privateKey]))
         guard case .value(.item(let item)) = response.result else { throw KeychainStatus.decode }
         guard case .data(let pub)? = item.attributes[ItemClass.publicKeyAttribute], !pub.isEmpty else {
             // A daemon without `generate` ignored the option and stored an empty key item.
             if let ref = item.persistentRef {
-                _ = try? KeychainConnection.shared.send(Request(.delete, query: ["v_PersistentRef": .data(ref), "sync": "syna"]))
+                _ = try? KeychainConnection.shared.send(Request(.delete, query: [.valuePersistentRef: .data(ref), .synchronizable: .synchronizableAny]))
             }
             return nil
         }
@@ -64,6 +70,6 @@ enum GeneratedKeys {
     /// Deletes a stored key again (a pair whose public half could not be stored).
     static func remove(_ key: SecKey) {
         guard let ref = key.storedReference else { return }
-        _ = try? KeychainConnection.shared.send(Request(.delete, query: ["v_PersistentRef": .data(ref), "sync": "syna"]))
+        _ = try? KeychainConnection.shared.send(Request(.delete, query: [.valuePersistentRef: .data(ref), .synchronizable: .synchronizableAny]))
     }
 }

@@ -16,10 +16,10 @@ enum IdentityItems {
     /// - Throws: errSecParam for a return key without a result pointer (`wantsResult` false), before any change.
     static func add(_ identity: SecIdentity, parameters: NSDictionary, wantsResult: Bool) throws -> AnyObject? {
         let rest = parameters.mutableCopy() as! NSMutableDictionary
-        for k in ["class", "v_Ref"] { rest.removeObject(forKey: k as NSString) }
+        for k in [kSecClass, kSecValueRef] { rest.removeObject(forKey: k) }
         let (given, _) = try Conversion.attributes(rest, extractData: false)
-        let returns = given.filter { $0.key.hasPrefix("r_") }
-        for k in returns.keys { rest.removeObject(forKey: k as NSString) }
+        let returns = given.filter { $0.key.hasPrefix(.return) }
+        for k in returns.keys { rest.removeObject(forKey: k.rawValue as NSString) }
         let asked = returns.values.contains { KeyItems.flag($0) }
         if asked && !wantsResult { throw KeychainStatus.param }
         let certificate = identity.certificate
@@ -33,17 +33,17 @@ enum IdentityItems {
         do {
             // A key the keychain already holds where it would go is a duplicate; its bytes
             // (perhaps not extractable) need not be read to find that out.
-            var existing: Attributes = ["class": "keys", "kcls": 1, "klbl": .data(identity.privateKey.applicationLabel)]
-            if let group = given["agrp"] { existing["agrp"] = group }
-            if let sync = given["sync"] { existing["sync"] = sync }
+            var existing: Attributes = [.class: .itemClass(.key), .keyClass: 1, .applicationLabel: .data(identity.privateKey.applicationLabel)]
+            if let group = given[.accessGroup] { existing[.accessGroup] = group }
+            if let sync = given[.synchronizable] { existing[.synchronizable] = sync }
             if (try? KeychainConnection.shared.send(Request(.copyMatching, query: existing))) != nil { throw KeychainStatus.duplicateItem }
             try KeyItems.add(identity.privateKey, parameters: rest)
         } catch KeychainStatus.duplicateItem where certificateIsNew {
         }
         guard asked else { return nil }
-        var search: Attributes = ["class": "idnt", "issr": .data(certificate.certificate.issuerDER),
-                                  "slnr": .data(certificate.certificate.serialNumber)]
-        for k in ["agrp", "sync"] { if let v = given[k] { search[k] = v } }
+        var search: Attributes = [.class: .string(ValueName.identityClass), .issuer: .data(certificate.certificate.issuerDER),
+                                  .serialNumber: .data(certificate.certificate.serialNumber)]
+        for k in [AttributeKey.accessGroup, .synchronizable] { if let v = given[k] { search[k] = v } }
         for (k, v) in returns { search[k] = v }
         return try Identities.search(search)
     }
@@ -54,9 +54,9 @@ enum IdentityItems {
     /// - Throws: errSecItemNotFound when neither was there to delete.
     static func delete(_ identity: SecIdentity, query: Attributes) throws {
         let certificate = identity.certificate.certificate
-        var certQuery: Attributes = ["class": "cert", "issr": .data(certificate.issuerDER), "slnr": .data(certificate.serialNumber),
-                                     "ctyp": .number(certificate.certificateType)]
-        for k in ["agrp", "sync"] { if let v = query[k] { certQuery[k] = v } }
+        var certQuery: Attributes = [.class: .itemClass(.certificate), .issuer: .data(certificate.issuerDER), .serialNumber: .data(certificate.serialNumber),
+                                     .certificateType: .number(certificate.certificateType)]
+        for k in [AttributeKey.accessGroup, .synchronizable] { if let v = query[k] { certQuery[k] = v } }
         var deleted = false
         do {
             _ = try KeychainConnection.shared.send(Request(.delete, query: certQuery))
@@ -65,9 +65,9 @@ enum IdentityItems {
         }
         let hash = identity.privateKey.applicationLabel
         if try !certificateRemains(hash) {
-            var keyQuery: Attributes = ["class": "keys", "kcls": 1, "klbl": .data(hash)]
-            if let ref = identity.privateKey.storedReference { keyQuery = ["v_PersistentRef": .data(ref)] }
-            for k in ["agrp", "sync"] { if let v = query[k] { keyQuery[k] = v } }
+            var keyQuery: Attributes = [.class: .itemClass(.key), .keyClass: 1, .applicationLabel: .data(hash)]
+            if let ref = identity.privateKey.storedReference { keyQuery = [.valuePersistentRef: .data(ref)] }
+            for k in [AttributeKey.accessGroup, .synchronizable] { if let v = query[k] { keyQuery[k] = v } }
             do {
                 _ = try KeychainConnection.shared.send(Request(.delete, query: keyQuery))
                 deleted = true
@@ -86,9 +86,9 @@ enum IdentityItems {
     /// - Throws: errSecItemNotFound when no identity matches.
     static func deleteMatching(_ query: Attributes) throws {
         var search = query
-        for k in query.keys where k.hasPrefix("r_") || k.hasPrefix("m_") { search[k] = nil }
-        search["r_Ref"] = true
-        search["m_Limit"] = "m_LimitAll"
+        for k in query.keys where k.hasPrefix(.return) || k.hasPrefix(.match) { search[k] = nil }
+        search[.returnRef] = true
+        search[.matchLimit] = .matchLimitAll
         guard let found = try Identities.search(search) as? [SecIdentity] else { throw KeychainStatus.decode }
         for identity in found { try delete(identity, query: query) }
     }
@@ -96,7 +96,7 @@ enum IdentityItems {
     /// Whether a certificate whose public key hash is `hash` is still in the keychain.
     private static func certificateRemains(_ hash: [UInt8]) throws -> Bool {
         do {
-            _ = try KeychainConnection.shared.send(Request(.copyMatching, query: ["class": "cert", "pkhh": .data(hash), "sync": "syna"]))
+            _ = try KeychainConnection.shared.send(Request(.copyMatching, query: [.class: .itemClass(.certificate), .publicKeyHash: .data(hash), .synchronizable: .synchronizableAny]))
             return true
         } catch KeychainStatus.itemNotFound {
             return false

@@ -251,7 +251,7 @@ final class BackupCLITests: XCTestCase {
         ok(try source.run(["lock-keychain"]), "lock")
         let locked = try export()
         XCTAssertEqual(locked.status, 36, "\(locked)")
-        XCTAssertEqual(locked.stderr, Sentence.interactionNotAllowed)
+        XCTAssertEqual(locked.stderr, Sentence.interactionNotAllowed + Sentence.vaultLocked)
         XCTAssertFalse(FileManager.default.fileExists(atPath: backupFile))
         ok(try source.run(["unlock-keychain"], input: sourcePass + "\n"), "unlock")
         ok(try export(), "export")

@@ -14,18 +14,18 @@ struct ItemRequests: RequestFamily {
             // A key the daemon makes (RSA can take a second): on a slow worker.
             if request.options[KeyGeneration.option] != nil {
                 // Nobody makes the daemon spend a key generation on an add it would refuse.
-                let group = request.query["agrp"]?.stringValue ?? writable.first
+                let group = request.query[.accessGroup]?.stringValue ?? writable.first
                 guard let group, writable.contains(group) else { throw KeychainStatus.missingEntitlement }
                 if !onSlowWorker { throw Deferral.toSlowWorker }
             }
             let (given, secret, generated) = try KeyGeneration.prepare(request)
             defer { if generated { secret?.wipe() } }
             let query = CertificateFacts.addQuery(StoredKeyFacts.addQuery(given, secret: secret), secret: secret)
-            let r = try auditedChange("add", caller) {
-                try vault.add(query, secret: secret, accessGroups: writable)
+            let r = try daemon.auditedItemChange(.add, caller) { record in
+                try vault.add(query, secret: secret, accessGroups: writable, beforeChange: record)
             }
-            let group = request.query["agrp"]?.stringValue ?? writable.first
-            itemsChanged(ChangeEvent(kind: "add", query: request.query, groups: group.map { [$0] }))
+            let group = request.query[.accessGroup]?.stringValue ?? writable.first
+            itemsChanged(ChangeEvent(kind: .add, query: request.query, groups: group.map { [$0] }))
             log("add \(who(caller))")
             return Response(result: r)
         case .copyMatching:
@@ -33,23 +33,23 @@ struct ItemRequests: RequestFamily {
         case .update:
             var groups = Set<String>()
             let changes = try StoredKeyFacts.changes(request.changes, query: request.query, secret: request.secrets.first)
-            try auditedChange("update", caller) {
+            try daemon.auditedItemChange(.update, caller) { record in
                 try readableButNotWritable(request.query, caller) {
                     groups = try vault.update(request.query, changes: changes, secret: request.secrets.first,
-                                              accessGroups: writableGroups(caller))
+                                              accessGroups: writableGroups(caller), beforeChange: record)
                 }
             }
-            itemsChanged(ChangeEvent(kind: "update", query: request.query, changes: request.changes, groups: Array(groups)))
+            itemsChanged(ChangeEvent(kind: .update, query: request.query, changes: request.changes, groups: Array(groups)))
             log("update \(who(caller))")
             return Response()
         default:
             var groups = Set<String>()
-            try auditedChange("delete", caller) {
+            try daemon.auditedItemChange(.delete, caller) { record in
                 try readableButNotWritable(request.query, caller) {
-                    groups = try vault.delete(request.query, accessGroups: writableGroups(caller))
+                    groups = try vault.delete(request.query, accessGroups: writableGroups(caller), beforeChange: record)
                 }
             }
-            itemsChanged(ChangeEvent(kind: "delete", query: request.query, groups: Array(groups)))
+            itemsChanged(ChangeEvent(kind: .delete, query: request.query, groups: Array(groups)))
             log("delete \(who(caller))")
             return Response()
         }
@@ -57,7 +57,7 @@ struct ItemRequests: RequestFamily {
 
     private func copyMatching(_ query: Attributes, caller: CallerIdentity, onSlowWorker: Bool) throws -> QueryResult {
         let groups = entitledGroups(caller)
-        let skip = query["u_AuthUI"] == "u_AuthUIS"
+        let skip = query[.useAuthenticationUI] == .authenticationUISkip
         let result: QueryResult
         var read: [PersistentRef] = []
         do {
@@ -74,7 +74,7 @@ struct ItemRequests: RequestFamily {
         // Each secret returned, by item: a process that asks for its secret on every request
         // gets one line for the first read and a count per second after it, as file opens do.
         // No line, no secret: a read whose line cannot be written is refused.
-        for ref in read { try daemon.auditRepeatable("read", caller: caller, item: ref) }
+        for ref in read { try daemon.auditRepeatable(.read, caller: caller, item: ref) }
         return result
     }
 
@@ -82,13 +82,13 @@ struct ItemRequests: RequestFamily {
     /// asks the approval program about each (never with the vault's lock held). A denial ends
     /// the search with the program's status; `u_AuthUIF` / `u_AuthUIS` ask nobody.
     private func approvePresence(_ query: Attributes, groups: [String], caller: CallerIdentity) throws -> Set<PersistentRef> {
-        let wantsData = query["r_Data"]?.isTrue == true
+        let wantsData = query[.returnData]?.isTrue == true
         // kSecUseAuthenticationUIFail / Skip and kSecUseNoAuthenticationUI: ask nobody.
-        let noUI = query["u_NoAuthUI"]?.isTrue == true
-        guard wantsData, !noUI, query["u_AuthUI"] == nil || query["u_AuthUI"] == "u_AuthUIA" else { return [] }
-        var probe = query.filter { !$0.key.hasPrefix("r_") }
-        probe["r_Attributes"] = .bool(true)
-        probe["r_PersistentRef"] = .bool(true)
+        let noUI = query[.useNoAuthenticationUI]?.isTrue == true
+        guard wantsData, !noUI, query[.useAuthenticationUI] == nil || query[.useAuthenticationUI] == .authenticationUIAllow else { return [] }
+        var probe = query.filter { !$0.key.hasPrefix(.return) }
+        probe[.returnAttributes] = .bool(true)
+        probe[.returnPersistentRef] = .bool(true)
         return try approveGatedItems(probe, groups: groups, caller: caller)
     }
 
@@ -98,8 +98,8 @@ struct ItemRequests: RequestFamily {
         do {
             try body()
         } catch KeychainStatus.itemNotFound {
-            var probe = query.filter { !$0.key.hasPrefix("m_") && !$0.key.hasPrefix("r_") }
-            probe["m_Limit"] = "m_LimitOne"
+            var probe = query.filter { !$0.key.hasPrefix(.match) && !$0.key.hasPrefix(.return) }
+            probe[.matchLimit] = .matchLimitOne
             if (try? vault.copyMatching(probe, accessGroups: entitledGroups(caller))) != nil {
                 throw KeychainStatus.missingEntitlement
             }

@@ -19,10 +19,10 @@ enum KeyGeneration {
     static func prepare(_ request: Request) throws -> (query: Attributes, secret: SecureBytes?, generated: Bool) {
         guard let mode = request.options[option] else { return (request.query, request.secrets.first, false) }
         guard mode == "private", request.secrets.isEmpty, StoredKeyFacts.isKeyItem(request.query),
-              request.query["kcls"]?.numberValue == 1 else { throw KeychainStatus.param }
-        let bits = request.query["bsiz"]?.numberValue
+              request.query[.keyClass]?.numberValue == 1 else { throw KeychainStatus.param }
+        let bits = request.query[.keySizeInBits]?.numberValue
         let key: AsymmetricKey
-        switch request.query["type"]?.numberValue {
+        switch request.query[.keyType]?.numberValue {
         case 73:
             guard let curve = Curve(rawValue: Int(clamping: bits ?? 256)) else { throw KeychainStatus.param }
             key = try AsymmetricKey.generate(curve)
@@ -34,9 +34,9 @@ enum KeyGeneration {
             throw KeychainStatus.param
         }
         var query = request.query
-        if query["klbl"] == nil { query["klbl"] = .data(DigestAlgorithm.sha1.hash(key.publicBytes())) }
-        query["bsiz"] = .number(Int64(key.sizeInBits))
-        query["esiz"] = .number(Int64(key.sizeInBits))
+        if query[.applicationLabel] == nil { query[.applicationLabel] = .data(DigestAlgorithm.sha1.hash(key.publicBytes())) }
+        query[.keySizeInBits] = .number(Int64(key.sizeInBits))
+        query[.effectiveKeySize] = .number(Int64(key.sizeInBits))
         return (query, try key.privateBytes(), true)
     }
 }

@@ -17,20 +17,20 @@ struct SyncRequests: RequestFamily {
             switch verb {
             case "init":
                 guard !server.isEmpty else { throw KeychainStatus.param }
-                let info = try auditedChange("sync-init", caller) { try engine.initCircle(conninfo: server, name: name) }
+                let info = try auditedChange(.syncInit, caller) { try engine.initCircle(conninfo: server, name: name) }
                 daemon.sync.kick()
                 return Response(info: info)
             case "join":
                 guard !server.isEmpty else { throw KeychainStatus.param }
-                let code = try auditedChange("sync-join", caller) { try engine.join(conninfo: server, name: name) }
+                let code = try auditedChange(.syncJoin, caller) { try engine.join(conninfo: server, name: name) }
                 daemon.sync.kick()
                 return Response(info: ["code": .string(code)])
             case "approve":
                 let code = request.options["code"]?.stringValue ?? ""
-                let joined = try auditedChange("sync-approve", caller) { try engine.approve(code: code) }
+                let joined = try auditedChange(.syncApprove, caller) { try engine.approve(code: code) }
                 return Response(info: ["name": .string(joined)])
             case "leave":
-                try auditedChange("sync-leave", caller) { try engine.leave() }
+                try auditedChange(.syncLeave, caller) { try engine.leave() }
                 return Response()
             case "status":
                 return Response(info: engine.status())
@@ -51,8 +51,8 @@ struct SyncRequests: RequestFamily {
 
 extension Daemon {
     /// Tells mounts and watchers about an item another host changed, and audits it.
-    func syncApplied(_ kind: String, _ change: SyncApplied) {
-        try? audit("sync-" + kind, nil, "groups=\(change.groups.count)")
+    func syncApplied(_ kind: ChangeKind, _ change: SyncApplied) {
+        try? audit(kind == .delete ? .syncDelete : .syncUpdate, nil, "groups=\(change.groups.count)")
         if change.names.count <= 2, let first = change.names.first {
             itemsChanged(ChangeEvent(kind: kind, service: first.service, account: first.account,
                                      previous: change.names.dropFirst().first, groups: change.groups))
