@@ -11,9 +11,10 @@ enum BackupVerbs {
     static let all: [Verb] = [export, `import`, purge]
 
     static let export = Verb(
-        name: "export", usage: "--out FILE [--synchronizable-only] [--kdf interactive|moderate|sensitive] [VAULT]",
-        summary: "Write a passphrase-protected backup of every item that may leave this machine.",
-        valued: ["--out", "--kdf"], flags: ["--synchronizable-only"],
+        name: "export", usage: "--out FILE [--synchronizable-only] [--kdf interactive|moderate|sensitive] [VAULT]\n"
+            + "       keychainfs export [-k VAULT] [-t certs|pubKeys|...] [-f pemseq|x509|openssl] [-p] [-l LABEL] [-o FILE]",
+        summary: "Write a passphrase-protected backup (--out), or certificates and public keys (-t).",
+        valued: Set(["--out", "--kdf"]).union(ExportVerbs.valued), flags: Set(["--synchronizable-only"]).union(ExportVerbs.flags),
         details: """
         The backup holds every item of the classes WhenUnlocked, AfterFirstUnlock and Always
         (ak, ck, dk), of every access group, with its attributes, access control and secret;
@@ -22,8 +23,10 @@ enum BackupVerbs {
         line), else asked twice. --kdf sets its Argon2id cost (default moderate). FILE is written
         with mode 0600 and replaced atomically. The vault must be unlocked; presence-gated items
         need the approval program's consent. Root and the daemon's user only.
-        """
+
+        """ + "\n" + ExportVerbs.details
     ) { ctx in
+        if ExportVerbs.isMacOSForm(ctx) { return Engine.exec(CommandLine.arguments) }  // libcrypto's work
         try ctx.checkPositionals()
         guard let out = ctx.args.value("--out"), !out.isEmpty else { throw UsageError("export needs --out FILE") }
         var options: Fields = [:]
@@ -70,9 +73,10 @@ enum BackupVerbs {
     }
 
     static let `import` = Verb(
-        name: "import", usage: "FILE [--replace | --keep-newer] [--groups keep|skip] [VAULT]",
-        summary: "Restore a backup made by export: every item or none.",
-        valued: ["--groups"], flags: ["--replace", "--keep-newer"],
+        name: "import", usage: "FILE [--replace | --keep-newer] [--groups keep|skip] [VAULT]\n"
+            + "       keychainfs import KEYFILE [-k VAULT] [-t pub|priv|cert|agg] [-f FORMAT] [-x] [-l LABEL]",
+        summary: "Restore a backup made by export, or import keys and certificates.",
+        valued: Set(["--groups"]).union(ImportVerbs.valued), flags: Set(["--replace", "--keep-newer"]).union(ImportVerbs.flags),
         details: """
         The backup passphrase is read from standard input when it is not a terminal, else asked
         for. All items are added in one transaction: a wrong passphrase (exit 51), a damaged or
@@ -87,8 +91,17 @@ enum BackupVerbs {
         group this vault does not define (skipped, or a backup made before groups were carried)
         are named in a warning: nobody can read them until `group add` makes the group.
         The vault must be unlocked for WhenUnlocked items.
-        """
+
+        """ + "\n" + ImportVerbs.details
     ) { ctx in
+        guard let file = ctx.args.positionals.first, ImportVerbs.isBackup(file) else {
+            return Engine.exec(CommandLine.arguments)  // keys and certificates: libcrypto's work (ImportVerbs)
+        }
+        return try importBackup(ctx)
+    }
+
+    /// The backup import; ImportVerbs hands it a file that is a backup or no key file at all.
+    static func importBackup(_ ctx: Context) throws -> Int32 {
         let positionals = ctx.args.positionals
         guard (1...2).contains(positionals.count) else { throw UsageError("import needs a FILE") }
         guard !(ctx.args.has("--replace") && ctx.args.has("--keep-newer")) else {
@@ -110,7 +123,7 @@ enum BackupVerbs {
             Terminal.warn(e.description)
             return e.status.exitCode
         } catch {
-            return nothingImported(.decode, "\(file) is not a keychainfs backup, or it is damaged")
+            return nothingImported(.decode, "\(file) is not a keychainfs backup (or it is damaged), nor a key or certificate file")
         }
         let client = try Engine.connect(vault)
         let pass = try Terminal.passphrase(ctx.args, prompt: "Backup passphrase: ")

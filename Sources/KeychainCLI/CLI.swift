@@ -66,7 +66,8 @@ public enum CLI {
             Terminal.writeString(1, verb.help)
             return Exit.success
         }
-        guard let body = verb.body ?? engine?.verbs[verb.name] else { return Engine.exec(argv) }
+        // The engine may take over a thin verb (import, export of keys: it has libcrypto).
+        guard let body = engine?.verbs[verb.name] ?? verb.body else { return Engine.exec(argv) }
         do {
             return try verb.run(rest, body: body)
         } catch {

@@ -22,6 +22,9 @@ public enum Operation: UInt8, Sendable, CaseIterable {
     case unlock = 2
     case lock = 3
     case info = 4
+    /// SecItemAdd. Option `generate` "private" and no secret: the daemon makes the key item's
+    /// private key itself (`SecKeyCreateRandomKey` of a permanent key); an older daemon stores
+    /// the item without one, which the client deletes again.
     case add = 5
     case copyMatching = 6
     case update = 7

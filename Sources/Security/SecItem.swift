@@ -104,6 +104,12 @@ private func returnKeys(_ attributes: Attributes) -> Bool {
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     status {
         let dict = attributes as NSDictionary
+        if let identity = dict[kSecValueRef] as? SecIdentity {
+            // Its certificate and its private key, as Apple's explode_identity (IdentityItems).
+            let added = try IdentityItems.add(identity, parameters: dict, wantsResult: result != nil)  // not behind `result?.`
+            result?.pointee = added
+            return
+        }
         if let certificate = dict[kSecValueRef] as? SecCertificate {
             // A certificate: its DER becomes the item, the daemon derives the attributes.
             let query = try CertificateItems.addQuery(parameters: dict)
@@ -159,7 +165,15 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 @discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     status {
+        let dict = query as NSDictionary
+        if let identity = dict[kSecValueRef] as? SecIdentity {
+            let rest = dict.mutableCopy() as! NSMutableDictionary
+            rest.removeObject(forKey: kSecValueRef)
+            try IdentityItems.delete(identity, query: try Conversion.attributes(rest, extractData: false).0)
+            return
+        }
         let (q, _) = try Conversion.attributes(query, extractData: false)
+        if Identities.isIdentityQuery(q) { return try IdentityItems.deleteMatching(q) }  // certificates and their keys
         _ = try KeychainConnection.shared.send(Request(.delete, query: q))
     }
 }

@@ -95,7 +95,8 @@ struct KeyFailure: Error {
 /// (the default), 384 or 521, or RSA with 1024 to 4096 bits (default 2048). With
 /// `kSecAttrIsPermanent` true at the top level or in `kSecPrivateKeyAttrs` / `kSecPublicKeyAttrs`
 /// the key is stored in the keychain as a `kSecClassKey` item, with the other attributes of that
-/// dictionary (`kSecAttrApplicationTag`, `kSecAttrLabel`, `kSecAttrAccessible`, ...).
+/// dictionary (`kSecAttrApplicationTag`, `kSecAttrLabel`, `kSecAttrAccessible`, ...). A
+/// permanent private key is made by the daemon (`GeneratedKeys`) and returned as the keychain's.
 /// - Returns: nil with `error` set: errSecParam for an unknown type or size,
 ///   the keychain's status when storing fails (errSecDuplicateItem, ...). With
 ///   `kSecAttrTokenID` `kSecAttrTokenIDSecureEnclave` the P-256 key is made in the daemon's TPM
@@ -104,13 +105,26 @@ public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMut
     keyCall(error, "SecKeyCreateRandomKey") {
         let params = parameters as NSDictionary
         if params[kSecAttrTokenID] != nil { return try TokenKeys.create(params) }  // made in the daemon's TPM
-        let key = try KeyParameters.generate(type: params[kSecAttrKeyType], size: params[kSecAttrKeySizeInBits])
         let privateParams = KeyParameters.merged(params, "private")
         let publicParams = KeyParameters.merged(params, "public")
+        if KeyParameters.flag(privateParams[kSecAttrIsPermanent]) {
+            // Made and stored by the daemon: the private key never exists in this process.
+            let spec = try GeneratedKeys.spec(type: params[kSecAttrKeyType], size: params[kSecAttrKeySizeInBits])
+            if let stored = try GeneratedKeys.makeStored(type: spec.type, bits: spec.bits, parameters: privateParams) {
+                if KeyParameters.flag(publicParams[kSecAttrIsPermanent]) {
+                    do { try KeyItems.add(SecKey(stored.key), parameters: publicParams) } catch {
+                        GeneratedKeys.remove(stored)  // a pair is stored whole or not at all
+                        throw error
+                    }
+                }
+                return stored
+            }
+        }
+        let key = try KeyParameters.generate(type: params[kSecAttrKeyType], size: params[kSecAttrKeySizeInBits])
         if KeyParameters.flag(publicParams[kSecAttrIsPermanent]) {
             try KeyItems.add(SecKey(try key.publicKey()), parameters: publicParams)
         }
-        // A stored private key is returned as the keychain's: from here on the daemon uses it.
+        // An older daemon makes no keys: the key made here is stored, and then used there.
         if KeyParameters.flag(privateParams[kSecAttrIsPermanent]) { return try KeyItems.add(SecKey(key), parameters: privateParams) }
         return SecKey(key)
     }

@@ -11,9 +11,17 @@ struct ItemRequests: RequestFamily {
         switch request.operation {
         case .add:
             let writable = writableGroups(caller)
-            var query = CertificateFacts.addQuery(StoredKeyFacts.addQuery(request.query, secret: request.secrets.first),
-                                                    secret: request.secrets.first)
-            var secret = request.secrets.first
+            // A key the daemon makes (RSA can take a second): on a slow worker.
+            if request.options[KeyGeneration.option] != nil {
+                // Nobody makes the daemon spend a key generation on an add it would refuse.
+                let group = request.query[.accessGroup]?.stringValue ?? writable.first
+                guard let group, writable.contains(group) else { throw KeychainStatus.missingEntitlement }
+                if !onSlowWorker { throw Deferral.toSlowWorker }
+            }
+            let (given, made, generated) = try KeyGeneration.prepare(request)
+            defer { if generated { made?.wipe() } }
+            var query = CertificateFacts.addQuery(StoredKeyFacts.addQuery(given, secret: made), secret: made)
+            var secret = made
             // A Secure Enclave key is made here, in the TPM: the item holds only its wrapped form.
             if TokenKeys.isTokenKey(request.query) { (query, secret) = try TokenKeys.generate(query, secret: secret, log: log) }
             let r = try daemon.auditedItemChange(.add, caller) { record in

@@ -19,6 +19,7 @@ struct KeyRequests: RequestFamily {
         guard let algorithm = AppleAlgorithm(rawName: name) else { throw KeychainStatus.unimplemented }
         let (attributes, secret) = try openKey(ref, request.query, caller: caller, onSlowWorker: onSlowWorker)
         defer { secret.wipe() }
+        try Self.checkUsage(use, attributes)
         if TokenKeys.isTokenKey(attributes) {
             let (event, result) = try TokenKeys.use(use, algorithm, blob: secret, input: request.secrets[0],
                                                    options: request.options, log: log)
@@ -62,6 +63,26 @@ struct KeyRequests: RequestFamily {
         }
         log("\(event.rawValue) \(who(caller))")
         return Response(result: .value(.data(result)))
+    }
+
+    /// The usage flag a use needs: `sign` (kSecAttrCanSign), `decr` (kSecAttrCanDecrypt), `drve`
+    /// (kSecAttrCanDerive). A key stored with it false is refused with errSecKeyUsageIncorrect
+    /// (-67731), as macOS's keychain refuses it: its CSP checks the key header's usage
+    /// (`CSSMERR_CSP_KEY_USAGE_INCORRECT`, "the key does not have the proper usage flags to
+    /// perform the operation", cssmerr.h), which SecBase maps to errSecKeyUsageIncorrect. A key
+    /// without the attribute (none is stored so) may be used.
+    static func checkUsage(_ use: String, _ attributes: Attributes) throws {
+        let flag: AttributeKey
+        switch use {
+        case "sign": flag = .canSign
+        case "decrypt": flag = .canDecrypt
+        case "keyExchange": flag = .canDerive
+        default: return
+        }
+        switch attributes[flag] {
+        case .bool(false)?, .number(0)?, .string("0")?: throw KeychainStatus.keyUsageIncorrect
+        default: return
+        }
     }
 
     /// The key's attributes and bytes; a presence-gated key first asks the approval program
