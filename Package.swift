@@ -7,9 +7,12 @@ let package = Package(
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
         .library(name: "Security", targets: ["Security"]),
         .library(name: "KeychainProtocol", targets: ["KeychainProtocol"]),
+        .library(name: "KeychainCredentialHelpers", targets: ["KeychainCredentialHelpers"]),
         .executable(name: "keychainfs", targets: ["keychainfs"]),
         .executable(name: "keychainfs-daemon", targets: ["keychainfs-daemon"]),
         .executable(name: "keychainfs-bench", targets: ["keychainfs-bench"]),
+        .executable(name: "git-credential-keychainfs", targets: ["git-credential-keychainfs"]),
+        .executable(name: "docker-credential-keychainfs", targets: ["docker-credential-keychainfs"]),
     ],
     targets: [
         // C libraries from Debian, reached through pkg-config.
@@ -25,6 +28,8 @@ let package = Package(
                        providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd",
                        providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CTSS2", pkgConfig: "tss2-esys",
+                       providers: [.apt(["libtss2-dev"])]),
 
         // libsodium wrappers: guarded memory, AEAD, Argon2id, keyed BLAKE2b.
         .target(name: "KeychainCrypto", dependencies: ["CSodium"]),
@@ -33,39 +38,49 @@ let package = Package(
         .target(name: "KeychainKeys", dependencies: ["COpenSSL", "KeychainCrypto"]),
         // A small SQLite connection wrapper.
         .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
+        // The keychain's vocabulary, shared by the engine and its clients without the engine:
+        // attribute keys and values, classes, protection classes, statuses, persistent
+        // references, change and audit events, the attribute and backup encodings.
+        .target(name: "KeychainModel", dependencies: ["KeychainCrypto"]),
         // The vault engine and Apple's item semantics.
-        .target(name: "KeychainCore", dependencies: ["KeychainCrypto", "SQLiteStore"]),
+        .target(name: "KeychainCore", dependencies: ["KeychainCrypto", "KeychainModel", "SQLiteStore"]),
 
         // Fleet sync: end-to-end encrypted records through PostgreSQL. The only importer of CPostgres.
         .target(name: "KeychainSync", dependencies: ["CPostgres", "KeychainCore", "KeychainCrypto"]),
 
+        // The TPM 2.0 through the TCG software stack (ESYS): seals the device key. The only importer of CTSS2.
+        .target(name: "KeychainTPM", dependencies: ["CTSS2", "KeychainCore", "KeychainCrypto"]),
+
         // The daemon's socket protocol, framing and paths; shared by the daemon and its clients.
-        .target(name: "KeychainProtocol", dependencies: ["KeychainCore", "KeychainCrypto"]),
+        .target(name: "KeychainProtocol", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainSystem"]),
 
         // The client side of the socket, for the CLI and the Security module.
-        .target(name: "KeychainClient", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "CProcess"]),
+        .target(name: "KeychainClient", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainProtocol", "KeychainSystem", "CProcess"]),
         // `import Security`: Apple's SecItem API over the daemon.
-        .target(name: "Security", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainKeys", "KeychainProtocol", "KeychainClient"]),
+        .target(name: "Security", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainKeys", "KeychainProtocol", "KeychainClient"]),
         // The few Linux calls Glibc's module map does not expose (prctl, accept4).
         .target(name: "CProcess"),
+        // The errno type and the system-call helpers every target shares: one EINTR loop,
+        // whole-buffer reads and writes, waiting for children.
+        .target(name: "KeychainSystem", dependencies: ["CProcess"]),
         // Access groups as Unix owner/group/mode, and callers' kernel identities.
         .target(name: "KeychainfsAccess", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol"]),
         // The FUSE mount: items as files, served from the daemon; keys and certificates as PEM
         // (KeychainKeys writes it).
         .target(name: "KeychainFS", dependencies: ["CFuse", "CProcess", "KeychainCore", "KeychainCrypto", "KeychainKeys",
-                                                   "KeychainfsAccess"]),
+                                                   "KeychainfsAccess", "KeychainSystem"]),
         // The daemon: socket server, lock triggers, back-off, mounts, operations with stored keys, fleet sync.
         .target(name: "KeychainDaemon", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainKeys", "KeychainProtocol",
                                                        "KeychainfsAccess", "KeychainFS", "CProcess",
-                                                       "KeychainSync"]),
+                                                       "KeychainSync", "KeychainSystem", "KeychainTPM"]),
 
         // The freedesktop Secret Service on D-Bus, a client of the daemon. The only importer of CSystemd.
         .target(name: "KeychainSecretService", dependencies: ["CSystemd", "KeychainCore", "KeychainCrypto", "KeychainKeys",
-                                                              "KeychainProtocol", "KeychainClient"]),
+                                                              "KeychainProtocol", "KeychainClient", "KeychainfsAccess"]),
 
         // The command line: verbs, option parsing, passphrase input, output formats. A client of
         // the daemon: it links neither the daemon nor libfuse (docs/cli.md, "The daemon").
-        .target(name: "KeychainCLI", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "KeychainClient"]),
+        .target(name: "KeychainCLI", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainProtocol", "KeychainClient", "KeychainSystem"]),
         .executableTarget(name: "keychainfs", dependencies: ["KeychainCLI"],
                           // The Swift runtime linked in (release builds): a command starts without loading
                           // and binding a dozen shared libraries, a third of a Swift process start here.
@@ -74,7 +89,15 @@ let package = Package(
         // and `secret-service` (sd-bus stays out of the thin client too).
         .executableTarget(name: "keychainfs-daemon", dependencies: ["KeychainCLI", "KeychainClient", "KeychainCore", "KeychainCrypto",
                                                                    "KeychainDaemon", "KeychainfsAccess", "KeychainFS", "KeychainProtocol",
-                                                                   "KeychainSecretService", "CProcess"]),
+                                                                   "KeychainSecretService", "CProcess", "KeychainTPM", "KeychainKeys"]),
+        // git's and docker's credential helpers over internet passwords (docs/credential-helpers.md):
+        // thin clients of the daemon, as `keychainfs` (no libfuse, no sd-bus, no OpenSSL).
+        .target(name: "KeychainCredentialHelpers", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainProtocol", "KeychainClient",
+                                                                  "KeychainSystem"]),
+        .executableTarget(name: "git-credential-keychainfs", dependencies: ["KeychainCredentialHelpers"],
+                          linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
+        .executableTarget(name: "docker-credential-keychainfs", dependencies: ["KeychainCredentialHelpers"],
+                          linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
         .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainClient", "KeychainKeys",
                                                                   "KeychainProtocol", "Security", "KeychainSync"]),
 
@@ -82,11 +105,12 @@ let package = Package(
         .testTarget(name: "KeychainKeysTests", dependencies: ["KeychainKeys", "KeychainCrypto"]),
         .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainCrypto"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
+        .testTarget(name: "KeychainSystemTests", dependencies: ["KeychainSystem"]),
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto", "SQLiteStore"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "KeychainDaemonTests", dependencies: ["KeychainDaemon", "KeychainProtocol", "KeychainCore",
                                                                "KeychainCrypto", "KeychainKeys", "KeychainfsAccess", "CProcess"]),
-        .testTarget(name: "KeychainCLITests", dependencies: ["KeychainCLI", "Security"],
+        .testTarget(name: "KeychainCLITests", dependencies: ["KeychainCLI", "KeychainCore", "Security", "KeychainTPM"],
                     exclude: ["Attackers"]),  // python3 attacker programs, run by DaemonAttackTests
     ]
 )

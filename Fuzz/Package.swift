@@ -24,6 +24,11 @@ let package = Package(
         .executableTarget(name: "FuzzFileNames", dependencies: ["FuzzSupport",
             .product(name: "KeychainCore", package: "keychainfs"),
         ]),
+        // The credential helpers' input: docker's JSON, git's key=value lines, registry URLs.
+        .executableTarget(name: "FuzzCredentialInput", dependencies: ["FuzzSupport",
+            .product(name: "KeychainCredentialHelpers", package: "keychainfs"),
+            .product(name: "KeychainCore", package: "keychainfs"),
+        ]),
         // VaultHeader.parse, and encoded() of whatever parses.
         .executableTarget(name: "FuzzVaultHeader", dependencies: ["FuzzSupport",
             .product(name: "KeychainCore", package: "keychainfs"),

@@ -6,13 +6,18 @@ set -euo pipefail
 # independent implementations the key tests check against; libsystemd-dev: sd-bus for the Secret
 # Service (CSystemd); dbus-daemon, dbus-bin (dbus-send): the private session bus of SecretServiceTests;
 # nginx-light: a real TLS server reads its certificate and key from the mount (MountNginxTests), with
-# curl as its client
+# curl as its client; libtss2-dev: the TPM 2.0 stack that seals the device key (CTSS2), swtpm: the
+# software TPM the TPM tests run, tpm2-tools: tpm2_pcrextend, the tests' firmware update
 packages=(fuse3 libfuse3-dev libpq-dev libsodium-dev libsqlite3-dev libssl-dev openssl pkg-config attr python3 python3-cryptography
-          postgresql systemd libsystemd-dev dbus-daemon dbus-bin nginx-light curl)
+          postgresql systemd libsystemd-dev dbus-daemon dbus-bin nginx-light curl
+          libtss2-dev swtpm swtpm-tools tpm2-tools)
 # The real Secret Service clients SecretServiceTests drive: secret-tool (libsecret), Python's
 # secretstorage and keyring. Installed without recommends: they would bring gnome-keyring, a second
 # Secret Service, and its PAM module.
 clients=(libsecret-tools python3-secretstorage python3-keyring)
+# CredentialHelperTests: git (clone over HTTP through git http-backend), gcc with libsecret-1-dev
+# and libglib2.0-dev to build git's own git-credential-libsecret from /usr/share/doc/git/contrib.
+clients+=(git gcc libsecret-1-dev libglib2.0-dev)
 missing_from() {
     for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
@@ -30,6 +35,18 @@ if ((${#missing[@]} + ${#missing_clients[@]})); then
     if ((${#missing_clients[@]})); then
         DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing_clients[@]}"
     fi
+fi
+# Debian's docker-credential-secretservice, for CredentialHelperTests: unpacked from its package,
+# not installed, since golang-docker-credential-helpers depends on gnome-keyring (a second Secret
+# Service, and its PAM module).
+docker_helper=/usr/local/libexec/keychainfs-tests/docker-credential-secretservice
+if [ ! -x "$docker_helper" ]; then
+    sudo_cmd=()
+    [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+    unpack=$(mktemp -d)
+    (cd "$unpack" && apt-get download -qq golang-docker-credential-helpers && dpkg-deb -x golang-docker-credential-helpers_*.deb root)
+    "${sudo_cmd[@]}" install -D -m 0755 "$unpack/root/usr/bin/docker-credential-secretservice" "$docker_helper"
+    rm -rf "$unpack"
 fi
 # Debian's fuse3 udev rule makes /dev/fuse 0666, so users who are not root can mount through
 # fusermount3; a container without udev may leave it 0600 (MountNamespaceTests needs the rule's mode).

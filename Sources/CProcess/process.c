@@ -41,6 +41,8 @@ int kcfs_spawn_actions_chdir(posix_spawn_file_actions_t *actions, const char *pa
     return posix_spawn_file_actions_addchdir_np(actions, path);
 }
 
+int kcfs_spawn_setsid_flag(void) { return POSIX_SPAWN_SETSID; }
+
 int kcfs_peer_groups(int fd, gid_t *groups, int capacity) {
     socklen_t len = (socklen_t)(capacity * (int)sizeof(gid_t));
     if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) != 0) {

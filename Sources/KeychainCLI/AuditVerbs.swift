@@ -1,36 +1,156 @@
+import Glibc
 import KeychainClient
-import KeychainCore
+import KeychainCrypto
+import KeychainModel
 import KeychainProtocol
 
-/// `keychainfs audit [--verify]`: the daemon's hash-chained audit log.
+/// `keychainfs audit [rotate] [--verify] [filters] [--json]`: the daemon's hash-chained audit log.
 enum AuditVerbs {
     static let all: [Verb] = [audit]
 
+    static let filterFlags = ["--since", "--until", "--item", "--uid", "--event"]
+
     static let audit = Verb(
-        name: "audit", usage: "[--verify] [VAULT]",
-        summary: "Show the vault's audit log, or check its hash chain (--verify).",
+        name: "audit",
+        usage: "[rotate] [--verify] [--since TIME] [--until TIME] [--item SERVICE/ACCOUNT|REF] [--uid USER|UID] [--event NAME[,NAME]] [--json] [VAULT]",
+        summary: "Show the vault's audit log, check its hash chain (--verify) or start a new file (rotate).",
+        valued: Set(filterFlags),
         flags: ["--verify"],
         details: """
-        Lines: SEQ TIME UID PID EVENT DETAIL EXE CHAIN, tab-separated; items appear by persistent
-        reference, never by name. --verify exits 0 when every line chains to the one before, and
-        93 (errSecDecode) naming the first line that does not. Root and the daemon's user only.
+        Lines: SEQ TIME UID PID EVENT DETAIL EXE CHAIN ITEM, tab-separated, TIME in ISO 8601 UTC.
+        An item appears by its persistent reference (DETAIL); ITEM is its SERVICE/ACCOUNT (server
+        of an internet password, label of a key) when you are entitled to the item, else -.
+        --since and --until take 2026-12-02T01:30:00Z, 2026-12-02, or a span back from now (90s,
+        15m, 2h, 7d), inclusive. --item takes a reference (40 hex digits) or SERVICE/ACCOUNT (split
+        at the last /; an empty side matches any) of an item you may see. --event takes names
+        such as read, file-open-read, add-failed. --json prints one object per line.
+        --verify checks the chain through every rotated file (VAULT.audit.1 is the oldest) and
+        the current one: exit 0, or 93 (errSecDecode) naming the file and line that break it.
+        rotate moves VAULT.audit aside as the next VAULT.audit.N; the new file's first line
+        (rotated) continues the chain. Root and the daemon's user; reading also callers entitled
+        to a group with --may-audit (keychainfs group set NAME --may-audit).
         """
     ) { ctx in
-        try ctx.checkPositionals()
-        let client = try ctx.client()
+        var positionals = ctx.args.positionals
+        let rotate = positionals.first == "rotate"
+        if rotate { positionals.removeFirst() }
+        guard positionals.count <= 1 else { throw UsageError("too many arguments") }
+        let vault = Paths.canonical(positionals.last ?? Paths.defaultVault())
+        if rotate || ctx.args.has("--verify") {
+            let what = rotate ? "audit rotate" : "audit --verify"
+            if rotate && ctx.args.has("--verify") { throw UsageError("audit rotate takes no --verify") }
+            for flag in filterFlags where ctx.args.has(flag) { throw UsageError("\(what) takes no \(flag)") }
+        }
+        let options = try filterOptions(ctx.args)
+        let client = try Engine.connect(vault)
+        if rotate {
+            let info = try client.send(Request(.audit, options: ["rotate": .bool(true)])).info
+            let path = info["rotated"]?.stringValue ?? ""
+            Terminal.writeString(1, ctx.json ? "{\"rotated\":\(Output.jsonString(path))}\n" : "audit log rotated: \(path)\n")
+            return 0
+        }
         if ctx.args.has("--verify") {
             let info = try client.send(Request(.audit, options: ["verify": .bool(true)])).info
             let lines = info["lines"].map(Output.json) ?? "0"
+            let files: Int64 = { if case .number(let n)? = info["files"] { return n }; return 1 }()
             if let bad = info["first-bad"] {
-                Terminal.writeString(2, "keychainfs: the audit log is broken at line \(Output.json(bad))\n")
+                let file = info["first-bad-file"]?.stringValue ?? ""
+                Terminal.writeString(2, "keychainfs: the audit log is broken at line \(Output.json(bad)) of \(file)\n")
                 return KeychainStatus.decode.exitCode
             }
-            Terminal.writeString(1, ctx.json ? "{\"lines\":\(lines),\"verified\":true}\n" : "audit log verified: \(lines) entries\n")
+            Terminal.writeString(1, ctx.json ? "{\"lines\":\(lines),\"files\":\(files),\"verified\":true}\n"
+                                 : "audit log verified: \(lines) entries" + (files > 1 ? " in \(files) files" : "") + "\n")
             return 0
         }
-        let info = try client.send(Request(.audit)).info
-        Terminal.writeString(1, info["log"]?.stringValue ?? "")
+        let info: Fields
+        do {
+            info = try client.send(Request(.audit, options: options)).info
+        } catch KeychainStatus.itemNotFound where options["item-service"] != nil || options["item-account"] != nil {
+            throw StateError(message: "--item \(ctx.args.value("--item") ?? ""): no item of that name that you may see (a deleted item is found by its reference)", status: .itemNotFound)
+        }
+        if case .number(let omitted)? = info["omitted"] {
+            Terminal.warn("audit: the \(omitted) oldest matching lines are left out (a reply holds 12 MiB of lines); narrow it with --since, --until, --item, --uid or --event")
+        }
+        Terminal.writeString(1, AuditLines.render(log: info["log"]?.stringValue ?? "", names: info["names"]?.stringValue ?? "", json: ctx.json))
         return 0
+    }
+
+    /// The filters as the daemon takes them; a bad value is a usage error.
+    static func filterOptions(_ args: Arguments) throws -> Fields {
+        var options: Fields = [:]
+        let now = Int64(time(nil))
+        if let s = args.value("--since") { options["since"] = .number(try AuditTimes.parse(s, flag: "--since", now: now)) }
+        if let u = args.value("--until") { options["until"] = .number(try AuditTimes.parse(u, flag: "--until", now: now)) }
+        if case .number(let s)? = options["since"], case .number(let u)? = options["until"], s > u {
+            throw UsageError("--since is after --until")
+        }
+        if let u = args.value("--uid") {
+            options["uid"] = .number(Int64(GroupVerbs.isNumber(u) ? UInt32(try Arguments.number(u, flag: "--uid", in: SettingLimits.id, unit: "a user name or a uid")) : try GroupVerbs.uid(u)))
+        }
+        if let e = args.value("--event") {
+            let names = e.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            for name in names where !AuditEvent.isRecorded(name) {
+                throw UsageError("--event takes audit event names (such as read, add, file-open-read, add-failed, read-repeated); \(Output.jsonString(name)) is not one")
+            }
+            options["events"] = .string(names.joined(separator: ","))
+        }
+        if let item = args.value("--item") {
+            if item.utf8.count == 40, let bytes = Hex.decode(item.lowercased()), PersistentRef(bytes: bytes) != nil {
+                options["item-ref"] = .string(item.lowercased())
+            } else if let slash = item.lastIndex(of: "/"), item != "/" {
+                options["item-service"] = .string(String(item[..<slash]))
+                options["item-account"] = .string(String(item[item.index(after: slash)...]))
+            } else {
+                throw UsageError("--item takes SERVICE/ACCOUNT or a persistent reference (40 hex digits); \(Output.jsonString(item)) is neither")
+            }
+        }
+        return options
+    }
+}
+
+/// The daemon's raw lines as `audit` prints them: ISO times, and the names the daemon resolved.
+enum AuditLines {
+    static func render(log: String, names: String, json: Bool) -> String {
+        var resolved: [Substring: (Substring, Substring)] = [:]
+        for row in names.split(separator: "\n") {
+            let f = row.split(separator: "\t", omittingEmptySubsequences: false)
+            if f.count == 3 { resolved[f[0]] = (f[1], f[2]) }
+        }
+        var out = ""
+        for line in log.split(separator: "\n") {
+            var f = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            guard f.count == 8 else { out += line + "\n"; continue }
+            if let t = Int64(f[1]) { f[1] = AuditTimes.format(t) }
+            let ref = f[5].prefix { $0 != " " }
+            let name = ref.utf8.count == 40 ? resolved[Substring(ref)] : nil
+            if json {
+                out += object(f, ref: ref.utf8.count == 40 ? String(ref) : nil, name: name) + "\n"
+            } else {
+                let item = name.map { $0.1.isEmpty ? String($0.0) : "\($0.0)/\($0.1)" } ?? "-"
+                out += (f + [item]).joined(separator: "\t") + "\n"
+            }
+        }
+        return out
+    }
+
+    /// `{"seq":N,"time":"ISO","uid":N|null,"pid":N|null,"event":S,"detail":S,"exe":S|null,
+    /// "chain":S,"item":{"ref":S,"class":S,"service"|"server"|"label":S,"account":S}}`
+    static func object(_ f: [String], ref: String?, name: (Substring, Substring)?) -> String {
+        func number(_ s: String) -> String { Int64(s).map(String.init) ?? "null" }
+        var o = "{\"seq\":\(number(f[0])),\"time\":\(Output.jsonString(f[1])),\"uid\":\(number(f[2])),\"pid\":\(number(f[3])),"
+        o += "\"event\":\(Output.jsonString(f[4])),\"detail\":\(Output.jsonString(f[5])),"
+        o += "\"exe\":\(f[6] == "-" ? "null" : Output.jsonString(f[6])),\"chain\":\(Output.jsonString(f[7]))"
+        if let ref {
+            let itemClass = Hex.decode(String(ref.prefix(8))).map { String(decoding: $0, as: UTF8.self) } ?? ""
+            o += ",\"item\":{\"ref\":\(Output.jsonString(ref)),\"class\":\(Output.jsonString(itemClass))"
+            if let name {
+                let key = itemClass == "genp" ? "service" : itemClass == "inet" ? "server" : "label"
+                o += ",\"\(key)\":\(Output.jsonString(String(name.0)))"
+                if itemClass == "genp" || itemClass == "inet" { o += ",\"account\":\(Output.jsonString(String(name.1)))" }
+            }
+            o += "}"
+        }
+        return o + "}"
     }
 }
 
@@ -56,7 +176,7 @@ enum VerifyVerbs {
             func n(_ k: String) -> String { info[k].map(Output.json) ?? "0" }
             var out = "items: \(n("checked")) checked, \(n("locked")) locked (not checked), \(n("other-device")) of another device, \(damaged.count) damaged\n"
             for d in damaged { out += "  damaged: \(d)\n" }
-            out += auditBad.map { "audit log: broken at line \(Output.json($0))\n" } ?? "audit log: \(n("audit-lines")) entries, chain intact\n"
+            out += auditBad.map { "audit log: broken at line \(Output.json($0)) of \(info["audit-first-bad-file"]?.stringValue ?? "")\n" } ?? "audit log: \(n("audit-lines")) entries, chain intact\n"
             Terminal.writeString(1, out)
         }
         return damaged.isEmpty && auditBad == nil ? 0 : KeychainStatus.decode.exitCode

@@ -1,8 +1,9 @@
 import Glibc
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
+import KeychainSystem
 
 /// `export`, `import` and `purge-other-device-items`: backups (docs/backup-format.md) and
 /// vault files moved from another machine. The daemon seals and opens; this side moves bytes.
@@ -10,9 +11,10 @@ enum BackupVerbs {
     static let all: [Verb] = [export, `import`, purge]
 
     static let export = Verb(
-        name: "export", usage: "--out FILE [--synchronizable-only] [--kdf interactive|moderate|sensitive] [VAULT]",
-        summary: "Write a passphrase-protected backup of every item that may leave this machine.",
-        valued: ["--out", "--kdf"], flags: ["--synchronizable-only"],
+        name: "export", usage: "--out FILE [--synchronizable-only] [--kdf interactive|moderate|sensitive] [VAULT]\n"
+            + "       keychainfs export [-k VAULT] [-t certs|pubKeys|...] [-f pemseq|x509|openssl] [-p] [-l LABEL] [-o FILE]",
+        summary: "Write a passphrase-protected backup (--out), or certificates and public keys (-t).",
+        valued: Set(["--out", "--kdf"]).union(ExportVerbs.valued), flags: Set(["--synchronizable-only"]).union(ExportVerbs.flags),
         details: """
         The backup holds every item of the classes WhenUnlocked, AfterFirstUnlock and Always
         (ak, ck, dk), of every access group, with its attributes, access control and secret;
@@ -21,11 +23,13 @@ enum BackupVerbs {
         line), else asked twice. --kdf sets its Argon2id cost (default moderate). FILE is written
         with mode 0600 and replaced atomically. The vault must be unlocked; presence-gated items
         need the approval program's consent. Root and the daemon's user only.
-        """
+
+        """ + "\n" + ExportVerbs.details
     ) { ctx in
+        if ExportVerbs.isMacOSForm(ctx) { return Engine.exec(CommandLine.arguments) }  // libcrypto's work
         try ctx.checkPositionals()
         guard let out = ctx.args.value("--out"), !out.isEmpty else { throw UsageError("export needs --out FILE") }
-        var options: Attributes = [:]
+        var options: Fields = [:]
         if let k = ctx.args.value("--kdf") {
             guard KDFParameters(presetName: k) != nil else { throw UsageError("--kdf takes interactive, moderate or sensitive") }
             options["kdf"] = .string(k)
@@ -69,9 +73,10 @@ enum BackupVerbs {
     }
 
     static let `import` = Verb(
-        name: "import", usage: "FILE [--replace | --keep-newer] [--groups keep|skip] [VAULT]",
-        summary: "Restore a backup made by export: every item or none.",
-        valued: ["--groups"], flags: ["--replace", "--keep-newer"],
+        name: "import", usage: "FILE [--replace | --keep-newer] [--groups keep|skip] [VAULT]\n"
+            + "       keychainfs import KEYFILE [-k VAULT] [-t pub|priv|cert|agg] [-f FORMAT] [-x] [-l LABEL]",
+        summary: "Restore a backup made by export, or import keys and certificates.",
+        valued: Set(["--groups"]).union(ImportVerbs.valued), flags: Set(["--replace", "--keep-newer"]).union(ImportVerbs.flags),
         details: """
         The backup passphrase is read from standard input when it is not a terminal, else asked
         for. All items are added in one transaction: a wrong passphrase (exit 51), a damaged or
@@ -86,8 +91,17 @@ enum BackupVerbs {
         group this vault does not define (skipped, or a backup made before groups were carried)
         are named in a warning: nobody can read them until `group add` makes the group.
         The vault must be unlocked for WhenUnlocked items.
-        """
+
+        """ + "\n" + ImportVerbs.details
     ) { ctx in
+        guard let file = ctx.args.positionals.first, ImportVerbs.isBackup(file) else {
+            return Engine.exec(CommandLine.arguments)  // keys and certificates: libcrypto's work (ImportVerbs)
+        }
+        return try importBackup(ctx)
+    }
+
+    /// The backup import; ImportVerbs hands it a file that is a backup or no key file at all.
+    static func importBackup(_ ctx: Context) throws -> Int32 {
         let positionals = ctx.args.positionals
         guard (1...2).contains(positionals.count) else { throw UsageError("import needs a FILE") }
         guard !(ctx.args.has("--replace") && ctx.args.has("--keep-newer")) else {
@@ -109,20 +123,20 @@ enum BackupVerbs {
             Terminal.warn(e.description)
             return e.status.exitCode
         } catch {
-            return nothingImported(.decode, "\(file) is not a keychainfs backup, or it is damaged")
+            return nothingImported(.decode, "\(file) is not a keychainfs backup (or it is damaged), nor a key or certificate file")
         }
         let client = try Engine.connect(vault)
         let pass = try Terminal.passphrase(ctx.args, prompt: "Backup passphrase: ")
         let policy: ImportPolicy = ctx.args.has("--replace") ? .replace : .keepNewer
         let groups = ctx.args.value("--groups") ?? "keep"
         guard groups == "keep" || groups == "skip" else { throw UsageError("--groups takes keep or skip") }
-        var info: Attributes = [:]
+        var info: Fields = [:]
         do {
             var transfer: AttributeValue?
             var sent = 0
             repeat {
                 let end = min(bytes.count, sent + BackupVerbs.pieceSize)
-                var options: Attributes = ["data": .data(Array(bytes[sent..<end])), "policy": .string(policy.rawValue),
+                var options: Fields = ["data": .data(Array(bytes[sent..<end])), "policy": .string(policy.rawValue),
                                            "size": .number(Int64(bytes.count)), "groups": .string(groups)]
                 if let transfer { options["transfer"] = transfer }
                 let last = end == bytes.count
@@ -194,7 +208,7 @@ enum BackupVerbs {
 
     struct FileFailure: Error {
         let message: String
-        init(_ code: Int32) { message = String(cString: strerror(code)) }
+        init(_ code: Int32) { message = Errno(rawValue: code).description }
     }
 
     static func readFile(_ path: String) -> Result<[UInt8], FileFailure> {
@@ -205,12 +219,9 @@ enum BackupVerbs {
         guard fstat(fd, &st) == 0 else { return .failure(FileFailure(errno)) }
         guard st.st_mode & S_IFMT == S_IFREG else { return .failure(FileFailure(EINVAL)) }
         var out = [UInt8](repeating: 0, count: Int(st.st_size))
-        var done = 0
-        while done < out.count {
-            let n = out.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 { if errno == EINTR { continue }; return .failure(FileFailure(errno)) }
-            if n == 0 { break }
-            done += n
+        let done: Int
+        do { done = try out.withUnsafeMutableBytes { try Descriptor.readAll(into: $0, from: fd) } } catch {
+            return .failure(FileFailure(Errno(error).rawValue))
         }
         out.removeSubrange(done...)
         return .success(out)
@@ -228,10 +239,8 @@ enum BackupVerbs {
         let temp = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var failure: String?
         if fchmod(fd, 0o600) != 0 { failure = String(cString: strerror(errno)) }
-        var done = 0
-        while failure == nil && done < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 { if errno == EINTR { continue }; failure = String(cString: strerror(errno)) } else { done += n }
+        if failure == nil {
+            do { try bytes.withUnsafeBytes { try Descriptor.writeAll($0, to: fd) } } catch { failure = Errno(error).description }
         }
         if failure == nil && fsync(fd) != 0 { failure = String(cString: strerror(errno)) }
         if close(fd) != 0 && failure == nil { failure = String(cString: strerror(errno)) }

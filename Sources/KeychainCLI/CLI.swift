@@ -1,6 +1,6 @@
 import Glibc
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
 
@@ -66,16 +66,24 @@ public enum CLI {
             Terminal.writeString(1, verb.help)
             return Exit.success
         }
-        guard let body = verb.body ?? engine?.verbs[verb.name] else { return Engine.exec(argv) }
+        // The engine may take over a thin verb (import, export of keys: it has libcrypto).
+        guard let body = engine?.verbs[verb.name] ?? verb.body else { return Engine.exec(argv) }
         do {
             return try verb.run(rest, body: body)
         } catch {
-            return report(error, help: verb.help)
+            // The vault the verb named, for the meaning added to a keychain status: the last
+            // positional when it is a file (group, sync, mount take other words), else the default.
+            let parsed = try? Arguments(rest, valued: verb.valued, flags: verb.flags.union(["--json"]), optionalValue: verb.optionalValue)
+            let named = parsed?.positionals.last.map(Paths.canonical).flatMap { path -> String? in
+                var st = stat()
+                return stat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG ? path : nil
+            }
+            return report(error, help: verb.help, vault: named ?? Paths.canonical(Paths.defaultVault()))
         }
     }
 
     /// Prints an error as the contract says and returns its exit status.
-    package static func report(_ error: Error, help: String) -> Int32 {
+    package static func report(_ error: Error, help: String, vault: String? = nil) -> Int32 {
         do { throw error } catch let e as UsageError {
             Terminal.warn(e.message)
             Terminal.writeString(2, help)
@@ -85,6 +93,7 @@ public enum CLI {
             return e.status.exitCode
         } catch let status as KeychainStatus {
             Terminal.writeString(2, "keychainfs: \(status.message)\n")
+            if let meaning = ErrorMeaning.line(for: status, vault: vault) { Terminal.writeString(2, "keychainfs: \(meaning)\n") }
             return status.exitCode
         } catch let e as RuntimeDirectoryError {
             Terminal.writeString(2, "keychainfs: \(e.status.message)\nkeychainfs: \(e.description)\n")

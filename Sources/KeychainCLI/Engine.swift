@@ -1,6 +1,6 @@
 import Glibc
 import KeychainClient
-import KeychainCore
+import KeychainModel
 
 /// The verbs that need the engine in-process, and the executable that has it.
 ///

@@ -1,6 +1,6 @@
 import Glibc
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainProtocol
 
 /// `keychainfs group add|set|list|remove`: access groups as Unix owner, group and mode.
@@ -8,16 +8,17 @@ enum GroupVerbs {
     static let all: [Verb] = [group]
 
     static let group = Verb(
-        name: "group", usage: "add|set|list|remove [NAME] [--owner USER|UID] [--group GROUP|GID] [--mode OCTAL] [--exe PATH]... [--may-lock|--no-lock] [VAULT]",
+        name: "group", usage: "add|set|list|remove [NAME] [--owner USER|UID] [--group GROUP|GID] [--mode OCTAL] [--exe PATH]... [--may-lock|--no-lock] [--may-audit|--no-audit] [VAULT]",
         summary: "Manage access groups: who is entitled to the items of each group.",
-        valued: ["--owner", "--group", "--mode", "--exe"], flags: ["--no-exe", "--may-lock", "--no-lock"],
+        valued: ["--owner", "--group", "--mode", "--exe"], flags: ["--no-exe", "--may-lock", "--no-lock", "--may-audit", "--no-audit"],
         details: """
         A caller is entitled to a group when it runs one of the --exe programs (if any are set)
         and is root, the owner, a member of the Unix group while the mode lets the group read
         (0040), or anyone while the mode lets others read (0004). New groups are owned by the
         daemon's user and group with mode 0400. --no-exe clears the executable list.
         Locking the vault (lock-keychain) is the daemon's user's and root's; --may-lock lets the
-        callers entitled to the group lock it too, --no-lock takes that back.
+        callers entitled to the group lock it too, --no-lock takes that back. --may-audit lets them
+        read the audit log (keychainfs audit), --no-audit takes that back.
         Only root and the daemon's user may change groups.
         """
     ) { ctx in
@@ -32,7 +33,7 @@ enum GroupVerbs {
         }
         // Only add and set change a group: elsewhere these flags would be silently ignored.
         if op == .groupList || op == .groupRemove {
-            for flag in ["--owner", "--group", "--mode", "--exe", "--no-exe", "--may-lock", "--no-lock"] where ctx.args.has(flag) {
+            for flag in ["--owner", "--group", "--mode", "--exe", "--no-exe", "--may-lock", "--no-lock", "--may-audit", "--no-audit"] where ctx.args.has(flag) {
                 throw UsageError("group \(sub) takes no \(flag)")
             }
         }
@@ -40,7 +41,7 @@ enum GroupVerbs {
         let max = named ? 3 : 2
         guard ctx.args.positionals.count <= max else { throw UsageError("too many arguments") }
         let vault = ctx.args.positionals.count == max ? ctx.vault : Paths.canonical(Paths.defaultVault())
-        var options: Attributes = [:]
+        var options: Fields = [:]
         if named {
             guard ctx.args.positionals.count >= 2 else { throw UsageError("group \(sub) needs a NAME") }
             let name = ctx.args.positionals[1]
@@ -54,6 +55,9 @@ enum GroupVerbs {
         if ctx.args.has("--may-lock") && ctx.args.has("--no-lock") { throw UsageError("--may-lock and --no-lock contradict each other") }
         if ctx.args.has("--may-lock") { options["lock"] = .number(1) }
         if ctx.args.has("--no-lock") { options["lock"] = .number(0) }
+        if ctx.args.has("--may-audit") && ctx.args.has("--no-audit") { throw UsageError("--may-audit and --no-audit contradict each other") }
+        if ctx.args.has("--may-audit") { options["audit"] = .number(1) }
+        if ctx.args.has("--no-audit") { options["audit"] = .number(0) }
         if ctx.args.has("--exe") || ctx.args.has("--no-exe") {
             let exes = ctx.args.all("--exe")
             // The list travels one path a line: a newline would smuggle in a second program.
@@ -65,7 +69,7 @@ enum GroupVerbs {
         let client = try Engine.connect(vault)
         let r = try client.send(Request(op, options: options))
         if op == .groupList {
-            let rows = (r.result.array ?? []).compactMap { $0.item?.attributes }
+            let rows = (r.result.array ?? []).compactMap { $0.item?.attributes.fields }
             if ctx.json {
                 Terminal.writeString(1, "[" + rows.map(Output.jsonShaped).joined(separator: ",") + "]\n")
             } else {
@@ -74,7 +78,7 @@ enum GroupVerbs {
                     let exe = a["exe"]?.stringValue ?? ""
                     Terminal.writeString(1, "\(a["name"]?.stringValue ?? "?") owner=\(Output.json(a["owner"] ?? 0)) group=\(Output.json(a["gid"] ?? 0)) mode=0\(mode)"
                                          + (exe.isEmpty ? "" : " exe=" + exe.replacingAll("\n", ","))
-                                         + (a["lock"] == .number(1) ? " may-lock" : "") + "\n")
+                                         + (a["lock"] == .number(1) ? " may-lock" : "") + (a["audit"] == .number(1) ? " may-audit" : "") + "\n")
                 }
             }
         }

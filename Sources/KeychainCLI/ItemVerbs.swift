@@ -1,6 +1,6 @@
 import Glibc
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
 
@@ -13,15 +13,16 @@ enum ItemVerbs {
 
     static func noun(_ c: ItemClass) -> String { c == .genericPassword ? "generic-password" : "internet-password" }
 
-    /// Flags that name attributes, per class: flag -> raw attribute key.
-    static func attributeFlags(_ c: ItemClass) -> [String: String] {
-        var common = ["-a": "acct", "-l": "labl", "-j": "icmt", "-D": "desc", "-c": "crtr", "-C": "type"]
+    /// Flags that name attributes, per class: flag -> attribute key.
+    static func attributeFlags(_ c: ItemClass) -> [String: AttributeKey] {
+        var common: [String: AttributeKey] = ["-a": .account, "-l": .label, "-j": .comment, "-D": .description,
+                                              "-c": .creator, "-C": .type]
         if c == .genericPassword {
-            common["-s"] = "svce"
-            common["-G"] = "gena"
+            common["-s"] = .service
+            common["-G"] = .generic
         } else {
-            common["-s"] = "srvr"; common["-r"] = "ptcl"; common["-P"] = "port"; common["-p"] = "path"
-            common["-d"] = "sdmn"; common["-t"] = "atyp"
+            common["-s"] = .server; common["-r"] = .protocol; common["-P"] = .port; common["-p"] = .path
+            common["-d"] = .securityDomain; common["-t"] = .authenticationType
         }
         return common
     }
@@ -46,7 +47,7 @@ enum ItemVerbs {
     /// - Throws: `UsageError` for a port that is not a number from 0 to 65535, or a protocol,
     ///   authentication type, creator or type that is not a four-character code.
     static func attributes(_ ctx: Context, _ c: ItemClass) throws -> Attributes {
-        var out: Attributes = ["class": .string(c.rawValue)]
+        var out: Attributes = [.class: .string(c.rawValue)]
         for (flag, key) in attributeFlags(c) {
             if let v = ctx.args.value(flag) { out[key] = .string(v) }
         }
@@ -54,9 +55,9 @@ enum ItemVerbs {
             if let code = try ctx.args.fourCharCode(flag, what: what) { out[attributeFlags(c)[flag]!] = .string(code) }
         }
         if c == .internetPassword, let port = try ctx.args.number("-P", in: SettingLimits.port, unit: "a port number") {
-            out["port"] = .string(String(port))
+            out[.port] = .string(String(port))
         }
-        if let g = ctx.args.value("--access-group") { out["agrp"] = .string(g) }
+        if let g = ctx.args.value("--access-group") { out[.accessGroup] = .string(g) }
         return out
     }
 
@@ -103,9 +104,9 @@ enum ItemVerbs {
             }
             if let a = ctx.args.value("--accessible") {
                 guard let p = ProtectionClass(name: a) else { throw UsageError("unknown protection class \(a)") }
-                attrs["pdmn"] = .string(p.rawValue)
+                attrs[.accessible] = .string(p.rawValue)
             }
-            if ctx.args.has("--synchronizable") { attrs["sync"] = .bool(true) }
+            if ctx.args.has("--synchronizable") { attrs[.synchronizable] = .bool(true) }
             if let list = ctx.args.value("--access-control") {
                 let names: [String: UInt64] = [
                     "userPresence": AccessControl.userPresence, "biometryAny": AccessControl.biometryAny,
@@ -121,19 +122,19 @@ enum ItemVerbs {
                     guard let bit = names[String(name)] else { throw UsageError("unknown access-control flag \(name)") }
                     flags |= bit
                 }
-                let protection = attrs["pdmn"].flatMap { $0.stringValue }.flatMap(ProtectionClass.init(rawValue:)) ?? .default
-                attrs["accc"] = AccessControl(protection: protection, flags: flags).value
+                let protection = attrs[.accessible].flatMap { $0.stringValue }.flatMap(ProtectionClass.init(rawValue:)) ?? .default
+                attrs[.accessControl] = AccessControl(protection: protection, flags: flags).value
             }
             let client = try ctx.client()
             let secret = try readSecret(ctx)
             do {
                 try client.send(Request(.add, query: attrs, secrets: [secret]))
             } catch KeychainStatus.duplicateItem where ctx.args.has("-U") {
-                var query: Attributes = ["class": .string(c.rawValue)]
-                for key in c.primaryKey + ["agrp"] { if let v = attrs[key] { query[key] = v } }
-                if attrs["sync"] != nil { query["sync"] = attrs["sync"] }
+                var query: Attributes = [.class: .string(c.rawValue)]
+                for key in c.primaryKey + [.accessGroup] { if let v = attrs[key] { query[key] = v } }
+                if attrs[.synchronizable] != nil { query[.synchronizable] = attrs[.synchronizable] }
                 var changes = attrs
-                for key in ["class"] + c.primaryKey { changes[key] = nil }
+                for key in [.class] + c.primaryKey { changes[key] = nil }
                 try client.send(Request(.update, query: query, changes: changes, secrets: [secret]))
             }
             return 0
@@ -172,15 +173,15 @@ enum ItemVerbs {
             try ctx.checkPositionals()
             var query = try attributes(ctx, c)
             let wantSecret = ctx.args.has("-w") || ctx.args.has("-g")
-            query["r_Attributes"] = .bool(true)
-            if wantSecret { query["r_Data"] = .bool(true) }
+            query[.returnAttributes] = .bool(true)
+            if wantSecret { query[.returnData] = .bool(true) }
             let client = try ctx.client()
             let r: Response
             do {
                 r = try client.send(Request(.copyMatching, query: query))
             } catch KeychainStatus.itemNotFound {
                 // Apple's searches see only sync=0 items; the CLI falls back to synchronizable ones.
-                query["sync"] = "syna"
+                query[.synchronizable] = .synchronizableAny
                 r = try client.send(Request(.copyMatching, query: query))
             }
             guard let item = r.result.value?.item else { throw KeychainStatus.decode }
@@ -224,7 +225,7 @@ enum ItemVerbs {
                 throw UsageError("delete-\(noun(c)) without an attribute flag (-s, -a, ...) would delete every \(noun(c)) item you may change; give --all to do that")
             }
             var query = try attributes(ctx, c)
-            query["sync"] = "syna"
+            query[.synchronizable] = .synchronizableAny
             try ctx.client().send(Request(.delete, query: query))
             if !ctx.json { Terminal.writeString(1, "password has been deleted.\n") }
             return 0
@@ -240,9 +241,9 @@ enum ItemVerbs {
         let client = try ctx.client()
         var jsonItems: [String] = []
         for c in [ItemClass.genericPassword, .internetPassword, .certificate, .key] {
-            var query: Attributes = ["class": .string(c.rawValue), "sync": "syna", "m_Limit": "m_LimitAll",
-                                     "r_Attributes": .bool(true)]
-            if ctx.args.has("-d") { query["r_Data"] = .bool(true) }
+            var query: Attributes = [.class: .string(c.rawValue), .synchronizable: .synchronizableAny, .matchLimit: .matchLimitAll,
+                                     .returnAttributes: .bool(true)]
+            if ctx.args.has("-d") { query[.returnData] = .bool(true) }
             let r: Response
             do { r = try client.send(Request(.copyMatching, query: query)) } catch KeychainStatus.itemNotFound { continue }
             for v in r.result.array ?? [] {

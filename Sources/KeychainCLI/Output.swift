@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 
 /// Renders items and info for people (the `security` layout) and for scripts (`--json`).
@@ -49,9 +49,9 @@ package enum Output {
 
     /// The item block of `find-*-password` and `dump-keychain`.
     static func itemText(vault: String, attributes: Attributes) -> String {
-        var out = "keychain: \"\(vault)\"\nclass: \"\(attributes["class"]?.stringValue ?? "?")\"\nattributes:\n"
-        for key in attributes.keys.sorted() where key != "class" {
-            out += "    " + text(key, attributes[key]!) + "\n"
+        var out = "keychain: \"\(vault)\"\nclass: \"\(attributes[.class]?.stringValue ?? "?")\"\nattributes:\n"
+        for key in attributes.keys.sorted() where key != .class {
+            out += "    " + text(key.rawValue, attributes[key]!) + "\n"
         }
         return out
     }
@@ -68,7 +68,9 @@ package enum Output {
         }
     }
 
-    static func json(_ attributes: Attributes) -> String {
+    static func json(_ attributes: Attributes) -> String { json(attributes.fields) }
+
+    static func json(_ attributes: Fields) -> String {
         "{" + attributes.keys.sorted().map { jsonString($0) + ":" + json(attributes[$0]!) }.joined(separator: ",") + "}"
     }
 
@@ -76,7 +78,7 @@ package enum Output {
     static let listFields: [String: Character] = ["groups": ",", "mounts": "\n", "damaged": "\n", "exe": "\n"]
 
     /// `json` with the list fields as arrays of strings, and `mode` as an octal string ("0440").
-    static func jsonShaped(_ attributes: Attributes) -> String {
+    static func jsonShaped(_ attributes: Fields) -> String {
         "{" + attributes.keys.sorted().map { key -> String in
             let value = attributes[key]!
             if let separator = listFields[key], case .string(let s) = value {

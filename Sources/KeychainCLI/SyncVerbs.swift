@@ -1,6 +1,6 @@
 import Glibc
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
 
@@ -23,7 +23,7 @@ enum SyncVerbs {
         """
     ) { ctx in
         try ctx.checkPositionals()
-        var options: Attributes = ["verb": .string("history")]
+        var options: Fields = ["verb": .string("history")]
         if let s = ctx.args.value("-s") { options["service"] = .string(s) }
         if let a = ctx.args.value("-a") { options["account"] = .string(a) }
         let wantSecret = ctx.args.has("-w")
@@ -32,12 +32,12 @@ enum SyncVerbs {
         var json: [String] = []
         for item in entries {
             var attributes = item.attributes
-            let at = attributes.removeValue(forKey: "history-at")
-            let reason = attributes.removeValue(forKey: "history-reason")?.stringValue ?? "?"
+            let at = attributes.removeValue(forKey: .historyAt)
+            let reason = attributes.removeValue(forKey: .historyReason)?.stringValue ?? "?"
             let when = at.flatMap { if case .date(let d) = $0 { Output.isoDate(d) } else { nil } } ?? "?"
             if ctx.json {
                 var obj = "{\"at\":\"\(when)\",\"reason\":\(Output.jsonString(reason)),\"class\":"
-                    + Output.jsonString(attributes["class"]?.stringValue ?? "?") + ",\"attributes\":\(Output.json(attributes))"
+                    + Output.jsonString(attributes[.class]?.stringValue ?? "?") + ",\"attributes\":\(Output.json(attributes))"
                 if wantSecret, let s = item.secret { obj += ",\"password\":" + s.withUnsafeBytes { Output.json(.data(Array($0))) } }
                 json.append(obj + "}")
             } else if wantSecret {
@@ -69,7 +69,7 @@ enum SyncVerbs {
         """
     ) { ctx in
         guard let sub = ctx.args.positionals.first else { throw UsageError("sync needs init, join, approve, remove, status or leave") }
-        var options: Attributes = ["verb": .string(sub)]
+        var options: Fields = ["verb": .string(sub)]
         var rest = Array(ctx.args.positionals.dropFirst())
         switch sub {
         case "init", "join":

@@ -1,6 +1,7 @@
 import Glibc
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
+import KeychainSystem
 
 /// Reading passphrases and secrets without echo, from standard input or the terminal.
 package enum Terminal {
@@ -14,12 +15,7 @@ package enum Terminal {
     }
 
     static func writeAll(_ fd: Int32, _ buf: UnsafeRawBufferPointer) {
-        var done = 0
-        while done < buf.count {
-            let n = write(fd, buf.baseAddress! + done, buf.count - done)
-            if n < 0 { if errno == EINTR { continue }; return }
-            done += n
-        }
+        try? Descriptor.writeAll(buf, to: fd)  // a closed terminal or pipe: nothing more to say
     }
 
     /// Reads one line (without its newline) from `fd` into guarded memory, byte by byte so that
@@ -30,8 +26,8 @@ package enum Terminal {
         var sawAny = false
         let ok: Bool = buf.withUnsafeMutableBytes { b in
             while count < limit {
-                let n = read(fd, b.baseAddress! + count, 1)
-                if n < 0 { if errno == EINTR { continue }; return false }
+                let n = retryingOnInterrupt { read(fd, b.baseAddress! + count, 1) }
+                if n < 0 { return false }
                 if n == 0 { return sawAny }
                 sawAny = true
                 if b[count] == 10 { b[count] = 0; return true }
@@ -56,8 +52,8 @@ package enum Terminal {
                 buf = bigger
                 capacity *= 2
             }
-            let n = buf.withUnsafeMutableBytes { read(0, $0.baseAddress! + count, capacity - count) }
-            if n < 0 { if errno == EINTR { continue }; throw KeychainStatus.io }
+            let n = buf.withUnsafeMutableBytes { b in retryingOnInterrupt { read(0, b.baseAddress! + count, capacity - count) } }
+            if n < 0 { throw KeychainStatus.io }
             if n == 0 { break }
             count += n
         }

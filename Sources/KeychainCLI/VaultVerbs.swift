@@ -1,6 +1,6 @@
 import Glibc
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
 
@@ -8,13 +8,15 @@ enum VaultVerbs {
     static let all: [Verb] = [create, unlock, lock, info, settings, password, status, daemon, stop]
 
     static let create = Verb(
-        name: "create-keychain", usage: "[-p PASSPHRASE] [--kdf interactive|moderate|sensitive] [--no-passphrase] [VAULT]",
+        name: "create-keychain", usage: "[-p PASSPHRASE] [--kdf interactive|moderate|sensitive] [--no-passphrase] [--device-key file|tpm2 [--tpm-pcrs LIST]] [VAULT]",
         summary: "Create a vault (alias: init), start its daemon and leave it unlocked.",
-        valued: ["-p", "--kdf"], flags: ["--no-passphrase"],
+        valued: ["-p", "--kdf", "--device-key", "--tpm-pcrs"], flags: ["--no-passphrase"],
         details: """
         The passphrase is read from standard input when it is not a terminal, else asked twice.
         --kdf sets the Argon2id cost (default moderate: 3 passes, 256 MiB). The vault gets one
         access group, "default", owned by the caller with mode 0400.
+        --device-key tpm2 seals a new device key by the TPM ($KEYCHAINFS_TCTI), bound to the
+        SHA-256 PCRs in --tpm-pcrs (such as 7) when given; see `keychainfs help device-key`.
         """
     )  // body: keychainfs-daemon (it writes the vault file)
 
@@ -67,9 +69,9 @@ enum VaultVerbs {
 
     static let settings = Verb(
         name: "set-keychain-settings",
-        usage: "[-t SECONDS] [--approval-program PATH] [--approval-timeout SECONDS] [--approval-remember SECONDS] [VAULT]",
+        usage: "[-t SECONDS] [--approval-program PATH] [--approval-timeout SECONDS] [--approval-remember SECONDS] [--audit-max-size BYTES] [VAULT]",
         summary: "Lock the vault after SECONDS without requests (without -t: never); set the approval program.",
-        valued: ["-t", "--approval-program", "--approval-timeout", "--approval-remember"],
+        valued: ["-t", "--approval-program", "--approval-timeout", "--approval-remember", "--audit-max-size"],
         details: """
         The approval program confirms presence for items whose access control asks for it
         (userPresence, biometry, watch, devicePasscode): it is run as
@@ -77,12 +79,13 @@ enum VaultVerbs {
         exit 0 approves. For `passphrase` it prints the vault passphrase on its first line.
         An empty PATH removes it. --approval-timeout (default 30, 1 to 3600) bounds each run;
         --approval-remember (0 to 86400) keeps an approval per program and item for that many
-        seconds. -t takes 0 to 31536000 (365 days).
+        seconds. -t takes 0 to 31536000 (365 days). --audit-max-size rotates the audit log once its
+        file reaches BYTES (4096 to 1099511627776; 0 never rotates, the default).
         """
     ) { ctx in
         try ctx.checkPositionals()
-        var options: Attributes = [:]
-        let approvalFlags = ["--approval-program", "--approval-timeout", "--approval-remember"]
+        var options: Fields = [:]
+        let approvalFlags = ["--approval-program", "--approval-timeout", "--approval-remember", "--audit-max-size"]
         if let n = try ctx.args.number("-t", in: SettingLimits.lockTimeout, unit: "a number of seconds") {
             options["lock-timeout"] = .number(n)
         } else if !approvalFlags.contains(where: ctx.args.has) {
@@ -102,6 +105,11 @@ enum VaultVerbs {
                 options[String(flag.dropFirst(2))] = .number(n)
             }
         }
+        if let text = ctx.args.value("--audit-max-size") {
+            // 0, or a size a rotation's own line cannot fill.
+            options["audit-max-size"] = .number(text == "0" ? 0 : try Arguments.number(
+                text, flag: "--audit-max-size", in: SettingLimits.auditMaxSize, unit: "0 or a number of bytes"))
+        }
         try ctx.client().send(Request(.setSettings, options: options))
         return 0
     }
@@ -117,7 +125,7 @@ enum VaultVerbs {
         """
     ) { ctx in
         try ctx.checkPositionals()
-        var options: Attributes = [:]
+        var options: Fields = [:]
         if let k = ctx.args.value("--kdf") {
             guard KDFParameters(presetName: k) != nil else { throw UsageError("--kdf takes interactive, moderate or sensitive") }
             options["kdf"] = .string(k)

@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainProtocol
 
 /// What a verb does, given its parsed arguments; returns the exit status.
@@ -31,12 +31,12 @@ struct Verb: Sendable {
         return all.first { $0.name == canonical }
     }
 
-    static var all: [Verb] { VaultVerbs.all + ItemVerbs.all + GroupVerbs.all + MountVerbs.all + AuditVerbs.all + VerifyVerbs.all + WatchVerbs.all + BackupVerbs.all + SyncVerbs.all + SecretServiceVerbs.all }
+    static var all: [Verb] { VaultVerbs.all + ItemVerbs.all + GroupVerbs.all + MountVerbs.all + AuditVerbs.all + VerifyVerbs.all + WatchVerbs.all + BackupVerbs.all + SyncVerbs.all + SecretServiceVerbs.all + DeviceKeyVerbs.all + CertificateVerbs.all }
 }
 
 enum Help {
     /// The release and the formats this build speaks, for bug reports and mixed installs.
-    static let release = "0.2.0"
+    static let release = Release.version
     static var version: String {
         "\(release) (socket protocol \(WireProtocol.version), backup format \(BackupFormat.currentVersion))"
     }

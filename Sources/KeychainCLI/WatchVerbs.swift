@@ -1,6 +1,6 @@
 import Glibc
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainProtocol
 
 /// `keychainfs watch`: a stream of changes, since inotify cannot see what the daemon changes.
@@ -20,7 +20,7 @@ enum WatchVerbs {
         """
     ) { ctx in
         try ctx.checkPositionals()
-        var options: Attributes = [:]
+        var options: Fields = [:]
         if let s = ctx.args.value("-s") { options["service"] = .string(s) }
         if let a = ctx.args.value("-a") { options["account"] = .string(a) }
         let client = try ctx.client()

@@ -1,8 +1,10 @@
 import CProcess
 import Glibc
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
+import KeychainSystem
+import Synchronization
 
 /// A connection to a vault's daemon. Used by the CLI and the Security module.
 public final class DaemonClient {
@@ -50,7 +52,11 @@ public final class DaemonClient {
             var status: Int32 = 0
             if ours, waitpid(pid, &status, WNOHANG) == pid {
                 let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 0
-                guard code == Self.anotherDaemonServes else { throw Self.status(forExit: code) }
+                guard code == Self.anotherDaemonServes else {
+                    let why = Self.lastLine(of: Paths.logFile(forVault: vaultPath))
+                    Self.startFailureLine.withLock { $0 = why }
+                    throw Self.status(forExit: code)
+                }
                 ours = false
             }
             usleep(attempt < 50 ? 2_000 : 10_000)
@@ -133,6 +139,28 @@ public final class DaemonClient {
     /// The daemon's exit status when another daemon already holds the vault.
     static let anotherDaemonServes: Int32 = 1
 
+    private static let startFailureLine = Mutex<String?>(nil)
+
+    /// Why the daemon this process started exited at once (the last line of its log, such as
+    /// a TPM that did not unseal the device key), for the error the caller prints; nil otherwise.
+    public static var startFailure: String? { startFailureLine.withLock { $0 } }
+
+    /// The last line of a daemon log (its last 4 KiB), without the program's prefix.
+    static func lastLine(of path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        let end = lseek(fd, 0, SEEK_END)
+        guard end > 0 else { return nil }
+        var tail = [UInt8](repeating: 0, count: Int(min(end, 4096)))
+        let n = pread(fd, &tail, tail.count, end - off_t(tail.count))
+        guard n > 0 else { return nil }
+        let lines = String(decoding: tail[..<n], as: UTF8.self).split(separator: "\n")
+        guard var line = lines.last.map(String.init) else { return nil }
+        if line.hasPrefix("keychainfs-daemon: ") { line.removeFirst("keychainfs-daemon: ".count) }
+        return line
+    }
+
     static func status(forExit code: Int32) -> KeychainStatus {
         let known: [KeychainStatus] = [.invalidKeychain, .noSuchKeychain, .io, .internalComponent, .writePermission, .decode]
         return known.first { $0.exitCode == code } ?? .notAvailable
@@ -155,11 +183,11 @@ public final class DaemonClient {
         var attr = posix_spawnattr_t()
         posix_spawnattr_init(&attr)
         defer { posix_spawnattr_destroy(&attr) }
-        posix_spawnattr_setflags(&attr, 0x80)  // POSIX_SPAWN_SETSID, hidden behind _GNU_SOURCE
+        posix_spawnattr_setflags(&attr, ChildProcess.newSessionFlag)
         var cargs = argv.map { strdup($0) } + [nil]
         defer { for p in cargs { free(p) } }
         var env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
-        for name in ["HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "KEYCHAINFS_RUNTIME_DIR", "KEYCHAINFS_DEVICE_KEY", "KEYCHAINFS_VAULT"] {
+        for name in ["HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "KEYCHAINFS_RUNTIME_DIR", "KEYCHAINFS_DEVICE_KEY", "KEYCHAINFS_VAULT", "KEYCHAINFS_TCTI"] {
             if let v = Paths.environment(name) { env.append(name + "=" + v) }
         }
         var cenv = env.map { strdup($0) } + [nil]

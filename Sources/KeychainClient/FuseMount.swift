@@ -1,7 +1,8 @@
 import CProcess
 import Glibc
-import KeychainCore
+import KeychainModel
 import KeychainProtocol
+import KeychainSystem
 
 /// The asking side of a mount: it mounts in its own mount namespace and hands the /dev/fuse
 /// descriptor to the daemon, so the mount is where the asker (CLI, mount(8), systemd) lives
@@ -48,8 +49,7 @@ public enum FuseMount {
         guard let pid = spawned else { throw KeychainStatus.io }
         var byte: UInt8 = 0
         var fd: Int32 = -1
-        var n: Int
-        repeat { n = kcfs_recv_with_fd(pair[0], &byte, 1, 0, &fd) } while n < 0 && errno == EINTR
+        _ = retryingOnInterrupt { kcfs_recv_with_fd(pair[0], &byte, 1, 0, &fd) }
         let status = wait(pid)
         guard fd >= 0 else { throw KeychainStatus.io }
         guard status == 0 else {
@@ -100,8 +100,6 @@ public enum FuseMount {
 
     /// The child's exit status (128 + signal when killed).
     static func wait(_ pid: pid_t) -> Int32 {
-        var st: Int32 = 0
-        while waitpid(pid, &st, 0) < 0 { if errno != EINTR { return 255 } }
-        return (st & 0x7f) == 0 ? (st >> 8) & 0xff : 128 + (st & 0x7f)
+        ChildProcess.waitForExit(pid).map(ChildProcess.exitCode) ?? 255
     }
 }

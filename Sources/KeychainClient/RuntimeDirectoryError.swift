@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 
 /// A vault's runtime directory that cannot be trusted: it says which directory, why, and what
 /// to do. Its status stays errSecIO (exit 220), as before the reason was given.

@@ -5,7 +5,8 @@ import KeychainCrypto
 /// keys are wrapped with it, so a copied vault or a backup never opens them elsewhere.
 public final class DeviceKey: Sendable {
     public static let length = 32
-    let key: SecureBytes
+    /// The key bytes; package-visible so KeychainTPM can seal them.
+    package let key: SecureBytes
 
     /// Wraps existing key bytes (tests, migration tools).
     public init(key: SecureBytes) {
@@ -15,7 +16,7 @@ public final class DeviceKey: Sendable {
 
     /// A 16-byte public identifier of this key, stored in the vault header to tell
     /// "another machine" apart from "tampered".
-    var identifier: [UInt8] {
+    package var identifier: [UInt8] {
         KeyedHash.hash(Array("keychainfs device key id v1".utf8), key: key, length: 16)
     }
 

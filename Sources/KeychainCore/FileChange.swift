@@ -35,26 +35,26 @@ public struct ItemName: Hashable, Sendable {
 
     /// The name of the item with `attributes` of `itemClass`.
     public init(itemClass: ItemClass, attributes: Attributes) {
-        let bytes = { (key: String) in attributes[key]?.byteView ?? [] }
+        let bytes = { (key: AttributeKey) in attributes[key]?.byteView ?? [] }
         if FileNames.isFlat(itemClass) {
             let q = FileNames.flatQualifier(itemClass)
-            self.init(flat: itemClass, label: bytes("labl"), qualifiers: [q: .data(bytes(q))])
+            self.init(flat: itemClass, label: bytes(.label), qualifiers: [q: .data(bytes(q))])
         } else if itemClass == .internetPassword {
-            self.init(server: bytes("srvr"), account: bytes("acct"),
+            self.init(server: bytes(.server), account: bytes(.account),
                       qualifiers: attributes.filter { FileNames.qualifierKeys.contains($0.key) })
         } else {
-            self.init(service: bytes("svce"), account: bytes("acct"))
+            self.init(service: bytes(.service), account: bytes(.account))
         }
     }
 
     /// The attribute that names the directory: `svce` or `srvr`.
-    public var directoryAttribute: String { itemClass == .internetPassword ? "srvr" : "svce" }
+    public var directoryAttribute: AttributeKey { itemClass == .internetPassword ? .server : .service }
 
     /// The whole primary key but the group: missing qualifiers as empty, so that a search for
     /// the plain name finds only the item whose other attributes are all empty.
     public var attributes: Attributes {
-        if FileNames.isFlat(itemClass) { return ["class": .string(itemClass.rawValue), "labl": .data(account)].merging(qualifiers) { $1 } }
-        var out: Attributes = ["class": .string(itemClass.rawValue), directoryAttribute: .data(service), "acct": .data(account)]
+        if FileNames.isFlat(itemClass) { return [.class: .string(itemClass.rawValue), .label: .data(account)].merging(qualifiers) { $1 } }
+        var out: Attributes = [.class: .string(itemClass.rawValue), directoryAttribute: .data(service), .account: .data(account)]
         if itemClass == .internetPassword {
             for key in FileNames.qualifierKeys { out[key] = qualifiers[key] ?? AttributeKind.of(key).empty }
         }
@@ -63,7 +63,7 @@ public struct ItemName: Hashable, Sendable {
 
     /// Gives `attributes` (an item's) this name, for a rename.
     func apply(to attributes: inout Attributes) {
-        for (key, value) in self.attributes where key != "class" { attributes[key] = value }
+        for (key, value) in self.attributes where key != .class { attributes[key] = value }
     }
 }
 

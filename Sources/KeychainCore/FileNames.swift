@@ -34,7 +34,7 @@ public enum FileNames {
 
     /// An internet password's primary-key attributes besides `srvr` and `acct`, in the order
     /// its file name spells the ones that are set.
-    public static let qualifierKeys = ["ptcl", "port", "path", "sdmn", "atyp"]
+    public static let qualifierKeys: [AttributeKey] = [.protocol, .port, .path, .securityDomain, .authenticationType]
 
     /// The top-level directory of a class's items other than generic passwords' (`.internet`,
     /// `.keys`, `.certificates`).
@@ -53,7 +53,7 @@ public enum FileNames {
 
     /// What names a key or certificate that has no label: the key's application label (`klbl`,
     /// SHA-1 of its public key), the certificate's serial number (`slnr`).
-    public static func flatQualifier(_ c: ItemClass) -> String { c == .key ? "klbl" : "slnr" }
+    public static func flatQualifier(_ c: ItemClass) -> AttributeKey { c == .key ? .applicationLabel : .serialNumber }
 
     static let pemSuffix = Array(".pem".utf8)
 
@@ -148,7 +148,7 @@ public enum FileNames {
         var qualifiers: Attributes = [:]
         for part in parts {
             guard let eq = part.firstIndex(of: UInt8(ascii: "=")) else { return nil }
-            let key = String(decoding: part[..<eq], as: UTF8.self)
+            let key = AttributeKey(rawValue: String(decoding: part[..<eq], as: UTF8.self))
             guard qualifierKeys.contains(key), qualifiers[key] == nil,
                   let bytes = unescapeBytes(Array(part[(eq + 1)...])) else { return nil }
             let number = AttributeKind.of(key) == .number ? Int64(String(decoding: bytes, as: UTF8.self)) : nil

@@ -40,67 +40,6 @@ enum ItemCodec {
     }
 }
 
-/// The binary encoding of an attribute dictionary, shared by the sealed attribute blob and the
-/// daemon's socket messages: u16 count, then per entry a u8 name length, the name, a u8 type tag
-/// and the value. Layout in docs/vault-format.md.
-public enum AttributeCoding {
-    // Value type tags; frozen.
-    private enum Tag: UInt8 { case string = 1, data = 2, number = 3, bool = 4, date = 5 }
-
-    /// The exact number of bytes `write` produces.
-    public static func encodedSize(_ attributes: Attributes) -> Int {
-        attributes.reduce(2) { total, entry in
-            let name = min(entry.key.utf8.count, 255)
-            let value: Int
-            switch entry.value {
-            case .string(let s): value = 4 + s.utf8.count
-            case .data(let d): value = 4 + d.count
-            case .number, .date: value = 8
-            case .bool: value = 1
-            }
-            return total + 1 + name + 1 + value
-        }
-    }
-
-    public static func write(_ attributes: Attributes, into w: inout ByteWriter) {
-        w.u16(UInt16(attributes.count))
-        for key in attributes.keys.sorted() {
-            let name = Array(key.utf8.prefix(255))
-            w.u8(UInt8(name.count))
-            w.raw(name)
-            switch attributes[key]! {
-            case .string(let s): w.u8(Tag.string.rawValue); w.lengthPrefixed(Array(s.utf8))
-            case .data(let d): w.u8(Tag.data.rawValue); w.lengthPrefixed(d)
-            case .number(let n): w.u8(Tag.number.rawValue); w.u64(UInt64(bitPattern: n))
-            case .bool(let b): w.u8(Tag.bool.rawValue); w.u8(b ? 1 : 0)
-            case .date(let t): w.u8(Tag.date.rawValue); w.u64(t.bitPattern)
-            }
-        }
-    }
-
-    /// - Throws: `KeychainStatus.decode` on truncated or malformed input.
-    public static func read(from r: inout ByteReader) throws -> Attributes {
-        var out: Attributes = [:]
-        do {
-            let count = Int(try r.u16())
-            for _ in 0..<count {
-                let name = String(decoding: try r.raw(Int(try r.u8())), as: UTF8.self)
-                guard let tag = Tag(rawValue: try r.u8()) else { throw KeychainStatus.decode }
-                switch tag {
-                case .string: out[name] = .string(String(decoding: try r.lengthPrefixed(), as: UTF8.self))
-                case .data: out[name] = .data(try r.lengthPrefixed())
-                case .number: out[name] = .number(Int64(bitPattern: try r.u64()))
-                case .bool: out[name] = .bool(try r.u8() != 0)
-                case .date: out[name] = .date(Double(bitPattern: try r.u64()))
-                }
-            }
-        } catch is ByteReader.Truncated {
-            throw KeychainStatus.decode
-        }
-        return out
-    }
-}
-
 /// Keyed blind index tokens: equal values give equal tokens, and without the index key a token
 /// says nothing about its value. Lookups by primary key never decrypt an item.
 enum IndexToken {
@@ -119,11 +58,11 @@ enum IndexToken {
     }
 
     /// A 16-byte token for one attribute of one class.
-    static func attribute(_ name: String, _ value: AttributeValue, itemClass: ItemClass, key: SecureBytes) -> [UInt8] {
+    static func attribute(_ name: AttributeKey, _ value: AttributeValue, itemClass: ItemClass, key: SecureBytes) -> [UInt8] {
         var w = ByteWriter()
         w.raw(Array("attr".utf8))
         w.u8(itemClass.code)
-        w.lengthPrefixed(Array(name.utf8))
+        w.lengthPrefixed(Array(name.rawValue.utf8))
         w.raw(canonical(value))
         defer { wipeBytes(&w.bytes) }
         return KeyedHash.hash(w.bytes, key: key, length: 16)
@@ -132,7 +71,7 @@ enum IndexToken {
     /// A 16-byte token for an access group, shared by all classes.
     static func group(_ name: String, key: SecureBytes) -> [UInt8] {
         var w = ByteWriter()
-        w.raw(Array("agrp".utf8))
+        w.raw(Array(AttributeKey.accessGroup.rawValue.utf8))
         w.raw(Array(name.utf8))
         defer { wipeBytes(&w.bytes) }
         return KeyedHash.hash(w.bytes, key: key, length: 16)
@@ -144,9 +83,9 @@ enum IndexToken {
         var w = ByteWriter()
         w.raw(Array("pkey".utf8))
         w.u8(itemClass.code)
-        for name in itemClass.primaryKey + ["agrp", "sync"] {
+        for name in itemClass.primaryKey + [.accessGroup, .synchronizable] {
             let value = attributes[name] ?? AttributeKind.of(name).empty
-            w.lengthPrefixed(Array(name.utf8))
+            w.lengthPrefixed(Array(name.rawValue.utf8))
             w.lengthPrefixed(canonical(value))
         }
         defer { wipeBytes(&w.bytes) }

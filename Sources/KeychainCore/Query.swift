@@ -9,13 +9,13 @@ struct ReturnKeys: Equatable {
     var any: Bool { data || attributes || persistentRef || ref }
 
     /// Records one `r_…` key. - Throws: `param` for an unknown key or a value that is not a flag.
-    mutating func set(_ key: String, _ value: AttributeValue) throws {
+    mutating func set(_ key: AttributeKey, _ value: AttributeValue) throws {
         let on = try ParsedQuery.flag(value)
         switch key {
-        case "r_Data": data = on
-        case "r_Attributes": attributes = on
-        case "r_PersistentRef": persistentRef = on
-        case "r_Ref": ref = on
+        case .returnData: data = on
+        case .returnAttributes: attributes = on
+        case .returnPersistentRef: persistentRef = on
+        case .returnRef: ref = on
         default: throw KeychainStatus.param
         }
     }
@@ -50,10 +50,10 @@ struct ReturnKeys: Equatable {
 /// holding a query decoded from the socket can check it without a vault.
 public struct ParsedQuery {
     var itemClass: ItemClass
-    /// Normalised attribute filters other than `agrp`, `sync` and `pdmn`.
+    /// Normalised attribute filters other than `accessGroup`, `synchronizable` and `accessible`.
     var filters: Attributes = [:]
     var group: String?
-    /// nil matches both (`syna`); a query without `sync` sees only `false`.
+    /// nil matches both (`synchronizableAny`); a query without `synchronizable` sees only `false`.
     var synchronizable: Bool? = false
     var protection: ProtectionClass?
     var limit: MatchLimit = .one
@@ -67,11 +67,11 @@ public struct ParsedQuery {
     ///   `noSuchClass` for an unknown class, `noSuchAttr` for an attribute the class lacks.
     public init(_ query: Attributes, operation: Operation) throws {
         var ref: PersistentRef?
-        if let value = query["v_PersistentRef"] {
+        if let value = query[.valuePersistentRef] {
             guard case .data(let bytes) = value, let parsed = PersistentRef(bytes: bytes) else { throw KeychainStatus.param }
             ref = parsed
         }
-        if let classValue = query["class"] {
+        if let classValue = query[.class] {
             guard case .string(let name) = classValue else { throw KeychainStatus.param }
             guard let c = ItemClass(name: name) else { throw KeychainStatus.noSuchClass }
             itemClass = c
@@ -83,21 +83,21 @@ public struct ParsedQuery {
         persistentRef = ref
 
         // Sorted, so a query with several faults always reports the same one.
-        for (key, value) in query.sorted(by: { $0.key < $1.key }) where key != "class" && key != "v_PersistentRef" {
-            if key.hasPrefix("r_") {
+        for (key, value) in query.sorted(by: { $0.key < $1.key }) where key != .class && key != .valuePersistentRef {
+            if key.hasPrefix(.return) {
                 guard operation == .search else { throw KeychainStatus.param }
                 try returns.set(key, value)
-            } else if key.hasPrefix("m_") {
+            } else if key.hasPrefix(.match) {
                 // macOS-style callers send a limit with delete; update takes none. Other match
                 // keys (case and diacritic folding, certificate policies) are accepted and, as
                 // they do not apply to the items kept here, ignored.
                 guard operation != .update else { throw KeychainStatus.param }
-                if key == "m_Limit" { limit = try Self.limit(value) }
-            } else if key.hasPrefix("u_") || key == "nleg" {
+                if key == .matchLimit { limit = try Self.limit(value) }
+            } else if key.hasPrefix(.use) || key == .useDataProtectionKeychain {
                 continue  // authentication UI and keychain-selection hints: the daemon's concern
-            } else if key == "v_Data" {
+            } else if key == .valueData {
                 continue  // Apple keeps a value in a search or delete query and does not match on it
-            } else if key.hasPrefix("v_") {
+            } else if key.hasPrefix(.value) {
                 throw KeychainStatus.param
             } else {
                 try addFilter(key, value)
@@ -106,20 +106,20 @@ public struct ParsedQuery {
         try returns.resolveReference(for: itemClass)
         // A persistent reference names one item, whatever its `sync`: the default "not
         // synchronizable" filter does not apply unless the query sets `sync` itself.
-        if ref != nil && query["sync"] == nil { synchronizable = nil }
+        if ref != nil && query[.synchronizable] == nil { synchronizable = nil }
     }
 
-    private mutating func addFilter(_ key: String, _ value: AttributeValue) throws {
+    private mutating func addFilter(_ key: AttributeKey, _ value: AttributeValue) throws {
         guard itemClass.knownAttributes.contains(key) else { throw KeychainStatus.noSuchAttr }
         switch key {
-        case "agrp":
+        case .accessGroup:
             guard case .string(let g) = value else { throw KeychainStatus.param }
             group = g
-        case "sync":
-            if case .string("syna") = value { synchronizable = nil; return }
+        case .synchronizable:
+            if value == .synchronizableAny { synchronizable = nil; return }
             guard let n = normalize(value, for: key)?.integerView else { throw KeychainStatus.param }
             synchronizable = n != 0
-        case "pdmn":
+        case .accessible:
             guard case .string(let name) = value, let p = ProtectionClass(rawValue: name) else { throw KeychainStatus.param }
             protection = p
         default:
@@ -138,8 +138,8 @@ public struct ParsedQuery {
 
     static func limit(_ value: AttributeValue) throws -> MatchLimit {
         switch value {
-        case .string("m_LimitOne"): return .one
-        case .string("m_LimitAll"): return .all
+        case .matchLimitOne: return .one
+        case .matchLimitAll: return .all
         case .number(let n) where n >= 1: return n == 1 ? .count(1) : .count(Int(n))
         default: throw KeychainStatus.param
         }
@@ -160,25 +160,4 @@ public struct ParsedQuery {
         case .count(let n): return n
         }
     }
-}
-
-/// A persistent reference: the 4-byte class name followed by the item's 16-byte identifier.
-public struct PersistentRef: Hashable, Sendable {
-    public let itemClass: ItemClass
-    public let uuid: [UInt8]
-
-    init(itemClass: ItemClass, uuid: [UInt8]) {
-        self.itemClass = itemClass
-        self.uuid = uuid
-    }
-
-    public init?(bytes: [UInt8]) {
-        guard bytes.count == 20,
-              let c = ItemClass(rawValue: String(decoding: bytes[0..<4], as: UTF8.self))
-        else { return nil }
-        itemClass = c
-        uuid = Array(bytes[4...])
-    }
-
-    public var bytes: [UInt8] { Array(itemClass.rawValue.utf8) + uuid }
 }

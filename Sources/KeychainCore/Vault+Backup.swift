@@ -9,21 +9,13 @@ public struct BackupExport: Sendable {
     public var damagedCount: Int
 }
 
-/// What an import does with an item whose primary key is already in the vault.
-public enum ImportPolicy: String, Sendable {
-    /// The item with the later modification date (`mdat`) stays; on a tie the vault's stays.
-    case keepNewer = "keep-newer"
-    /// The backup's item always replaces the vault's.
-    case replace
-}
-
 /// What an import did.
 public struct ImportSummary: Equatable, Sendable {
     public var added = 0
     public var replaced = 0
     public var skipped = 0
     /// The access groups' definitions the backup carried (as the vault's owner stores them).
-    public var groups: [Attributes] = []
+    public var groups: [Fields] = []
     /// The access groups of the items added or replaced.
     public var itemGroups: Set<String> = []
     public init(added: Int = 0, replaced: Int = 0, skipped: Int = 0) {
@@ -59,7 +51,7 @@ extension Vault {
     ///   class key is locked (the backup would be incomplete); `BackupApprovalNeeded` for
     ///   presence-gated items not in `approved`.
     public func exportBackup(passphrase: SecureBytes, kdf: KDFParameters = .moderate, synchronizableOnly: Bool = false,
-                             approved: Set<PersistentRef> = [], groups: [Attributes] = [],
+                             approved: Set<PersistentRef> = [], groups: [Fields] = [],
                              chunkSize: Int = BackupFormat.defaultChunkSize) throws -> BackupExport {
         guard passphrase.count > 0, kdf.isValid, (1...BackupFormat.maximumChunkSize).contains(chunkSize) else {
             throw KeychainStatus.param
@@ -83,12 +75,12 @@ extension Vault {
                 }
                 defer { m.secret?.wipe() }
                 let ref = PersistentRef(itemClass: item.itemClass, uuid: item.uuid)
-                if let control = m.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence,
+                if let control = m.attributes[.accessControl].flatMap(AccessControl.init), control.requiresPresence,
                    !approved.contains(ref) {
-                    unapproved.append((ref, m.attributes.filter { !$0.key.hasPrefix("_") }))
+                    unapproved.append((ref, m.attributes.filter { !$0.key.hasPrefix(.store) }))
                     return
                 }
-                if case .string(let group)? = m.attributes["agrp"] { usedGroups.insert(group) }
+                if case .string(let group)? = m.attributes[.accessGroup] { usedGroups.insert(group) }
                 let blob = try ItemCodec.encode(m.attributes)
                 defer { blob.wipe() }
                 let secret = try m.secret ?? SecureBytes(count: 0)
@@ -138,7 +130,7 @@ extension Vault {
     ///   wrong passphrase; `BackupFileError.newerFormat`; `interactionNotAllowed` when a class
     ///   key the import needs is locked; whatever `storeGroups` throws (nothing is imported).
     public func importBackup(_ bytes: [UInt8], passphrase: SecureBytes, policy: ImportPolicy = .keepNewer,
-                             storeGroups: ([Attributes]) throws -> (setting: String, value: SecureBytes)? = { _ in nil })
+                             storeGroups: ([Fields]) throws -> (setting: String, value: SecureBytes)? = { _ in nil })
         throws -> ImportSummary {
         let header = try BackupHeader.parse(bytes)
         let key = try header.key(passphrase: passphrase)   // slow: outside the mutex
@@ -180,7 +172,7 @@ extension Vault {
                     let changed = summary.added + summary.replaced
                     try restore(itemClass: itemClass, protection: protection, attributes: attributes, secret: secret,
                                 policy: policy, indexKey: indexKey, summary: &summary)
-                    if summary.added + summary.replaced > changed, case .string(let group)? = attributes["agrp"] {
+                    if summary.added + summary.replaced > changed, case .string(let group)? = attributes[.accessGroup] {
                         summary.itemGroups.insert(group)
                     }
                     count += 1
@@ -190,16 +182,16 @@ extension Vault {
     }
 
     /// One access group's definition; only in version 2 backups, at most 64 KiB, with a name.
-    private static func readGroupRecord(_ reader: BackupReader, version: UInt16) throws -> Attributes {
+    private static func readGroupRecord(_ reader: BackupReader, version: UInt16) throws -> Fields {
         guard version >= 2 else { throw KeychainStatus.decode }
         let length = Int(try reader.u32())
         guard length <= 1 << 16 else { throw KeychainStatus.decode }
         let body = try reader.read(length)
         defer { body.wipe() }
-        let group = try body.withUnsafeBytes { buf -> Attributes in
+        let group = try body.withUnsafeBytes { buf -> Fields in
             var r = ByteReader(buf)
             do {
-                let a = try AttributeCoding.read(from: &r)
+                let a = try AttributeCoding.readFields(from: &r)
                 guard r.remaining == 0 else { throw KeychainStatus.decode }
                 return a
             } catch is ByteReader.Truncated {
@@ -245,7 +237,7 @@ extension Vault {
     }
 
     private static func modified(_ attributes: Attributes) -> Double {
-        if case .date(let t)? = attributes["mdat"], !t.isNaN { return t }
+        if case .date(let t)? = attributes[.modificationDate], !t.isNaN { return t }
         return -.infinity
     }
 
@@ -253,11 +245,11 @@ extension Vault {
     private static func checkBackupRecord(_ a: Attributes, itemClass: ItemClass, protection: ProtectionClass) throws {
         let known = itemClass.knownAttributes
         guard a.keys.allSatisfy({ known.contains($0) || $0 == secretModified }),
-              a["pdmn"] == .string(protection.rawValue),
-              case .string(let group)? = a["agrp"], !group.isEmpty,
-              a["sync"] == .number(0) || a["sync"] == .number(1)
+              a[.accessible] == .string(protection.rawValue),
+              case .string(let group)? = a[.accessGroup], !group.isEmpty,
+              a[.synchronizable] == .number(0) || a[.synchronizable] == .number(1)
         else { throw KeychainStatus.decode }
-        if let c = a["accc"] {
+        if let c = a[.accessControl] {
             guard let control = AccessControl(c), control.protection == protection else { throw KeychainStatus.decode }
         }
     }

@@ -80,7 +80,7 @@ extension Vault {
                                       groups: Self.groups(of: source.attributes).union(Self.groups(of: attributes)))
                 }
                 guard replacing else { throw KeychainStatus.duplicateItem }
-                guard case .string(let group)? = target.attributes["agrp"], accessGroups.contains(group) else {
+                guard case .string(let group)? = target.attributes[.accessGroup], accessGroups.contains(group) else {
                     throw KeychainStatus.missingEntitlement
                 }
                 if Self.requiresPresence(source.attributes) && !Self.requiresPresence(target.attributes) {
@@ -122,7 +122,7 @@ extension Vault {
     @discardableResult
     public func deleteFile(_ name: ItemName, accessGroups: [String]) throws -> Set<String> {
         var query = name.attributes
-        query["sync"] = "syna"
+        query[.synchronizable] = .synchronizableAny
         return try delete(query, accessGroups: accessGroups)
     }
 
@@ -144,7 +144,7 @@ extension Vault {
         guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
         var attributes = attributes
         let now = absoluteTimeNow()
-        attributes["mdat"] = .date(now)
+        attributes[.modificationDate] = .date(now)
         if secretChanged { attributes[Self.secretModified] = .date(now) }
         let classKey = try availableKey(for: m.stored.protection)
         let item = try seal(uuid: m.stored.uuid, rowID: m.stored.rowID, itemClass: m.stored.itemClass,
@@ -155,10 +155,10 @@ extension Vault {
     }
 
     static func groups(of attributes: Attributes) -> Set<String> {
-        attributes["agrp"]?.stringValue.map { [$0] } ?? []
+        attributes[.accessGroup]?.stringValue.map { [$0] } ?? []
     }
 
     static func requiresPresence(_ attributes: Attributes) -> Bool {
-        attributes["accc"].flatMap(AccessControl.init)?.requiresPresence ?? false
+        attributes[.accessControl].flatMap(AccessControl.init)?.requiresPresence ?? false
     }
 }

@@ -69,20 +69,20 @@ extension Vault {
 
     /// The search for one service or server (and account) of generic or internet passwords.
     static func fileQuery(itemClass: ItemClass = .genericPassword, service: [UInt8]?, account: [UInt8]?) throws -> ParsedQuery {
-        var query: Attributes = ["class": .string(itemClass.rawValue), "sync": "syna"]
+        var query: Attributes = [.class: .string(itemClass.rawValue), .synchronizable: .synchronizableAny]
         if FileNames.isFlat(itemClass) {
-            if itemClass == .key { query["kcls"] = 1 }  // private keys only
+            if itemClass == .key { query[.keyClass] = 1 }  // private keys only
             return try ParsedQuery(query, operation: .search)
         }
-        if let service { query[itemClass == .internetPassword ? "srvr" : "svce"] = .data(service) }
-        if let account { query["acct"] = .data(account) }
+        if let service { query[itemClass == .internetPassword ? .server : .service] = .data(service) }
+        if let account { query[.account] = .data(account) }
         return try ParsedQuery(query, operation: .search)
     }
 
     /// The search for the items of one file name.
     static func fileQuery(_ name: ItemName) throws -> ParsedQuery {
         var query = name.attributes
-        query["sync"] = "syna"
+        query[.synchronizable] = .synchronizableAny
         return try ParsedQuery(query, operation: .search)
     }
 
@@ -94,7 +94,7 @@ extension Vault {
         let groupTokens = accessGroups.map { IndexToken.group($0, key: indexKey) }
         // Tokens only for the account and the directory's attribute (account first): a missing
         // qualifier may be stored as empty data or an empty string, which `matches` equates.
-        let tokens = ["acct", "svce", "srvr"].compactMap { name in
+        let tokens = [AttributeKey.account, .service, .server].compactMap { name in
             q.filters[name].map { IndexToken.attribute(name, $0, itemClass: q.itemClass, key: indexKey) }
         }
         try store.candidates(itemClass: q.itemClass, groupTokens: groupTokens, synchronizable: nil,
@@ -113,14 +113,14 @@ extension Vault {
     /// `SecKeyCopyExternalRepresentation` of it fails: it can be used through the daemon, not read.
     static func showsAsFile(_ attributes: Attributes, itemClass: ItemClass) -> Bool {
         guard itemClass == .key else { return true }
-        return attributes["kcls"]?.integerView == 1 && attributes["extr"]?.integerView != 0
+        return attributes[.keyClass]?.integerView == 1 && attributes[.isExtractable]?.integerView != 0
     }
 
     /// The entry of an opened row; `keepRow` keeps small rows so the secret opens without a search.
     func fileEntry(_ item: StoredItem, _ attributes: Attributes, keepRow: Bool) -> FileEntry {
         FileEntry(ref: PersistentRef(itemClass: item.itemClass, uuid: item.uuid),
-                  service: attributes[item.itemClass == .internetPassword ? "srvr" : "svce"]?.byteView ?? [], account: attributes["acct"]?.byteView ?? [],
-                  group: attributes["agrp"]?.stringValue ?? "", protection: item.protection,
+                  service: attributes[item.itemClass == .internetPassword ? .server : .service]?.byteView ?? [], account: attributes[.account]?.byteView ?? [],
+                  group: attributes[.accessGroup]?.stringValue ?? "", protection: item.protection,
                   size: max(0, item.secret.count - AEAD.overhead), attributes: attributes, version: item.version,
                   row: keepRow && item.secret.count <= Self.rowKeptBelow ? item : nil,
                   rowLeftOut: !keepRow && item.secret.count <= Self.rowKeptBelow)
@@ -138,7 +138,7 @@ extension Vault {
         return try mutex.withLock {
             guard accessGroups.contains(entry.group) else { throw KeychainStatus.itemNotFound }
             let classKey = try availableKey(for: entry.protection)
-            if !approved, let control = entry.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence {
+            if !approved, let control = entry.attributes[.accessControl].flatMap(AccessControl.init), control.requiresPresence {
                 throw KeychainStatus.interactionNotAllowed
             }
             guard let secret = try nilUnlessOutOfMemory({ try openFileSecret(row, classKey: classKey) })
@@ -156,7 +156,7 @@ extension Vault {
         try mutex.withLock {
             let opened = try fileMatch(ref, accessGroups: accessGroups, needSecret: true)
             guard let secret = opened.secret else { throw KeychainStatus.decode }
-            if !approved, let control = opened.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence {
+            if !approved, let control = opened.attributes[.accessControl].flatMap(AccessControl.init), control.requiresPresence {
                 secret.wipe()
                 throw KeychainStatus.interactionNotAllowed
             }
@@ -181,7 +181,7 @@ extension Vault {
     /// The secret of one item by reference, if the caller's groups include its group.
     /// - Throws: `itemNotFound`, `interactionNotAllowed` when locked, `decode` when damaged.
     public func readSecret(of ref: PersistentRef, accessGroups: [String], approved: Bool = false) throws -> SecureBytes {
-        let r = try copyMatching(["v_PersistentRef": .data(ref.bytes), "sync": "syna", "r_Data": true],
+        let r = try copyMatching([.valuePersistentRef: .data(ref.bytes), .synchronizable: .synchronizableAny, .returnData: true],
                                  accessGroups: accessGroups, approved: approved ? [ref] : [])
         guard let data = r.value?.data else { throw KeychainStatus.decode }
         return data

@@ -51,10 +51,10 @@ extension Vault {
                 guard let key = try? availableKey(for: pdmn) else { continue }
                 // A damaged version is left out, as a damaged item is from a search.
                 guard let (attributes, secret) = try? openKept(row, classKey: key, needSecret: secrets) else { continue }
-                if let service, attributes["svce"]?.byteView != service { secret?.wipe(); continue }
-                if let account, attributes["acct"]?.byteView != account { secret?.wipe(); continue }
+                if let service, attributes[.service]?.byteView != service { secret?.wipe(); continue }
+                if let account, attributes[.account]?.byteView != account { secret?.wipe(); continue }
                 out.append(HistoryEntry(at: Double(st.int(0)), reason: reason, itemClass: cls,
-                                        attributes: attributes.filter { !$0.key.hasPrefix("_") }, secret: secret))
+                                        attributes: attributes.filter { !$0.key.hasPrefix(.store) }, secret: secret))
             }
             return out
         }

@@ -14,11 +14,14 @@ extension Vault {
     /// - Returns: what the return keys ask for, for the new item; `.none` without them.
     /// - Throws: `param`, `noSuchClass`, `noSuchAttr`, `duplicateItem`, `missingEntitlement`,
     ///   `interactionNotAllowed` (class key locked), `authFailed` (`akpu` without a passphrase).
+    /// - Parameter beforeChange: called with the new item's reference once it is written and
+    ///   before the commit (the daemon's audit line); a throw rolls the add back.
     @discardableResult
-    public func add(_ input: Attributes, secret: SecureBytes? = nil, accessGroups: [String]) throws -> QueryResult {
+    public func add(_ input: Attributes, secret: SecureBytes? = nil, accessGroups: [String],
+                    beforeChange: ([PersistentRef]) throws -> Void = { _ in }) throws -> QueryResult {
         let prepared = try prepareAdd(input, secret: secret, accessGroups: accessGroups)
         return try mutex.withLock {
-            let stored = try store.db.transaction { try insert(prepared) }
+            let stored = try store.db.transaction { try insert(prepared, beforeChange: beforeChange) }
             guard prepared.returns.any else { return .none }
             let data = try prepared.secret ?? SecureBytes(count: 0)
             let match = Match(stored: stored, attributes: prepared.attributes, secret: prepared.returns.data ? data : nil)
@@ -45,23 +48,23 @@ extension Vault {
 
     /// Checks and normalises an add's dictionary; needs no key.
     func prepareAdd(_ input: Attributes, secret: SecureBytes?, accessGroups: [String]) throws -> PreparedAdd {
-        guard let classValue = input["class"] else { throw KeychainStatus.param }
+        guard let classValue = input[.class] else { throw KeychainStatus.param }
         guard case .string(let className) = classValue else { throw KeychainStatus.param }
         guard let itemClass = ItemClass(name: className) else { throw KeychainStatus.noSuchClass }
         var attributes: Attributes = [:]
         var returns = ReturnKeys()
         var data = secret
-        for (key, value) in input.sorted(by: { $0.key < $1.key }) where key != "class" {
-            if key.hasPrefix("r_") {
+        for (key, value) in input.sorted(by: { $0.key < $1.key }) where key != .class {
+            if key.hasPrefix(.return) {
                 try returns.set(key, value)
-            } else if key == "v_Data" {
+            } else if key == .valueData {
                 guard data == nil else { throw KeychainStatus.param }
                 data = try Self.secretBytes(value)
-            } else if key.hasPrefix("u_") || key == "nleg" {
+            } else if key.hasPrefix(.use) || key == .useDataProtectionKeychain {
                 continue
-            } else if key.hasPrefix("v_") || key.hasPrefix("m_") {
+            } else if key.hasPrefix(.value) || key.hasPrefix(.match) {
                 throw KeychainStatus.param
-            } else if key == "cdat" || key == "mdat" {
+            } else if key == .creationDate || key == .modificationDate {
                 continue  // set by the store
             } else {
                 guard itemClass.knownAttributes.contains(key) else { throw KeychainStatus.noSuchAttr }
@@ -72,35 +75,36 @@ extension Vault {
         if let data { try ItemLimits.check(data) }
         try Self.reconcileAccessControl(&attributes)
         try returns.resolveReference(for: itemClass)  // as in a search
-        let protection = try Self.protection(attributes["pdmn"]) ?? .default
-        attributes["pdmn"] = .string(protection.rawValue)
-        let sync = attributes["sync"]?.integerView ?? 0
+        let protection = try Self.protection(attributes[.accessible]) ?? .default
+        attributes[.accessible] = .string(protection.rawValue)
+        let sync = attributes[.synchronizable]?.integerView ?? 0
         guard sync == 0 || sync == 1 else { throw KeychainStatus.param }
-        attributes["sync"] = .number(sync)
+        attributes[.synchronizable] = .number(sync)
         if sync == 1 && protection.isThisDeviceOnly { throw KeychainStatus.param }
-        if let g = attributes["agrp"] {
+        if let g = attributes[.accessGroup] {
             guard case .string(let group) = g else { throw KeychainStatus.param }
             guard accessGroups.contains(group) else { throw KeychainStatus.missingEntitlement }
         } else {
             guard let first = accessGroups.first else { throw KeychainStatus.missingEntitlement }
-            attributes["agrp"] = .string(first)
+            attributes[.accessGroup] = .string(first)
         }
         let now = absoluteTimeNow()
-        attributes["cdat"] = .date(now)
-        attributes["mdat"] = .date(now)
+        attributes[.creationDate] = .date(now)
+        attributes[.modificationDate] = .date(now)
         attributes[Self.secretModified] = .date(now)
         return PreparedAdd(itemClass: itemClass, protection: protection, attributes: attributes, secret: data,
                            returns: returns)
     }
 
     /// Seals and inserts a prepared item; called with the mutex held, inside a transaction.
-    func insert(_ p: PreparedAdd) throws -> StoredItem {
+    func insert(_ p: PreparedAdd, beforeChange: ([PersistentRef]) throws -> Void = { _ in }) throws -> StoredItem {
         if p.protection == .whenPasscodeSetThisDeviceOnly && !header.hasPassphrase { throw KeychainStatus.authFailed }
         let classKey = try availableKey(for: p.protection)
         guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
         var item = try seal(uuid: randomBytes(16), rowID: 0, itemClass: p.itemClass, protection: p.protection,
                         attributes: p.attributes, secret: p.secret, classKey: classKey, indexKey: indexKey, version: 1)
         item.rowID = try store.insert(item, tokens: lookupTokens(p.attributes, itemClass: p.itemClass, indexKey: indexKey))
+        try beforeChange([PersistentRef(itemClass: p.itemClass, uuid: item.uuid)])  // before the commit
         return item
     }
 
@@ -150,34 +154,36 @@ extension Vault {
     ///   collides with another item's primary key; `missingEntitlement` for a group the caller lacks.
     /// - Returns: the access groups of the changed items, before and after (for watchers).
     @discardableResult
+    /// - Parameter beforeChange: called with the references of the changed items once they are
+    ///   written and before the commit (the daemon's audit lines); a throw rolls the change back.
     public func update(_ query: Attributes, changes: Attributes, secret: SecureBytes? = nil,
-                       accessGroups: [String]) throws -> Set<String> {
+                       accessGroups: [String], beforeChange: ([PersistentRef]) throws -> Void = { _ in }) throws -> Set<String> {
         let q = try ParsedQuery(query, operation: .update)
         var newSecret = secret
         var set: Attributes = [:]
         guard !changes.isEmpty || secret != nil else { throw KeychainStatus.param }
         for (key, value) in changes.sorted(by: { $0.key < $1.key }) {
-            if key == "v_Data" {
+            if key == .valueData {
                 guard newSecret == nil else { throw KeychainStatus.param }
                 newSecret = try Self.secretBytes(value)
-            } else if key.hasPrefix("r_") || key.hasPrefix("m_") || key.hasPrefix("v_") {
+            } else if key.hasPrefix(.return) || key.hasPrefix(.match) || key.hasPrefix(.value) {
                 throw KeychainStatus.param
-            } else if key.hasPrefix("u_") || key == "nleg" {
+            } else if key.hasPrefix(.use) || key == .useDataProtectionKeychain {
                 continue
             } else {
-                guard key != "class", key != "cdat", key != "mdat",
+                guard key != .class, key != .creationDate, key != .modificationDate,
                       q.itemClass.knownAttributes.contains(key) else { throw KeychainStatus.noSuchAttr }
                 guard let v = normalize(value, for: key) else { throw KeychainStatus.param }
                 set[key] = v
             }
         }
-        if let p = set["pdmn"] { _ = try Self.protection(p) }
-        if set["accc"] != nil { try Self.reconcileAccessControl(&set) }
-        if let g = set["agrp"] {
+        if let p = set[.accessible] { _ = try Self.protection(p) }
+        if set[.accessControl] != nil { try Self.reconcileAccessControl(&set) }
+        if let g = set[.accessGroup] {
             guard case .string(let group) = g else { throw KeychainStatus.param }
             guard accessGroups.contains(group) else { throw KeychainStatus.missingEntitlement }
         }
-        if let s = set["sync"]?.integerView, s != 0 && s != 1 { throw KeychainStatus.param }
+        if let s = set[.synchronizable]?.integerView, s != 0 && s != 1 { throw KeychainStatus.param }
         if let newSecret { try ItemLimits.check(newSecret) }
 
         return try mutex.withLock {
@@ -188,14 +194,14 @@ extension Vault {
             var groups = Set<String>()
             for m in matches {
                 var attributes = m.attributes.merging(set) { _, new in new }
-                for g in [m.attributes["agrp"], attributes["agrp"]] { if case .string(let name)? = g { groups.insert(name) } }
+                for g in [m.attributes[.accessGroup], attributes[.accessGroup]] { if case .string(let name)? = g { groups.insert(name) } }
                 // A new protection must agree with the item's access control, as in an add.
-                if let control = attributes["accc"].flatMap(AccessControl.init),
-                   attributes["pdmn"] != .string(control.protection.rawValue) { throw KeychainStatus.param }
-                let protection = try Self.protection(attributes["pdmn"]) ?? .default
-                if attributes["sync"]?.integerView == 1 && protection.isThisDeviceOnly { throw KeychainStatus.param }
+                if let control = attributes[.accessControl].flatMap(AccessControl.init),
+                   attributes[.accessible] != .string(control.protection.rawValue) { throw KeychainStatus.param }
+                let protection = try Self.protection(attributes[.accessible]) ?? .default
+                if attributes[.synchronizable]?.integerView == 1 && protection.isThisDeviceOnly { throw KeychainStatus.param }
                 if protection == .whenPasscodeSetThisDeviceOnly && !header.hasPassphrase { throw KeychainStatus.authFailed }
-                attributes["mdat"] = .date(now)
+                attributes[.modificationDate] = .date(now)
                 if newSecret != nil { attributes[Self.secretModified] = .date(now) }
                 let classKey = try availableKey(for: protection)
                 let item = try seal(uuid: m.stored.uuid, rowID: m.stored.rowID, itemClass: q.itemClass, protection: protection,
@@ -205,6 +211,7 @@ extension Vault {
             }
             try store.db.transaction {
                 for (item, tokens) in rewritten { try store.replace(item, tokens: tokens) }
+                try beforeChange(matches.map { PersistentRef(itemClass: $0.stored.itemClass, uuid: $0.stored.uuid) })
             }
             return groups
         }
@@ -216,15 +223,18 @@ extension Vault {
     /// - Throws: `itemNotFound`, `param` for return keys, and the search errors.
     /// - Returns: the access groups of the deleted items (for watchers).
     @discardableResult
-    public func delete(_ query: Attributes, accessGroups: [String]) throws -> Set<String> {
+    /// - Parameter beforeChange: as for `update`, with the items about to be deleted.
+    public func delete(_ query: Attributes, accessGroups: [String],
+                       beforeChange: ([PersistentRef]) throws -> Void = { _ in }) throws -> Set<String> {
         let q = try ParsedQuery(query, operation: .delete)
         return try mutex.withLock {
             let matches = try search(q, accessGroups: accessGroups, needSecret: false, limit: Int.max)
             try store.db.transaction {
                 for m in matches { try store.delete(rowID: m.stored.rowID) }
+                try beforeChange(matches.map { PersistentRef(itemClass: $0.stored.itemClass, uuid: $0.stored.uuid) })
             }
             return Set(matches.compactMap { m -> String? in
-                if case .string(let name)? = m.attributes["agrp"] { return name }
+                if case .string(let name)? = m.attributes[.accessGroup] { return name }
                 return nil
             })
         }
@@ -232,7 +242,7 @@ extension Vault {
 
     /// When the secret last changed, kept beside Apple's `mdat` (which any attribute change
     /// moves) so that a file's mtime changes only with its contents. Never returned.
-    public static let secretModified = "_smod"
+    public static let secretModified = AttributeKey.secretModificationDate
 
     // MARK: Internals (called with the mutex held)
 
@@ -280,7 +290,7 @@ extension Vault {
             }
             guard Self.matches(opened.attributes, filters: q.filters, itemClass: q.itemClass) else { return true }
             // A presence-gated secret needs an approval the engine cannot give: as if locked.
-            if needSecret, let control = opened.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence,
+            if needSecret, let control = opened.attributes[.accessControl].flatMap(AccessControl.init), control.requiresPresence,
                !approved.contains(PersistentRef(itemClass: item.itemClass, uuid: item.uuid)) {
                 if !skipUnapproved { unavailable = unavailable ?? .interactionNotAllowed }
                 return true
@@ -316,9 +326,9 @@ extension Vault {
         defer { itemKey.wipe() }
         let attributes = try ItemCodec.decode(try AEAD.open(item.attributes, key: itemKey, associatedData: ad(.attributes)))
         // The clear columns must agree with the sealed attributes.
-        guard attributes["pdmn"] == .string(item.protection.rawValue),
-              attributes["sync"]?.integerView == (item.synchronizable ? 1 : 0),
-              case .string(let group)? = attributes["agrp"], let indexKey = keys.indexKey,
+        guard attributes[.accessible] == .string(item.protection.rawValue),
+              attributes[.synchronizable]?.integerView == (item.synchronizable ? 1 : 0),
+              case .string(let group)? = attributes[.accessGroup], let indexKey = keys.indexKey,
               IndexToken.group(group, key: indexKey) == item.groupToken
         else { throw KeychainStatus.decode }
         let secret = needSecret ? try AEAD.open(item.secret, key: itemKey, associatedData: ad(.secret)) : nil
@@ -363,10 +373,10 @@ extension Vault {
         defer { plainAttributes.wipe() }
         let sealedSecret = secret.map { AEAD.seal($0, key: itemKey, associatedData: ad(.secret)) }
             ?? AEAD.seal(UnsafeRawBufferPointer(start: nil, count: 0), key: itemKey, associatedData: ad(.secret))
-        guard case .string(let group)? = attributes["agrp"] else { preconditionFailure("agrp is set before sealing") }
+        guard case .string(let group)? = attributes[.accessGroup] else { preconditionFailure("agrp is set before sealing") }
         return StoredItem(
             rowID: rowID, uuid: uuid, itemClass: itemClass, protection: protection,
-            synchronizable: attributes["sync"]?.integerView == 1,
+            synchronizable: attributes[.synchronizable]?.integerView == 1,
             groupToken: IndexToken.group(group, key: indexKey),
             primaryKeyToken: IndexToken.primaryKey(attributes, itemClass: itemClass, key: indexKey),
             wrappedKey: AEAD.seal(itemKey, key: classKey, associatedData: ad(.itemKey)),
@@ -387,8 +397,8 @@ extension Vault {
         if returns.count == 1 && returns.persistentRef { return .persistentRef(ref) }
         var attributes: Attributes = [:]
         if returns.attributes {
-            attributes = m.attributes.filter { !$0.key.hasPrefix("_") }  // store-private keys
-            attributes["class"] = .string(m.stored.itemClass.rawValue)
+            attributes = m.attributes.filter { !$0.key.hasPrefix(.store) }
+            attributes[.class] = .string(m.stored.itemClass.rawValue)
         }
         return .item(FoundItem(attributes: attributes, secret: returns.data ? (try m.secret ?? SecureBytes(count: 0)) : nil,
                                persistentRef: returns.persistentRef ? ref : nil))
@@ -397,11 +407,11 @@ extension Vault {
     /// An access control (`accc`) carries a protection class: it becomes `pdmn`, and a different
     /// `pdmn` given beside it is errSecParam.
     static func reconcileAccessControl(_ attributes: inout Attributes) throws {
-        guard let value = attributes["accc"] else { return }
+        guard let value = attributes[.accessControl] else { return }
         guard let control = AccessControl(value) else { throw KeychainStatus.param }
-        if let p = attributes["pdmn"], p != .string(control.protection.rawValue) { throw KeychainStatus.param }
-        attributes["pdmn"] = .string(control.protection.rawValue)
-        attributes["accc"] = control.value
+        if let p = attributes[.accessible], p != .string(control.protection.rawValue) { throw KeychainStatus.param }
+        attributes[.accessible] = .string(control.protection.rawValue)
+        attributes[.accessControl] = control.value
     }
 
     static func protection(_ value: AttributeValue?) throws -> ProtectionClass? {

@@ -12,11 +12,11 @@ extension Vault {
     public func privateKey(_ ref: PersistentRef, accessGroups: [String],
                            approved: Set<PersistentRef> = []) throws -> (attributes: Attributes, secret: SecureBytes) {
         guard ref.itemClass == .key else { throw KeychainStatus.itemNotFound }
-        var query = try ParsedQuery(["v_PersistentRef": .data(ref.bytes)], operation: .search)
+        var query = try ParsedQuery([.valuePersistentRef: .data(ref.bytes)], operation: .search)
         query.synchronizable = nil  // a reference names one item whatever its sync
         return try mutex.withLock {
             let matches = try search(query, accessGroups: accessGroups, needSecret: true, limit: 1, approved: approved)
-            guard let m = matches.first, m.attributes["kcls"]?.integerView == 1, let secret = m.secret else {
+            guard let m = matches.first, m.attributes[.keyClass]?.integerView == 1, let secret = m.secret else {
                 throw KeychainStatus.itemNotFound
             }
             return (m.attributes, secret)
@@ -25,6 +25,6 @@ extension Vault {
 
     /// Whether a match is a private key stored with `extr` false: its bytes are never returned.
     static func isUnextractable(_ m: Match) -> Bool {
-        m.stored.itemClass == .key && m.attributes["kcls"]?.integerView == 1 && m.attributes["extr"]?.integerView == 0
+        m.stored.itemClass == .key && m.attributes[.keyClass]?.integerView == 1 && m.attributes[.isExtractable]?.integerView == 0
     }
 }

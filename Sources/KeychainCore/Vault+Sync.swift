@@ -344,9 +344,9 @@ extension Vault {
     }
 
     private func note(_ a: Attributes, _ itemClass: ItemClass, into applied: inout SyncApplied) {
-        if case .string(let g)? = a["agrp"], !applied.groups.contains(g) { applied.groups.append(g) }
-        guard itemClass == .genericPassword, let s = a["svce"]?.byteView else { return }
-        applied.names.append((s, a["acct"]?.byteView))
+        if case .string(let g)? = a[.accessGroup], !applied.groups.contains(g) { applied.groups.append(g) }
+        guard itemClass == .genericPassword, let s = a[.service]?.byteView else { return }
+        applied.names.append((s, a[.account]?.byteView))
     }
 
     /// A synced record must look like what the vault itself stores: known attributes, its
@@ -355,12 +355,12 @@ extension Vault {
         let known = p.itemClass.knownAttributes
         guard p.uuid.count == 16, !p.protection.isThisDeviceOnly,
               a.keys.allSatisfy({ known.contains($0) || $0 == secretModified }),
-              a["pdmn"] == .string(p.protection.rawValue),
-              case .string(let group)? = a["agrp"], !group.isEmpty,
-              a["sync"] == .number(1)
+              a[.accessible] == .string(p.protection.rawValue),
+              case .string(let group)? = a[.accessGroup], !group.isEmpty,
+              a[.synchronizable] == .number(1)
         else { throw KeychainStatus.decode }
         try ItemLimits.check(p.secret)
-        if let c = a["accc"] {
+        if let c = a[.accessControl] {
             guard let control = AccessControl(c), control.protection == p.protection else { throw KeychainStatus.decode }
         }
     }

@@ -4,6 +4,7 @@ import KeychainfsAccess
 import KeychainCore
 import KeychainCrypto
 import KeychainProtocol
+import Synchronization
 
 /// Presence checks for items whose access control asks for user presence, biometry, a watch
 /// or the device passcode. The daemon runs the configured approval program, as ssh-agent does
@@ -14,7 +15,7 @@ import KeychainProtocol
 /// Exit 0 approves; any other exit denies (errSecUserCanceled); no answer within the timeout
 /// denies (errSecAuthFailed). For `passphrase` the program prints the vault passphrase on its
 /// first line of output, and the daemon checks it. No program: errSecInteractionNotAllowed.
-final class ApprovalAgent: @unchecked Sendable {
+final class ApprovalAgent: Sendable {
     struct Settings {
         var program: String?
         var timeout = 30
@@ -22,10 +23,8 @@ final class ApprovalAgent: @unchecked Sendable {
         var remember = 0
     }
 
-    private var mutex = pthread_mutex_t()
-    private var remembered: [String: Double] = [:]
-
-    init() { pthread_mutex_init(&mutex, nil) }
+    /// Until when (monotonic seconds) an approval holds, per (uid, executable, item).
+    private let remembered = Mutex<[String: Double]>([:])
 
     static func settings(of vault: Vault) -> Settings {
         func text(_ name: String) -> String? {
@@ -47,9 +46,7 @@ final class ApprovalAgent: @unchecked Sendable {
         // program is asked again. A caller whose executable is unknown is never remembered.
         let key = caller.executable.map { "\(caller.uid)|\($0)|" + ref.bytes.map { String($0) }.joined(separator: ",") }
         let now = monotonicSeconds()
-        pthread_mutex_lock(&mutex)
-        let cached = key.map { (remembered[$0] ?? 0) > now } ?? false
-        pthread_mutex_unlock(&mutex)
+        let cached = key.map { key in remembered.withLock { ($0[key] ?? 0) > now } } ?? false
         if cached { return .success }
 
         let presence = AccessControl.userPresence | AccessControl.biometryAny | AccessControl.biometryCurrentSet
@@ -68,9 +65,7 @@ final class ApprovalAgent: @unchecked Sendable {
             line?.wipe()
         }
         if status == .success && settings.remember > 0, let key {
-            pthread_mutex_lock(&mutex)
-            remembered[key] = now + Double(settings.remember)
-            pthread_mutex_unlock(&mutex)
+            remembered.withLock { $0[key] = now + Double(settings.remember) }
         }
         return status
     }

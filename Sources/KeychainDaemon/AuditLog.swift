@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import KeychainSystem
 import KeychainfsAccess
 import KeychainCore
 import KeychainCrypto
@@ -36,6 +37,12 @@ final class AuditLog: @unchecked Sendable {
     private var cutBytes = 0
     /// How long repeated opens are counted before their line is written.
     static let repeatWindow = 1.0
+    /// The current file's length, as written by this log.
+    private var size: Int64 = 0
+    /// The length past which a line starts a new file (`audit-max-size`); 0 never rotates.
+    private var maxSize: Int64 = 0
+    private var rotating = false
+    private var files: AuditFiles { AuditFiles(path: path) }
 
     /// Hashes only numbers and the reference (this is looked up on every open); the event and
     /// executable are compared on a hit.
@@ -46,7 +53,7 @@ final class AuditLog: @unchecked Sendable {
     }
 
     private struct Repeated {
-        let event: String
+        let event: AuditEvent
         let caller: CallerIdentity
         var count: Int
     }
@@ -57,6 +64,7 @@ final class AuditLog: @unchecked Sendable {
         self.key = key
         line.reserveCapacity(512)
         pthread_mutex_init(&mutex, nil)
+        AuditFiles(path: path).recoverRotation()
         // A log that cannot be opened fails every line (errSecIO): nothing is served unlogged.
         fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         // Only the end of the file matters: the last whole line continues the chain, and half a
@@ -67,6 +75,7 @@ final class AuditLog: @unchecked Sendable {
         guard fd >= 0 else { return }
         guard fstat(fd, &st) == 0 else { unusable(); return }
         guard st.st_size > 0 else { return }
+        self.size = Int64(st.st_size)
         let size = Int(st.st_size)
         let tailLength = min(size, 64 * 1024)
         let reader = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
@@ -104,14 +113,19 @@ final class AuditLog: @unchecked Sendable {
 
     /// Appends one event. `detail` must never hold a secret or an attribute value.
     /// - Throws: `KeychainStatus.diskFull` or `.io` when the line could not be written.
-    func record(_ event: String, caller: CallerIdentity?, detail: String = "-") throws {
-        try append(event, caller) { Self.appendClean(detail, to: &$0) }
+    func record(_ event: AuditEvent, caller: CallerIdentity?, detail: String = "-") throws {
+        try append(event.rawValue, caller) { Self.appendClean(detail, to: &$0) }
+    }
+
+    /// Appends the `EVENT-failed` line of a change that failed after its line was written.
+    func recordFailure(_ event: AuditEvent, caller: CallerIdentity?, status: Int32) throws {
+        try append(event.failed, caller) { Self.appendClean("status=\(status)", to: &$0) }
     }
 
     /// Appends one event about an item, named by its persistent reference in hex.
     /// - Throws: `KeychainStatus.diskFull` or `.io` when the line could not be written.
-    func record(_ event: String, caller: CallerIdentity?, item ref: PersistentRef) throws {
-        try append(event, caller) { Self.appendItem(ref, to: &$0) }
+    func record(_ event: AuditEvent, caller: CallerIdentity?, item ref: PersistentRef) throws {
+        try append(event.rawValue, caller) { Self.appendItem(ref, to: &$0) }
     }
 
     /// Records an open of an item that a process may repeat many times a second (a program that
@@ -124,7 +138,7 @@ final class AuditLog: @unchecked Sendable {
     /// A count whose line cannot be written stays pending and is retried every second; while
     /// the log cannot be written, no open is counted: each needs its own line, and fails.
     /// - Throws: `KeychainStatus.diskFull` or `.io`: the open must be refused.
-    func recordRepeatable(_ event: String, caller: CallerIdentity, item ref: PersistentRef) throws {
+    func recordRepeatable(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef) throws {
         let key = RepeatKey(uid: caller.uid, pid: caller.pid, ref: ref)
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
@@ -139,9 +153,10 @@ final class AuditLog: @unchecked Sendable {
             try appendRepeated(key.ref, other)
             repeats[key] = nil
         }
-        try appendLocked(event, caller) { Self.appendItem(ref, to: &$0) }
+        try appendLocked(event.rawValue, caller) { Self.appendItem(ref, to: &$0) }
         repeats[key] = Repeated(event: event, caller: caller, count: 0)
         scheduleFlushLocked()
+        rotateIfFull()
     }
 
     /// Writes the counts of repeated opens and starts counting afresh.
@@ -170,7 +185,7 @@ final class AuditLog: @unchecked Sendable {
 
     private func appendRepeated(_ ref: PersistentRef, _ seen: Repeated) throws {
         guard seen.count > 0 else { return }
-        try appendLocked(seen.event + "-repeated", seen.caller) { line in
+        try appendLocked(seen.event.repeated, seen.caller) { line in
             Self.appendItem(ref, to: &line)
             line += " count=".utf8
             Self.appendDecimal(Int64(seen.count), to: &line)
@@ -186,6 +201,7 @@ final class AuditLog: @unchecked Sendable {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
         try appendLocked(event, caller, detail: detail)
+        rotateIfFull()
     }
 
     /// Builds a line in one reused buffer and hashes it in place: the mount records every file
@@ -215,8 +231,7 @@ final class AuditLog: @unchecked Sendable {
         line.append(UInt8(ascii: "\n"))
         var done = 0
         while done < line.count {
-            let n = line.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 && errno == EINTR { continue }
+            let n = line.withUnsafeBytes { b in retryingOnInterrupt { write(fd, b.baseAddress! + done, b.count - done) } }
             guard n > 0 else {
                 let e = n < 0 ? errno : EIO
                 // Half a line would chain nowhere and hide every line after it: cut it off now
@@ -231,6 +246,72 @@ final class AuditLog: @unchecked Sendable {
         seq = nextSeq
         head = nextHead
         unwritten = false
+        size += Int64(line.count)
+    }
+
+    /// Rotates once the file has reached `maxSize`, after a whole record (never between the
+    /// lines of one flush). The lines are in the file either way: a rotation that fails is
+    /// tried again after the next line.
+    private func rotateIfFull() {
+        if maxSize > 0, size >= maxSize, !rotating { _ = try? rotateLocked() }
+    }
+
+    /// Sets the length past which the log moves to a new file (`audit-max-size`; 0: never).
+    func setMaxSize(_ bytes: Int64) {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        maxSize = bytes
+    }
+
+    /// Moves the current file aside as the next `VAULT.audit.N` and starts a new one whose
+    /// first line, `rotated`, names that file and its last CHAIN and continues its chain.
+    /// Returns the rotated file's path.
+    /// - Throws: `KeychainStatus.diskFull` or `.io`; the log then goes on in the same file.
+    func rotate() throws -> String {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return try rotateLocked()
+    }
+
+    /// The new file gets its first line before it takes the current one's place, so at every
+    /// moment `VAULT.audit` holds a whole log that continues the chain (a crash in between is
+    /// undone at the next start: `AuditFiles.recoverRotation`).
+    private func rotateLocked() throws -> String {
+        rotating = true
+        defer { rotating = false }
+        try flushLocked()
+        guard fd >= 0 else { throw KeychainStatus.io }
+        guard fsync(fd) == 0 else { throw KeychainStatus.writeFailure(errno) }
+        let archived = files.nextRotatedPath()
+        let fresh = files.freshPath
+        unlink(fresh)
+        let newFD = open(fresh, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard newFD >= 0 else { throw KeychainStatus.writeFailure(errno) }
+        let (oldFD, oldSeq, oldHead, oldSize, oldCut, oldUnwritten) = (fd, seq, head, size, cutBytes, unwritten)
+        let name = archived.split(separator: "/").last.map(String.init) ?? archived
+        fd = newFD
+        size = 0
+        do {
+            try appendLocked(AuditEvent.rotated.rawValue, nil) { line in
+                line += "from=\(name) chain=".utf8
+                Hex.append(oldHead, to: &line)
+            }
+            guard fsync(newFD) == 0 else { throw KeychainStatus.writeFailure(errno) }
+            guard link(path, archived) == 0 else { throw KeychainStatus.writeFailure(errno) }
+            guard rename(fresh, path) == 0 else {
+                let e = errno
+                unlink(archived)
+                throw KeychainStatus.writeFailure(e)
+            }
+        } catch {
+            close(newFD)
+            unlink(fresh)
+            // A cut left pending was the new file's: the old one goes on as it was.
+            (fd, seq, head, size, cutBytes, unwritten) = (oldFD, oldSeq, oldHead, oldSize, oldCut, oldUnwritten)
+            throw error
+        }
+        close(oldFD)
+        return archived
     }
 
     /// Truncates the file back to its last whole line after a failed write (ftruncate);
@@ -269,26 +350,20 @@ final class AuditLog: @unchecked Sendable {
         guard fsync(fd) == 0 else { throw KeychainStatus.writeFailure(errno) }
     }
 
-    /// Checks every line's chain from the first. Returns the number of lines and the first bad
-    /// line number (1-based), if any.
-    func verify() -> (lines: Int, firstBad: Int?) {
+    /// Checks the chain from the first line of the oldest file to the last of the current one.
+    /// Returns the number of lines and files read, and the first bad line, if any.
+    func verify() -> (lines: Int, files: Int, firstBad: AuditBreak?) {
         try? flushRepeats()  // counts that cannot be written yet stay pending
-        guard let text = readSmallFile(path) else { return (0, nil) }
-        var previous = [UInt8](repeating: 0, count: 32)
-        var expectedSeq: Int64 = 1
-        var count = 0
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) where !line.isEmpty {
-            count += 1
-            let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
-            guard fields.count == 8, Int64(fields[0]) == expectedSeq,
-                  let stored = Self.unhex(String(fields[7])) else { return (count, count) }
-            let body = fields[0..<7].joined(separator: "\t")
-            let computed = chain(previous: previous, body: body)
-            guard computed == stored else { return (count, count) }
-            previous = computed
-            expectedSeq += 1
+        var check = AuditChainCheck(key: key)
+        let all = files.all()
+        for (i, file) in all.enumerated() {
+            guard let text = readSmallFile(file) else {
+                if i == all.count - 1 { break }  // no current file yet: nothing written since
+                return (check.lines, i + 1, AuditBreak(file: file, line: 1))
+            }
+            if let bad = check.check(text[...]) { return (check.lines, i + 1, AuditBreak(file: file, line: bad)) }
         }
-        return (count, nil)
+        return (check.lines, all.count, nil)
     }
 
     /// The last line's number and chain value, for `status`.
@@ -299,17 +374,15 @@ final class AuditLog: @unchecked Sendable {
         return (seq, Hex.encode(head))
     }
 
-    /// The whole log's text, for `keychainfs audit`.
-    func contents() -> String {
+    /// The whole log's text, every file oldest first, for `keychainfs audit`. With `since`
+    /// (Unix seconds), rotated files whose last line is older are not read.
+    func contents(since: Int64? = nil) -> String {
         try? flushRepeats()  // counts that cannot be written yet stay pending
-        return readSmallFile(path) ?? ""
-    }
-
-    /// The same step `appendLocked` takes, so a line verifies exactly as it was chained.
-    private func chain(previous: [UInt8], body: String) -> [UInt8] {
-        var next = previous
-        Array(body.utf8).withUnsafeBytes { KeyedHash.extend(&next, with: $0, key: key) }
-        return next
+        let all = files.all()
+        return all.enumerated().map { i, file in
+            if let since, i < all.count - 1, let last = AuditFiles.lastTime(of: file), last < since { return "" }
+            return readSmallFile(file) ?? ""
+        }.joined()
     }
 
     /// Appends `s` with tabs, newlines and other control characters escaped, so no field can

@@ -3,6 +3,7 @@ import KeychainfsAccess
 import KeychainCore
 import KeychainCrypto
 import KeychainProtocol
+import Synchronization
 
 /// `export` and `import` requests (docs/backup-format.md). The daemon holds the keys, so it
 /// seals and opens backups; the CLI reads and writes the file. A backup larger than one frame
@@ -50,8 +51,8 @@ extension Daemon {
             }
         }
         // No line, no backup: the export is refused before any of it leaves.
-        try audit("export", caller, "items=\(export.itemCount)")
-        var info: Attributes = ["size": .number(Int64(export.bytes.count)), "items": .number(Int64(export.itemCount)),
+        try audit(.export, caller, "items=\(export.itemCount)")
+        var info: Fields = ["size": .number(Int64(export.bytes.count)), "items": .number(Int64(export.itemCount)),
                                 "damaged": .number(Int64(export.damagedCount))]
         let first = min(export.bytes.count, BackupTransfers.pieceSize)
         info["data"] = .data(Array(export.bytes[0..<first]))
@@ -65,7 +66,7 @@ extension Daemon {
 
     func importBackup(_ request: Request, caller: CallerIdentity, log: @Sendable (String) -> Void) throws -> Response {
         if request.options["purge-other-device"] == .bool(true) {
-            let deleted = try auditedChange("purge-other-device", caller) { try vault.purgeOtherDeviceItems() }
+            let deleted = try auditedChange(.purgeOtherDevice, caller) { try vault.purgeOtherDeviceItems() }
             itemsChanged()
             log("purged \(deleted) items bound to another device, by uid=\(caller.uid) pid=\(caller.pid)")
             return Response(info: ["deleted": .number(Int64(deleted))])
@@ -107,7 +108,7 @@ extension Daemon {
             try groupChanges.withLock { _ in
                 let before = state.withLock { $0.groupTable }
                 var merged = before
-                summary = try auditedChange("import", caller) {
+                summary = try auditedChange(.`import`, caller) {
                     try vault.importBackup(bytes, passphrase: passphrase, policy: policy) { records in
                         // Groups this vault lacks come with their items (`keep`), or are named (`skip`);
                         // a group defined here keeps this vault's definition.
@@ -131,7 +132,7 @@ extension Daemon {
         var counts = "added=\(summary.added) replaced=\(summary.replaced) skipped=\(summary.skipped)"
         if !created.isEmpty { counts += " groups-created=\(created.joined(separator: ","))" }
         if !missing.isEmpty { counts += " groups-missing=\(missing.joined(separator: ","))" }
-        try? audit("imported", caller, counts)  // the import itself is already in the log
+        try? audit(.imported, caller, counts)  // the import itself is already in the log
         log("import (\(counts)) by uid=\(caller.uid) pid=\(caller.pid)")
         return Response(info: ["added": .number(Int64(summary.added)), "replaced": .number(Int64(summary.replaced)),
                                "skipped": .number(Int64(summary.skipped)),
@@ -142,7 +143,7 @@ extension Daemon {
 
 /// Backups in transit between the CLI and the daemon, one per transfer number, each bound to
 /// the uid that started it. Abandoned transfers are dropped after `lifetime` seconds.
-final class BackupTransfers: @unchecked Sendable {
+final class BackupTransfers: Sendable {
     static let shared = BackupTransfers()
     /// Bytes per request or response: well under `Frame.maximumLength` with the framing around it.
     static let pieceSize = 16 << 20
@@ -160,13 +161,12 @@ final class BackupTransfers: @unchecked Sendable {
         var touched: Double
     }
 
-    private let lock = PThreadMutex()
-    private var transfers: [Int64: Transfer] = [:]
+    private let transfers = Mutex<[Int64: Transfer]>([:])
 
     /// Opens a transfer holding `bytes` of `expected`; returns its number.
     func start(uid: UInt32, outgoing: Bool, bytes: [UInt8], expected: Int) throws -> Int64 {
-        try lock.withLock {
-            expire()
+        try transfers.withLock { transfers throws(KeychainStatus) in
+            Self.expire(&transfers)
             guard transfers.count < Self.maximumOpen else { throw KeychainStatus.allocate }
             var id: Int64 = 0
             repeat {
@@ -180,8 +180,8 @@ final class BackupTransfers: @unchecked Sendable {
 
     /// The piece of an outgoing transfer at `offset`; the transfer ends with its last piece.
     func piece(_ id: Int64, offset: Int, uid: UInt32) throws -> [UInt8] {
-        try lock.withLock {
-            expire()
+        try transfers.withLock { transfers throws(KeychainStatus) in
+            Self.expire(&transfers)
             guard var t = transfers[id], t.uid == uid, t.outgoing, offset >= 0, offset < t.bytes.count else {
                 throw KeychainStatus.param
             }
@@ -198,8 +198,8 @@ final class BackupTransfers: @unchecked Sendable {
 
     /// Adds a piece to an incoming transfer; returns the whole backup once complete.
     func append(_ id: Int64, _ piece: [UInt8], uid: UInt32) throws -> [UInt8]? {
-        try lock.withLock {
-            expire()
+        try transfers.withLock { transfers throws(KeychainStatus) in
+            Self.expire(&transfers)
             guard var t = transfers[id], t.uid == uid, !t.outgoing, piece.count <= t.expected - t.bytes.count else {
                 throw KeychainStatus.param
             }
@@ -212,8 +212,8 @@ final class BackupTransfers: @unchecked Sendable {
         }
     }
 
-    private func expire() {
+    private static func expire(_ transfers: inout [Int64: Transfer]) {
         let now = monotonicSeconds()
-        transfers = transfers.filter { now - $0.value.touched < Self.lifetime }
+        transfers = transfers.filter { now - $0.value.touched < lifetime }
     }
 }

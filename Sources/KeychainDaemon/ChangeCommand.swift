@@ -2,6 +2,8 @@ import CProcess
 import Dispatch
 import Glibc
 import KeychainCore
+import KeychainSystem
+import Synchronization
 
 /// Runs a mount's `on_change` command for a change of an item the mount shows, without waiting.
 func runChangeCommand(_ command: String, event: ChangeEvent, mountpoint: String) {
@@ -11,16 +13,15 @@ func runChangeCommand(_ command: String, event: ChangeEvent, mountpoint: String)
 /// One mount's `on_change` command. Runs are rate-limited: at most one at a time, and after a
 /// burst of `burst` runs at most `perSecond` a second. Changes that come meanwhile are folded
 /// into the next run, whose `KEYCHAINFS_CHANGES` says how many changes it stands for.
-final class ChangeCommand: @unchecked Sendable {
+final class ChangeCommand: Sendable {
     static let burst = 5.0
     static let perSecond = 5.0
 
-    private static let registryMutex = PThreadMutex()
-    nonisolated(unsafe) private static var registry: [String: ChangeCommand] = [:]
+    private static let registry = Mutex<[String: ChangeCommand]>([:])
 
     /// The runner of a mount point's command (kept for the daemon's life: one per mount made).
     static func of(mountpoint: String, command: String) -> ChangeCommand {
-        registryMutex.withLock {
+        registry.withLock { registry in
             let key = mountpoint + "\u{0}" + command
             if let known = registry[key] { return known }
             let made = ChangeCommand(command: command, mountpoint: mountpoint)
@@ -32,7 +33,7 @@ final class ChangeCommand: @unchecked Sendable {
     /// Changes not yet reported: how many, the latest kind, and the names they all share.
     struct Folded {
         var count = 0
-        var kind = ""
+        var kind = ChangeKind.update
         var service: String?
         var account: String?
 
@@ -46,12 +47,16 @@ final class ChangeCommand: @unchecked Sendable {
 
     let command: String
     let mountpoint: String
-    private let mutex = PThreadMutex()
-    private var folded = Folded()
-    private var running = false
-    private var retryArmed = false
-    private var tokens = burst
-    private var refilled = monotonicSeconds()
+    /// What is folded and the rate limiter's state.
+    private struct Runs {
+        var folded = Folded()
+        var running = false
+        var retryArmed = false
+        var tokens = burst
+        var refilled = monotonicSeconds()
+    }
+
+    private let runs = Mutex(Runs())
 
     init(command: String, mountpoint: String) {
         self.command = command
@@ -59,7 +64,7 @@ final class ChangeCommand: @unchecked Sendable {
     }
 
     func changed(_ event: ChangeEvent) {
-        mutex.withLock { folded.add(event) }
+        runs.withLock { $0.folded.add(event) }
         startIfDue()
     }
 
@@ -67,36 +72,35 @@ final class ChangeCommand: @unchecked Sendable {
     /// scheduled for when the next run is due).
     private func startIfDue() {
         enum Next { case run(Folded), retry(after: Double), nothing }
-        let next = mutex.withLock { () -> Next in
-            guard !running, folded.count > 0 else { return .nothing }
+        let next = runs.withLock { r -> Next in
+            guard !r.running, r.folded.count > 0 else { return .nothing }
             let now = monotonicSeconds()
-            tokens = min(Self.burst, tokens + (now - refilled) * Self.perSecond)
-            refilled = now
-            guard tokens >= 1 else {
-                if retryArmed { return .nothing }
-                retryArmed = true
-                return .retry(after: (1 - tokens) / Self.perSecond)
+            r.tokens = min(Self.burst, r.tokens + (now - r.refilled) * Self.perSecond)
+            r.refilled = now
+            guard r.tokens >= 1 else {
+                if r.retryArmed { return .nothing }
+                r.retryArmed = true
+                return .retry(after: (1 - r.tokens) / Self.perSecond)
             }
-            tokens -= 1
-            running = true
-            defer { folded = Folded() }
-            return .run(folded)
+            r.tokens -= 1
+            r.running = true
+            defer { r.folded = Folded() }
+            return .run(r.folded)
         }
         switch next {
         case .run(let changes):
             guard let child = spawn(changes) else {
-                mutex.withLock { running = false }
+                runs.withLock { $0.running = false }
                 return
             }
             DispatchQueue.global().async { [self] in
-                var status: Int32 = 0
-                while waitpid(child, &status, 0) < 0 && errno == EINTR {}  // reap it
-                mutex.withLock { running = false }
+                _ = ChildProcess.waitForExit(child)  // reap it
+                runs.withLock { $0.running = false }
                 startIfDue()
             }
         case .retry(let delay):
             DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
-                mutex.withLock { retryArmed = false }
+                runs.withLock { $0.retryArmed = false }
                 startIfDue()
             }
         case .nothing:
@@ -106,7 +110,7 @@ final class ChangeCommand: @unchecked Sendable {
 
     private func spawn(_ changes: Folded) -> pid_t? {
         var env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                   "KEYCHAINFS_EVENT=\(changes.kind)", "KEYCHAINFS_MOUNTPOINT=\(mountpoint)",
+                   "KEYCHAINFS_EVENT=\(changes.kind.rawValue)", "KEYCHAINFS_MOUNTPOINT=\(mountpoint)",
                    "KEYCHAINFS_CHANGES=\(changes.count)"]
         if let s = changes.service { env.append("KEYCHAINFS_SERVICE=\(s)") }
         if let a = changes.account { env.append("KEYCHAINFS_ACCOUNT=\(a)") }

@@ -18,7 +18,7 @@ extension Daemon: MountPolicy {
 
     public var directoryOwner: (uid: UInt32, gid: UInt32) { (ownerUID, ownerGID) }
 
-    public func itemChanged(_ kind: String, itemClass: ItemClass, service: [UInt8], account: [UInt8]?,
+    public func itemChanged(_ kind: ChangeKind, itemClass: ItemClass, service: [UInt8], account: [UInt8]?,
                             previous: (service: [UInt8], account: [UInt8]?)?, groups: [String]?) {
         // From a mount's own thread: tell the others on a queue, never from inside a kernel request.
         var event = ChangeEvent(kind: kind, service: service, account: account, previous: previous, groups: groups)
@@ -28,12 +28,12 @@ extension Daemon: MountPolicy {
     }
 
     public func approvePresence(ref: PersistentRef, attributes: Attributes, caller: CallerIdentity) -> KeychainStatus {
-        guard let control = attributes["accc"].flatMap(AccessControl.init) else { return .success }
-        let label = attributes["labl"]?.stringValue ?? attributes["svce"]?.stringValue ?? "item"
+        guard let control = attributes[.accessControl].flatMap(AccessControl.init) else { return .success }
+        let label = attributes[.label]?.stringValue ?? attributes[.service]?.stringValue ?? "item"
         let status = approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault,
                                        settings: ApprovalAgent.settings(of: vault))
         do {
-            try audit(status == .success ? "presence-approved" : "presence-denied", caller: caller, item: ref)
+            try audit(status == .success ? .presenceApproved : .presenceDenied, caller: caller, item: ref)
         } catch {
             return error as? KeychainStatus ?? .io  // no line, no approval
         }

@@ -6,6 +6,7 @@ import KeychainCore
 import KeychainCrypto
 import KeychainFS
 import KeychainProtocol
+import KeychainTPM
 import Synchronization
 
 /// The keychainfs daemon (our securityd): one per vault. Holds the unlocked keys, serves the
@@ -60,7 +61,10 @@ public final class Daemon: @unchecked Sendable {
         if let refusal = VaultClaim.claim(vaultPath, log: log) { return refusal }
         let vault: Vault
         do {
-            vault = try Vault.open(at: vaultPath, deviceKey: try DeviceKey.loadOrCreate())
+            vault = try Vault.open(at: vaultPath, deviceKey: try DeviceKeyStore.load(forVault: vaultPath))
+        } catch let e as DeviceKeyError {
+            log("cannot open vault: \(e.description)")
+            return e.status.exitCode
         } catch let e as VaultFileError {
             log("cannot open vault: \(e.description)")
             return e.status.exitCode
@@ -169,6 +173,9 @@ public final class Daemon: @unchecked Sendable {
     func openAuditLog() {
         guard state.withLock({ $0.auditLog == nil }), let key = try? vault.derivedKey(purpose: "audit") else { return }
         let log = AuditLog(path: vaultPath + ".audit", key: key)
+        if let text = try? vault.setting("audit-max-size"), let n = Int64(String(decoding: text, as: UTF8.self)) {
+            log.setMaxSize(n)
+        }
         state.withLock { $0.auditLog = log }
     }
 
@@ -176,19 +183,19 @@ public final class Daemon: @unchecked Sendable {
 
     /// The audit calls throw errSecDiskFull or errSecIO when the line could not be written;
     /// each caller decides whether its request is refused (`try`) or goes on (`try?`).
-    public func audit(_ event: String, caller: CallerIdentity, detail: String) throws {
+    public func audit(_ event: AuditEvent, caller: CallerIdentity, detail: String) throws {
         try auditLog?.record(event, caller: caller, detail: detail)
     }
 
-    func audit(_ event: String, _ caller: CallerIdentity?, _ detail: String = "-") throws {
+    func audit(_ event: AuditEvent, _ caller: CallerIdentity?, _ detail: String = "-") throws {
         try auditLog?.record(event, caller: caller, detail: detail)
     }
 
-    public func audit(_ event: String, caller: CallerIdentity, item ref: PersistentRef) throws {
+    public func audit(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef) throws {
         try auditLog?.record(event, caller: caller, item: ref)
     }
 
-    public func auditRepeatable(_ event: String, caller: CallerIdentity, item ref: PersistentRef) throws {
+    public func auditRepeatable(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef) throws {
         try auditLog?.recordRepeatable(event, caller: caller, item: ref)
     }
 
@@ -198,10 +205,10 @@ public final class Daemon: @unchecked Sendable {
     func lockEverywhere(by caller: CallerIdentity? = nil, trigger: String = "request") {
         vault.lock()
         for m in state.withLock({ $0.mounts }) { m.vaultDidLock() }
-        events.publish(ChangeEvent(kind: "lock"))
+        events.publish(ChangeEvent(kind: .lock))
         // A lock locks whether or not its line can be written.
         try? auditLog?.flushRepeats()  // the reads before the lock come before its line
-        try? audit("lock", caller, trigger)
+        try? audit(.lock, caller, trigger)
         try? auditLog?.sync()
     }
 

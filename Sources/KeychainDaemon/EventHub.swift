@@ -1,4 +1,5 @@
 import Glibc
+import KeychainSystem
 import KeychainfsAccess
 import KeychainCore
 import KeychainProtocol
@@ -137,10 +138,10 @@ final class EventHub: @unchecked Sendable {
     /// Sends queued frames until the socket would block.
     private func flushLocked(_ w: Watcher) {
         while let first = w.pending.first {
-            let n = first.withUnsafeBytes { send(w.fd, $0.baseAddress! + w.sentOfFirst, first.count - w.sentOfFirst,
-                                                 Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            let n = first.withUnsafeBytes { b in
+                retryingOnInterrupt { send(w.fd, b.baseAddress! + w.sentOfFirst, b.count - w.sentOfFirst, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            }
             if n < 0 {
-                if errno == EINTR { continue }
                 if errno == EAGAIN || errno == EWOULDBLOCK { return }
                 return dropLocked(w)
             }

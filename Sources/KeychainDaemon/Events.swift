@@ -5,8 +5,7 @@ import KeychainProtocol
 
 /// A change worth telling `keychainfs watch` and `on_change` commands about.
 struct ChangeEvent: Sendable {
-    /// `add`, `update`, `delete`, `lock` or `unlock`.
-    var kind: String
+    var kind: ChangeKind
     var service: String?
     var account: String?
     var time = Int(Glibc.time(nil))
@@ -19,22 +18,22 @@ struct ChangeEvent: Sendable {
     var groups: [String]?
 
     /// The service and account named by a request's query (and, for an update, its changes).
-    init(kind: String, query: Attributes = [:], changes: Attributes = [:], groups: [String]? = nil) {
+    init(kind: ChangeKind, query: Attributes = [:], changes: Attributes = [:], groups: [String]? = nil) {
         self.kind = kind
         self.groups = groups
-        service = Self.text(changes["svce"] ?? query["svce"])
-        account = Self.text(changes["acct"] ?? query["acct"])
-        if let s = Self.bytes(query["svce"]) {
-            let a = Self.bytes(query["acct"])
+        service = Self.text(changes[.service] ?? query[.service])
+        account = Self.text(changes[.account] ?? query[.account])
+        if let s = Self.bytes(query[.service]) {
+            let a = Self.bytes(query[.account])
             touched = [(s, a)]
-            if changes["svce"] != nil || changes["acct"] != nil {
-                touched!.append((Self.bytes(changes["svce"]) ?? s, Self.bytes(changes["acct"]) ?? a))
+            if changes[.service] != nil || changes[.account] != nil {
+                touched!.append((Self.bytes(changes[.service]) ?? s, Self.bytes(changes[.account]) ?? a))
             }
         }
     }
 
     /// A change made through a mount; `previous` is the name it had before a rename.
-    init(kind: String, service: [UInt8]?, account: [UInt8]?, previous: (service: [UInt8], account: [UInt8]?)? = nil,
+    init(kind: ChangeKind, service: [UInt8]?, account: [UInt8]?, previous: (service: [UInt8], account: [UInt8]?)? = nil,
          groups: [String]? = nil) {
         self.kind = kind
         self.groups = groups
@@ -44,7 +43,7 @@ struct ChangeEvent: Sendable {
     }
 
     /// Lock and unlock concern the vault, not an item: everyone who may watch learns of them.
-    var concernsItems: Bool { kind != "lock" && kind != "unlock" }
+    var concernsItems: Bool { kind.concernsItems }
 
     static func text(_ v: AttributeValue?) -> String? {
         switch v {
@@ -72,8 +71,8 @@ struct ChangeEvent: Sendable {
     }
 
     /// What a watcher sees: names only for administrators, whose view is the whole vault.
-    func info(withNames: Bool) -> Attributes {
-        var out: Attributes = ["event": .string(kind), "time": .number(Int64(time))]
+    func info(withNames: Bool) -> Fields {
+        var out: Fields = ["event": .string(kind.rawValue), "time": .number(Int64(time))]
         if withNames {
             if let service { out["service"] = .string(service) }
             if let account { out["account"] = .string(account) }

@@ -1,4 +1,5 @@
 import Glibc
+import KeychainSystem
 import KeychainfsAccess
 import KeychainCore
 
@@ -36,9 +37,10 @@ struct Lockout {
         var bytes: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 4096)
         while true {
-            let n = Glibc.read(fd, &buf, buf.count)
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw KeychainStatus.writeFailure(errno) }
+            let n: Int
+            do { n = try buf.withUnsafeMutableBytes { try Descriptor.readSome(into: $0, from: fd) } } catch {
+                throw KeychainStatus.writeFailure(Errno(error).rawValue)
+            }
             if n == 0 { break }
             bytes += buf[0..<n]
         }
@@ -130,13 +132,7 @@ struct Lockout {
             unlink(tmp)
             return KeychainStatus.writeFailure(e)
         }
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw fail(n < 0 ? errno : EIO) }
-            done += n
-        }
+        do { try bytes.withUnsafeBytes { try Descriptor.writeAll($0, to: fd) } } catch { throw fail(Errno(error).rawValue) }
         guard fsync(fd) == 0 else { throw fail(errno) }
         guard close(fd) == 0 else {
             let e = errno

@@ -2,6 +2,7 @@ import CFuse
 import CProcess
 import Glibc
 import KeychainCore
+import KeychainSystem
 
 /// Mounting, the kernel operation table and the request loop: the C side of the mount.
 /// Each callback finds its `MountServer` through the session's user data and hands over.
@@ -147,9 +148,7 @@ extension MountServer {
         defer { for p in args + env { free(p) } }
         var pid: pid_t = 0
         guard posix_spawn(&pid, argv[0], &actions, nil, &args, &env) == 0 else { return false }
-        var st: Int32 = 0
-        while waitpid(pid, &st, 0) < 0 { if errno != EINTR { return false } }
-        return st == 0
+        return ChildProcess.waitForExit(pid) == 0
     }
 }
 

@@ -1,6 +1,7 @@
 import CFuse
 import Glibc
 import KeychainCore
+import Synchronization
 
 /// What an inode stands for. Identity is by name, so a path keeps its inode while its item is
 /// updated, and a path that comes back after a lock gets the same number while the kernel still
@@ -23,7 +24,7 @@ enum Node: Hashable, Sendable {
     }
 
     /// The attribute a directory node names (`svce`, `srvr`).
-    var directoryAttribute: String { directory?.itemClass == .internetPassword ? "srvr" : "svce" }
+    var directoryAttribute: AttributeKey { directory?.itemClass == .internetPassword ? .server : .service }
 
     /// The directory a node of `directory` lives in (the root for a class root).
     static func parent(of directory: Directory) -> Node {
@@ -45,77 +46,73 @@ struct Directory: Hashable, Sendable {
 }
 
 /// Inode numbers for the nodes the kernel knows, with its lookup counts (released by forget).
-final class InodeTable: @unchecked Sendable {
+final class InodeTable: Sendable {
     static let rootIno: UInt64 = 1
-    private var mutex = pthread_mutex_t()
-    private var nodes: [UInt64: (node: Node, lookups: UInt64)] = [rootIno: (.root, 1)]
-    private var numbers: [Node: UInt64] = [.root: rootIno]
-    private var next: UInt64 = 2
 
-    init() { pthread_mutex_init(&mutex, nil) }
+    private struct Numbers {
+        var nodes: [UInt64: (node: Node, lookups: UInt64)] = [rootIno: (.root, 1)]
+        var numbers: [Node: UInt64] = [.root: rootIno]
+        var next: UInt64 = 2
 
-    private func locked<R>(_ body: () -> R) -> R {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return body()
+        mutating func forget(_ ino: UInt64, _ count: UInt64) {
+            guard ino != InodeTable.rootIno, let index = nodes.index(forKey: ino) else { return }
+            let entry = nodes.values[index]
+            if entry.lookups <= count {
+                nodes.remove(at: index)
+                numbers[entry.node] = nil
+            } else {
+                nodes.values[index].lookups -= count
+            }
+        }
     }
 
-    func node(_ ino: UInt64) -> Node? { locked { nodes[ino]?.node } }
+    private let table = Mutex(Numbers())
+
+    func node(_ ino: UInt64) -> Node? { table.withLock { $0.nodes[ino]?.node } }
 
     /// The inode for `node`, counting one kernel lookup.
     func lookedUp(_ node: Node) -> UInt64 {
-        locked {
-            if let ino = numbers[node] {
-                nodes[ino]!.lookups += 1
+        table.withLock { t in
+            if let ino = t.numbers[node] {
+                t.nodes[ino]!.lookups += 1
                 return ino
             }
-            let ino = next
-            next += 1
-            numbers[node] = ino
-            nodes[ino] = (node, 1)
+            let ino = t.next
+            t.next += 1
+            t.numbers[node] = ino
+            t.nodes[ino] = (node, 1)
             return ino
         }
     }
 
     /// The inode already assigned to `node`, without counting a lookup.
-    func existing(_ node: Node) -> UInt64? { locked { numbers[node] } }
+    func existing(_ node: Node) -> UInt64? { table.withLock { $0.numbers[node] } }
 
     func forget(_ ino: UInt64, _ count: UInt64) {
-        locked { forgetLocked(ino, count) }
+        table.withLock { $0.forget(ino, count) }
     }
 
     /// A batch of forgets (FUSE_BATCH_FORGET) under one lock.
     func forget(_ batch: UnsafeBufferPointer<fuse_forget_data>) {
-        locked {
-            for f in batch { forgetLocked(f.ino, f.nlookup) }
-        }
-    }
-
-    private func forgetLocked(_ ino: UInt64, _ count: UInt64) {
-        guard ino != InodeTable.rootIno, let index = nodes.index(forKey: ino) else { return }
-        let entry = nodes.values[index]
-        if entry.lookups <= count {
-            nodes.remove(at: index)
-            numbers[entry.node] = nil
-        } else {
-            nodes.values[index].lookups -= count
+        table.withLock { t in
+            for f in batch { t.forget(f.ino, f.nlookup) }
         }
     }
 
     /// Moves a node's number to its new name, as the kernel does on rename; whatever the new
     /// name had is forgotten (it was replaced).
     func rename(_ old: Node, to new: Node) {
-        locked {
-            guard let ino = numbers.removeValue(forKey: old) else { return }
-            if let replaced = numbers.removeValue(forKey: new) { nodes[replaced] = nil }
-            numbers[new] = ino
-            nodes[ino]!.node = new
+        table.withLock { t in
+            guard let ino = t.numbers.removeValue(forKey: old) else { return }
+            if let replaced = t.numbers.removeValue(forKey: new) { t.nodes[replaced] = nil }
+            t.numbers[new] = ino
+            t.nodes[ino]!.node = new
         }
     }
 
     /// Renames a service directory and every item under it.
     func renameService(_ old: Directory, to new: [UInt8]) {
-        let affected = locked { numbers.keys.filter { $0.directory == old } }
+        let affected = table.withLock { $0.numbers.keys.filter { $0.directory == old } }
         for node in affected {
             switch node {
             case .service(let c, _): rename(node, to: .service(c, new))
@@ -130,8 +127,8 @@ final class InodeTable: @unchecked Sendable {
     /// The directories the kernel knows (services, servers, class roots), with their inodes,
     /// for invalidation.
     func directories() -> [(UInt64, Node)] {
-        locked {
-            nodes.compactMap { ino, entry in
+        table.withLock { t in
+            t.nodes.compactMap { ino, entry in
                 switch entry.node {
                 case .service, .classRoot: return (ino, entry.node)
                 default: return nil

@@ -28,14 +28,14 @@ struct FileFacts {
     var writable = true
 
     init(_ e: FileEntry) {
-        let unix = { (key: String) -> Int in
+        let unix = { (key: AttributeKey) -> Int in
             if case .date(let t)? = e.attributes[key], t.isFinite, abs(t) < 1e15 { return Int(AbsoluteTime.unix(t)) }
             return 0
         }
         group = e.group
         size = PEMFiles.size(e) ?? e.size
         writable = !FileNames.isFlat(e.itemClass)
-        ctime = unix("mdat")
+        ctime = unix(.modificationDate)
         mtime = e.attributes[Vault.secretModified] != nil ? unix(Vault.secretModified) : ctime
     }
 }

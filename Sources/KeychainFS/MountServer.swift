@@ -17,155 +17,18 @@ public protocol MountPolicy: AnyObject, Sendable {
     /// `previous` is the name the item had before a rename, `groups` the access groups of the
     /// items it changed (nil when unknown: only administrators then learn the names).
     /// `service` is an internet password's server when `itemClass` says so.
-    func itemChanged(_ kind: String, itemClass: ItemClass, service: [UInt8], account: [UInt8]?,
+    func itemChanged(_ kind: ChangeKind, itemClass: ItemClass, service: [UInt8], account: [UInt8]?,
                      previous: (service: [UInt8], account: [UInt8]?)?, groups: [String]?)
     /// Records a file-interface decision in the audit log. The audit calls throw when the line
     /// could not be written; an open is then refused (EIO), a denial stands either way.
-    func audit(_ event: String, caller: CallerIdentity, detail: String) throws
+    func audit(_ event: AuditEvent, caller: CallerIdentity, detail: String) throws
     /// Records a decision about one item, named by its persistent reference.
-    func audit(_ event: String, caller: CallerIdentity, item: PersistentRef) throws
+    func audit(_ event: AuditEvent, caller: CallerIdentity, item: PersistentRef) throws
     /// Records an open that a process may repeat many times a second: its first open of the item
     /// is a line of its own, further ones in the same second are written as one counted line.
-    func auditRepeatable(_ event: String, caller: CallerIdentity, item: PersistentRef) throws
+    func auditRepeatable(_ event: AuditEvent, caller: CallerIdentity, item: PersistentRef) throws
     /// Owner of the directories: the daemon's user and group.
     var directoryOwner: (uid: UInt32, gid: UInt32) { get }
-}
-
-/// An open file: one version of one item for its whole life, or a pending write.
-///
-/// A writer's bytes stay in its buffer until a commit stores them (docs/filesystem.md, Writing):
-/// nobody else sees them before, and a writer killed by a signal never stores them.
-///
-/// The bytes (`snapshot`, `buffer`, `length`), `dirty`, `pending`, `abandoned`, `writes` and
-/// `revoked` are guarded by the file's own
-/// lock (`withContentLock`), so a read answers from them without holding the server's mutex
-/// through its reply; the other fields are guarded by the server's mutex. The file's lock is
-/// taken after the server's, never before.
-final class OpenFile {
-    var node: Node
-    var ref: PersistentRef?
-    let protection: ProtectionClass
-    let groups: [String]
-    var snapshot: SecureBytes?
-    /// Bytes written so far (`length` of them are meaningful); nil for a read-only open.
-    var buffer: SecureBytes?
-    var length = 0
-    /// Bytes were written (or cut) through this descriptor since its last commit: a FLUSH stores them.
-    var dirty = false
-    /// Something is not stored yet, an O_TRUNC open's emptying included: the RELEASE stores it.
-    var pending = false
-    /// Writes so far, so that a commit clears `dirty` only if no write came in meanwhile.
-    var writes = 0
-    /// The threads that wrote since the last commit, and their processes: only their FLUSH
-    /// stores, so a child that closes the descriptor it inherited stores nothing.
-    var writerThreads: Set<Int32> = []
-    var writerProcesses: Set<Int32> = []
-    /// The writer was killed by a signal (seen at a FLUSH): this descriptor stores nothing more.
-    var abandoned = false
-    /// Set when the vault locked under this descriptor (WhenUnlocked items): it reads and writes
-    /// nothing from then on, even after an unlock, and a pending write is dropped, not stored.
-    var revoked = false
-    /// The entry at open, for `fstat` on a descriptor whose item has since locked.
-    var openedEntry: FileEntry?
-    /// When a create made this file; with `ref` nil it is stored at its first commit.
-    var createdAt = 0
-    /// Where the written buffer's guarded memory is counted, and for whom (writers only).
-    var budget: WriteBudget?
-    var writerUID: UInt32 = 0
-    private var charged = 0
-
-    /// Held in the object itself: one allocation less on every open.
-    private var contentMutex = pthread_mutex_t()
-
-    init(node: Node, ref: PersistentRef?, protection: ProtectionClass, groups: [String]) {
-        self.node = node
-        self.ref = ref
-        self.protection = protection
-        self.groups = groups
-        pthread_mutex_init(&contentMutex, nil)
-    }
-
-    deinit {
-        // A file dropped without a close (a failed create) still gives its share back.
-        budget?.release(charged, uid: writerUID)
-        pthread_mutex_destroy(&contentMutex)
-    }
-
-    func withContentLock<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_mutex_lock(&contentMutex)
-        defer { pthread_mutex_unlock(&contentMutex) }
-        return try body()
-    }
-
-    func revoke() {
-        withContentLock {
-            revoked = true
-            dirty = false
-            pending = false
-            wipeContents()
-        }
-    }
-
-    func wipe() { withContentLock { wipeContents() } }
-
-    /// Drops what a killed writer left: nothing of it is stored.
-    func abandon() {
-        withContentLock {
-            abandoned = true
-            dirty = false
-            pending = false
-            wipeContents()
-        }
-    }
-
-    private func wipeContents() {
-        // The snapshot is wiped when its last holder lets go (SecureBytes wipes on deinit): at
-        // once, or just after a read that is answering from it.
-        snapshot = nil
-        buffer?.wipe()
-        buffer = nil
-        budget?.release(charged, uid: writerUID)
-        charged = 0
-    }
-
-    /// Makes room for `count` bytes, keeping what is there (under the file's lock once shared).
-    /// False, changing nothing, when the writers' memory budget has no room for them.
-    /// - Throws: `CryptoError.allocationFailed`, leaving the buffer and the budget as they were.
-    func reserve(_ count: Int) throws -> Bool {
-        let current = buffer?.count ?? -1
-        guard count > current else { return true }
-        // Doubling, but never past the largest secret: slots up to 1 MiB are pooled.
-        var size = max(count, min(max(current * 2, 64), ItemLimits.maximumSecretLength))
-        let before = charged
-        if let budget {
-            if !budget.charge(size - charged, uid: writerUID) {
-                guard size > count, budget.charge(count - charged, uid: writerUID) else { return false }
-                size = count
-            }
-            charged = size
-        }
-        let bigger: SecureBytes
-        do {
-            bigger = try SecureBytes(count: size)
-        } catch {
-            budget?.release(charged - before, uid: writerUID)
-            charged = before
-            throw error
-        }
-        if let old = buffer, length > 0 {
-            old.withUnsafeBytes { src in bigger.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: length) } }
-        }
-        buffer?.wipe()
-        buffer = bigger
-        return true
-    }
-
-    /// The bytes a read sees: the written buffer, else the snapshot.
-    func withContents<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        if let buffer { return try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[0..<length])) } }
-        if let snapshot { return try snapshot.withUnsafeBytes(body) }
-        return try body(UnsafeRawBufferPointer(start: nil, count: 0))
-    }
 }
 
 /// A caller seen in the last second, and the groups computed for it (under the server's mutex).
@@ -395,7 +258,7 @@ public final class MountServer: @unchecked Sendable {
 
     /// A change made through this mount: its own names go at once, before the reply, and the
     /// daemon tells watchers and other mounts.
-    func changed(_ kind: String, _ name: ItemName, previous: ItemName? = nil, groups: Set<String>?) {
+    func changed(_ kind: ChangeKind, _ name: ItemName, previous: ItemName? = nil, groups: Set<String>?) {
         let directory = Directory(itemClass: name.itemClass, service: name.service)
         entries.invalidate(directory, name: name)
         if let previous { entries.invalidate(Directory(itemClass: previous.itemClass, service: previous.service), name: previous) }
@@ -404,7 +267,7 @@ public final class MountServer: @unchecked Sendable {
     }
 
     /// A change of a whole directory (a rename of a service or server).
-    func changed(_ kind: String, directory: Directory, previous: Directory, groups: Set<String>?) {
+    func changed(_ kind: ChangeKind, directory: Directory, previous: Directory, groups: Set<String>?) {
         entries.invalidate(directory, name: nil)
         entries.invalidate(previous, name: nil)
         policy.itemChanged(kind, itemClass: directory.itemClass, service: directory.service, account: nil,
@@ -513,7 +376,7 @@ public final class MountServer: @unchecked Sendable {
                     if let created = pendingCreation(n) { return req.attr(fileStat(ino, created), timeout: 0) }
                     // Locked under an open descriptor: fstat still answers with the attributes it
                     // had, so a read on it reaches `read` and gets EACCES rather than ENOENT.
-                    let held = locked { files.values.first { f in f.node == .item(n) && f.withContentLock { f.revoked } }?.openedEntry }
+                    let held = locked { files.values.first { f in f.node == .item(n) && f.withContentLock { f.isRevoked } }?.openedEntry }
                     guard let held else { return req.error(ENOENT) }
                     return req.attr(fileStat(ino, held), timeout: 0)
                 }
@@ -689,14 +552,14 @@ public final class MountServer: @unchecked Sendable {
             guard let e = try entry(n, groups: groups, opening: true) else {
                 // Visible to others but not to this caller: denied, not missing.
                 guard let other = try entry(n, groups: visibleGroups) else { return req.error(ENOENT) }
-                try? policy.audit("file-denied", caller: caller, item: other.ref)  // denied either way
+                try? policy.audit(.fileDenied, caller: caller, item: other.ref)  // denied either way
                 return req.error(EACCES)
             }
             let file = OpenFile(node: .item(n), ref: e.ref, protection: e.protection, groups: groups)
             file.openedEntry = e
             if !writing || fi.pointee.flags & O_TRUNC == 0 {
                 var approved = false
-                if let control = e.attributes["accc"].flatMap(AccessControl.init), control.requiresPresence {
+                if let control = e.attributes[.accessControl].flatMap(AccessControl.init), control.requiresPresence {
                     // The program may take seconds: it is asked off the kernel's workers.
                     guard let approval, approval.ref == e.ref else {
                         return openAfterApproval(req, ino: ino, fi: fi, ref: e.ref, attributes: e.attributes, caller: caller)
@@ -707,32 +570,24 @@ public final class MountServer: @unchecked Sendable {
                     }
                     approved = true
                 }
-                file.snapshot = try PEMFiles.contents(e, secret: try vault.fileSecret(of: e, accessGroups: groups, approved: approved))
+                file.setSnapshot(try PEMFiles.contents(e, secret: try vault.fileSecret(of: e, accessGroups: groups, approved: approved)))
             }
             if writing {
                 file.budget = Self.writers
                 file.writerUID = caller.uid
-                if let snap = file.snapshot {
-                    guard try file.reserve(snap.count) else {
-                        file.wipe()
-                        return req.error(ENOSPC)
-                    }
-                    snap.withUnsafeBytes { src in file.buffer!.withUnsafeMutableBytes { if src.count > 0 { $0.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: src.count) } } }
-                    file.length = snap.count
-                    snap.wipe()
-                    file.snapshot = nil
-                } else {
-                    _ = try file.reserve(0)
-                    file.pending = true  // O_TRUNC: empty in this buffer; stored at the close, not now
+                // O_TRUNC: empty in this buffer, stored at the close, not now.
+                guard try file.startWriting() else {
+                    file.wipe()
+                    return req.error(ENOSPC)
                 }
             }
             // Recorded before the descriptor exists, so no caller holds one the log does not show:
             // an open whose line cannot be written is refused with EIO (docs/filesystem.md).
             do {
                 if writing {
-                    try policy.audit("file-open-write", caller: caller, item: e.ref)
+                    try policy.audit(.fileOpenWrite, caller: caller, item: e.ref)
                 } else {
-                    try policy.auditRepeatable("file-open-read", caller: caller, item: e.ref)
+                    try policy.auditRepeatable(.fileOpenRead, caller: caller, item: e.ref)
                 }
             } catch {
                 file.wipe()
@@ -742,7 +597,7 @@ public final class MountServer: @unchecked Sendable {
             req.open(fi)
         } catch {
             if (error as? KeychainStatus) == .decode {
-                try? policy.audit("file-damaged", caller: identity(req), detail: "-")  // refused either way
+                try? policy.audit(.fileDamaged, caller: identity(req), detail: "-")  // refused either way
             }
             req.error(errnoFor(error))
         }
@@ -758,7 +613,7 @@ public final class MountServer: @unchecked Sendable {
         fi.pointee.direct_io = options.kernelCache ? 0 : 1
         fi.pointee.keep_cache = options.kernelCache ? 1 : 0
         // A read-only descriptor has nothing to store at close: spare the kernel the FLUSH trip.
-        if file.buffer == nil { fi.pointee.noflush = 1 }
+        if !file.isWriting { fi.pointee.noflush = 1 }
     }
 
     func create(_ req: FuseRequest, parent: UInt64, name: [UInt8], fi: UnsafeMutablePointer<fuse_file_info>) {
@@ -775,8 +630,7 @@ public final class MountServer: @unchecked Sendable {
                 let file = OpenFile(node: .item(n), ref: existing.ref, protection: existing.protection, groups: groups)
                 file.budget = Self.writers
                 file.writerUID = who.uid
-                _ = try file.reserve(0)
-                file.pending = true
+                guard try file.startWriting() else { return req.error(ENOSPC) }
                 register(file, fi)
                 let ino = inodes.lookedUp(.item(n))
                 return req.create(ino: ino, attr: fileStat(ino, existing), timeout: timeout, fi: fi)
@@ -789,8 +643,7 @@ public final class MountServer: @unchecked Sendable {
             file.budget = Self.writers
             file.writerUID = who.uid
             file.createdAt = time(nil)
-            _ = try file.reserve(0)
-            file.pending = true
+            guard try file.startWriting() else { return req.error(ENOSPC) }
             register(file, fi)
             let ino = inodes.lookedUp(.item(n))
             req.create(ino: ino, attr: fileStat(ino, pendingFacts(file)), timeout: 0, fi: fi)
@@ -806,7 +659,7 @@ public final class MountServer: @unchecked Sendable {
     }
 
     private func pendingFacts(_ file: OpenFile) -> FileFacts {
-        FileFacts(group: file.groups.first ?? "", size: file.withContentLock { file.length }, time: file.createdAt)
+        FileFacts(group: file.groups.first ?? "", size: file.withContentLock { file.writtenLength }, time: file.createdAt)
     }
 
     func read(_ req: FuseRequest, size: Int, offset: Int, fi: UnsafeMutablePointer<fuse_file_info>) {
@@ -822,15 +675,17 @@ public final class MountServer: @unchecked Sendable {
         // change under writes, so its reads answer under the file's lock.
         let snapshot = file.withContentLock { () -> SecureBytes?? in
             // A descriptor opened before a lock reads nothing after it.
-            if file.revoked || (file.protection.availability == .whileUnlocked && vault.lockState != .unlocked) {
+            if file.isRevoked || (file.protection.availability == .whileUnlocked && vault.lockState != .unlocked) {
                 req.error(EACCES)
                 return nil
             }
-            if file.buffer != nil {
+            switch file.contents {
+            case .reading(let snapshot): return .some(snapshot)
+            case .writing:
                 file.withContents(answer)
                 return nil
+            case .revoked, .abandoned, .closed: return .some(nil)
             }
-            return .some(file.snapshot)
         }
         guard let snapshot else { return }
         if let snapshot { snapshot.withUnsafeBytes(answer) } else { answer(UnsafeRawBufferPointer(start: nil, count: 0)) }
@@ -840,24 +695,29 @@ public final class MountServer: @unchecked Sendable {
         guard let file = locked({ files[fi.pointee.fh] }) else { return req.error(EBADF) }
         noteWriter(file, req)
         let refused = file.withContentLock { () -> Int32? in
-            if file.revoked { return EACCES }
-            if file.abandoned { return EIO }
-            guard file.buffer != nil else { return EBADF }
+            switch file.contents {
+            case .revoked: return EACCES
+            case .abandoned: return EIO
+            case .reading, .closed: return EBADF
+            case .writing: break
+            }
             guard offset >= 0, data.count <= ItemLimits.maximumSecretLength - offset else { return EFBIG }
-            do {
-                guard try file.reserve(offset + data.count) else { return ENOSPC }
-            } catch {
-                return errnoFor(error)
-            }
-            file.buffer!.withUnsafeMutableBytes { dst in
-                if offset > file.length { (dst.baseAddress! + file.length).initializeMemory(as: UInt8.self, repeating: 0, count: offset - file.length) }
-                if data.count > 0 { (dst.baseAddress! + offset).copyMemory(from: data.baseAddress!, byteCount: data.count) }
-            }
-            file.length = max(file.length, offset + data.count)
-            file.dirty = true
-            file.pending = true
-            file.writes += 1
-            return nil
+            return file.withWrite { w -> Int32? in
+                do {
+                    guard try file.reserve(offset + data.count, in: &w) else { return ENOSPC }
+                } catch {
+                    return errnoFor(error)
+                }
+                w.buffer.withUnsafeMutableBytes { dst in
+                    if offset > w.length { (dst.baseAddress! + w.length).initializeMemory(as: UInt8.self, repeating: 0, count: offset - w.length) }
+                    if data.count > 0 { (dst.baseAddress! + offset).copyMemory(from: data.baseAddress!, byteCount: data.count) }
+                }
+                w.length = max(w.length, offset + data.count)
+                w.dirty = true
+                w.pending = true
+                w.writes += 1
+                return nil
+            } ?? EBADF
         }
         // libfuse keeps its receive buffer for the next request: no plaintext may stay in it.
         wipeMemory(UnsafeMutableRawBufferPointer(mutating: data))
@@ -868,11 +728,13 @@ public final class MountServer: @unchecked Sendable {
     /// Records who writes through `file`, so that their FLUSH stores it (`flush`).
     func noteWriter(_ file: OpenFile, _ req: FuseRequest) {
         let tid = req.caller.pid
-        guard !file.withContentLock({ file.writerThreads.contains(tid) }) else { return }
+        guard file.withContentLock({ file.withWrite { !$0.writerThreads.contains(tid) } }) == true else { return }
         let process = processID(ofThread: tid)
         file.withContentLock {
-            file.writerThreads.insert(tid)
-            file.writerProcesses.insert(process)
+            _ = file.withWrite { w in
+                w.writerThreads.insert(tid)
+                w.writerProcesses.insert(process)
+            }
         }
     }
 
@@ -883,9 +745,9 @@ public final class MountServer: @unchecked Sendable {
     func commit(_ file: OpenFile, onlyWritten: Bool) throws {
         // Locked under this descriptor: the pending bytes are dropped, not stored.
         let pending = try file.withContentLock { () -> (SecureBytes, Int)? in
-            if file.revoked { throw Denied() }
-            guard !file.abandoned, onlyWritten ? file.dirty : file.pending else { return nil }
-            return (try file.withContents { try SecureBytes(copying: $0) }, file.writes)
+            if file.isRevoked { throw Denied() }
+            guard case .writing(let w) = file.contents, onlyWritten ? w.dirty : w.pending else { return nil }
+            return (try file.withContents { try SecureBytes(copying: $0) }, w.writes)
         }
         guard let (secret, writes) = pending else { return }
         defer { secret.wipe() }
@@ -902,19 +764,20 @@ public final class MountServer: @unchecked Sendable {
             }
         }
         file.withContentLock {
-            if file.writes == writes {
-                file.dirty = false
-                file.pending = false
-                file.writerThreads.removeAll()
-                file.writerProcesses.removeAll()
+            _ = file.withWrite { w in
+                guard w.writes == writes else { return }
+                w.dirty = false
+                w.pending = false
+                w.writerThreads.removeAll()
+                w.writerProcesses.removeAll()
             }
         }
-        changed(change.created ? "add" : "update", n, groups: change.groups)
+        changed(change.created ? .add : .update, n, groups: change.groups)
     }
 
     func flush(_ req: FuseRequest, fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let file = locked({ files[fi.pointee.fh] }) else { return req.error(EBADF) }
-        guard file.withContentLock({ file.buffer != nil }) else { return req.ok() }
+        guard file.withContentLock({ file.isWriting }) else { return req.ok() }
         let pid = req.caller.pid
         // The close that a signal's exit makes: the writer did not finish, nothing is stored.
         if diesBySignal(pid: pid) {
@@ -922,8 +785,8 @@ public final class MountServer: @unchecked Sendable {
             return req.ok()
         }
         // Another process's close (a child closing what it inherited) leaves the bytes pending.
-        guard file.withContentLock({ file.writerThreads.contains(pid) })
-                || file.withContentLock({ [p = processID(ofThread: pid)] in file.writerProcesses.contains(p) })
+        guard file.withContentLock({ file.withWrite { $0.writerThreads.contains(pid) } ?? false })
+                || file.withContentLock({ [p = processID(ofThread: pid)] in file.withWrite { $0.writerProcesses.contains(p) } ?? false })
         else { return req.ok() }
         do {
             try commit(file, onlyWritten: true)
@@ -949,7 +812,7 @@ public final class MountServer: @unchecked Sendable {
         do {
             guard let n = try itemName(name, in: Directory(itemClass: c, service: s)) else { return req.error(ENOENT) }
             let groups = try vault.deleteFile(n, accessGroups: caller(req, writing: true).groups)
-            changed("delete", n, groups: groups)
+            changed(.delete, n, groups: groups)
             req.ok()
         } catch {
             req.error(errnoFor(error))
@@ -981,11 +844,11 @@ public final class MountServer: @unchecked Sendable {
                     locked { _ = emptyServices.insert(target) }
                 } else {
                     let key = target.node.directoryAttribute
-                    moved = try vault.update(["class": .string(c.rawValue), key: .data(from), "sync": "syna"], changes: [key: .data(to)],
+                    moved = try vault.update([.class: .string(c.rawValue), key: .data(from), .synchronizable: .synchronizableAny], changes: [key: .data(to)],
                                              accessGroups: groups)
                 }
                 inodes.renameService(source, to: to)
-                changed("update", directory: target, previous: source, groups: moved)
+                changed(.update, directory: target, previous: source, groups: moved)
                 locked {
                     for f in files.values {
                         if case .item(var n) = f.node, n.itemClass == c, n.service == from {
@@ -1017,7 +880,7 @@ public final class MountServer: @unchecked Sendable {
                 } else {
                     locked { _ = emptyServices.remove(Directory(itemClass: c2, service: s2)) }
                 }
-                changed("update", n2, previous: n1, groups: change.groups)
+                changed(.update, n2, previous: n1, groups: change.groups)
                 // The kernel keeps the source's inode under the new name.
                 inodes.rename(.item(n1), to: .item(n2))
                 locked {
@@ -1067,25 +930,27 @@ public final class MountServer: @unchecked Sendable {
             let size = Int(attr.st_size)
             guard size >= 0, size <= ItemLimits.maximumSecretLength else { return req.error(EFBIG) }
             do {
-                if let fi, let file = locked({ files[fi.pointee.fh] }), file.withContentLock({ file.buffer != nil }) {
+                if let fi, let file = locked({ files[fi.pointee.fh] }), file.withContentLock({ file.isWriting }) {
                     noteWriter(file, req)
                     let room = try file.withContentLock { () throws -> Bool in
-                        guard try file.reserve(size) else { return false }
-                        if size > file.length {
-                            _ = file.buffer!.withUnsafeMutableBytes { (($0.baseAddress! + file.length)).initializeMemory(as: UInt8.self, repeating: 0, count: size - file.length) }
-                        }
-                        file.length = size
-                        file.dirty = true
-                        file.pending = true
-                        file.writes += 1
-                        return true
+                        try file.withWrite { w in
+                            guard try file.reserve(size, in: &w) else { return false }
+                            if size > w.length {
+                                _ = w.buffer.withUnsafeMutableBytes { (($0.baseAddress! + w.length)).initializeMemory(as: UInt8.self, repeating: 0, count: size - w.length) }
+                            }
+                            w.length = size
+                            w.dirty = true
+                            w.pending = true
+                            w.writes += 1
+                            return true
+                        } ?? true  // revoked or abandoned meanwhile: a later write says so
                     }
                     guard room else { return req.error(ENOSPC) }
                 } else {
                     let groups = caller(req, writing: true).groups
                     guard let e = try entry(n, groups: groups) else { return req.error(EACCES) }
                     let change = try vault.truncateFile(e.ref, to: size, accessGroups: groups)  // one transaction
-                    changed("update", n, groups: change.groups)
+                    changed(.update, n, groups: change.groups)
                 }
             } catch {
                 return req.error(errnoFor(error))

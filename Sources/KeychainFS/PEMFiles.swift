@@ -20,7 +20,7 @@ enum PEMFiles {
 
     /// A key's `type` (73, 42), stored as a number or a numeric string.
     static func keyType(_ e: FileEntry) -> Int64? {
-        switch e.attributes["type"] {
+        switch e.attributes[.keyType] {
         case .number(let n)?: return n
         case .string(let s)?: return Int64(s)
         default: return nil

@@ -7,22 +7,22 @@ import KeychainCore
 extension MountServer {
     static let prefix = "user.keychain."
 
-    /// xattr name -> (raw attribute key, writable).
-    static let xattrs: [(String, String, Bool)] = [
-        ("class", "class", false), ("accessible", "pdmn", true), ("access-group", "agrp", true),
-        ("label", "labl", true), ("comment", "icmt", true), ("description", "desc", true),
-        ("created", "cdat", false), ("modified", "mdat", false), ("synchronizable", "sync", false),
-        ("version", "version", false),
+    /// xattr name -> (attribute key, nil for the item's version; writable).
+    static let xattrs: [(String, AttributeKey?, Bool)] = [
+        ("class", .class, false), ("accessible", .accessible, true), ("access-group", .accessGroup, true),
+        ("label", .label, true), ("comment", .comment, true), ("description", .description, true),
+        ("created", .creationDate, false), ("modified", .modificationDate, false), ("synchronizable", .synchronizable, false),
+        ("version", nil, false),
         // Internet passwords' primary key, where the item has them.
-        ("server", "srvr", false), ("protocol", "ptcl", false), ("port", "port", false), ("path", "path", false),
-        ("authentication-type", "atyp", false), ("security-domain", "sdmn", false),
+        ("server", .server, false), ("protocol", .protocol, false), ("port", .port, false), ("path", .path, false),
+        ("authentication-type", .authenticationType, false), ("security-domain", .securityDomain, false),
     ]
 
-    func xattrValue(_ e: FileEntry, key: String) -> [UInt8]? {
+    func xattrValue(_ e: FileEntry, key: AttributeKey?) -> [UInt8]? {
         switch key {
-        case "class": return Array(e.itemClass.rawValue.utf8)
-        case "version": return Array(String(e.version).utf8)
-        default:
+        case .class?: return Array(e.itemClass.rawValue.utf8)
+        case nil: return Array(String(e.version).utf8)
+        case let key?:
             guard let v = e.attributes[key] else { return nil }
             switch v {
             case .string(let s): return Array(s.utf8)
@@ -85,13 +85,14 @@ extension MountServer {
             guard !FileNames.isFlat(e.itemClass) else { return req.error(EPERM) }  // PEM files are read-only
             let text = String(decoding: value, as: UTF8.self)
             var change: AttributeValue = .string(text)
-            if spec.1 == "pdmn" {
+            guard let key = spec.1 else { return req.error(EPERM) }
+            if key == .accessible {
                 guard let p = ProtectionClass(name: text) else { return req.error(EINVAL) }
                 change = .string(p.rawValue)
             }
-            let touched = try vault.update(["v_PersistentRef": .data(e.ref.bytes), "sync": "syna"], changes: [spec.1: change],
+            let touched = try vault.update([.valuePersistentRef: .data(e.ref.bytes), .synchronizable: .synchronizableAny], changes: [key: change],
                              accessGroups: caller(req, writing: true).groups)
-            if case .item(let n)? = inodes.node(ino) { changed("update", n, groups: touched) }
+            if case .item(let n)? = inodes.node(ino) { changed(.update, n, groups: touched) }
             req.ok()
         } catch {
             req.error(errnoFor(error))

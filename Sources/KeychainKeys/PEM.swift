@@ -66,7 +66,7 @@ public enum PEM {
     }
 
     /// What `body` writes into a secure-heap memory BIO, copied into guarded memory.
-    private static func write(_ body: (OpaquePointer) -> Int32) throws -> SecureBytes {
+    static func write(_ body: (OpaquePointer) -> Int32) throws -> SecureBytes {
         _ = LibCrypto.ready
         let bio = try LibCrypto.notNil(BIO_new(BIO_s_secmem()))
         defer { BIO_free(bio) }

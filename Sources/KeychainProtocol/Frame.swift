@@ -1,6 +1,7 @@
 import Glibc
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
+import KeychainSystem
 
 /// Length-prefixed frames on a stream socket. Payloads are read straight into guarded memory.
 public enum Frame {
@@ -20,11 +21,9 @@ public enum Frame {
                     var message = msghdr()
                     message.msg_iov = iov.baseAddress
                     message.msg_iovlen = body.count > 0 ? 2 : 1
-                    while true {
-                        let n = sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
-                        if n >= 0 { return n }
-                        if errno != EINTR { throw KeychainStatus.io }
-                    }
+                    let n = retryingOnInterrupt { sendmsg(fd, &message, Int32(MSG_NOSIGNAL)) }
+                    if n < 0 { throw KeychainStatus.io }
+                    return n
                 }
             }
         }
@@ -90,30 +89,12 @@ public enum Frame {
     public static let initialCapacity = 64 << 10
 
     private static func writeAll(_ buf: UnsafeRawBufferPointer, _ fd: Int32) throws {
-        var done = 0
-        while done < buf.count {
-            let n = send(fd, buf.baseAddress! + done, buf.count - done, Int32(MSG_NOSIGNAL))
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw KeychainStatus.io
-            }
-            done += n
-        }
+        do { try Descriptor.writeAll(buf, to: fd, socket: true) } catch { throw KeychainStatus.io }
     }
 
     /// Reads until the buffer is full or the stream ends; returns the bytes read.
     static func readAll(_ buf: UnsafeMutableRawBufferPointer, _ fd: Int32) throws -> Int {
-        var done = 0
-        while done < buf.count {
-            let n = recv(fd, buf.baseAddress! + done, buf.count - done, 0)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw KeychainStatus.io
-            }
-            if n == 0 { break }
-            done += n
-        }
-        return done
+        do { return try Descriptor.readAll(into: buf, from: fd, socket: true) } catch { throw KeychainStatus.io }
     }
 }
 
@@ -179,15 +160,10 @@ public final class FrameReader {
             start = 0
             end = unread
         }
-        while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + end, $0.count - end, 0) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw KeychainStatus.io
-            }
-            end += n
-            return n
-        }
+        let n = buffer.withUnsafeMutableBytes { b in retryingOnInterrupt { recv(fd, b.baseAddress! + end, b.count - end, 0) } }
+        if n < 0 { throw KeychainStatus.io }
+        end += n
+        return n
     }
 
     /// Drops `n` bytes from the front, wiping them.

@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 
 /// The daemon's socket protocol: every message type and its encoding, in this one file.
@@ -22,6 +22,9 @@ public enum Operation: UInt8, Sendable, CaseIterable {
     case unlock = 2
     case lock = 3
     case info = 4
+    /// SecItemAdd. Option `generate` "private" and no secret: the daemon makes the key item's
+    /// private key itself (`SecKeyCreateRandomKey` of a permanent key); an older daemon stores
+    /// the item without one, which the client deletes again.
     case add = 5
     case copyMatching = 6
     case update = 7
@@ -59,14 +62,14 @@ public struct Request {
     public var operation: Operation
     public var query: Attributes
     public var changes: Attributes
-    public var options: Attributes
+    public var options: Fields
     public var secrets: [SecureBytes]
     /// A descriptor passed with the request (SCM_RIGHTS), never encoded: the /dev/fuse of a
     /// mount the caller has made.
     public var descriptor: PassedDescriptor?
 
     public init(_ operation: Operation, query: Attributes = [:], changes: Attributes = [:],
-                options: Attributes = [:], secrets: [SecureBytes] = []) {
+                options: Fields = [:], secrets: [SecureBytes] = []) {
         self.operation = operation
         self.query = query
         self.changes = changes
@@ -101,7 +104,7 @@ public struct Request {
                 guard let op = Operation(rawValue: try r.u8()) else { throw KeychainStatus.badReq }
                 let query = try AttributeCoding.read(from: &r)
                 let changes = try AttributeCoding.read(from: &r)
-                let options = try AttributeCoding.read(from: &r)
+                let options = try AttributeCoding.readFields(from: &r)
                 var secrets: [SecureBytes] = []
                 for _ in 0..<Int(try r.u8()) { secrets.append(try readSecret(&r, buf)) }
                 guard r.remaining == 0 else { throw KeychainStatus.decode }
@@ -117,9 +120,9 @@ public struct Request {
 public struct Response {
     public var status: KeychainStatus
     public var result: QueryResult
-    public var info: Attributes
+    public var info: Fields
 
-    public init(status: KeychainStatus = .success, result: QueryResult = .none, info: Attributes = [:]) {
+    public init(status: KeychainStatus = .success, result: QueryResult = .none, info: Fields = [:]) {
         self.status = status
         self.result = result
         self.info = info
@@ -141,10 +144,10 @@ public struct Response {
         for v in values {
             switch v {
             case .data(let d):
-                w.u8(1); AttributeCoding.write([:], into: &w)
+                w.u8(1); AttributeCoding.write(Attributes(), into: &w)
                 w.u8(1); d.withUnsafeBytes { w.lengthPrefixed($0) }; w.u8(0)
             case .persistentRef(let ref):
-                w.u8(2); AttributeCoding.write([:], into: &w)
+                w.u8(2); AttributeCoding.write(Attributes(), into: &w)
                 w.u8(0); w.u8(1); w.lengthPrefixed(ref)
             case .item(let item):
                 w.u8(3); AttributeCoding.write(item.attributes, into: &w)
@@ -200,7 +203,7 @@ public struct Response {
                     default: throw KeychainStatus.decode
                     }
                 }
-                let info = try AttributeCoding.read(from: &r)
+                let info = try AttributeCoding.readFields(from: &r)
                 guard r.remaining == 0 else { throw KeychainStatus.decode }
                 let result: QueryResult
                 switch shape {

@@ -15,6 +15,9 @@ public enum SettingLimits {
     public static let id: ClosedRange<Int64> = 0...4_294_967_294
     /// `--mode`: permission bits of an access group (read and write for owner, group, others).
     public static let groupMode: ClosedRange<Int64> = 0...0o777
+    /// `--audit-max-size`: bytes of the audit log's current file past which it rotates (0 never
+    /// rotates). At least 4 KiB, so that a rotation's own line never fills a file; at most 1 TiB.
+    public static let auditMaxSize: ClosedRange<Int64> = 4_096...1_099_511_627_776
     /// Bytes of an access group name.
     public static let groupNameBytes: ClosedRange<Int> = 1...255
 }

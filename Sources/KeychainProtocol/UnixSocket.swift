@@ -1,5 +1,5 @@
 import Glibc
-import KeychainCore
+import KeychainModel
 
 /// Unix-domain stream sockets: the C interop for listening, connecting and peer credentials.
 public enum UnixSocket {

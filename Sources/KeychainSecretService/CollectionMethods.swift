@@ -64,26 +64,27 @@ extension SecretService {
     /// account, is changed in place; otherwise a new generic password is added (its account gets
     /// `#` and six hex digits when another item already has that service and account).
     private func createItem(_ m: BusMessage, group: String) throws -> OutgoingMessage {
+        try authorizeWriting(group)
         let new = try readNewItem(m)
         let collection = ObjectPath.collection(group: group).string
         let gena = AttributeValue.data(SecretAttributes.encode(new.attributes, contentType: new.contentType))
         let (service, account) = try SecretAttributes.primaryKey(for: new.attributes)
         let existing = new.replace ? try vaultCall { try vault.search(group: group, service: service) } : []
         let same = existing.first { SecretAttributes.of($0.attributes) == new.attributes }
-            ?? existing.first { $0.attributes["acct"].flatMap(SecretAttributes.text) == account }
+            ?? existing.first { $0.attributes[.account].flatMap(SecretAttributes.text) == account }
         let ref: [UInt8]
         if let same, let sameRef = same.persistentRef {
-            try vaultCall { try vault.update(ref: sameRef, changes: ["labl": .string(new.label), "gena": gena], secret: new.secret) }
+            try vaultCall { try vault.update(ref: sameRef, changes: [.label: .string(new.label), .generic: gena], secret: new.secret) }
             ref = sameRef
             emit("ItemChanged", from: collection, item: ObjectPath.item(group: group, ref: ref).string)
         } else {
-            var attributes: Attributes = ["agrp": .string(group), "svce": .string(service), "acct": .string(account),
-                                          "labl": .string(new.label), "gena": gena]
+            var attributes: Attributes = [.accessGroup: .string(group), .service: .string(service), .account: .string(account),
+                                          .label: .string(new.label), .generic: gena]
             ref = try vaultCall {
                 do {
                     return try vault.add(attributes, secret: new.secret)
                 } catch KeychainStatus.duplicateItem {
-                    attributes["acct"] = .string(account + "#" + Hex.encode(try SecretAttributes.randomBytes(3)))
+                    attributes[.account] = .string(account + "#" + Hex.encode(try SecretAttributes.randomBytes(3)))
                     return try vault.add(attributes, secret: new.secret)
                 }
             }

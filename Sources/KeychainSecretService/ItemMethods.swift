@@ -17,17 +17,19 @@ extension SecretService {
             try appendSecret(secret, of: item, session: session, to: r)
             return r
         case "SetSecret":
+            try authorizeWriting(group)
             let (secret, contentType) = try readSecret(m)
             let item = try existing(path, group: group, ref: ref)
             var changes: Attributes = [:]
-            if let blob = item.attributes["gena"].flatMap(SecretAttributes.bytes), let decoded = SecretAttributes.decode(blob),
+            if let blob = item.attributes[.generic].flatMap(SecretAttributes.bytes), let decoded = SecretAttributes.decode(blob),
                decoded.contentType != contentType {
-                changes["gena"] = .data(SecretAttributes.encode(decoded.attributes, contentType: contentType))
+                changes[.generic] = .data(SecretAttributes.encode(decoded.attributes, contentType: contentType))
             }
             try vaultCall { try vault.update(ref: ref, changes: changes, secret: secret) }
             emit("ItemChanged", from: collection, item: path)
             return try m.reply()
         case "Delete":
+            try authorizeWriting(group)
             _ = try existing(path, group: group, ref: ref)
             try vaultCall { try vault.delete(ref: ref) }
             emit("ItemDeleted", from: collection, item: path)

@@ -57,7 +57,7 @@ extension SecretService {
         guard interface.isEmpty || interface == own else { return [:] }
         switch object {
         case .service:
-            let groups = try vaultCall { try vault.state().groups }
+            let groups = caller.readable
             return ["Collections": .paths(groups.map { ObjectPath.collection(group: $0).string })]
         case .collection, .defaultAlias:
             let group = try group(of: object)
@@ -71,9 +71,9 @@ extension SecretService {
             let locked = try vaultCall { try vault.state().locked }
             return ["Locked": .bool(isLocked(item, vaultLocked: locked)),
                     "Attributes": .dictionary(SecretAttributes.of(item.attributes)),
-                    "Label": .string(item.attributes["labl"].flatMap(SecretAttributes.text) ?? ""),
-                    "Created": .uint64(Self.unixTime(item.attributes["cdat"])),
-                    "Modified": .uint64(Self.unixTime(item.attributes["mdat"]))]
+                    "Label": .string(item.attributes[.label].flatMap(SecretAttributes.text) ?? ""),
+                    "Created": .uint64(Self.unixTime(item.attributes[.creationDate])),
+                    "Modified": .uint64(Self.unixTime(item.attributes[.modificationDate]))]
         default:
             return [:]
         }
@@ -88,6 +88,7 @@ extension SecretService {
     /// Set: an item's Label and Attributes (its service and account stay as they were made).
     private func setProperty(_ m: BusMessage, _ object: ObjectPath, name: String) throws {
         guard case .item(let group, let ref) = object else { throw BusError.notSupported("only an item's Label and Attributes can be set") }
+        try authorizeWriting(group)
         let item = try existing(object.string, group: group, ref: ref)
         var changes: Attributes = [:]
         var changed: [String: PropertyValue] = [:]
@@ -95,12 +96,12 @@ extension SecretService {
         case ("Label", "s"?):
             _ = try m.enter("v", "s")
             let label = try m.string()
-            changes["labl"] = .string(label)
+            changes[.label] = .string(label)
             changed["Label"] = .string(label)
         case ("Attributes", "a{ss}"?):
             _ = try m.enter("v", "a{ss}")
             let attributes = try m.stringDictionary()
-            changes["gena"] = .data(SecretAttributes.encode(attributes, contentType: SecretAttributes.contentType(of: item.attributes)))
+            changes[.generic] = .data(SecretAttributes.encode(attributes, contentType: SecretAttributes.contentType(of: item.attributes)))
             changed["Attributes"] = .dictionary(attributes)
         default:
             throw BusError.invalidArgs("only an item's Label (s) and Attributes (a{ss}) can be set")

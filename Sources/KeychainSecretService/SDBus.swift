@@ -20,7 +20,7 @@ struct BusError: Error {
         BusError(name: "org.freedesktop.DBus.Error.InvalidArgs", message: what)
     }
     static let accessDenied = BusError(name: "org.freedesktop.DBus.Error.AccessDenied",
-                                       message: "only the vault's user may use this Secret Service")
+                                       message: "the caller is not entitled to this access group")
     static let noSession = BusError(name: "org.freedesktop.Secret.Error.NoSession",
                                     message: "no such session, or it belongs to another connection")
     static let isLocked = BusError(name: "org.freedesktop.Secret.Error.IsLocked",
@@ -119,14 +119,42 @@ final class BusConnection {
         return OutgoingMessage(m)
     }
 
-    /// The effective uid of a connection on the bus, by its unique name (GetConnectionCredentials
-    /// through sd_bus_get_name_creds); nil when the bus does not say.
-    func uid(of sender: String) -> uid_t? {
-        var creds: OpaquePointer?
-        guard sd_bus_get_name_creds(bus, sender, UInt64(SD_BUS_CREDS_EUID), &creds) >= 0, let creds else { return nil }
-        defer { sd_bus_creds_unref(creds) }
-        var uid: uid_t = 0
-        return sd_bus_creds_get_euid(creds, &uid) >= 0 ? uid : nil
+    /// A connection's credentials as the bus daemon took them from the kernel when the
+    /// connection was made (`GetConnectionCredentials`: `UnixUserID` from SO_PEERCRED,
+    /// `UnixGroupIDs` from SO_PEERGROUPS, `ProcessID`); nil when the bus does not say or the name
+    /// is gone. Called directly, not through sd_bus_get_name_creds: sd-bus 252 does not read
+    /// `UnixGroupIDs`, and would fill gaps from /proc by a pid that can be reused.
+    func credentials(of sender: String) -> BusCredentials? {
+        var call: OpaquePointer?
+        guard sd_bus_message_new_method_call(bus, &call, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                             "org.freedesktop.DBus", "GetConnectionCredentials") >= 0, let call else { return nil }
+        defer { sd_bus_message_unref(call) }
+        guard sd_bus_message_append_basic(call, type("s"), sender) >= 0 else { return nil }
+        var error = sd_bus_error()
+        defer { sd_bus_error_free(&error) }
+        var reply: OpaquePointer?
+        guard sd_bus_call(bus, call, 0, &error, &reply) >= 0, let reply else { return nil }
+        defer { sd_bus_message_unref(reply) }
+        let m = BusMessage(reply)
+        var uid: UInt32?, pid: UInt32?, groups: [UInt32]?
+        do {
+            guard try m.enter("a", "{sv}") else { return nil }
+            while try m.enter("e", "sv") {
+                let key = try m.string()
+                switch (key, m.peekVariant()) {
+                case ("UnixUserID", "u"?): _ = try m.enter("v", "u"); uid = try m.uint32(); try m.exit()
+                case ("ProcessID", "u"?): _ = try m.enter("v", "u"); pid = try m.uint32(); try m.exit()
+                case ("UnixGroupIDs", "au"?): _ = try m.enter("v", "au"); groups = try m.uint32s(); try m.exit()
+                default: try m.skip("v")
+                }
+                try m.exit()
+            }
+            try m.exit()
+        } catch {
+            return nil
+        }
+        guard let uid, let groups else { return nil }
+        return BusCredentials(uid: uid, groups: groups, pid: pid)
     }
 
     /// Serves until `stop()` is true after a round, or the bus closes (sd_bus_process, sd_bus_wait).
@@ -158,6 +186,14 @@ final class BusConnection {
         guard rc >= 0, let slot else { throw BusFailure(call: "sd_bus_add_match", code: -rc) }
         slots.append(slot)
     }
+}
+
+/// Who a bus connection is, as the bus daemon's kernel credentials say (pinned at its connect).
+struct BusCredentials: Equatable {
+    var uid: UInt32
+    /// The primary and supplementary groups (SO_PEERGROUPS).
+    var groups: [UInt32]
+    var pid: UInt32?
 }
 
 /// A received message, read in order (sd_bus_message_read_*). Valid only inside its handler.
@@ -202,6 +238,21 @@ struct BusMessage {
         var b: Int32 = 0
         try check(sd_bus_message_read_basic(raw, type("b"), &b))
         return b != 0
+    }
+
+    func uint32() throws -> UInt32 {
+        var v: UInt32 = 0
+        try check(sd_bus_message_read_basic(raw, type("u"), &v))
+        return v
+    }
+
+    /// `au`.
+    func uint32s() throws -> [UInt32] {
+        var p: UnsafeRawPointer?
+        var n = 0
+        guard sd_bus_message_read_array(raw, type("u"), &p, &n) >= 0 else { throw BusError.invalidArgs("expected an array of uint32") }
+        guard let p, n > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: p.assumingMemoryBound(to: UInt32.self), count: n / 4))
     }
 
     /// An `ay` copied straight into guarded memory.

@@ -14,15 +14,15 @@ enum SecretAttributes {
 
     /// The Secret Service attributes of a vault item.
     static func of(_ item: Attributes) -> [String: String] {
-        if let blob = item["gena"].flatMap(bytes), let decoded = decode(blob) { return decoded.attributes }
-        let svce = item["svce"].flatMap(text) ?? ""
-        let acct = item["acct"].flatMap(text) ?? ""
+        if let blob = item[.generic].flatMap(bytes), let decoded = decode(blob) { return decoded.attributes }
+        let svce = item[.service].flatMap(text) ?? ""
+        let acct = item[.account].flatMap(text) ?? ""
         return ["service": svce, "account": acct, "username": acct]
     }
 
     /// The secret's content type as stored, else text/plain.
     static func contentType(of item: Attributes) -> String {
-        item["gena"].flatMap(bytes).flatMap(decode)?.contentType ?? "text/plain"
+        item[.generic].flatMap(bytes).flatMap(decode)?.contentType ?? "text/plain"
     }
 
     /// The service and account an item made over D-Bus gets.

@@ -2,6 +2,7 @@ import Glibc
 import KeychainClient
 import KeychainCore
 import KeychainCrypto
+import KeychainfsAccess
 
 /// The freedesktop Secret Service (API 0.2) on the session bus, served from a vault through its
 /// daemon (docs/secret-service.md). One thread: sd-bus calls the handlers from `run`.
@@ -18,8 +19,13 @@ public final class SecretService {
     let vault: VaultItems
     var sessions = SessionTable()
     var prompts = PromptTable()
-    /// Whether a unique bus name belongs to this process's user; unique names are never reused.
-    private var allowed: [String: Bool] = [:]
+    /// Each caller's identity, pinned per unique bus name (the bus never reuses one) from the
+    /// credentials the bus daemon took from the kernel when the caller connected.
+    private var identities: [String: CallerIdentity] = [:]
+    /// What the caller of the call being handled may reach (one thread: set by `handle`).
+    var caller = CallerAccess.none
+    /// This process as the daemon sees it (uid, groups, executable), read once from /proc/self.
+    private let provider = CallerIdentity.of(pid: getpid(), uid: geteuid(), gid: getegid())
 
     /// Connects to the session bus and owns `org.freedesktop.secrets`.
     /// - Parameter connect: opens a connection to the vault's daemon (called again if it goes away).
@@ -31,7 +37,8 @@ public final class SecretService {
         try bus.addMatch("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged'") { [unowned self] m in
             guard let name = try? m.string(), (try? m.string()) != nil, let newOwner = try? m.string(), newOwner.isEmpty else { return }
             sessions.closeAll(of: name)
-            allowed[name] = nil
+            prompts.closeAll(of: name)
+            identities[name] = nil
         }
         try bus.requestName(Self.busName)
     }
@@ -41,7 +48,8 @@ public final class SecretService {
 
     private func handle(_ m: BusMessage) throws -> OutgoingMessage? {
         guard let object = ObjectPath(m.path) else { return nil }
-        guard callerIsOwner(m.sender) else { throw BusError.accessDenied }
+        caller = try access(of: m.sender)
+        try authorize(object)
         if m.interface == Self.propertiesInterface { return try properties(m, object) }
         switch object {
         case .service where m.interface == Self.serviceInterface: return try serviceMethod(m)
@@ -61,19 +69,45 @@ public final class SecretService {
         }
     }
 
-    /// Only this process's own user reaches the vault through it: the daemon sees this process's
-    /// uid for every request. Per-caller groups from the bus's credentials are not done yet.
-    private func callerIsOwner(_ sender: String) -> Bool {
-        if let known = allowed[sender] { return known }
-        let ok = bus.uid(of: sender) == geteuid()
-        allowed[sender] = ok
-        return ok
+    /// The caller's groups, decided as the daemon decides a socket caller's: its pinned identity
+    /// against the vault's group table, among the groups this process itself is entitled to.
+    /// - Throws: AccessDenied when the bus does not say who the caller is.
+    private func access(of sender: String) throws -> CallerAccess {
+        let identity: CallerIdentity
+        if let known = identities[sender] {
+            identity = known
+        } else {
+            guard let c = bus.credentials(of: sender) else { throw BusError.accessDenied }
+            identity = CallerAccess.identity(c)
+            identities[sender] = identity
+        }
+        // One round trip per call (the group list is in the daemon's memory), so a change of the
+        // table applies at the next call.
+        let table = try vaultCall { try vault.groupTable() }
+        return CallerAccess(caller: identity, table: table, provider: provider, owner: try vaultCall { try vault.owner() })
+    }
+
+    /// Refuses a collection or item of a group the caller may not read: AccessDenied when this
+    /// service serves the group to others, NoSuchObject otherwise (nothing is said about it).
+    private func authorize(_ object: ObjectPath) throws {
+        switch object {
+        case .collection(let g), .item(let g, _):
+            guard !caller.readable.contains(g) else { return }
+            throw caller.served.contains(g) ? BusError.accessDenied : BusError.unknownObject(object.string)
+        default:
+            return
+        }
+    }
+
+    /// Refuses a change in a group the caller may read but not write (AccessDenied).
+    func authorizeWriting(_ group: String) throws {
+        guard caller.writable.contains(group) else { throw BusError.accessDenied }
     }
 
     /// The access group a collection object names. - Throws: NoSuchObject for a group the
     /// caller is not entitled to, or `default` when the caller has none.
     func group(of object: ObjectPath) throws -> String {
-        let groups = try vault.state().groups
+        let groups = caller.readable
         switch object {
         case .collection(let g) where groups.contains(g): return g
         case .defaultAlias where !groups.isEmpty: return groups[0]

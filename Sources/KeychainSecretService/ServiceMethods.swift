@@ -17,8 +17,10 @@ extension SecretService {
         case "Unlock": return try unlock(m)
         case "Lock":
             let objects = try m.objectPaths()
+            // A lock stops every consumer of every group: the owner's, root's, or granted (as on the socket).
+            guard caller.mayLock else { throw BusError.accessDenied }
             try vaultCall { try vault.lock() }
-            for group in (try? vault.state().groups) ?? [] {
+            for group in caller.readable {
                 emitPropertiesChanged(ObjectPath.collection(group: group).string, interface: Self.collectionInterface, ["Locked": .bool(true)])
             }
             let r = try m.reply()
@@ -27,14 +29,14 @@ extension SecretService {
             return r
         case "ReadAlias":
             let name = try m.string()
-            let groups = try vaultCall { try vault.state().groups }
+            let groups = caller.readable
             let r = try m.reply()
             try r.objectPath(name == "default" && !groups.isEmpty ? ObjectPath.collection(group: groups[0]).string : ObjectPath.none)
             return r
         case "SetAlias":
             let name = try m.string()
             let target = try m.objectPath()
-            let groups = try vaultCall { try vault.state().groups }
+            let groups = caller.readable
             // The default is the caller's first access group, decided by the vault's group table.
             guard name == "default", let first = groups.first, target == ObjectPath.collection(group: first).string else {
                 throw BusError.notSupported("aliases follow the access groups: default is the first group")
@@ -53,7 +55,7 @@ extension SecretService {
         switch algorithm {
         case "plain":
             try m.skip("v")
-            let s = sessions.open(owner: m.sender, transport: PlainTransport())
+            let s = try sessions.open(owner: m.sender, uid: caller.uid, transport: PlainTransport())
             try r.open("v", "s"); try r.string(""); try r.close()
             try r.objectPath(s.path)
         case "dh-ietf1024-sha256-aes128-cbc-pkcs7":
@@ -62,7 +64,7 @@ extension SecretService {
             let peer = try m.bytes().withUnsafeBytes { Array($0) }
             try m.exit()
             guard let dh = try? DHAES128Session(peerPublic: peer) else { throw BusError.invalidArgs("not a public value of the group") }
-            let s = sessions.open(owner: m.sender, transport: DHAESTransport(dh))
+            let s = try sessions.open(owner: m.sender, uid: caller.uid, transport: DHAESTransport(dh))
             try r.open("v", "ay"); try dh.publicKey.withUnsafeBytes { try r.bytes($0) }; try r.close()
             try r.objectPath(s.path)
         default:
@@ -78,7 +80,7 @@ extension SecretService {
         let found = try vaultCall { try vault.search(group: group, service: query["service"]) }
         var unlocked: [String] = []
         for item in found where SecretAttributes.matches(SecretAttributes.of(item.attributes), query) {
-            guard let ref = item.persistentRef, let g = item.attributes["agrp"]?.stringValue else { continue }
+            guard let ref = item.persistentRef, let g = item.attributes[.accessGroup]?.stringValue, caller.readable.contains(g) else { continue }
             unlocked.append(ObjectPath.item(group: g, ref: ref).string)
         }
         // Items the vault cannot read now cannot be matched: their attributes are encrypted
@@ -93,7 +95,7 @@ extension SecretService {
         r.markSensitive()
         try r.open("a", "{o(oayays)}")
         for path in items {
-            guard case .item(let group, let ref)? = ObjectPath(path),
+            guard case .item(let group, let ref)? = ObjectPath(path), caller.readable.contains(group),
                   let item = try? vault.item(ref: ref, group: group, secret: true), let secret = item.secret else { continue }
             try r.open("e", "o(oayays)")
             try r.objectPath(path)
@@ -124,18 +126,19 @@ extension SecretService {
         }
         // Items of classes readable while locked (AfterFirstUnlock, Always) are unlocked already.
         let readable = objects.filter { path in
-            guard case .item(let g, let ref)? = ObjectPath(path), let item = try? vault.item(ref: ref, group: g) else { return false }
+            guard case .item(let g, let ref)? = ObjectPath(path), caller.readable.contains(g),
+                  let item = try? vault.item(ref: ref, group: g) else { return false }
             return !isLocked(item, vaultLocked: true)
         }
         try r.objectPaths(readable)
-        try r.objectPath(readable.count == objects.count ? ObjectPath.none : prompts.open(.unlock(objects)).string)
+        try r.objectPath(readable.count == objects.count ? ObjectPath.none : try prompts.open(.unlock(objects), owner: m.sender).string)
         return r
     }
 
     /// Whether an item's secret is out of reach now: its class needs an unlocked vault.
     func isLocked(_ item: FoundItem, vaultLocked: Bool) -> Bool {
         guard vaultLocked else { return false }
-        let p = item.attributes["pdmn"]?.stringValue.flatMap(ProtectionClass.init(rawValue:)) ?? .default
+        let p = item.attributes[.accessible]?.stringValue.flatMap(ProtectionClass.init(rawValue:)) ?? .default
         return p.availability == .whileUnlocked
     }
 }

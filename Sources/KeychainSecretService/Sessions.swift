@@ -7,11 +7,14 @@ final class SecretSession {
     let number: Int
     /// The unique bus name of the connection that opened it; only that connection may use it.
     let owner: String
+    /// The uid of that connection, for the per-user bound.
+    let uid: UInt32
     let transport: SecretTransport
 
-    init(number: Int, owner: String, transport: SecretTransport) {
+    init(number: Int, owner: String, uid: UInt32, transport: SecretTransport) {
         self.number = number
         self.owner = owner
+        self.uid = uid
         self.transport = transport
     }
 
@@ -36,13 +39,30 @@ final class PlainTransport: SecretTransport {
     }
 }
 
-/// The sessions of this service, by number.
+/// The sessions of this service, by number. Bounded per connection and per uid, so a caller
+/// that opens sessions without closing them costs this process a fixed amount of memory; a
+/// session ends with `Close` or when its connection leaves the bus.
 struct SessionTable {
     private var sessions: [Int: SecretSession] = [:]
     private var next = 1
 
-    mutating func open(owner: String, transport: SecretTransport) -> SecretSession {
-        let s = SecretSession(number: next, owner: owner, transport: transport)
+    /// Open sessions one connection may hold (libsecret and secretstorage open one per process).
+    static let perConnection = 64
+    /// Open sessions all connections of one uid may hold together.
+    static let perUser = 1024
+
+    static let limitsExceeded = BusError(name: "org.freedesktop.DBus.Error.LimitsExceeded",
+                                         message: "too many open sessions: close one first")
+
+    /// - Throws: LimitsExceeded past `perConnection` for `owner` or `perUser` for `uid`.
+    mutating func open(owner: String, uid: UInt32, transport: SecretTransport) throws -> SecretSession {
+        var ofOwner = 0, ofUser = 0
+        for s in sessions.values where s.uid == uid {
+            ofUser += 1
+            if s.owner == owner { ofOwner += 1 }
+        }
+        guard ofOwner < Self.perConnection, ofUser < Self.perUser else { throw Self.limitsExceeded }
+        let s = SecretSession(number: next, owner: owner, uid: uid, transport: transport)
         next += 1
         sessions[s.number] = s
         return s

@@ -2,6 +2,7 @@ import KeychainClient
 import KeychainCore
 import KeychainCrypto
 import KeychainProtocol
+import KeychainfsAccess
 
 /// The vault's generic passwords as the Secret Service sees them, through the daemon's socket:
 /// the daemon applies its rights to this process's uid, as for any other client.
@@ -31,14 +32,31 @@ final class VaultItems {
                 groups.split(separator: ",").map(String.init))
     }
 
+    /// The vault's owner, the uid its daemon runs as: the owner of the vault file (or of the
+    /// socket given by `KEYCHAINFS_SOCKET`), asked once.
+    func owner() throws -> UInt32 {
+        if let known = knownOwner { return known }
+        if client == nil { client = try connect() }
+        let uid = Paths.vaultOwner(client!.vaultPath)
+        knownOwner = uid
+        return uid
+    }
+    private var knownOwner: UInt32?
+
+    /// The access groups the daemon lists to this process (every group for the vault's owner).
+    func groupTable() throws -> [AccessGroup] {
+        let listed = try send(Request(.groupList)).result.array ?? []
+        return listed.compactMap { $0.item.flatMap { AccessGroup(record: $0.attributes.fields) } }
+    }
+
     /// Every readable generic password of `group` (all groups when nil) with its attributes and
     /// persistent reference, narrowed by `svce` when a service is given.
     /// - Throws: `KeychainStatus.interactionNotAllowed` when only locked items could match.
     func search(group: String?, service: String?) throws -> [FoundItem] {
-        var query: Attributes = ["class": "genp", "m_Limit": "m_LimitAll", "r_Attributes": true,
-                                 "r_PersistentRef": true, "sync": "syna"]
-        if let group { query["agrp"] = .string(group) }
-        if let service { query["svce"] = .string(service) }
+        var query: Attributes = [.class: .itemClass(.genericPassword), .matchLimit: .matchLimitAll, .returnAttributes: true,
+                                 .returnPersistentRef: true, .synchronizable: .synchronizableAny]
+        if let group { query[.accessGroup] = .string(group) }
+        if let service { query[.service] = .string(service) }
         do {
             return (try send(Request(.copyMatching, query: query)).result.array ?? []).compactMap(\.item)
         } catch KeychainStatus.itemNotFound {
@@ -48,12 +66,12 @@ final class VaultItems {
 
     /// One item by reference, with its secret when asked; nil when it is gone or not the caller's.
     func item(ref: [UInt8], group: String, secret: Bool = false) throws -> FoundItem? {
-        var query: Attributes = ["class": "genp", "v_PersistentRef": .data(ref), "r_Attributes": true,
-                                 "r_PersistentRef": true, "sync": "syna"]
-        if secret { query["r_Data"] = true }
+        var query: Attributes = [.class: .itemClass(.genericPassword), .valuePersistentRef: .data(ref), .returnAttributes: true,
+                                 .returnPersistentRef: true, .synchronizable: .synchronizableAny]
+        if secret { query[.returnData] = true }
         do {
             guard let item = try send(Request(.copyMatching, query: query)).result.value?.item,
-                  item.attributes["agrp"]?.stringValue == group else { return nil }
+                  item.attributes[.accessGroup]?.stringValue == group else { return nil }
             return item
         } catch KeychainStatus.itemNotFound {
             return nil
@@ -63,8 +81,8 @@ final class VaultItems {
     /// Adds a generic password; returns its persistent reference.
     func add(_ attributes: Attributes, secret: SecureBytes) throws -> [UInt8] {
         var query = attributes
-        query["class"] = "genp"
-        query["r_PersistentRef"] = true
+        query[.class] = .itemClass(.genericPassword)
+        query[.returnPersistentRef] = true
         let r = try send(Request(.add, query: query, secrets: [secret])).result
         guard case .persistentRef(let ref)? = r.value else { throw KeychainStatus.decode }
         return ref
@@ -72,12 +90,12 @@ final class VaultItems {
 
     /// Changes an item's attributes, and its secret when one is given.
     func update(ref: [UInt8], changes: Attributes, secret: SecureBytes?) throws {
-        try send(Request(.update, query: ["class": "genp", "v_PersistentRef": .data(ref), "sync": "syna"], changes: changes,
+        try send(Request(.update, query: [.class: .itemClass(.genericPassword), .valuePersistentRef: .data(ref), .synchronizable: .synchronizableAny], changes: changes,
                          secrets: secret.map { [$0] } ?? []))
     }
 
     func delete(ref: [UInt8]) throws {
-        try send(Request(.delete, query: ["class": "genp", "v_PersistentRef": .data(ref), "sync": "syna"]))
+        try send(Request(.delete, query: [.class: .itemClass(.genericPassword), .valuePersistentRef: .data(ref), .synchronizable: .synchronizableAny]))
     }
 
     func lock() throws { try send(Request(.lock)) }

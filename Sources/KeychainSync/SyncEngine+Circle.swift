@@ -6,7 +6,7 @@ extension SyncEngine {
     /// Makes this host the first member of a new circle on the server, creating the tables
     /// when missing. - Throws: `KeychainStatus.param` for a connection string with a password
     /// or when already in a circle, `SyncError.server` when the server cannot be reached.
-    public func initCircle(conninfo: String, name: String) throws -> Attributes {
+    public func initCircle(conninfo: String, name: String) throws -> Fields {
         try mutex.withLock {
             try checkNewLocked(conninfo)
             let server = try reach(conninfo)
@@ -188,16 +188,16 @@ extension SyncEngine {
     }
 
     /// What `sync status` shows. Names no key, item or secret.
-    public func status() -> Attributes {
+    public func status() -> Fields {
         mutex.withLock {
             _ = loadLocked()
             return statusLocked()
         }
     }
 
-    func statusLocked() -> Attributes {
+    func statusLocked() -> Fields {
         guard let config else { return ["state": .string("none")] }
-        var out: Attributes = [
+        var out: Fields = [
             "state": .string(config.state == .member ? "member" : "joining"),
             "server": .string(config.conninfo),
             "name": .string(config.name),

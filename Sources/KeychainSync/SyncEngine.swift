@@ -6,7 +6,7 @@ import KeychainCrypto
 /// under one mutex; a round holds it, so a verb waits for the round in progress.
 public final class SyncEngine: @unchecked Sendable {
     /// What a round did to the vault: `kind` is `add`/`update` or `delete`.
-    public typealias Applied = @Sendable (_ kind: String, _ change: SyncApplied) -> Void
+    public typealias Applied = @Sendable (_ kind: ChangeKind, _ change: SyncApplied) -> Void
 
     let vault: Vault
     let log: @Sendable (String) -> Void
@@ -302,7 +302,7 @@ public final class SyncEngine: @unchecked Sendable {
 
     private func done(_ o: Opened, _ applied: SyncApplied?) {
         counters.pulled += 1
-        if let applied { onApplied(o.payload == nil ? "delete" : "update", applied) }
+        if let applied { onApplied(o.payload == nil ? .delete : .update, applied) }
     }
 
     /// Learns members approved elsewhere: an entry counts once a member already trusted here

@@ -13,6 +13,9 @@ public struct AccessGroup: Sendable, Equatable {
     /// Whether callers entitled to this group may lock the vault. Off by default: a lock stops
     /// every consumer of every group at once, so it is the owner's and root's unless granted.
     public var grantsLock: Bool
+    /// Whether callers entitled to this group may read the audit log (`--may-audit`). Off by
+    /// default: the log shows every caller's uid, pid and executable.
+    public var grantsAudit: Bool = false
 
     public init(name: String, owner: UInt32, gid: UInt32, mode: UInt32 = 0o400, executables: [String] = [],
                 grantsLock: Bool = false) {
@@ -45,13 +48,15 @@ public struct AccessGroup: Sendable, Equatable {
         return mode & 0o002 != 0
     }
 
-    public var record: Attributes {
-        ["name": .string(name), "owner": .number(Int64(owner)), "gid": .number(Int64(gid)),
-         "mode": .number(Int64(mode)), "exe": .string(executables.joined(separator: "\n")),
-         "lock": .number(grantsLock ? 1 : 0)]
+    public var record: Fields {
+        var r: Fields = ["name": .string(name), "owner": .number(Int64(owner)), "gid": .number(Int64(gid)),
+                             "mode": .number(Int64(mode)), "exe": .string(executables.joined(separator: "\n")),
+                             "lock": .number(grantsLock ? 1 : 0)]
+        if grantsAudit { r["audit"] = .number(1) }  // only when granted: older readers see the same records
+        return r
     }
 
-    public init?(record: Attributes) {
+    public init?(record: Fields) {
         guard case .string(let name)? = record["name"], let owner = record["owner"]?.integerValue,
               let gid = record["gid"]?.integerValue, let mode = record["mode"]?.integerValue
         else { return nil }
@@ -60,6 +65,7 @@ public struct AccessGroup: Sendable, Equatable {
                   mode: UInt32(truncatingIfNeeded: mode),
                   executables: exe.isEmpty ? [] : exe.split(separator: "\n").map(String.init),
                   grantsLock: record["lock"]?.integerValue == 1)  // absent in tables written before the grant
+        grantsAudit = record["audit"]?.integerValue == 1
     }
 }
 
@@ -84,7 +90,7 @@ public struct AccessGroupTable: Sendable {
                 let count = Int(try r.u16())
                 var groups: [AccessGroup] = []
                 for _ in 0..<count {
-                    guard let g = AccessGroup(record: try AttributeCoding.read(from: &r)) else { throw KeychainStatus.decode }
+                    guard let g = AccessGroup(record: try AttributeCoding.readFields(from: &r)) else { throw KeychainStatus.decode }
                     groups.append(g)
                 }
                 return AccessGroupTable(groups: groups)
@@ -123,5 +129,10 @@ public struct AccessGroupTable: Sendable {
     /// Whether a group the caller is entitled to grants locking the vault (`group set --may-lock`).
     public func grantsLock(to caller: CallerIdentity) -> Bool {
         groups.contains { $0.grantsLock && $0.entitles(caller) }
+    }
+
+    /// Whether a group the caller is entitled to grants reading the audit log (`--may-audit`).
+    public func grantsAudit(to caller: CallerIdentity) -> Bool {
+        groups.contains { $0.grantsAudit && $0.entitles(caller) }
     }
 }

@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 
 /// Apple's access-control flags, with Apple's bit values.

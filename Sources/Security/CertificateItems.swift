@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 import KeychainKeys
 
@@ -11,14 +11,14 @@ enum CertificateItems {
     /// - Throws: `param` when the dictionary names a class other than `kSecClassCertificate`.
     static func addQuery(parameters: NSDictionary) throws -> Attributes {
         let rest = parameters.mutableCopy() as! NSMutableDictionary
-        for k in ["v_Ref", "v_Data"] { rest.removeObject(forKey: k as NSString) }
-        if let c = rest["class"] {
+        for k in [kSecValueRef, kSecValueData] { rest.removeObject(forKey: k) }
+        if let c = rest[kSecClass] {
             guard let name = (c as? String) ?? (c as? NSString).map({ $0 as String }), ItemClass(name: name) == .certificate else {
                 throw KeychainStatus.param
             }
         }
         var (query, _) = try Conversion.attributes(rest, extractData: false)
-        query["class"] = .string(ItemClass.certificate.rawValue)
+        query[.class] = .string(ItemClass.certificate.rawValue)
         return query
     }
 
@@ -27,8 +27,8 @@ enum CertificateItems {
     }
 
     static func isCertificateQuery(_ attrs: Attributes) -> Bool {
-        if case .string(let name)? = attrs["class"] { return ItemClass(name: name) == .certificate }
-        if case .data(let bytes)? = attrs["v_PersistentRef"] { return PersistentRef(bytes: bytes)?.itemClass == .certificate }
+        if case .string(let name)? = attrs[.class] { return ItemClass(name: name) == .certificate }
+        if case .data(let bytes)? = attrs[.valuePersistentRef] { return PersistentRef(bytes: bytes)?.itemClass == .certificate }
         return false
     }
 

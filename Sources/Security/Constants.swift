@@ -1,70 +1,73 @@
+import KeychainModel
+
 // Apple's keychain constants with their raw strings (SecItem.h). Callers compare these strings,
-// so each must equal Apple's exactly.
+// so each must equal Apple's exactly. Keys and the values the engine reads come from KeychainCore's
+// tables (AttributeKey, ValueName, ItemClass, ProtectionClass), the one source of those names.
 
 // MARK: Classes
-nonisolated(unsafe) public let kSecClass: CFString = "class"
-nonisolated(unsafe) public let kSecClassGenericPassword: CFString = "genp"
-nonisolated(unsafe) public let kSecClassInternetPassword: CFString = "inet"
-nonisolated(unsafe) public let kSecClassCertificate: CFString = "cert"
-nonisolated(unsafe) public let kSecClassKey: CFString = "keys"
-nonisolated(unsafe) public let kSecClassIdentity: CFString = "idnt"
+nonisolated(unsafe) public let kSecClass: CFString = AttributeKey.`class`.rawValue as CFString
+nonisolated(unsafe) public let kSecClassGenericPassword: CFString = ItemClass.genericPassword.rawValue as CFString
+nonisolated(unsafe) public let kSecClassInternetPassword: CFString = ItemClass.internetPassword.rawValue as CFString
+nonisolated(unsafe) public let kSecClassCertificate: CFString = ItemClass.certificate.rawValue as CFString
+nonisolated(unsafe) public let kSecClassKey: CFString = ItemClass.key.rawValue as CFString
+nonisolated(unsafe) public let kSecClassIdentity: CFString = ValueName.identityClass as CFString
 
 // MARK: Attributes
-nonisolated(unsafe) public let kSecAttrAccessible: CFString = "pdmn"
-nonisolated(unsafe) public let kSecAttrAccessControl: CFString = "accc"
-nonisolated(unsafe) public let kSecAttrAccessGroup: CFString = "agrp"
-nonisolated(unsafe) public let kSecAttrSynchronizable: CFString = "sync"
-nonisolated(unsafe) public let kSecAttrSynchronizableAny: CFString = "syna"
-nonisolated(unsafe) public let kSecAttrCreationDate: CFString = "cdat"
-nonisolated(unsafe) public let kSecAttrModificationDate: CFString = "mdat"
-nonisolated(unsafe) public let kSecAttrDescription: CFString = "desc"
-nonisolated(unsafe) public let kSecAttrComment: CFString = "icmt"
-nonisolated(unsafe) public let kSecAttrCreator: CFString = "crtr"
-nonisolated(unsafe) public let kSecAttrType: CFString = "type"
-nonisolated(unsafe) public let kSecAttrLabel: CFString = "labl"
-nonisolated(unsafe) public let kSecAttrIsInvisible: CFString = "invi"
-nonisolated(unsafe) public let kSecAttrIsNegative: CFString = "nega"
-nonisolated(unsafe) public let kSecAttrAccount: CFString = "acct"
-nonisolated(unsafe) public let kSecAttrService: CFString = "svce"
-nonisolated(unsafe) public let kSecAttrGeneric: CFString = "gena"
-nonisolated(unsafe) public let kSecAttrSecurityDomain: CFString = "sdmn"
-nonisolated(unsafe) public let kSecAttrServer: CFString = "srvr"
-nonisolated(unsafe) public let kSecAttrProtocol: CFString = "ptcl"
-nonisolated(unsafe) public let kSecAttrAuthenticationType: CFString = "atyp"
-nonisolated(unsafe) public let kSecAttrPort: CFString = "port"
-nonisolated(unsafe) public let kSecAttrPath: CFString = "path"
-nonisolated(unsafe) public let kSecAttrSubject: CFString = "subj"
-nonisolated(unsafe) public let kSecAttrIssuer: CFString = "issr"
-nonisolated(unsafe) public let kSecAttrSerialNumber: CFString = "slnr"
-nonisolated(unsafe) public let kSecAttrSubjectKeyID: CFString = "skid"
-nonisolated(unsafe) public let kSecAttrPublicKeyHash: CFString = "pkhh"
-nonisolated(unsafe) public let kSecAttrCertificateType: CFString = "ctyp"
-nonisolated(unsafe) public let kSecAttrCertificateEncoding: CFString = "cenc"
-nonisolated(unsafe) public let kSecAttrKeyClass: CFString = "kcls"
-nonisolated(unsafe) public let kSecAttrApplicationLabel: CFString = "klbl"
-nonisolated(unsafe) public let kSecAttrIsPermanent: CFString = "perm"
-nonisolated(unsafe) public let kSecAttrIsSensitive: CFString = "sens"
-nonisolated(unsafe) public let kSecAttrIsExtractable: CFString = "extr"
-nonisolated(unsafe) public let kSecAttrApplicationTag: CFString = "atag"
-nonisolated(unsafe) public let kSecAttrKeyType: CFString = "type"
-nonisolated(unsafe) public let kSecAttrKeySizeInBits: CFString = "bsiz"
-nonisolated(unsafe) public let kSecAttrEffectiveKeySize: CFString = "esiz"
-nonisolated(unsafe) public let kSecAttrCanEncrypt: CFString = "encr"
-nonisolated(unsafe) public let kSecAttrCanDecrypt: CFString = "decr"
-nonisolated(unsafe) public let kSecAttrCanDerive: CFString = "drve"
-nonisolated(unsafe) public let kSecAttrCanSign: CFString = "sign"
-nonisolated(unsafe) public let kSecAttrCanVerify: CFString = "vrfy"
-nonisolated(unsafe) public let kSecAttrCanWrap: CFString = "wrap"
-nonisolated(unsafe) public let kSecAttrCanUnwrap: CFString = "unwp"
+nonisolated(unsafe) public let kSecAttrAccessible: CFString = AttributeKey.accessible.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrAccessControl: CFString = AttributeKey.accessControl.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrAccessGroup: CFString = AttributeKey.accessGroup.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrSynchronizable: CFString = AttributeKey.synchronizable.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrSynchronizableAny: CFString = ValueName.synchronizableAny as CFString
+nonisolated(unsafe) public let kSecAttrCreationDate: CFString = AttributeKey.creationDate.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrModificationDate: CFString = AttributeKey.modificationDate.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrDescription: CFString = AttributeKey.description.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrComment: CFString = AttributeKey.comment.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrCreator: CFString = AttributeKey.creator.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrType: CFString = AttributeKey.type.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrLabel: CFString = AttributeKey.label.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrIsInvisible: CFString = AttributeKey.isInvisible.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrIsNegative: CFString = AttributeKey.isNegative.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrAccount: CFString = AttributeKey.account.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrService: CFString = AttributeKey.service.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrGeneric: CFString = AttributeKey.generic.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrSecurityDomain: CFString = AttributeKey.securityDomain.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrServer: CFString = AttributeKey.server.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrProtocol: CFString = AttributeKey.protocol.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrAuthenticationType: CFString = AttributeKey.authenticationType.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrPort: CFString = AttributeKey.port.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrPath: CFString = AttributeKey.path.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrSubject: CFString = AttributeKey.subject.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrIssuer: CFString = AttributeKey.issuer.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrSerialNumber: CFString = AttributeKey.serialNumber.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrSubjectKeyID: CFString = AttributeKey.subjectKeyID.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrPublicKeyHash: CFString = AttributeKey.publicKeyHash.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrCertificateType: CFString = AttributeKey.certificateType.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrCertificateEncoding: CFString = AttributeKey.certificateEncoding.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrKeyClass: CFString = AttributeKey.keyClass.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrApplicationLabel: CFString = AttributeKey.applicationLabel.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrIsPermanent: CFString = AttributeKey.isPermanent.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrIsSensitive: CFString = AttributeKey.isSensitive.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrIsExtractable: CFString = AttributeKey.isExtractable.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrApplicationTag: CFString = AttributeKey.applicationTag.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrKeyType: CFString = AttributeKey.keyType.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrKeySizeInBits: CFString = AttributeKey.keySizeInBits.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrEffectiveKeySize: CFString = AttributeKey.effectiveKeySize.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrCanEncrypt: CFString = AttributeKey.canEncrypt.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrCanDecrypt: CFString = AttributeKey.canDecrypt.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrCanDerive: CFString = AttributeKey.canDerive.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrCanSign: CFString = AttributeKey.canSign.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrCanVerify: CFString = AttributeKey.canVerify.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrCanWrap: CFString = AttributeKey.canWrap.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrCanUnwrap: CFString = AttributeKey.canUnwrap.rawValue as CFString
 
 // MARK: Protection classes
-nonisolated(unsafe) public let kSecAttrAccessibleWhenUnlocked: CFString = "ak"
-nonisolated(unsafe) public let kSecAttrAccessibleAfterFirstUnlock: CFString = "ck"
-nonisolated(unsafe) public let kSecAttrAccessibleAlways: CFString = "dk"
-nonisolated(unsafe) public let kSecAttrAccessibleWhenUnlockedThisDeviceOnly: CFString = "aku"
-nonisolated(unsafe) public let kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly: CFString = "cku"
-nonisolated(unsafe) public let kSecAttrAccessibleAlwaysThisDeviceOnly: CFString = "dku"
-nonisolated(unsafe) public let kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly: CFString = "akpu"
+nonisolated(unsafe) public let kSecAttrAccessibleWhenUnlocked: CFString = ProtectionClass.whenUnlocked.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrAccessibleAfterFirstUnlock: CFString = ProtectionClass.afterFirstUnlock.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrAccessibleAlways: CFString = ProtectionClass.always.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrAccessibleWhenUnlockedThisDeviceOnly: CFString = ProtectionClass.whenUnlockedThisDeviceOnly.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly: CFString = ProtectionClass.afterFirstUnlockThisDeviceOnly.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrAccessibleAlwaysThisDeviceOnly: CFString = ProtectionClass.alwaysThisDeviceOnly.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly: CFString = ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue as CFString
 
 // MARK: Protocols
 nonisolated(unsafe) public let kSecAttrProtocolFTP: CFString = "ftp "
@@ -110,27 +113,27 @@ nonisolated(unsafe) public let kSecAttrAuthenticationTypeHTMLForm: CFString = "f
 nonisolated(unsafe) public let kSecAttrAuthenticationTypeDefault: CFString = "dflt"
 
 // MARK: Search, return and value keys
-nonisolated(unsafe) public let kSecMatchLimit: CFString = "m_Limit"
-nonisolated(unsafe) public let kSecMatchLimitOne: CFString = "m_LimitOne"
-nonisolated(unsafe) public let kSecMatchLimitAll: CFString = "m_LimitAll"
-nonisolated(unsafe) public let kSecMatchCaseInsensitive: CFString = "m_CaseInsensitive"
-nonisolated(unsafe) public let kSecReturnData: CFString = "r_Data"
-nonisolated(unsafe) public let kSecReturnAttributes: CFString = "r_Attributes"
-nonisolated(unsafe) public let kSecReturnRef: CFString = "r_Ref"
-nonisolated(unsafe) public let kSecReturnPersistentRef: CFString = "r_PersistentRef"
-nonisolated(unsafe) public let kSecValueData: CFString = "v_Data"
-nonisolated(unsafe) public let kSecValueRef: CFString = "v_Ref"
-nonisolated(unsafe) public let kSecValuePersistentRef: CFString = "v_PersistentRef"
+nonisolated(unsafe) public let kSecMatchLimit: CFString = AttributeKey.matchLimit.rawValue as CFString
+nonisolated(unsafe) public let kSecMatchLimitOne: CFString = ValueName.matchLimitOne as CFString
+nonisolated(unsafe) public let kSecMatchLimitAll: CFString = ValueName.matchLimitAll as CFString
+nonisolated(unsafe) public let kSecMatchCaseInsensitive: CFString = AttributeKey.matchCaseInsensitive.rawValue as CFString
+nonisolated(unsafe) public let kSecReturnData: CFString = AttributeKey.returnData.rawValue as CFString
+nonisolated(unsafe) public let kSecReturnAttributes: CFString = AttributeKey.returnAttributes.rawValue as CFString
+nonisolated(unsafe) public let kSecReturnRef: CFString = AttributeKey.returnRef.rawValue as CFString
+nonisolated(unsafe) public let kSecReturnPersistentRef: CFString = AttributeKey.returnPersistentRef.rawValue as CFString
+nonisolated(unsafe) public let kSecValueData: CFString = AttributeKey.valueData.rawValue as CFString
+nonisolated(unsafe) public let kSecValueRef: CFString = AttributeKey.valueRef.rawValue as CFString
+nonisolated(unsafe) public let kSecValuePersistentRef: CFString = AttributeKey.valuePersistentRef.rawValue as CFString
 
 // MARK: Use keys
-nonisolated(unsafe) public let kSecUseAuthenticationUI: CFString = "u_AuthUI"
-nonisolated(unsafe) public let kSecUseAuthenticationUIAllow: CFString = "u_AuthUIA"
-nonisolated(unsafe) public let kSecUseAuthenticationUIFail: CFString = "u_AuthUIF"
-nonisolated(unsafe) public let kSecUseAuthenticationUISkip: CFString = "u_AuthUIS"
-nonisolated(unsafe) public let kSecUseAuthenticationContext: CFString = "u_AuthCtx"
-nonisolated(unsafe) public let kSecUseOperationPrompt: CFString = "u_OpPrompt"
-nonisolated(unsafe) public let kSecUseNoAuthenticationUI: CFString = "u_NoAuthUI"
-nonisolated(unsafe) public let kSecUseDataProtectionKeychain: CFString = "nleg"
+nonisolated(unsafe) public let kSecUseAuthenticationUI: CFString = AttributeKey.useAuthenticationUI.rawValue as CFString
+nonisolated(unsafe) public let kSecUseAuthenticationUIAllow: CFString = ValueName.authenticationUIAllow as CFString
+nonisolated(unsafe) public let kSecUseAuthenticationUIFail: CFString = ValueName.authenticationUIFail as CFString
+nonisolated(unsafe) public let kSecUseAuthenticationUISkip: CFString = ValueName.authenticationUISkip as CFString
+nonisolated(unsafe) public let kSecUseAuthenticationContext: CFString = AttributeKey.useAuthenticationContext.rawValue as CFString
+nonisolated(unsafe) public let kSecUseOperationPrompt: CFString = AttributeKey.useOperationPrompt.rawValue as CFString
+nonisolated(unsafe) public let kSecUseNoAuthenticationUI: CFString = AttributeKey.useNoAuthenticationUI.rawValue as CFString
+nonisolated(unsafe) public let kSecUseDataProtectionKeychain: CFString = AttributeKey.useDataProtectionKeychain.rawValue as CFString
 
 // MARK: Key attributes' values and more match keys (so such code compiles; keys are stored as
 // attributes, with no key operations)
@@ -140,18 +143,18 @@ nonisolated(unsafe) public let kSecAttrKeyClassSymmetric: CFString = "2"
 nonisolated(unsafe) public let kSecAttrKeyTypeRSA: CFString = "42"
 nonisolated(unsafe) public let kSecAttrKeyTypeEC: CFString = "73"
 nonisolated(unsafe) public let kSecAttrKeyTypeECSECPrimeRandom: CFString = "73"
-nonisolated(unsafe) public let kSecAttrTokenID: CFString = "tkid"
-nonisolated(unsafe) public let kSecAttrTokenIDSecureEnclave: CFString = "com.apple.setoken"
-nonisolated(unsafe) public let kSecMatchPolicy: CFString = "m_Policy"
-nonisolated(unsafe) public let kSecMatchItemList: CFString = "m_ItemList"
-nonisolated(unsafe) public let kSecMatchSearchList: CFString = "m_SearchList"
-nonisolated(unsafe) public let kSecMatchIssuers: CFString = "m_Issuers"
-nonisolated(unsafe) public let kSecMatchEmailAddressIfPresent: CFString = "m_EmailAddressIfPresent"
-nonisolated(unsafe) public let kSecMatchSubjectContains: CFString = "m_SubjectContains"
-nonisolated(unsafe) public let kSecMatchSubjectStartsWith: CFString = "m_SubjectStartsWith"
-nonisolated(unsafe) public let kSecMatchSubjectEndsWith: CFString = "m_SubjectEndsWith"
-nonisolated(unsafe) public let kSecMatchSubjectWholeString: CFString = "m_SubjectWholeString"
-nonisolated(unsafe) public let kSecMatchTrustedOnly: CFString = "m_TrustedOnly"
-nonisolated(unsafe) public let kSecMatchValidOnDate: CFString = "m_ValidOnDate"
-nonisolated(unsafe) public let kSecMatchDiacriticInsensitive: CFString = "m_DiacriticInsensitive"
-nonisolated(unsafe) public let kSecMatchWidthInsensitive: CFString = "m_WidthInsensitive"
+nonisolated(unsafe) public let kSecAttrTokenID: CFString = AttributeKey.tokenID.rawValue as CFString
+nonisolated(unsafe) public let kSecAttrTokenIDSecureEnclave: CFString = ValueName.tokenIDSecureEnclave as CFString
+nonisolated(unsafe) public let kSecMatchPolicy: CFString = AttributeKey.matchPolicy.rawValue as CFString
+nonisolated(unsafe) public let kSecMatchItemList: CFString = AttributeKey.matchItemList.rawValue as CFString
+nonisolated(unsafe) public let kSecMatchSearchList: CFString = AttributeKey.matchSearchList.rawValue as CFString
+nonisolated(unsafe) public let kSecMatchIssuers: CFString = AttributeKey.matchIssuers.rawValue as CFString
+nonisolated(unsafe) public let kSecMatchEmailAddressIfPresent: CFString = AttributeKey.matchEmailAddressIfPresent.rawValue as CFString
+nonisolated(unsafe) public let kSecMatchSubjectContains: CFString = AttributeKey.matchSubjectContains.rawValue as CFString
+nonisolated(unsafe) public let kSecMatchSubjectStartsWith: CFString = AttributeKey.matchSubjectStartsWith.rawValue as CFString
+nonisolated(unsafe) public let kSecMatchSubjectEndsWith: CFString = AttributeKey.matchSubjectEndsWith.rawValue as CFString
+nonisolated(unsafe) public let kSecMatchSubjectWholeString: CFString = AttributeKey.matchSubjectWholeString.rawValue as CFString
+nonisolated(unsafe) public let kSecMatchTrustedOnly: CFString = AttributeKey.matchTrustedOnly.rawValue as CFString
+nonisolated(unsafe) public let kSecMatchValidOnDate: CFString = AttributeKey.matchValidOnDate.rawValue as CFString
+nonisolated(unsafe) public let kSecMatchDiacriticInsensitive: CFString = AttributeKey.matchDiacriticInsensitive.rawValue as CFString
+nonisolated(unsafe) public let kSecMatchWidthInsensitive: CFString = AttributeKey.matchWidthInsensitive.rawValue as CFString

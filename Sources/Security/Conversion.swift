@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 
 /// Between Apple's dictionaries (any mix of String, NSString, Data, NSNumber, Bool, Date,
@@ -11,10 +11,10 @@ enum Conversion {
         var out: Attributes = [:]
         var secret: SecureBytes?
         for (k, v) in dict {
-            let key: String
-            if let s = k as? String { key = s } else if let s = k as? NSString { key = s as String } else { throw KeychainStatus.param }
+            let key: AttributeKey
+            if let s = k as? String { key = AttributeKey(rawValue: s) } else if let s = k as? NSString { key = AttributeKey(rawValue: s as String) } else { throw KeychainStatus.param }
             guard let value = unwrap(v) else { continue }  // nil inside an optional: as if absent
-            if extractData && key == "v_Data" {
+            if extractData && key == .valueData {
                 if let d = value as? Data { secret = try SecureBytes(copying: d) }
                 else if let s = value as? String { secret = try SecureBytes(copying: Array(s.utf8)) }
                 else { throw KeychainStatus.param }
@@ -49,10 +49,10 @@ enum Conversion {
         throw KeychainStatus.param
     }
 
-    static func object(_ value: AttributeValue, key: String) -> AnyObject {
+    static func object(_ value: AttributeValue, key: AttributeKey) -> AnyObject {
         switch value {
         case .string(let s):
-            if key == "accc", let c = AccessControl(value) { return SecAccessControl(c) }
+            if key == .accessControl, let c = AccessControl(value) { return SecAccessControl(c) }
             return s as NSString
         case .data(let d): return Data(d) as NSData
         case .number(let n): return NSNumber(value: n)
@@ -71,9 +71,9 @@ enum Conversion {
         case .persistentRef(let r): return Data(r) as NSData
         case .item(let item):
             let dict = NSMutableDictionary()
-            for (k, value) in item.attributes { dict[k as NSString] = object(value, key: k) }
-            if let s = item.secret { dict["v_Data" as NSString] = data(s) }
-            if let r = item.persistentRef { dict["v_PersistentRef" as NSString] = Data(r) as NSData }
+            for (k, value) in item.attributes { dict[k.rawValue as NSString] = object(value, key: k) }
+            if let s = item.secret { dict[kSecValueData] = data(s) }
+            if let r = item.persistentRef { dict[kSecValuePersistentRef] = Data(r) as NSData }
             return dict
         }
     }

@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 import KeychainKeys
 import KeychainProtocol
@@ -12,13 +12,13 @@ enum KeyItems {
     static func keyAttributes(_ key: SecKey) -> Attributes {
         let priv = key.isPrivate
         var a: Attributes = [
-            "kcls": .number(priv ? 1 : 0), "klbl": .data(key.applicationLabel), "type": .number(key.typeCode),
-            "bsiz": .number(Int64(key.key.sizeInBits)), "esiz": .number(Int64(key.key.sizeInBits)),
-            "perm": .bool(true), "priv": .bool(true), "modi": .bool(true), "sens": .bool(false),
-            "asen": .bool(false), "extr": .bool(true), "next": .bool(false), "drve": .bool(true),
-            "snrc": .bool(false), "vyrc": .bool(false),
+            .keyClass: .number(priv ? 1 : 0), .applicationLabel: .data(key.applicationLabel), .keyType: .number(key.typeCode),
+            .keySizeInBits: .number(Int64(key.key.sizeInBits)), .effectiveKeySize: .number(Int64(key.key.sizeInBits)),
+            .isPermanent: .bool(true), .isPrivate: .bool(true), .isModifiable: .bool(true), .isSensitive: .bool(false),
+            .alwaysSensitive: .bool(false), .isExtractable: .bool(true), .neverExtractable: .bool(false), .canDerive: .bool(true),
+            .canSignRecover: .bool(false), .canVerifyRecover: .bool(false),
         ]
-        for (flag, onPrivate) in [("encr", false), ("decr", true), ("sign", true), ("vrfy", false), ("wrap", false), ("unwp", true)] {
+        for (flag, onPrivate) in [(AttributeKey.canEncrypt, false), (.canDecrypt, true), (.canSign, true), (.canVerify, false), (.canWrap, false), (.canUnwrap, true)] {
             a[flag] = .bool(onPrivate == priv)
         }
         return a
@@ -42,7 +42,7 @@ enum KeyItems {
         var query = try addQuery(key, parameters: parameters)
         let secret = try keyValue(key)
         defer { secret.wipe() }
-        query["r_Ref"] = .bool(true)
+        query[.returnRef] = .bool(true)
         let response = try KeychainConnection.shared.send(Request(.add, query: query, secrets: [secret]))
         guard case .value(.item(let item)) = response.result else { throw KeychainStatus.decode }
         return try secKey(item)
@@ -51,8 +51,8 @@ enum KeyItems {
     /// The add query for `key` with the caller's dictionary (less `v_Ref` and `v_Data`).
     static func addQuery(_ key: SecKey, parameters: NSDictionary) throws -> Attributes {
         let rest = parameters.mutableCopy() as! NSMutableDictionary
-        for k in ["v_Ref", "v_Data", "perm"] { rest.removeObject(forKey: k as NSString) }
-        if let c = rest["class"] {
+        for k in [kSecValueRef, kSecValueData, kSecAttrIsPermanent] { rest.removeObject(forKey: k) }
+        if let c = rest[kSecClass] {
             guard let name = (c as? String) ?? (c as? NSString).map({ $0 as String }), ItemClass(name: name) == .key else {
                 throw KeychainStatus.param  // a key is only ever a kSecClassKey item
             }
@@ -60,13 +60,13 @@ enum KeyItems {
         let (given, _) = try Conversion.attributes(rest, extractData: false)
         var query = keyAttributes(key)
         for (k, v) in given { query[k] = v }
-        query["class"] = .string("keys")
+        query[.class] = .itemClass(.key)
         return query
     }
 
     static func objects(_ attributes: Attributes) -> [String: AnyObject] {
         var out: [String: AnyObject] = [:]
-        for (k, v) in attributes { out[k] = Conversion.object(v, key: k) }
+        for (k, v) in attributes { out[k.rawValue] = Conversion.object(v, key: k) }
         return out
     }
 
@@ -80,7 +80,7 @@ enum KeyItems {
     /// public key held here, or a private key the daemon holds for this process.
     /// - Throws: `decode` for an item without a public key (`pubk`) of its `type`.
     static func secKey(_ item: FoundItem) throws -> SecKey {
-        guard let type = item.attributes["type"]?.numberValue, let keyClass = item.attributes["kcls"]?.numberValue,
+        guard let type = item.attributes[.keyType]?.numberValue, let keyClass = item.attributes[.keyClass]?.numberValue,
               case .data(let pub)? = item.attributes[ItemClass.publicKeyAttribute],
               let publicKey = try? pub.withUnsafeBytes({ try AsymmetricKey.apple(type: type, isPrivate: false, $0) })
         else { throw KeychainStatus.decode }
@@ -101,14 +101,14 @@ enum KeyItems {
 
     /// The return keys of a key or certificate query that asks for `r_Ref`; nil for any other query.
     static func askedReference(_ attrs: Attributes) -> Asked? {
-        guard flag(attrs["r_Ref"]), isKeyQuery(attrs) || CertificateItems.isCertificateQuery(attrs) else { return nil }
-        return Asked(data: flag(attrs["r_Data"]), attributes: flag(attrs["r_Attributes"]),
-                     persistentRef: flag(attrs["r_PersistentRef"]))
+        guard flag(attrs[.returnRef]), isKeyQuery(attrs) || CertificateItems.isCertificateQuery(attrs) else { return nil }
+        return Asked(data: flag(attrs[.returnData]), attributes: flag(attrs[.returnAttributes]),
+                     persistentRef: flag(attrs[.returnPersistentRef]))
     }
 
     static func isKeyQuery(_ attrs: Attributes) -> Bool {
-        if case .string(let name)? = attrs["class"] { return ItemClass(name: name) == .key }
-        if case .data(let bytes)? = attrs["v_PersistentRef"] { return PersistentRef(bytes: bytes)?.itemClass == .key }
+        if case .string(let name)? = attrs[.class] { return ItemClass(name: name) == .key }
+        if case .data(let bytes)? = attrs[.valuePersistentRef] { return PersistentRef(bytes: bytes)?.itemClass == .key }
         return false
     }
 
@@ -132,7 +132,7 @@ enum KeyItems {
             let shaped = FoundItem(attributes: asked.attributes ? item.attributes : [:], secret: asked.data ? item.secret : nil,
                                    persistentRef: asked.persistentRef ? item.persistentRef : nil)
             let dict = Conversion.object(.item(shaped)) as! NSMutableDictionary
-            dict["v_Ref" as NSString] = key
+            dict[kSecValueRef] = key
             return dict
         }
         switch result {

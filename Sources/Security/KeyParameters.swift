@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainKeys
 
 /// Reading the dictionaries of `SecKeyCreateRandomKey` and `SecKeyCreateWithData`.
@@ -46,7 +46,7 @@ enum KeyParameters {
         let out = NSMutableDictionary()
         if let sub = params[subkey] as? NSDictionary { for (k, v) in sub { out.setObject(v, forKey: k as! AnyHashable) } }
         for (k, v) in params where out.object(forKey: k as! AnyHashable) == nil { out.setObject(v, forKey: k as! AnyHashable) }
-        for k in ["private", "public", "type", "bsiz"] { out.removeObject(forKey: k as NSString) }
+        for k in ["private" as NSString, "public", kSecAttrKeyType, kSecAttrKeySizeInBits] { out.removeObject(forKey: k) }
         return out
     }
 }

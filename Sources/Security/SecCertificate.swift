@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainKeys
 
 /// An X.509 certificate (`SecCertificateRef`), parsed by libcrypto. Certificates compare equal

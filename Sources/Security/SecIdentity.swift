@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 import KeychainKeys
 import KeychainProtocol
@@ -63,7 +63,7 @@ public func SecIdentityCreateWithCertificate(_ keychainOrArray: CFTypeRef?, _ ce
 /// each joined with its private key; certificates without a visible key are left out.
 enum Identities {
     static func isIdentityQuery(_ attrs: Attributes) -> Bool {
-        if case .string(let name)? = attrs["class"] { return name == "idnt" || name == "kSecClassIdentity" }
+        if case .string(let name)? = attrs[.class] { return name == ValueName.identityClass || name == "kSecClassIdentity" }
         return false
     }
 
@@ -75,23 +75,23 @@ enum Identities {
     static func search(_ attrs: Attributes) throws -> AnyObject? {
         var certQuery: Attributes = [:]
         var keyFilters: Attributes = [:]
-        for (k, v) in attrs where !k.hasPrefix("r_") && !k.hasPrefix("m_") {
+        for (k, v) in attrs where !k.hasPrefix(.return) && !k.hasPrefix(.match) {
             certQuery[k] = v
-            if k == "agrp" || k == "sync" || k.hasPrefix("u_") { keyFilters[k] = v }
+            if k == .accessGroup || k == .synchronizable || k.hasPrefix(.use) { keyFilters[k] = v }
         }
-        certQuery["class"] = .string(ItemClass.certificate.rawValue)
-        certQuery["r_Attributes"] = true
-        certQuery["r_Data"] = true
-        certQuery["r_PersistentRef"] = true
-        certQuery["m_Limit"] = "m_LimitAll"
-        let wantsRef = KeyItems.flag(attrs["r_Ref"])
-        let asked = KeyItems.Asked(data: KeyItems.flag(attrs["r_Data"]), attributes: KeyItems.flag(attrs["r_Attributes"]),
-                                   persistentRef: KeyItems.flag(attrs["r_PersistentRef"]))
-        let limit = try limitCount(attrs["m_Limit"])
+        certQuery[.class] = .string(ItemClass.certificate.rawValue)
+        certQuery[.returnAttributes] = true
+        certQuery[.returnData] = true
+        certQuery[.returnPersistentRef] = true
+        certQuery[.matchLimit] = .matchLimitAll
+        let wantsRef = KeyItems.flag(attrs[.returnRef])
+        let asked = KeyItems.Asked(data: KeyItems.flag(attrs[.returnData]), attributes: KeyItems.flag(attrs[.returnAttributes]),
+                                   persistentRef: KeyItems.flag(attrs[.returnPersistentRef]))
+        let limit = try limitCount(attrs[.matchLimit])
         let response = try KeychainConnection.shared.send(Request(.copyMatching, query: certQuery))
         var found: [AnyObject] = []
         for value in response.result.values {
-            guard let item = value.item, case .data(let pkhh)? = item.attributes["pkhh"], !pkhh.isEmpty,
+            guard let item = value.item, case .data(let pkhh)? = item.attributes[.publicKeyHash], !pkhh.isEmpty,
                   let certificate = try? CertificateItems.certificate(item),
                   let key = try privateKey(hash: pkhh, filters: keyFilters) else { continue }
             let identity = SecIdentity(certificate: certificate, privateKey: key)
@@ -100,15 +100,15 @@ enum Identities {
             } else {
                 var shaped = FoundItem(attributes: asked.attributes ? item.attributes : [:], secret: asked.data ? item.secret : nil,
                                        persistentRef: asked.persistentRef ? item.persistentRef : nil)
-                if asked.attributes { shaped.attributes["class"] = "idnt" }
+                if asked.attributes { shaped.attributes[.class] = .string(ValueName.identityClass) }
                 let dict = Conversion.object(.item(shaped)) as! NSMutableDictionary
-                if wantsRef { dict["v_Ref" as NSString] = identity }
+                if wantsRef { dict[kSecValueRef] = identity }
                 found.append(dict)
             }
             if found.count == limit { break }
         }
         guard !found.isEmpty else { throw KeychainStatus.itemNotFound }
-        if case .string("m_LimitAll")? = attrs["m_Limit"] { return NSArray(array: found) }
+        if attrs[.matchLimit] == .matchLimitAll { return NSArray(array: found) }
         if let limit, limit > 1 { return NSArray(array: found) }
         return found[0]
     }
@@ -117,11 +117,11 @@ enum Identities {
     /// nil when the caller sees none.
     static func privateKey(hash: [UInt8], filters: Attributes) throws -> SecKey? {
         var query = filters
-        query["class"] = "keys"
-        query["kcls"] = 1
-        query["klbl"] = .data(hash)
-        query["r_Attributes"] = true
-        query["r_PersistentRef"] = true
+        query[.class] = .itemClass(.key)
+        query[.keyClass] = 1
+        query[.applicationLabel] = .data(hash)
+        query[.returnAttributes] = true
+        query[.returnPersistentRef] = true
         do {
             let response = try KeychainConnection.shared.send(Request(.copyMatching, query: query))
             guard let item = response.result.values.first?.item else { return nil }
@@ -134,8 +134,8 @@ enum Identities {
     /// How many identities to return: nil for all.
     private static func limitCount(_ v: AttributeValue?) throws -> Int? {
         switch v {
-        case nil, .string("m_LimitOne")?: return 1
-        case .string("m_LimitAll")?: return nil
+        case nil, .matchLimitOne?: return 1
+        case .matchLimitAll?: return nil
         case .number(let n)? where n >= 1: return Int(n)
         default: throw KeychainStatus.param
         }

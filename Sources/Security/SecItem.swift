@@ -1,6 +1,6 @@
 import Glibc
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
 
@@ -55,6 +55,22 @@ final class KeychainConnection: @unchecked Sendable {
         pthread_mutex_unlock(&mutex)
     }
 
+    /// What a status means here, for an error's description (`SecCopyErrorMessageString` keeps
+    /// Apple's sentence alone): which daemon could not be reached, or that the vault is locked.
+    func meaning(of status: KeychainStatus) -> String? {
+        switch status {
+        case .notAvailable:
+            if let socket = Paths.environment("KEYCHAINFS_SOCKET") { return "no vault daemon at KEYCHAINFS_SOCKET=\(socket)" }
+            return "no vault daemon for KEYCHAINFS_VAULT=\(Paths.canonical(Paths.defaultVault()))"
+        case .interactionNotAllowed:
+            guard let info = try? send(Request(.info)).info,
+                  ["locked", "never-unlocked"].contains(info["state"]?.stringValue ?? "") else { return nil }
+            return "the vault is locked: run keychainfs unlock-keychain"
+        default:
+            return nil
+        }
+    }
+
     static func connect() throws -> DaemonClient {
         do {
             if let socket = Paths.environment("KEYCHAINFS_SOCKET") { return try DaemonClient.connect(socketPath: socket) }
@@ -75,7 +91,7 @@ private func status(_ body: () throws -> Void) -> OSStatus {
 }
 
 private func returnKeys(_ attributes: Attributes) -> Bool {
-    ["r_Data", "r_Attributes", "r_PersistentRef", "r_Ref"].contains { key in
+    [AttributeKey.returnData, .returnAttributes, .returnPersistentRef, .returnRef].contains { key in
         guard let v = attributes[key] else { return false }
         if case .bool(let b) = v { return b }
         if case .number(let n) = v { return n != 0 }
@@ -88,7 +104,13 @@ private func returnKeys(_ attributes: Attributes) -> Bool {
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     status {
         let dict = attributes as NSDictionary
-        if let certificate = dict["v_Ref"] as? SecCertificate {
+        if let identity = dict[kSecValueRef] as? SecIdentity {
+            // Its certificate and its private key, as Apple's explode_identity (IdentityItems).
+            let added = try IdentityItems.add(identity, parameters: dict, wantsResult: result != nil)  // not behind `result?.`
+            result?.pointee = added
+            return
+        }
+        if let certificate = dict[kSecValueRef] as? SecCertificate {
             // A certificate: its DER becomes the item, the daemon derives the attributes.
             let query = try CertificateItems.addQuery(parameters: dict)
             if returnKeys(query) && result == nil { throw KeychainStatus.param }
@@ -96,7 +118,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
             result?.pointee = try KeyItems.shape(r.result, query: query)
             return
         }
-        if let ref = dict["v_Ref"] {
+        if let ref = dict[kSecValueRef] {
             // A key object: its attributes and bytes become the item (KeyItems).
             guard let key = ref as? SecKey else { throw KeychainStatus.param }
             let query = try KeyItems.addQuery(key, parameters: dict)
@@ -143,7 +165,15 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 @discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     status {
+        let dict = query as NSDictionary
+        if let identity = dict[kSecValueRef] as? SecIdentity {
+            let rest = dict.mutableCopy() as! NSMutableDictionary
+            rest.removeObject(forKey: kSecValueRef)
+            try IdentityItems.delete(identity, query: try Conversion.attributes(rest, extractData: false).0)
+            return
+        }
         let (q, _) = try Conversion.attributes(query, extractData: false)
+        if Identities.isIdentityQuery(q) { return try IdentityItems.deleteMatching(q) }  // certificates and their keys
         _ = try KeychainConnection.shared.send(Request(.delete, query: q))
     }
 }

@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 import KeychainKeys
 
@@ -68,7 +68,8 @@ func keyCall<R>(_ out: UnsafeMutablePointer<Unmanaged<CFError>?>?, _ what: Strin
     } catch let e as KeyError {
         setError(out, e.appleStatus.status, "\(what): \(e.appleStatus.reason)")
     } catch let s as KeychainStatus {
-        setError(out, s.rawValue, "\(what): \(s.message)")
+        let meaning = KeychainConnection.shared.meaning(of: s).map { " (\($0))" } ?? ""
+        setError(out, s.rawValue, "\(what): \(s.message)\(meaning)")
     } catch CryptoError.allocationFailed {
         setError(out, errSecAllocate, "\(what): out of guarded memory")
     } catch let f as KeyFailure {
@@ -94,22 +95,37 @@ struct KeyFailure: Error {
 /// (the default), 384 or 521, or RSA with 1024 to 4096 bits (default 2048). With
 /// `kSecAttrIsPermanent` true at the top level or in `kSecPrivateKeyAttrs` / `kSecPublicKeyAttrs`
 /// the key is stored in the keychain as a `kSecClassKey` item, with the other attributes of that
-/// dictionary (`kSecAttrApplicationTag`, `kSecAttrLabel`, `kSecAttrAccessible`, ...).
+/// dictionary (`kSecAttrApplicationTag`, `kSecAttrLabel`, `kSecAttrAccessible`, ...). A
+/// permanent private key is made by the daemon (`GeneratedKeys`) and returned as the keychain's.
 /// - Returns: nil with `error` set: errSecParam for an unknown type or size,
-///   errSecUnimplemented for `kSecAttrTokenID` (no Secure Enclave), the keychain's status when
-///   storing fails (errSecDuplicateItem, ...).
+///   the keychain's status when storing fails (errSecDuplicateItem, ...). With
+///   `kSecAttrTokenID` `kSecAttrTokenIDSecureEnclave` the P-256 key is made in the daemon's TPM
+///   (`TokenKeys`): errSecNotAvailable when it has none.
 public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     keyCall(error, "SecKeyCreateRandomKey") {
         let params = parameters as NSDictionary
-        if params["tkid"] != nil { throw KeyFailure.unsupported("no token (Secure Enclave) on this platform") }
-        let key = try KeyParameters.generate(type: params["type"], size: params["bsiz"])
+        if params[kSecAttrTokenID] != nil { return try TokenKeys.create(params) }  // made in the daemon's TPM
         let privateParams = KeyParameters.merged(params, "private")
         let publicParams = KeyParameters.merged(params, "public")
-        if KeyParameters.flag(publicParams["perm"]) {
+        if KeyParameters.flag(privateParams[kSecAttrIsPermanent]) {
+            // Made and stored by the daemon: the private key never exists in this process.
+            let spec = try GeneratedKeys.spec(type: params[kSecAttrKeyType], size: params[kSecAttrKeySizeInBits])
+            if let stored = try GeneratedKeys.makeStored(type: spec.type, bits: spec.bits, parameters: privateParams) {
+                if KeyParameters.flag(publicParams[kSecAttrIsPermanent]) {
+                    do { try KeyItems.add(SecKey(stored.key), parameters: publicParams) } catch {
+                        GeneratedKeys.remove(stored)  // a pair is stored whole or not at all
+                        throw error
+                    }
+                }
+                return stored
+            }
+        }
+        let key = try KeyParameters.generate(type: params[kSecAttrKeyType], size: params[kSecAttrKeySizeInBits])
+        if KeyParameters.flag(publicParams[kSecAttrIsPermanent]) {
             try KeyItems.add(SecKey(try key.publicKey()), parameters: publicParams)
         }
-        // A stored private key is returned as the keychain's: from here on the daemon uses it.
-        if KeyParameters.flag(privateParams["perm"]) { return try KeyItems.add(SecKey(key), parameters: privateParams) }
+        // An older daemon makes no keys: the key made here is stored, and then used there.
+        if KeyParameters.flag(privateParams[kSecAttrIsPermanent]) { return try KeyItems.add(SecKey(key), parameters: privateParams) }
         return SecKey(key)
     }
 }
@@ -131,12 +147,12 @@ public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary,
                                  _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     keyCall(error, "SecKeyCreateWithData") {
         let attrs = attributes as NSDictionary
-        guard let type = KeyParameters.number(attrs["type"]) else { throw KeyFailure.param("kSecAttrKeyType is required") }
-        guard let keyClass = KeyParameters.number(attrs["kcls"]), keyClass == 0 || keyClass == 1 else {
+        guard let type = KeyParameters.number(attrs[kSecAttrKeyType]) else { throw KeyFailure.param("kSecAttrKeyType is required") }
+        guard let keyClass = KeyParameters.number(attrs[kSecAttrKeyClass]), keyClass == 0 || keyClass == 1 else {
             throw KeyFailure.param("kSecAttrKeyClass must be public or private")
         }
         let key = try (keyData as Data).withUnsafeBytes { try KeyParameters.importKey(type: type, isPrivate: keyClass == 1, $0) }
-        if let size = KeyParameters.number(attrs["bsiz"]), size != Int64(key.sizeInBits) {
+        if let size = KeyParameters.number(attrs[kSecAttrKeySizeInBits]), size != Int64(key.sizeInBits) {
             throw KeyFailure.param("kSecAttrKeySizeInBits does not match the key")
         }
         return SecKey(key)
@@ -164,13 +180,13 @@ public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
     let dict = NSMutableDictionary()
     if key.storedReference == nil {
         guard let value = try? KeyItems.keyValue(key) else { return nil }
-        dict["v_Data" as NSString] = value.withUnsafeBytes { Data($0) } as NSData
+        dict[kSecValueData] = value.withUnsafeBytes { Data($0) } as NSData
     }
-    for (k, v) in KeyItems.keyAttributes(key) { dict[k as NSString] = Conversion.object(v, key: k) }
-    dict["kcls" as NSString] = (key.isPrivate ? "1" : "0") as NSString
-    dict["type" as NSString] = String(key.typeCode) as NSString
-    dict["class" as NSString] = "keys" as NSString
-    let own: Set<String> = ["v_Data", "kcls", "type", "class", ItemClass.publicKeyAttribute]
+    for (k, v) in KeyItems.keyAttributes(key) { dict[k.rawValue as NSString] = Conversion.object(v, key: k) }
+    dict[kSecAttrKeyClass] = key.isPrivate ? kSecAttrKeyClassPrivate : kSecAttrKeyClassPublic
+    dict[kSecAttrKeyType] = String(key.typeCode) as NSString
+    dict[kSecClass] = kSecClassKey
+    let own = Set([kSecValueData, kSecAttrKeyClass, kSecAttrKeyType, kSecClass].map { $0 as String } + [ItemClass.publicKeyAttribute.rawValue])
     for (k, v) in key.itemAttributes where !own.contains(k) { dict[k as NSString] = v }
     return dict
 }

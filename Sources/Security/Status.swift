@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 
 public typealias OSStatus = Int32
 

@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
 
@@ -16,7 +16,7 @@ enum StoredKeys {
     /// ECDH of the key `ref` names with `peer` (Apple's external representation).
     static func exchange(_ ref: [UInt8], _ algorithm: SecKeyAlgorithm, peer: [UInt8], requestedSize: Int?,
                          sharedInfo: [UInt8]) throws -> SecureBytes {
-        var options: Attributes = ["use": "keyExchange", "algorithm": .string(algorithm.rawValue as String),
+        var options: Fields = ["use": "keyExchange", "algorithm": .string(algorithm.rawValue as String),
                                    "peer": .data(peer), "sharedInfo": .data(sharedInfo)]
         if let requestedSize { options["requestedSize"] = .number(Int64(requestedSize)) }
         return try send(ref, options: options, input: try SecureBytes(count: 0))
@@ -25,14 +25,14 @@ enum StoredKeys {
     /// The key's bytes (`SecKeyCopyExternalRepresentation`), read as the item's secret: audited
     /// as a read, refused with errSecDataNotAvailable for a key stored with `extr` false.
     static func bytes(_ ref: [UInt8]) throws -> SecureBytes {
-        let query: Attributes = ["class": "keys", "v_PersistentRef": .data(ref), "sync": "syna", "r_Data": true]
+        let query: Attributes = [.class: .itemClass(.key), .valuePersistentRef: .data(ref), .synchronizable: .synchronizableAny, .returnData: true]
         let response = try KeychainConnection.shared.send(Request(.copyMatching, query: query))
         guard case .value(.data(let secret)) = response.result else { throw KeychainStatus.decode }
         return secret
     }
 
-    private static func send(_ ref: [UInt8], options: Attributes, input: SecureBytes) throws -> SecureBytes {
-        let request = Request(.useKey, query: ["v_PersistentRef": .data(ref)], options: options, secrets: [input])
+    private static func send(_ ref: [UInt8], options: Fields, input: SecureBytes) throws -> SecureBytes {
+        let request = Request(.useKey, query: [.valuePersistentRef: .data(ref)], options: options, secrets: [input])
         let response = try KeychainConnection.shared.send(request)
         guard case .value(.data(let result)) = response.result else { throw KeychainStatus.decode }
         return result

@@ -148,8 +148,8 @@ func fillMode(_ args: [String]) {
             var batch: [(attributes: Attributes, secret: SecureBytes?)] = []
             batch.reserveCapacity(n)
             for i in (o.start + done)..<(o.start + done + n) {
-                batch.append((["class": "genp", "svce": .string(fillService(i, o)), "acct": .string(o.prefix + String(i)),
-                               "pdmn": "ak"], try fillSecret(i)))
+                batch.append(([.class: .itemClass(.genericPassword), .service: .string(fillService(i, o)), .account: .string(o.prefix + String(i)),
+                               .accessible: .protection(.whenUnlocked)], try fillSecret(i)))
             }
             let t0 = monotonic()
             try vault.addAll(batch, accessGroups: [o.group])
@@ -168,7 +168,7 @@ func fillMode(_ args: [String]) {
             var rng = SplitMix64(state: 0xF1D5 &+ UInt64(items))
             let sample = (0..<o.finds).map { _ in rng.below(items) }
             let queries: [Attributes] = sample.map {
-                ["class": "genp", "svce": .string(fillService($0, o)), "acct": .string(o.prefix + String($0)), "r_Data": true]
+                [.class: .itemClass(.genericPassword), .service: .string(fillService($0, o)), .account: .string(o.prefix + String($0)), .returnData: true]
             }
             var wrong = 0
             let t0 = monotonic()
@@ -239,7 +239,7 @@ final class SocketWorker: @unchecked Sendable {
         var rng = SplitMix64(state: seed)
         // Prebuilt queries, so the loop measures the request, not string building.
         let fixedQuery: Attributes? = account.map {
-            ["class": "genp", "svce": .string(service), "acct": .string($0), "r_Data": true]
+            [.class: .itemClass(.genericPassword), .service: .string(service), .account: .string($0), .returnData: true]
         }
         latencies.reserveCapacity(200_000)
         while monotonic() < start { usleep(200) }
@@ -247,7 +247,7 @@ final class SocketWorker: @unchecked Sendable {
             let query = fixedQuery ?? {
                 let i = rng.below(accounts)
                 let s = perService > 0 ? service + String(i / perService) : service
-                return ["class": "genp", "svce": .string(s), "acct": .string(prefix + String(i)), "r_Data": true]
+                return [.class: .itemClass(.genericPassword), .service: .string(s), .account: .string(prefix + String(i)), .returnData: true]
             }()
             let t0 = monotonic()
             if t0 >= end { break }

@@ -43,7 +43,8 @@ func syncMode(_ args: [String]) {
     func add() -> String {
         let account = prefix + String(next)
         next += 1
-        let query: Attributes = ["class": "genp", "svce": .string(service), "acct": .string(account), "sync": .bool(true)]
+        let query: Attributes = [.class: .itemClass(.genericPassword), .service: .string(service), .account: .string(account),
+                                 .synchronizable: .bool(true)]
         do {
             let secret = try SecureBytes(copying: Array("sync bench secret \(account)".utf8))
             defer { secret.wipe() }

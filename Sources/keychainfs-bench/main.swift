@@ -151,7 +151,7 @@ func secret(_ i: Int, tag: UInt64) throws -> SecureBytes {
 }
 
 func item(_ i: Int) -> Attributes {
-    ["class": "genp", "svce": .string(service(i)), "acct": .string(account(i)), "pdmn": "ak"]
+    [.class: .itemClass(.genericPassword), .service: .string(service(i)), .account: .string(account(i)), .accessible: .protection(.whenUnlocked)]
 }
 
 let fillTag: UInt64 = 0xF111
@@ -367,8 +367,8 @@ func runSize(_ n: Int, options o: Options, dir: String, device: DeviceKey, rng: 
     let (_, findSeconds) = timed {
         for i in sample {
             do {
-                let r = try v.copyMatching(["class": "genp", "svce": .string(service(i)), "acct": .string(account(i)),
-                                            "r_Data": true], accessGroups: accessGroups)
+                let r = try v.copyMatching([.class: .itemClass(.genericPassword), .service: .string(service(i)), .account: .string(account(i)),
+                                            .returnData: true], accessGroups: accessGroups)
                 guard let data = r.value?.data else { wrong += 1; continue }
                 let ok = data.withUnsafeBytes { Array($0) == expectedSecret(i, tag: fillTag) }
                 if !ok { wrong += 1 }
@@ -390,8 +390,8 @@ func runSize(_ n: Int, options o: Options, dir: String, device: DeviceKey, rng: 
     let (_, missSeconds) = timed {
         for (k, i) in missSample.enumerated() {
             do {
-                _ = try v.copyMatching(["class": "genp", "svce": .string(service(i)), "acct": .string("nobody\(k)@bench"),
-                                        "r_Data": true], accessGroups: accessGroups)
+                _ = try v.copyMatching([.class: .itemClass(.genericPassword), .service: .string(service(i)), .account: .string("nobody\(k)@bench"),
+                                        .returnData: true], accessGroups: accessGroups)
                 unexpected += 1
                 if firstUnexpected == nil { firstUnexpected = "found an item" }
             } catch let s as KeychainStatus where s == .itemNotFound {

@@ -26,8 +26,12 @@ enum EngineVerbs {
         } else {
             pass = try Terminal.passphrase(ctx.args, prompt: "")
         }
+        let deviceKind = ctx.args.value("--device-key") ?? "file"
+        guard deviceKind == "file" || deviceKind == "tpm2" else { throw UsageError("--device-key takes file or tpm2") }
+        guard deviceKind == "tpm2" || !ctx.args.has("--tpm-pcrs") else { throw UsageError("--tpm-pcrs needs --device-key tpm2") }
         makeParentDirectory(ctx.vault)
-        let vault = try Vault.create(at: ctx.vault, passphrase: pass, kdf: kdf, deviceKey: try DeviceKey.loadOrCreate())
+        let vault = deviceKind == "tpm2" ? try DeviceKeyVerb.createSealed(ctx, passphrase: pass, kdf: kdf)
+            : try Vault.create(at: ctx.vault, passphrase: pass, kdf: kdf, deviceKey: try DeviceKey.loadOrCreate())
         try AccessGroupTable(groups: [AccessGroup(name: "default", owner: getuid(), gid: getgid())]).save(to: vault)
         withExtendedLifetime(vault) {}
         // Start the daemon and hand it the passphrase while we still hold it.

@@ -138,7 +138,7 @@ final class BackupCLITests: XCTestCase {
             let r = try importInto(target, damagedFile)
             XCTAssertEqual(r.status, 93, "byte \(i): \(r)")
             XCTAssertEqual(r.stdout, "", "byte \(i)")
-            let why = i < 121 ? "\(damagedFile) is not a keychainfs backup, or it is damaged"
+            let why = i < 121 ? "\(damagedFile) is not a keychainfs backup (or it is damaged), nor a key or certificate file"
                               : "the backup is damaged, truncated or reordered"
             XCTAssertEqual(r.stderr, sentence + "keychainfs: nothing was imported: \(why)\n", "byte \(i)")
         }
@@ -251,7 +251,7 @@ final class BackupCLITests: XCTestCase {
         ok(try source.run(["lock-keychain"]), "lock")
         let locked = try export()
         XCTAssertEqual(locked.status, 36, "\(locked)")
-        XCTAssertEqual(locked.stderr, Sentence.interactionNotAllowed)
+        XCTAssertEqual(locked.stderr, Sentence.interactionNotAllowed + Sentence.vaultLocked)
         XCTAssertFalse(FileManager.default.fileExists(atPath: backupFile))
         ok(try source.run(["unlock-keychain"], input: sourcePass + "\n"), "unlock")
         ok(try export(), "export")

@@ -28,7 +28,7 @@ final class CLIAuditTests: XCTestCase {
         let r = try h.run(["audit"])
         XCTAssertEqual(r.status, 0)
         let events = r.stdout.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false) }
-        XCTAssertTrue(events.allSatisfy { $0.count == 8 }, r.stdout)
+        XCTAssertTrue(events.allSatisfy { $0.count == 9 }, r.stdout)
         XCTAssertEqual(events.map { String($0[4]) }, ["unlock", "add", "read", "lock", "unlock-failed"])
         XCTAssertTrue(events.allSatisfy { $0[2] == "0" }, "uid of the caller")
         // create-keychain runs in the engine binary (keychainfs-daemon); the item verbs in keychainfs.
@@ -56,13 +56,13 @@ final class CLIAuditTests: XCTestCase {
         try lines.joined(separator: "\n").write(toFile: logPath, atomically: false, encoding: .utf8)
         let changed = try h.run(["audit", "--verify"])
         XCTAssertEqual(changed.status, 93, "\(changed)")
-        XCTAssertEqual(changed.stderr, "keychainfs: the audit log is broken at line 3\n")
+        XCTAssertEqual(changed.stderr, "keychainfs: the audit log is broken at line 3 of \(logPath)\n")
         // Restore it, then remove line 2.
         var removed = original.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         removed.remove(at: 1)
         try removed.joined(separator: "\n").write(toFile: logPath, atomically: false, encoding: .utf8)
         let gap = try h.run(["audit", "--verify"])
         XCTAssertEqual(gap.status, 93, "\(gap)")
-        XCTAssertEqual(gap.stderr, "keychainfs: the audit log is broken at line 2\n")
+        XCTAssertEqual(gap.stderr, "keychainfs: the audit log is broken at line 2 of \(logPath)\n")
     }
 }

@@ -11,6 +11,8 @@ enum Sentence {
     static let param = "keychainfs: One or more parameters passed to a function were not valid.\n"
     static let noSuchKeychain = "keychainfs: The specified keychain could not be found.\n"
     static let notAvailable = "keychainfs: No keychain is available. You may need to restart your computer.\n"
+    /// The line after Apple's errSecInteractionNotAllowed sentence when the vault is locked.
+    static let vaultLocked = "keychainfs: the vault is locked: run keychainfs unlock-keychain\n"
     /// The warning for a secret given as `-w VALUE` on the command line.
     static let secretInArgv = "keychainfs: a secret on the command line is visible to other users; prefer -w - with standard input\n"
 }

@@ -28,7 +28,7 @@ final class CLILockTests: XCTestCase {
         let r = try find(account)
         XCTAssertEqual(r.status, 36, "\(account): \(r)", file: file, line: line)
         XCTAssertEqual(r.stdout, "", file: file, line: line)
-        XCTAssertEqual(r.stderr, Sentence.interactionNotAllowed, file: file, line: line)
+        XCTAssertEqual(r.stderr, Sentence.interactionNotAllowed + Sentence.vaultLocked, file: file, line: line)
     }
 
     func testLockHidesWhenUnlockedItemsUntilUnlock() throws {

@@ -57,6 +57,6 @@ final class CLIVerifyTests: XCTestCase {
         try lines.joined(separator: "\n").write(toFile: log, atomically: false, encoding: .utf8)
         let r = try h.run(["verify"])
         XCTAssertEqual(r.status, 93)
-        XCTAssertTrue(r.stdout.contains("audit log: broken at line 2\n"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("audit log: broken at line 2 of \(log)\n"), r.stdout)
     }
 }

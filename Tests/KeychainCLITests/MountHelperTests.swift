@@ -120,6 +120,17 @@ final class MountHelperTests: XCTestCase {
         // pam_exec's expose_authtok writes the password and a NUL.
         let wrong = try Spawn.run([hook, h.vault], environment: env, input: Data("not it\0".utf8), timeout: 30)
         XCTAssertEqual(wrong.status, 51, String(decoding: wrong.err, as: UTF8.self))
+        XCTAssertTrue(String(decoding: wrong.err, as: UTF8.self).hasSuffix("pam-unlock: cannot unlock \(h.vault) for root (keychainfs exit status 51)\n"),
+                      String(decoding: wrong.err, as: UTF8.self))
+        // Without an argument: the default vault (KEYCHAINFS_VAULT here), named the same way.
+        let byDefault = try Spawn.run([hook], environment: env, input: Data("not it\0".utf8), timeout: 30)
+        XCTAssertEqual(byDefault.status, 51)
+        XCTAssertTrue(String(decoding: byDefault.err, as: UTF8.self).hasSuffix("pam-unlock: cannot unlock \(env["KEYCHAINFS_VAULT"] ?? "?") for root (keychainfs exit status 51)\n"))
+        var nobody = env
+        nobody["PAM_USER"] = "kcfs_no_such_user"
+        let unknown = try Spawn.run([hook, h.vault], environment: nobody, input: Data("x\0".utf8), timeout: 30)
+        XCTAssertEqual(unknown.status, 2)
+        XCTAssertEqual(String(decoding: unknown.err, as: UTF8.self), "pam-unlock: no such user kcfs_no_such_user\n")
         XCTAssertEqual(try h.info()["state"] as? String, "locked")
         let right = try Spawn.run([hook, h.vault], environment: env, input: Data("pass phrase 1\0".utf8), timeout: 30)
         XCTAssertEqual(right.status, 0, String(decoding: right.err, as: UTF8.self))

@@ -162,7 +162,7 @@ final class SecItemConformanceErrorTests: SecItemConformanceCase {
         let (status, data) = dataOf(genp(service))
         if status == errSecSuccess {
             throw XCTSkip("known bug: an item whose access control has .applicationPassword returns its secret with "
-                          + "no password (Sources/KeychainCore/AccessControl.swift:34-35, requiresPresence leaves out "
+                          + "no password (Sources/KeychainModel/AccessControl.swift:34-35, requiresPresence leaves out "
                           + "applicationPassword); expected errSecInteractionNotAllowed")
         }
         assertStatus(status, errSecInteractionNotAllowed)

@@ -15,7 +15,8 @@ final class SessionBus {
 
     /// Starts `dbus-daemon --nofork --print-address` with a session policy: only this user may
     /// connect (dbus-daemon's default), anyone connected may own and call anything.
-    init(harness: CLIHarness) throws {
+    /// - Parameter otherUsers: let every uid connect (`<allow user="*"/>`), a bus shared by users.
+    init(harness: CLIHarness, otherUsers: Bool = false) throws {
         self.harness = harness
         let fm = FileManager.default
         try fm.createDirectory(atPath: harness.dir + "/bus", withIntermediateDirectories: true)
@@ -28,7 +29,7 @@ final class SessionBus {
           <type>session</type>
           <listen>unix:dir=\(harness.dir)/bus</listen>
           <servicedir>\(harness.dir)/dbus-services</servicedir>
-          <policy context="default">
+          <policy context="default">\(otherUsers ? "\n    <allow user=\"*\"/>" : "")
             <allow send_destination="*" eavesdrop="true"/>
             <allow eavesdrop="true"/>
             <allow own="*"/>

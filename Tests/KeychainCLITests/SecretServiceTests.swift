@@ -184,4 +184,48 @@ final class SecretServiceTests: XCTestCase {
         XCTAssertEqual(try harness.run(["unlock-keychain"], input: "pass phrase 1\n").status, 0)
         XCTAssertEqual(bus.run(["/usr/bin/secret-tool", "lookup", "service", service, "account", account]).stdout, "hidden")
     }
+
+    func testOpenSessionsAreBoundedPerConnectionAndPerUser() throws {
+        guard bus.python("import jeepney").status == 0 else { throw XCTSkip("python3-jeepney is not installed") }
+        try bus.startProvider()
+        // 64 per connection, then LimitsExceeded until one is closed; 1024 for all connections of
+        // the uid together; the sessions of a connection that leaves are dropped.
+        let r = bus.python("""
+        import time
+        from jeepney import new_method_call, DBusAddress
+        from jeepney.io.blocking import open_dbus_connection
+        from jeepney.wrappers import unwrap_msg
+        svc = DBusAddress("/org/freedesktop/secrets", "org.freedesktop.secrets", "org.freedesktop.Secret.Service")
+        def open_session(c):
+            try:
+                return unwrap_msg(c.send_and_get_reply(new_method_call(svc, "OpenSession", "sv", ("plain", ("s", "")))))[1]
+            except Exception as e:
+                return e.name
+        a = open_dbus_connection("SESSION")
+        paths = [open_session(a) for _ in range(64)]
+        print(len(set(p for p in paths if p.startswith("/org/"))), open_session(a))
+        unwrap_msg(a.send_and_get_reply(new_method_call(
+            DBusAddress(paths[0], "org.freedesktop.secrets", "org.freedesktop.Secret.Session"), "Close")))
+        print(open_session(a).startswith("/org/freedesktop/secrets/session/"), open_session(a))
+        others = [open_dbus_connection("SESSION") for _ in range(15)]
+        print(sum(open_session(c).startswith("/org/") for c in others for _ in range(64)))
+        late = open_dbus_connection("SESSION")
+        print(open_session(late))
+        a.close()
+        for _ in range(200):
+            got = open_session(late)
+            if got.startswith("/org/"):
+                break
+            time.sleep(0.05)
+        print(got.startswith("/org/"))
+        """)
+        XCTAssertEqual(r.stdout, """
+        64 org.freedesktop.DBus.Error.LimitsExceeded
+        True org.freedesktop.DBus.Error.LimitsExceeded
+        960
+        org.freedesktop.DBus.Error.LimitsExceeded
+        True
+
+        """, "\(r)")
+    }
 }

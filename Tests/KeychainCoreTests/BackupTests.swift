@@ -207,12 +207,12 @@ final class BackupTests: XCTestCase {
     func testGroupDefinitionsOfExportedItemsTravelAndArriveInTheImportsTransaction() throws {
         let source = try scratch.makeVault(device: "source")
         try source.addPassword(service: "svc", account: "a", secret: "in-team", ["agrp": "team"], groups: ["team"])
-        let team: Attributes = ["name": "team", "owner": .number(1000), "gid": .number(1000), "mode": .number(0o440),
+        let team: Fields = ["name": "team", "owner": .number(1000), "gid": .number(1000), "mode": .number(0o440),
                                 "exe": "", "lock": .number(1)]
-        let unused: Attributes = ["name": "unused", "owner": .number(0), "gid": .number(0), "mode": .number(0o400)]
+        let unused: Fields = ["name": "unused", "owner": .number(0), "gid": .number(0), "mode": .number(0o400)]
         let backup = try source.exportBackup(passphrase: secret(backupPass), kdf: .minimum, groups: [team, unused]).bytes
         let target = try scratch.makeVault("target.vault", device: "target")
-        var seen: [Attributes] = []
+        var seen: [Fields] = []
         let summary = try target.importBackup(backup, passphrase: secret(backupPass)) { groups in
             seen = groups
             return ("test-groups", try secret("stored with the items"))

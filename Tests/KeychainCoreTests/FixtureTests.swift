@@ -83,4 +83,60 @@ final class FixtureTests: XCTestCase {
         // The fixture is still writable by this build.
         try vault.addPassword(service: "fixture", account: "new", secret: "x", groups: g)
     }
+    /// A format-2 backup written by keychainfs 0.2.0, before attribute keys were typed
+    /// (Fixtures/backup-v2/README.md): every exported item comes back with its attributes,
+    /// named by today's key table, its secret and its group's definition.
+    func testBackupFixtureImportsEveryItem() throws {
+        let scratch = try Scratch()
+        let source = try XCTUnwrap(Bundle.module.path(forResource: "backup-v2", ofType: nil, inDirectory: "Fixtures"))
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: source + "/fixture.kcbackup")))
+        let vault = try scratch.makeVault()
+        let summary = try vault.importBackup(bytes, passphrase: secret("keychainfs fixture backup"))
+        XCTAssertEqual([summary.added, summary.replaced, summary.skipped], [4, 0, 0], "the ThisDeviceOnly item was never exported")
+        XCTAssertEqual(summary.groups.map { $0["name"] }, ["default", "fixture.team"])
+        XCTAssertEqual(summary.groups.last?["mode"], .number(0o440))
+        let g = ["default", "fixture.team"]
+        func item(_ query: Attributes) throws -> FoundItem {
+            var q = query
+            q[.synchronizable] = .synchronizableAny
+            q[.returnAttributes] = true
+            q[.returnData] = true
+            return try XCTUnwrap(vault.copyMatching(q, accessGroups: g).value?.item)
+        }
+        let alice = try item([.class: .itemClass(.genericPassword), .service: "fixture", .account: "alice"])
+        XCTAssertEqual(alice.secret?.string, "fixture secret genp")
+        XCTAssertEqual(alice.attributes[.label], "label alice")
+        XCTAssertEqual(alice.attributes[.comment], "a comment")
+        XCTAssertEqual(alice.attributes[.description], "a kind")
+        XCTAssertEqual(alice.attributes[.generic], "gen")
+        XCTAssertEqual(alice.attributes[.creator], .number(1234))
+        XCTAssertEqual(alice.attributes[.type], .number(5678))
+        XCTAssertEqual(alice.attributes[.accessible], .protection(.afterFirstUnlock))
+        XCTAssertEqual(alice.attributes[.accessGroup], "default")
+        XCTAssertEqual(alice.attributes[.synchronizable], .number(0))
+        guard case .date(let created)? = alice.attributes[.creationDate], case .date? = alice.attributes[.modificationDate] else {
+            return XCTFail("dates: \(alice.attributes)")
+        }
+        XCTAssertGreaterThan(created, 0)
+
+        let synced = try item([.class: .itemClass(.genericPassword), .service: "fixture", .account: "synced"])
+        XCTAssertEqual(synced.secret?.string, "fixture secret synced")
+        XCTAssertEqual(synced.attributes[.synchronizable], .number(1))
+        XCTAssertEqual(synced.attributes[.accessible], .protection(.whenUnlocked))
+
+        let team = try item([.class: .itemClass(.genericPassword), .service: "fixture", .account: "team"])
+        XCTAssertEqual(team.secret?.string, "fixture secret team")
+        XCTAssertEqual(team.attributes[.accessGroup], "fixture.team")
+        XCTAssertEqual(team.attributes[.accessible], .protection(.always))
+
+        let inet = try item([.class: .itemClass(.internetPassword), .server: "db.example", .account: "admin",
+                             .protocol: "htps", .port: 5432])
+        XCTAssertEqual(inet.secret?.string, "fixture secret inet")
+        XCTAssertEqual(inet.attributes[.path], "/x")
+        XCTAssertEqual(inet.attributes[.securityDomain], "corp")
+        XCTAssertEqual(inet.attributes[.authenticationType], "dflt")
+        XCTAssertEqual(inet.attributes[.label], "inet label")
+
+        XCTAssertStatus(.itemNotFound, try vault.copyMatching([.class: .itemClass(.genericPassword), .account: "tdo"], accessGroups: g))
+    }
 }

@@ -24,7 +24,7 @@ func decodeBoth(_ payload: SecureBytes) {
         guard let again = decoded({ try Request.decode(once) }) else {
             return require(false, "a re-encoded request does not decode")
         }
-        if request.query.keys.allSatisfy(fitsName) && request.changes.keys.allSatisfy(fitsName)
+        if request.query.keys.allSatisfy({ fitsName($0.rawValue) }) && request.changes.keys.allSatisfy({ fitsName($0.rawValue) })
             && request.options.keys.allSatisfy(fitsName) {
             require((try? again.encoded()).map { same($0, once) } == true, "request encoding is not stable")
         }

@@ -20,6 +20,9 @@ int kcfs_spawn_actions_closefrom(posix_spawn_file_actions_t *actions, int from);
 /// posix_spawn_file_actions_addchdir_np: the child starts in `path`.
 int kcfs_spawn_actions_chdir(posix_spawn_file_actions_t *actions, const char *path);
 
+/// POSIX_SPAWN_SETSID, which the headers declare only under _GNU_SOURCE.
+int kcfs_spawn_setsid_flag(void);
+
 #include <sys/types.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>

@@ -1,6 +1,7 @@
 import CProcess
 import Glibc
 import KeychainCore
+import KeychainSystem
 import KeychainfsAccess
 import KeychainCrypto
 import KeychainProtocol
@@ -103,16 +104,13 @@ final class Connection: @unchecked Sendable {
             let n: Int
             let direct = payload != nil && payloadLength - payloadFilled >= scratch.count && payloadFilled < (payload?.count ?? 0)
             if direct, let p = payload {
-                n = p.withUnsafeMutableBytes { receiveBytes($0.baseAddress! + payloadFilled, $0.count - payloadFilled) }
+                n = p.withUnsafeMutableBytes { b in retryingOnInterrupt { receiveBytes(b.baseAddress! + payloadFilled, b.count - payloadFilled) } }
                 if n > 0 { payloadFilled += n }
             } else {
-                n = scratch.withUnsafeMutableBytes { receiveBytes($0.baseAddress!, $0.count) }
+                n = scratch.withUnsafeMutableBytes { b in retryingOnInterrupt { receiveBytes(b.baseAddress!, b.count) } }
             }
             if n == 0 { return .closed }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return errno == EAGAIN || errno == EWOULDBLOCK ? .wouldBlock : .closed
-            }
+            if n < 0 { return errno == EAGAIN || errno == EWOULDBLOCK ? .wouldBlock : .closed }
             if deadline.load(ordering: .relaxed) == 0 { startDeadline() }
             if direct {
                 if payloadFilled == payloadLength, let done = completeFrame(quotas: quotas) { return .frame(done) }
@@ -273,12 +271,11 @@ final class Connection: @unchecked Sendable {
                         var message = msghdr()
                         message.msg_iov = iov.baseAddress
                         message.msg_iovlen = iov.count
-                        return sendmsg(fd, &message, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                        return retryingOnInterrupt { sendmsg(fd, &message, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
                     }
                 }
             }
             if sent < 0 {
-                if errno == EINTR { continue }
                 if errno == EAGAIN || errno == EWOULDBLOCK { return .wouldBlock }
                 dropReply(quotas: quotas)
                 return .failed

@@ -25,18 +25,11 @@ struct AdministrationRequests: RequestFamily {
         case .setSettings:
             try setSettings(request.options)
         case .stop:
-            try? audit("stop", caller)  // a stop stops whether or not its line can be written
+            try? audit(.stop, caller)  // a stop stops whether or not its line can be written
             try? daemon.auditLog?.sync()
             return Reply(response: Response(), after: .stop)
         case .audit:
-            guard let log = daemon.auditLog else { throw KeychainStatus.interactionNotAllowed }
-            if request.options["verify"]?.isTrue == true {
-                let (lines, bad) = log.verify()
-                var info: Attributes = ["lines": .number(Int64(lines))]
-                if let bad { info["first-bad"] = .number(Int64(bad)) }
-                return Reply(response: Response(info: info))
-            }
-            return Reply(response: Response(info: ["log": .string(log.contents())]))
+            return Reply(response: try AuditRequests(daemon: daemon).respond(request, caller: caller))
         case .verify:
             return Reply(response: Response(info: try verify(caller: caller)))
         case .watch:
@@ -47,7 +40,7 @@ struct AdministrationRequests: RequestFamily {
             return Reply(response: try daemon.exportBackup(request, caller: caller, log: daemon.log))
         default:
             let r = try daemon.importBackup(request, caller: caller, log: daemon.log)
-            itemsChanged(ChangeEvent(kind: "update"))
+            itemsChanged(ChangeEvent(kind: .update))
             return Reply(response: r)
         }
         return Reply(response: Response())
@@ -79,7 +72,7 @@ struct AdministrationRequests: RequestFamily {
                 try vault.unlock(passphrase: passphrase)
             } catch KeychainStatus.authFailed {
                 try? daemon.lockout.markFailed(uid: caller.uid)
-                try? audit("unlock-failed", caller)  // the failure is counted either way
+                try? audit(.unlockFailed, caller)  // the failure is counted either way
                 log("unlock failed for \(who(caller))")
                 throw KeychainStatus.authFailed
             }
@@ -94,14 +87,14 @@ struct AdministrationRequests: RequestFamily {
             }
             daemon.openAuditLog()
             do {
-                try audit("unlock", caller)
+                try audit(.unlock, caller)
             } catch {
                 // An unlock the log cannot show does not stand.
                 daemon.lockEverywhere(by: caller, trigger: "unlock-not-logged")
                 log("unlock by \(who(caller)) undone: its audit line cannot be written (\(error))")
                 throw error
             }
-            daemon.events.publish(ChangeEvent(kind: "unlock"))
+            daemon.events.publish(ChangeEvent(kind: .unlock))
             log("unlocked by \(who(caller))")
         }
     }
@@ -117,7 +110,7 @@ struct AdministrationRequests: RequestFamily {
         let removed = try withBackOff(for: caller) { () -> Int in
             try daemon.lockout.recordAttempt(uid: caller.uid)
             do {
-                let n = try auditedChange("passphrase-changed", caller) {
+                let n = try auditedChange(.passphraseChanged, caller) {
                     try vault.changePassphrase(from: request.secrets[0], to: request.secrets[1], kdf: kdf)
                 }
                 try? daemon.lockout.reset(uid: caller.uid)  // if this fails, the count stays: later attempts wait longer
@@ -133,7 +126,7 @@ struct AdministrationRequests: RequestFamily {
 
     /// Every numeric setting is bounded (`SettingLimits`, the CLI's ranges too); nothing is stored
     /// unless all are valid.
-    private func setSettings(_ options: Attributes) throws {
+    private func setSettings(_ options: Fields) throws {
         func bounded(_ name: String, _ range: ClosedRange<Int64>) throws -> Int? {
             guard let v = options[name] else { return nil }
             guard let n = v.integerValue, range.contains(n) else { throw KeychainStatus.param }
@@ -142,6 +135,7 @@ struct AdministrationRequests: RequestFamily {
         let timeout = try bounded("lock-timeout", SettingLimits.lockTimeout)
         let approvalTimeout = try bounded("approval-timeout", SettingLimits.approvalTimeout)
         let remember = try bounded("approval-remember", SettingLimits.approvalRemember)
+        let auditMaxSize = options["audit-max-size"] == .number(0) ? 0 : try bounded("audit-max-size", SettingLimits.auditMaxSize)
         var program: String?
         if let v = options["approval-program"] {
             guard case .string(let p) = v, p.isEmpty || p.hasPrefix("/") else { throw KeychainStatus.param }
@@ -154,30 +148,37 @@ struct AdministrationRequests: RequestFamily {
         if let program { try vault.setSetting("approval-program", Array(program.utf8)) }
         if let n = approvalTimeout { try vault.setSetting("approval-timeout", Array(String(n).utf8)) }
         if let n = remember { try vault.setSetting("approval-remember", Array(String(n).utf8)) }
+        if let n = auditMaxSize {
+            try vault.setSetting("audit-max-size", Array(String(n).utf8))
+            daemon.auditLog?.setMaxSize(Int64(n))
+        }
     }
 
-    private func verify(caller: CallerIdentity) throws -> Attributes {
+    private func verify(caller: CallerIdentity) throws -> Fields {
         let report = try vault.verify()
-        var info: Attributes = ["checked": .number(Int64(report.checked)), "locked": .number(Int64(report.locked)),
+        var info: Fields = ["checked": .number(Int64(report.checked)), "locked": .number(Int64(report.locked)),
                                 "other-device": .number(Int64(report.otherDevice)),
                                 "damaged": .string(report.damaged.joined(separator: "\n"))]
         if let log = daemon.auditLog {
-            let (lines, bad) = log.verify()
+            let (lines, _, bad) = log.verify()
             info["audit-lines"] = .number(Int64(lines))
-            if let bad { info["audit-first-bad"] = .number(Int64(bad)) }
+            if let bad {
+                info["audit-first-bad"] = .number(Int64(bad.line))
+                info["audit-first-bad-file"] = .string(bad.file)
+            }
         }
-        try? audit("verify", caller, report.damaged.isEmpty ? "ok" : "\(report.damaged.count) damaged")
+        try? audit(.verify, caller, report.damaged.isEmpty ? "ok" : "\(report.damaged.count) damaged")
         return info
     }
 
-    private func info(for caller: CallerIdentity) throws -> Attributes {
+    private func info(for caller: CallerIdentity) throws -> Fields {
         // Callers with no group learn only that a daemon runs and whether it is locked.
         guard isAdministrator(caller) || !entitledGroups(caller).isEmpty else {
             return ["state": .string(vault.lockState.rawValue), "pid": .number(Int64(getpid())), "groups": .string("")]
         }
         let i = try vault.info()
         let (timeout, idle) = daemon.state.withLock { ($0.idleTimeout, monotonicSeconds() - $0.lastActivity) }
-        var out: Attributes = [
+        var out: Fields = [
             "path": .string(daemon.vaultPath), "state": .string(i.lockState.rawValue),
             "passphrase": .bool(i.hasPassphrase), "format": .number(Int64(i.formatVersion)),
             "kdf-ops": .number(Int64(i.kdf.opsLimit)), "kdf-mem": .number(Int64(i.kdf.memLimit)),

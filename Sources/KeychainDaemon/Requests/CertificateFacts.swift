@@ -11,7 +11,7 @@ enum CertificateFacts {
     static let derEncoding: Int64 = 3
 
     static func isCertificateItem(_ query: Attributes) -> Bool {
-        if case .string(let name)? = query["class"] { return ItemClass(name: name) == .certificate }
+        if case .string(let name)? = query[.class] { return ItemClass(name: name) == .certificate }
         return false
     }
 
@@ -23,14 +23,14 @@ enum CertificateFacts {
         guard isCertificateItem(query), let secret,
               let certificate = try? secret.withUnsafeBytes({ try Certificate(der: Array($0)) }) else { return query }
         var q = query
-        q["ctyp"] = .number(certificate.certificateType)
-        q["cenc"] = .number(derEncoding)
-        q["issr"] = .data(certificate.issuerDER)
-        q["subj"] = .data(certificate.subjectDER)
-        q["slnr"] = .data(certificate.serialNumber)
-        q["pkhh"] = certificate.publicKeyHash.map(AttributeValue.data)
-        q["skid"] = certificate.subjectKeyID.map(AttributeValue.data)
-        if q["labl"] == nil, let summary = certificate.subjectSummary { q["labl"] = .string(summary) }
+        q[.certificateType] = .number(certificate.certificateType)
+        q[.certificateEncoding] = .number(derEncoding)
+        q[.issuer] = .data(certificate.issuerDER)
+        q[.subject] = .data(certificate.subjectDER)
+        q[.serialNumber] = .data(certificate.serialNumber)
+        q[.publicKeyHash] = certificate.publicKeyHash.map(AttributeValue.data)
+        q[.subjectKeyID] = certificate.subjectKeyID.map(AttributeValue.data)
+        if q[.label] == nil, let summary = certificate.subjectSummary { q[.label] = .string(summary) }
         return q
     }
 }

@@ -45,6 +45,10 @@ extension Daemon: RequestHandling {
             guard isAdministrator(caller) || state.withLock({ $0.groupTable.grantsLock(to: caller) }) else {
                 throw KeychainStatus.authFailed
             }
+        case .auditor:
+            guard isAdministrator(caller) || state.withLock({ $0.groupTable.grantsAudit(to: caller) }) else {
+                throw KeychainStatus.authFailed
+            }
         }
     }
 
@@ -67,9 +71,9 @@ extension Daemon: RequestHandling {
         let guess = request.operation == .unlock || request.operation == .changePassphrase
         if status == .missingEntitlement || (status == .authFailed && !guess) {
             log("denied \(request.operation) \(who(caller))")
-            try? audit("denied", caller, "\(request.operation)")  // denied either way
+            try? audit(.denied, caller, "\(request.operation)")  // denied either way
         }
-        if status == .decode { try? audit("damaged", caller, "\(request.operation)") }
+        if status == .decode { try? audit(.damaged, caller, "\(request.operation)") }
         return status
     }
 

@@ -9,9 +9,9 @@ struct GroupRequests: RequestFamily {
     func respond(_ request: Request, caller: CallerIdentity) throws -> Response {
         if request.operation == .groupList {
             let visible = daemon.state.withLock { $0.groupTable.groups }.filter { isAdministrator(caller) || $0.entitles(caller) }
-            return Response(result: .array(visible.map { .item(FoundItem(attributes: $0.record, secret: nil, persistentRef: nil)) }))
+            return Response(result: .array(visible.map { .item(FoundItem(attributes: Attributes(fields: $0.record), secret: nil, persistentRef: nil)) }))
         }
-        try auditedChange("groups-changed", caller, "\(request.operation)") { try changeGroups(request) }
+        try auditedChange(.groupsChanged, caller, "\(request.operation)") { try changeGroups(request) }
         itemsChanged()
         log("groups changed by \(who(caller))")
         return Response()
@@ -41,7 +41,7 @@ struct GroupRequests: RequestFamily {
         } }
     }
 
-    private func apply(_ options: Attributes, to g: inout AccessGroup) throws {
+    private func apply(_ options: Fields, to g: inout AccessGroup) throws {
         func id(_ key: String) throws -> UInt32? {
             guard let v = options[key]?.integerValue else { return nil }
             guard SettingLimits.id.contains(v) else { throw KeychainStatus.param }
@@ -52,6 +52,10 @@ struct GroupRequests: RequestFamily {
         if let m = options["mode"]?.integerValue {
             guard SettingLimits.groupMode.contains(m) else { throw KeychainStatus.param }
             g.mode = UInt32(m)
+        }
+        if let grant = options["audit"]?.integerValue {
+            guard grant == 0 || grant == 1 else { throw KeychainStatus.param }
+            g.grantsAudit = grant == 1
         }
         if let lock = options["lock"]?.integerValue {
             guard lock == 0 || lock == 1 else { throw KeychainStatus.param }

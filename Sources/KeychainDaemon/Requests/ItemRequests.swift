@@ -11,37 +11,51 @@ struct ItemRequests: RequestFamily {
         switch request.operation {
         case .add:
             let writable = writableGroups(caller)
-            let query = CertificateFacts.addQuery(StoredKeyFacts.addQuery(request.query, secret: request.secrets.first),
-                                                    secret: request.secrets.first)
-            let r = try auditedChange("add", caller) {
-                try vault.add(query, secret: request.secrets.first, accessGroups: writable)
+            // A key the daemon makes (RSA can take a second): on a slow worker.
+            if request.options[KeyGeneration.option] != nil {
+                // Nobody makes the daemon spend a key generation on an add it would refuse.
+                let group = request.query[.accessGroup]?.stringValue ?? writable.first
+                guard let group, writable.contains(group) else { throw KeychainStatus.missingEntitlement }
+                if !onSlowWorker { throw Deferral.toSlowWorker }
             }
-            let group = request.query["agrp"]?.stringValue ?? writable.first
-            itemsChanged(ChangeEvent(kind: "add", query: request.query, groups: group.map { [$0] }))
+            let (given, made, generated) = try KeyGeneration.prepare(request)
+            defer { if generated { made?.wipe() } }
+            var query = CertificateFacts.addQuery(StoredKeyFacts.addQuery(given, secret: made), secret: made)
+            var secret = made
+            // A Secure Enclave key is made here, in the TPM: the item holds only its wrapped form.
+            if TokenKeys.isTokenKey(request.query) { (query, secret) = try TokenKeys.generate(query, secret: secret, log: log) }
+            let r = try daemon.auditedItemChange(.add, caller) { record in
+                try vault.add(query, secret: secret, accessGroups: writable, beforeChange: record)
+            }
+            let group = request.query[.accessGroup]?.stringValue ?? writable.first
+            itemsChanged(ChangeEvent(kind: .add, query: request.query, groups: group.map { [$0] }))
             log("add \(who(caller))")
             return Response(result: r)
         case .copyMatching:
             return Response(result: try copyMatching(request.query, caller: caller, onSlowWorker: onSlowWorker))
         case .update:
             var groups = Set<String>()
+            try TokenKeys.checkUpdate(query: request.query, changes: request.changes, secret: request.secrets.first) {
+                try vault.copyMatching($0, accessGroups: entitledGroups(caller))
+            }
             let changes = try StoredKeyFacts.changes(request.changes, query: request.query, secret: request.secrets.first)
-            try auditedChange("update", caller) {
+            try daemon.auditedItemChange(.update, caller) { record in
                 try readableButNotWritable(request.query, caller) {
                     groups = try vault.update(request.query, changes: changes, secret: request.secrets.first,
-                                              accessGroups: writableGroups(caller))
+                                              accessGroups: writableGroups(caller), beforeChange: record)
                 }
             }
-            itemsChanged(ChangeEvent(kind: "update", query: request.query, changes: request.changes, groups: Array(groups)))
+            itemsChanged(ChangeEvent(kind: .update, query: request.query, changes: request.changes, groups: Array(groups)))
             log("update \(who(caller))")
             return Response()
         default:
             var groups = Set<String>()
-            try auditedChange("delete", caller) {
+            try daemon.auditedItemChange(.delete, caller) { record in
                 try readableButNotWritable(request.query, caller) {
-                    groups = try vault.delete(request.query, accessGroups: writableGroups(caller))
+                    groups = try vault.delete(request.query, accessGroups: writableGroups(caller), beforeChange: record)
                 }
             }
-            itemsChanged(ChangeEvent(kind: "delete", query: request.query, groups: Array(groups)))
+            itemsChanged(ChangeEvent(kind: .delete, query: request.query, groups: Array(groups)))
             log("delete \(who(caller))")
             return Response()
         }
@@ -49,7 +63,7 @@ struct ItemRequests: RequestFamily {
 
     private func copyMatching(_ query: Attributes, caller: CallerIdentity, onSlowWorker: Bool) throws -> QueryResult {
         let groups = entitledGroups(caller)
-        let skip = query["u_AuthUI"] == "u_AuthUIS"
+        let skip = query[.useAuthenticationUI] == .authenticationUISkip
         let result: QueryResult
         var read: [PersistentRef] = []
         do {
@@ -66,7 +80,7 @@ struct ItemRequests: RequestFamily {
         // Each secret returned, by item: a process that asks for its secret on every request
         // gets one line for the first read and a count per second after it, as file opens do.
         // No line, no secret: a read whose line cannot be written is refused.
-        for ref in read { try daemon.auditRepeatable("read", caller: caller, item: ref) }
+        for ref in read { try daemon.auditRepeatable(.read, caller: caller, item: ref) }
         return result
     }
 
@@ -74,13 +88,13 @@ struct ItemRequests: RequestFamily {
     /// asks the approval program about each (never with the vault's lock held). A denial ends
     /// the search with the program's status; `u_AuthUIF` / `u_AuthUIS` ask nobody.
     private func approvePresence(_ query: Attributes, groups: [String], caller: CallerIdentity) throws -> Set<PersistentRef> {
-        let wantsData = query["r_Data"]?.isTrue == true
+        let wantsData = query[.returnData]?.isTrue == true
         // kSecUseAuthenticationUIFail / Skip and kSecUseNoAuthenticationUI: ask nobody.
-        let noUI = query["u_NoAuthUI"]?.isTrue == true
-        guard wantsData, !noUI, query["u_AuthUI"] == nil || query["u_AuthUI"] == "u_AuthUIA" else { return [] }
-        var probe = query.filter { !$0.key.hasPrefix("r_") }
-        probe["r_Attributes"] = .bool(true)
-        probe["r_PersistentRef"] = .bool(true)
+        let noUI = query[.useNoAuthenticationUI]?.isTrue == true
+        guard wantsData, !noUI, query[.useAuthenticationUI] == nil || query[.useAuthenticationUI] == .authenticationUIAllow else { return [] }
+        var probe = query.filter { !$0.key.hasPrefix(.return) }
+        probe[.returnAttributes] = .bool(true)
+        probe[.returnPersistentRef] = .bool(true)
         return try approveGatedItems(probe, groups: groups, caller: caller)
     }
 
@@ -90,8 +104,8 @@ struct ItemRequests: RequestFamily {
         do {
             try body()
         } catch KeychainStatus.itemNotFound {
-            var probe = query.filter { !$0.key.hasPrefix("m_") && !$0.key.hasPrefix("r_") }
-            probe["m_Limit"] = "m_LimitOne"
+            var probe = query.filter { !$0.key.hasPrefix(.match) && !$0.key.hasPrefix(.return) }
+            probe[.matchLimit] = .matchLimitOne
             if (try? vault.copyMatching(probe, accessGroups: entitledGroups(caller))) != nil {
                 throw KeychainStatus.missingEntitlement
             }

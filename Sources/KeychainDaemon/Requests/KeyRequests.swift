@@ -13,28 +13,34 @@ struct KeyRequests: RequestFamily {
     let daemon: Daemon
 
     func respond(_ request: Request, caller: CallerIdentity, onSlowWorker: Bool) throws -> Response {
-        guard case .data(let bytes)? = request.query["v_PersistentRef"], let ref = PersistentRef(bytes: bytes),
+        guard case .data(let bytes)? = request.query[.valuePersistentRef], let ref = PersistentRef(bytes: bytes),
               ref.itemClass == .key, let use = request.options["use"]?.stringValue,
               let name = request.options["algorithm"]?.stringValue else { throw KeychainStatus.param }
         guard let algorithm = AppleAlgorithm(rawName: name) else { throw KeychainStatus.unimplemented }
         let (attributes, secret) = try openKey(ref, request.query, caller: caller, onSlowWorker: onSlowWorker)
         defer { secret.wipe() }
-        guard let type = attributes["type"]?.numberValue,
+        try Self.checkUsage(use, attributes)
+        if TokenKeys.isTokenKey(attributes) {
+            let (event, result) = try TokenKeys.use(use, algorithm, blob: secret, input: request.secrets[0],
+                                                   options: request.options, log: log)
+            return try answer(result, event: event, caller: caller, ref: ref)
+        }
+        guard let type = attributes[.keyType]?.numberValue,
               let key = try? secret.withUnsafeBytes({ try AsymmetricKey.apple(type: type, isPrivate: true, $0) })
         else { throw KeychainStatus.decode }  // the item's bytes are not the key it says
         let input = request.secrets[0]
         let result: SecureBytes
-        let event: String
+        let event: AuditEvent
         switch use {
         case "sign":
-            event = "sign"
+            event = .sign
             let signature = try input.withUnsafeBytes { try algorithm.sign($0, with: key) }
             result = try SecureBytes(copying: signature)
         case "decrypt":
-            event = "decrypt"
+            event = .decrypt
             result = try input.withUnsafeBytes { try algorithm.decrypt($0, with: key) }
         case "keyExchange":
-            event = "key-exchange"
+            event = .keyExchange
             guard case .data(let peerBytes)? = request.options["peer"],
                   let peer = try? peerBytes.withUnsafeBytes({ try AsymmetricKey.apple(type: type, isPrivate: false, $0) })
             else { throw KeychainStatus.param }
@@ -45,13 +51,38 @@ struct KeyRequests: RequestFamily {
         default:
             throw KeychainStatus.param
         }
-        // No line, no result: a use whose line cannot be written is refused.
+        return try answer(result, event: event, caller: caller, ref: ref)
+    }
+
+    /// The use's audit line, then its result. No line, no result: a use whose line cannot be
+    /// written is refused.
+    private func answer(_ result: SecureBytes, event: AuditEvent, caller: CallerIdentity, ref: PersistentRef) throws -> Response {
         do { try daemon.auditRepeatable(event, caller: caller, item: ref) } catch {
             result.wipe()
             throw error
         }
-        log("\(event) \(who(caller))")
+        log("\(event.rawValue) \(who(caller))")
         return Response(result: .value(.data(result)))
+    }
+
+    /// The usage flag a use needs: `sign` (kSecAttrCanSign), `decr` (kSecAttrCanDecrypt), `drve`
+    /// (kSecAttrCanDerive). A key stored with it false is refused with errSecKeyUsageIncorrect
+    /// (-67731), as macOS's keychain refuses it: its CSP checks the key header's usage
+    /// (`CSSMERR_CSP_KEY_USAGE_INCORRECT`, "the key does not have the proper usage flags to
+    /// perform the operation", cssmerr.h), which SecBase maps to errSecKeyUsageIncorrect. A key
+    /// without the attribute (none is stored so) may be used.
+    static func checkUsage(_ use: String, _ attributes: Attributes) throws {
+        let flag: AttributeKey
+        switch use {
+        case "sign": flag = .canSign
+        case "decrypt": flag = .canDecrypt
+        case "keyExchange": flag = .canDerive
+        default: return
+        }
+        switch attributes[flag] {
+        case .bool(false)?, .number(0)?, .string("0")?: throw KeychainStatus.keyUsageIncorrect
+        default: return
+        }
     }
 
     /// The key's attributes and bytes; a presence-gated key first asks the approval program
@@ -62,11 +93,11 @@ struct KeyRequests: RequestFamily {
         do {
             return try vault.privateKey(ref, accessGroups: groups)
         } catch KeychainStatus.interactionNotAllowed {
-            let noUI = query["u_NoAuthUI"]?.isTrue == true || (query["u_AuthUI"] != nil && query["u_AuthUI"] != "u_AuthUIA")
+            let noUI = query[.useNoAuthenticationUI]?.isTrue == true || (query[.useAuthenticationUI] != nil && query[.useAuthenticationUI] != .authenticationUIAllow)
             if noUI { throw KeychainStatus.interactionNotAllowed }
             guard onSlowWorker else { throw Deferral.toSlowWorker }
-            let probe: Attributes = ["class": "keys", "v_PersistentRef": .data(ref.bytes), "sync": "syna",
-                                     "r_Attributes": true, "r_PersistentRef": true]
+            let probe: Attributes = [.class: .string(ItemClass.key.rawValue), .valuePersistentRef: .data(ref.bytes), .synchronizable: .synchronizableAny,
+                                     .returnAttributes: true, .returnPersistentRef: true]
             let approved = try approveGatedItems(probe, groups: groups, caller: caller)
             guard !approved.isEmpty else { throw KeychainStatus.interactionNotAllowed }
             return try vault.privateKey(ref, accessGroups: groups, approved: approved)
@@ -80,8 +111,8 @@ enum StoredKeyFacts {
     static let attribute = ItemClass.publicKeyAttribute
 
     static func isKeyItem(_ query: Attributes) -> Bool {
-        if case .string(let name)? = query["class"] { return ItemClass(name: name) == .key }
-        if case .data(let bytes)? = query["v_PersistentRef"] { return PersistentRef(bytes: bytes)?.itemClass == .key }
+        if case .string(let name)? = query[.class] { return ItemClass(name: name) == .key }
+        if case .data(let bytes)? = query[.valuePersistentRef] { return PersistentRef(bytes: bytes)?.itemClass == .key }
         return false
     }
 
@@ -91,8 +122,8 @@ enum StoredKeyFacts {
         guard isKeyItem(query) else { return query }
         var q = query
         q[attribute] = nil
-        if let secret, let pub = publicKey(of: secret, type: query["type"]?.numberValue,
-                                           isPrivate: query["kcls"]?.numberValue.map { $0 == 1 }) {
+        if let secret, let pub = publicKey(of: secret, type: query[.keyType]?.numberValue,
+                                           isPrivate: query[.keyClass]?.numberValue.map { $0 == 1 }) {
             q[attribute] = .data(pub)
         }
         return q
@@ -105,8 +136,8 @@ enum StoredKeyFacts {
         guard changes[attribute] == nil else { throw KeychainStatus.noSuchAttr }
         guard let secret else { return changes }
         var c = changes
-        let type = changes["type"]?.numberValue ?? query["type"]?.numberValue
-        let isPrivate = (changes["kcls"]?.numberValue ?? query["kcls"]?.numberValue).map { $0 == 1 }
+        let type = changes[.keyType]?.numberValue ?? query[.keyType]?.numberValue
+        let isPrivate = (changes[.keyClass]?.numberValue ?? query[.keyClass]?.numberValue).map { $0 == 1 }
         c[attribute] = .data(publicKey(of: secret, type: type, isPrivate: isPrivate) ?? [])
         return c
     }

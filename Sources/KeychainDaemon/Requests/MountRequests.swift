@@ -18,7 +18,7 @@ struct MountRequests: RequestFamily {
             }) else { throw KeychainStatus.itemNotFound }
             server.unmount()
             daemon.forgetMount(point)
-            try? audit("unmount", caller)  // an unmount ends reads, whether or not its line can be written
+            try? audit(.unmount, caller)  // an unmount ends reads, whether or not its line can be written
             log("unmounted \(point) by \(who(caller))")
             return Response()
         }
@@ -43,7 +43,7 @@ struct MountRequests: RequestFamily {
         try server.start(device: request.descriptor?.take())
         daemon.state.withLock { $0.mounts.append(server) }
         daemon.recordMount(MountRecord(mountpoint: point, options: raw, uid: caller.uid))
-        try? audit("mount", caller, options.description)  // every open through it is logged or refused
+        try? audit(.mount, caller, options.description)  // every open through it is logged or refused
         log("mounted at \(point) (\(options.description)) by \(who(caller))")
         return Response()
     }

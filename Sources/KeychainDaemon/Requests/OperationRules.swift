@@ -10,6 +10,9 @@ enum Right {
     case administrator
     /// Administrators, and callers entitled to a group that grants locking (`--may-lock`).
     case locker
+    /// Administrators, and callers entitled to a group that grants reading the audit log
+    /// (`--may-audit`).
+    case auditor
 }
 
 /// How the daemon admits an operation and where it runs.
@@ -37,8 +40,9 @@ struct OperationRule {
         case .lock: return OperationRule(.locker, slow: true)
         case .watch: return OperationRule(.entitled)
         case .changePassphrase: return OperationRule(.administrator, secrets: 2...2, slow: true)
-        case .setSettings, .groupAdd, .groupSet, .groupRemove, .audit:
+        case .setSettings, .groupAdd, .groupSet, .groupRemove:
             return OperationRule(.administrator)
+        case .audit: return OperationRule(.auditor)
         case .stop: return OperationRule(.administrator)
         case .mount, .unmount, .verify: return OperationRule(.administrator, slow: true)
         case .export, .import: return OperationRule(.administrator, secrets: 0...1, slow: true)

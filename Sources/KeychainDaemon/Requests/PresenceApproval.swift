@@ -17,14 +17,14 @@ extension RequestFamily {
         case .none: items = []
         }
         let gated = items.compactMap { item -> (PersistentRef, String, AccessControl)? in
-            guard let c = item.attributes["accc"].flatMap(AccessControl.init), c.requiresPresence,
+            guard let c = item.attributes[.accessControl].flatMap(AccessControl.init), c.requiresPresence,
                   let bytes = item.persistentRef, let ref = PersistentRef(bytes: bytes) else { return nil }
-            return (ref, item.attributes["labl"]?.stringValue ?? item.attributes["svce"]?.stringValue ?? "item", c)
+            return (ref, item.attributes[.label]?.stringValue ?? item.attributes[.service]?.stringValue ?? "item", c)
         }
         var approved = Set<PersistentRef>()
         for (ref, label, control) in gated {
             let status = daemon.approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault, settings: settings)
-            try audit(status == .success ? "presence-approved" : "presence-denied", caller: caller, item: ref)
+            try audit(status == .success ? .presenceApproved : .presenceDenied, caller: caller, item: ref)
             if status == .interactionNotAllowed { return approved }  // no program: the engine refuses
             guard status == .success else { throw status }
             approved.insert(ref)

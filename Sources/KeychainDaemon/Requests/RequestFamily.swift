@@ -24,15 +24,15 @@ extension RequestFamily {
 
     func itemsChanged(_ event: ChangeEvent? = nil) { daemon.itemsChanged(event) }
 
-    func audit(_ event: String, _ caller: CallerIdentity?, _ detail: String = "-") throws {
+    func audit(_ event: AuditEvent, _ caller: CallerIdentity?, _ detail: String = "-") throws {
         try daemon.audit(event, caller, detail)
     }
 
-    func audit(_ event: String, caller: CallerIdentity, item ref: PersistentRef) throws {
+    func audit(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef) throws {
         try daemon.audit(event, caller: caller, item: ref)
     }
 
-    func auditedChange<R>(_ event: String, _ caller: CallerIdentity, _ detail: String = "-",
+    func auditedChange<R>(_ event: AuditEvent, _ caller: CallerIdentity, _ detail: String = "-",
                           _ change: () throws -> R) throws -> R {
         try daemon.auditedChange(event, caller, detail, change)
     }

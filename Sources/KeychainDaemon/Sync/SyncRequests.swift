@@ -18,26 +18,26 @@ struct SyncRequests: RequestFamily {
             switch verb {
             case "init":
                 guard !server.isEmpty else { throw KeychainStatus.param }
-                let info = try auditedChange("sync-init", caller) { try engine.initCircle(conninfo: server, name: name) }
+                let info = try auditedChange(.syncInit, caller) { try engine.initCircle(conninfo: server, name: name) }
                 daemon.sync.kick()
                 return Response(info: info)
             case "join":
                 guard !server.isEmpty else { throw KeychainStatus.param }
-                let code = try auditedChange("sync-join", caller) { try engine.join(conninfo: server, name: name) }
+                let code = try auditedChange(.syncJoin, caller) { try engine.join(conninfo: server, name: name) }
                 daemon.sync.kick()
                 return Response(info: ["code": .string(code)])
             case "approve":
                 let code = request.options["code"]?.stringValue ?? ""
-                let joined = try auditedChange("sync-approve", caller) { try engine.approve(code: code) }
+                let joined = try auditedChange(.syncApprove, caller) { try engine.approve(code: code) }
                 return Response(info: ["name": .string(joined)])
             case "remove":
                 let host = request.options["host"]?.stringValue ?? ""
                 guard !host.isEmpty else { throw KeychainStatus.param }
-                let removed = try auditedChange("sync-remove", caller) { try engine.remove(host: host) }
+                let removed = try auditedChange(.syncRemove, caller) { try engine.remove(host: host) }
                 daemon.sync.kick()
                 return Response(info: ["name": .string(removed)])
             case "leave":
-                try auditedChange("sync-leave", caller) { try engine.leave() }
+                try auditedChange(.syncLeave, caller) { try engine.leave() }
                 return Response()
             case "status":
                 return Response(info: engine.status())
@@ -68,12 +68,12 @@ extension SyncRequests {
         let account = request.options["account"]?.stringValue.map { Array($0.utf8) }
         let secrets = request.options["secrets"] == .bool(true)
         let entries = try daemon.vault.history(service: service, account: account, secrets: secrets)
-        try? daemon.audit("sync-history", caller, "versions=\(entries.count) secrets=\(secrets ? 1 : 0)")
+        try? daemon.audit(.syncHistory, caller, "versions=\(entries.count) secrets=\(secrets ? 1 : 0)")
         return Response(result: .array(entries.map { e in
             var attributes = e.attributes
-            attributes["class"] = .string(e.itemClass.rawValue)
-            attributes["history-at"] = .date(AbsoluteTime.absolute(unix: e.at))
-            attributes["history-reason"] = .string(e.reason.name)
+            attributes[.class] = .string(e.itemClass.rawValue)
+            attributes[.historyAt] = .date(AbsoluteTime.absolute(unix: e.at))
+            attributes[.historyReason] = .string(e.reason.name)
             return .item(FoundItem(attributes: attributes, secret: e.secret, persistentRef: nil))
         }))
     }
@@ -81,8 +81,8 @@ extension SyncRequests {
 
 extension Daemon {
     /// Tells mounts and watchers about an item another host changed, and audits it.
-    func syncApplied(_ kind: String, _ change: SyncApplied) {
-        try? audit("sync-" + kind, nil, "groups=\(change.groups.count)")
+    func syncApplied(_ kind: ChangeKind, _ change: SyncApplied) {
+        try? audit(kind == .delete ? .syncDelete : .syncUpdate, nil, "groups=\(change.groups.count)")
         if change.names.count <= 2, let first = change.names.first {
             itemsChanged(ChangeEvent(kind: kind, service: first.service, account: first.account,
                                      previous: change.names.dropFirst().first, groups: change.groups))

@@ -20,37 +20,42 @@ public enum ItemClass: String, CaseIterable, Sendable {
         self = c
     }
 
-    /// The primary key, without `agrp` and `sync`, which every class adds.
+    /// The primary key, without `accessGroup` and `synchronizable`, which every class adds.
     /// Each of these attributes also gets a blind lookup token.
-    public var primaryKey: [String] {
+    public var primaryKey: [AttributeKey] {
         switch self {
-        case .genericPassword: return ["acct", "svce"]
-        case .internetPassword: return ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"]
-        case .certificate: return ["ctyp", "issr", "slnr"]
-        case .key: return ["kcls", "klbl", "atag", "crtr", "type", "bsiz", "esiz", "sdat", "edat"]
+        case .genericPassword: return [.account, .service]
+        case .internetPassword: return [.account, .securityDomain, .server, .protocol, .authenticationType, .port, .path]
+        case .certificate: return [.certificateType, .issuer, .serialNumber]
+        case .key:
+            return [.keyClass, .applicationLabel, .applicationTag, .creator, .keyType, .keySizeInBits, .effectiveKeySize,
+                    .startDate, .endDate]
         }
     }
 
     /// Attributes a caller may set, besides `agrp`, `sync`, `pdmn` and the primary key.
-    var otherAttributes: Set<String> {
-        let common: Set<String> = ["labl", "desc", "icmt", "crtr", "type", "gena", "invi", "nega", "alis"]
+    package var otherAttributes: Set<AttributeKey> {
+        let common: Set<AttributeKey> = [.label, .description, .comment, .creator, .type, .generic, .isInvisible,
+                                         .isNegative, .alias]
         switch self {
         case .genericPassword, .internetPassword: return common
-        case .certificate: return ["labl", "alis", "cenc", "subj", "skid", "pkhh", "crtr", "type"]
+        case .certificate:
+            return [.label, .alias, .certificateEncoding, .subject, .subjectKeyID, .publicKeyHash, .creator, .type]
         case .key:
-            return ["labl", "alis", "perm", "priv", "modi", "sens", "asen", "extr", "next", "encr", "decr",
-                    "drve", "sign", "vrfy", "snrc", "vyrc", "wrap", "unwp", Self.publicKeyAttribute]
+            return [.label, .alias, .isPermanent, .isPrivate, .isModifiable, .isSensitive, .alwaysSensitive,
+                    .isExtractable, .neverExtractable, .canEncrypt, .canDecrypt, .canDerive, .canSign, .canVerify,
+                    .canSignRecover, .canVerifyRecover, .canWrap, .canUnwrap, .tokenID, .publicKey]
         }
     }
 
     /// A key item's public key in Apple's external representation, set by the daemon from the
     /// key's bytes when the item is added (not one of Apple's attributes): with it a client
     /// holds a stored key's public half while the private half stays in the daemon.
-    public static let publicKeyAttribute = "pubk"
+    public static let publicKeyAttribute = AttributeKey.publicKey
 
     /// Every attribute name that is valid for this class, including store-managed dates.
     /// Built once per class: every query checks each of its keys against it.
-    public var knownAttributes: Set<String> {
+    public var knownAttributes: Set<AttributeKey> {
         switch self {
         case .genericPassword: return Self.knownGenericPassword
         case .internetPassword: return Self.knownInternetPassword
@@ -64,8 +69,9 @@ public enum ItemClass: String, CaseIterable, Sendable {
     private static let knownCertificate = ItemClass.certificate.allAttributes
     private static let knownKey = ItemClass.key.allAttributes
 
-    private var allAttributes: Set<String> {
-        otherAttributes.union(primaryKey).union(["agrp", "sync", "pdmn", "cdat", "mdat", "accc"])
+    private var allAttributes: Set<AttributeKey> {
+        otherAttributes.union(primaryKey)
+            .union([.accessGroup, .synchronizable, .accessible, .creationDate, .modificationDate, .accessControl])
     }
 
     /// Parses an Apple class name (`genp`) or its constant name (`kSecClassGenericPassword`).
@@ -82,22 +88,25 @@ public enum ItemClass: String, CaseIterable, Sendable {
 }
 
 /// How attribute values are normalised, following Apple's schema types.
-enum AttributeKind {
+package enum AttributeKind {
     case bytes, number, boolean, date
 
-    static func of(_ name: String) -> AttributeKind {
+    package static func of(_ name: AttributeKey) -> AttributeKind {
         switch name {
-        case "ptcl", "port", "type", "crtr", "bsiz", "esiz", "kcls", "ctyp", "cenc": return .number
-        case "invi", "nega", "sync", "perm", "priv", "modi", "sens", "asen", "extr", "next", "encr", "decr",
-             "drve", "sign", "vrfy", "snrc", "vyrc", "wrap", "unwp":
+        case .protocol, .port, .type, .creator, .keySizeInBits, .effectiveKeySize, .keyClass, .certificateType,
+             .certificateEncoding:
+            return .number
+        case .isInvisible, .isNegative, .synchronizable, .isPermanent, .isPrivate, .isModifiable, .isSensitive,
+             .alwaysSensitive, .isExtractable, .neverExtractable, .canEncrypt, .canDecrypt, .canDerive, .canSign,
+             .canVerify, .canSignRecover, .canVerifyRecover, .canWrap, .canUnwrap:
             return .boolean
-        case "cdat", "mdat", "sdat", "edat": return .date
+        case .creationDate, .modificationDate, .startDate, .endDate: return .date
         default: return .bytes
         }
     }
 
     /// The value a missing primary-key attribute counts as.
-    var empty: AttributeValue {
+    package var empty: AttributeValue {
         switch self {
         case .bytes: return .data([])
         case .number, .boolean: return .number(0)
@@ -108,7 +117,7 @@ enum AttributeKind {
 
 /// Store-side normalisation: numeric strings become numbers for numeric attributes, booleans
 /// become 0/1. Returns nil for a value of a type the attribute cannot hold.
-func normalize(_ value: AttributeValue, for name: String) -> AttributeValue? {
+package func normalize(_ value: AttributeValue, for name: AttributeKey) -> AttributeValue? {
     switch AttributeKind.of(name) {
     case .number:
         switch value {

@@ -27,6 +27,8 @@ public struct KeychainStatus: Error, RawRepresentable, Hashable, Sendable {
     public static let interactionNotAllowed = KeychainStatus(rawValue: -25308)
     public static let interactionRequired = KeychainStatus(rawValue: -25315)
     public static let dataNotAvailable = KeychainStatus(rawValue: -25316)
+    public static let passphraseRequired = KeychainStatus(rawValue: -25260)
+    public static let keyUsageIncorrect = KeychainStatus(rawValue: -67731)
     public static let decode = KeychainStatus(rawValue: -26275)
     public static let missingEntitlement = KeychainStatus(rawValue: -34018)
 
@@ -56,6 +58,8 @@ public struct KeychainStatus: Error, RawRepresentable, Hashable, Sendable {
         case -25308: return "User interaction is not allowed."
         case -25315: return "User interaction is required, but is currently not allowed."
         case -25316: return "The contents of this item cannot be retrieved."
+        case -25260: return "Passphrase is required for import/export."
+        case -67731: return "The key usage is incorrect."
         case -26275: return "Unable to decode the provided data."
         case -34018: return "A required entitlement isn't present."
         default: return "OSStatus \(rawValue)"

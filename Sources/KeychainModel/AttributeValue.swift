@@ -1,4 +1,4 @@
-/// A value in an item's attribute dictionary or in a query, keyed by Apple's raw names.
+/// A value in an item's attribute dictionary or in a query, keyed by `AttributeKey`.
 /// Strings and data are kept as given; numbers are integers; dates are seconds since
 /// 2001-01-01 00:00:00 UTC (Apple's absolute time).
 public enum AttributeValue: Hashable, Sendable {
@@ -9,7 +9,7 @@ public enum AttributeValue: Hashable, Sendable {
     case date(Double)
 
     /// The bytes that matching and index tokens compare: strings and data by their bytes.
-    var byteView: [UInt8]? {
+    package var byteView: [UInt8]? {
         switch self {
         case .string(let s): return Array(s.utf8)
         case .data(let d): return d
@@ -18,7 +18,7 @@ public enum AttributeValue: Hashable, Sendable {
     }
 
     /// The integer that matching compares for numbers and booleans.
-    var integerView: Int64? {
+    package var integerView: Int64? {
         switch self {
         case .number(let n): return n
         case .bool(let b): return b ? 1 : 0
@@ -33,7 +33,7 @@ public enum AttributeValue: Hashable, Sendable {
     }
 
     /// Value equality as matching sees it: numbers and booleans by value, strings and data by bytes.
-    func matches(_ other: AttributeValue) -> Bool {
+    package func matches(_ other: AttributeValue) -> Bool {
         if let a = integerView, let b = other.integerView { return a == b }
         if let a = byteView, let b = other.byteView { return a == b }
         if case .date(let a) = self, case .date(let b) = other { return a == b }
@@ -47,5 +47,16 @@ extension AttributeValue: ExpressibleByStringLiteral, ExpressibleByIntegerLitera
     public init(booleanLiteral value: Bool) { self = .bool(value) }
 }
 
-/// Attributes or a query: Apple's raw keys (`class`, `svce`, `acct`, `r_Data`, ...) to values.
-public typealias Attributes = [String: AttributeValue]
+/// Attributes or a query: Apple's keys (`AttributeKey`: `.class`, `.service`, `.returnData`, ...) to values.
+public typealias Attributes = [AttributeKey: AttributeValue]
+
+/// Named values that are not an item's attributes: a request's options, a reply's info, a group
+/// record. Encoded as attributes are (`AttributeCoding`).
+public typealias Fields = [String: AttributeValue]
+
+extension Dictionary where Key == AttributeKey, Value == AttributeValue {
+    /// Fields carried where the protocol holds attributes (the items of a group list).
+    public init(fields: Fields) { self.init(uniqueKeysWithValues: fields.map { (AttributeKey(rawValue: $0.key), $0.value) }) }
+    /// These entries by their raw names.
+    public var fields: Fields { Fields(uniqueKeysWithValues: map { ($0.key.rawValue, $0.value) }) }
+}

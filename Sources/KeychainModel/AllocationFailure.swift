@@ -12,7 +12,7 @@ public func isAllocationFailure(_ error: Error) -> Bool {
 
 /// `try?` for opening stored data: nil when it does not open, but
 /// - Throws: `KeychainStatus.allocate` when guarded memory ran out.
-func nilUnlessOutOfMemory<T>(_ body: () throws -> T) throws -> T? {
+package func nilUnlessOutOfMemory<T>(_ body: () throws -> T) throws -> T? {
     do { return try body() } catch {
         if isAllocationFailure(error) { throw KeychainStatus.allocate }
         return nil

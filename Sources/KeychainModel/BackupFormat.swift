@@ -18,22 +18,22 @@ public enum BackupFormat {
     /// The largest chunk a reader accepts, so a hostile header cannot demand a huge buffer.
     public static let maximumChunkSize = 16 << 20
 
-    static let prefixLength = 12          // magic, version, body length
-    static let bodyLength = 77            // version 1
-    static let checksumLength = 32
-    static let headerLength = prefixLength + bodyLength + checksumLength   // 121
+    package static let prefixLength = 12          // magic, version, body length
+    package static let bodyLength = 77            // version 1
+    package static let checksumLength = 32
+    package static let headerLength = prefixLength + bodyLength + checksumLength   // 121
     /// The body up to the key check: the key check's associated data covers it.
-    static let checkedLength = prefixLength + bodyLength - AEAD.overhead   // 49
-    static let argon2id: UInt8 = 1
+    package static let checkedLength = prefixLength + bodyLength - AEAD.overhead   // 49
+    package static let argon2id: UInt8 = 1
 
-    static let checkLabel = Array("keychainfs backup check v1".utf8)
-    static let chunkLabel = Array("keychainfs backup chunk v1".utf8)
+    package static let checkLabel = Array("keychainfs backup check v1".utf8)
+    package static let chunkLabel = Array("keychainfs backup chunk v1".utf8)
 
     /// Record kinds in the plaintext stream.
-    static let itemRecord: UInt8 = 1
-    static let endRecord: UInt8 = 0
+    package static let itemRecord: UInt8 = 1
+    package static let endRecord: UInt8 = 0
     /// An access group's definition (version 2 on), after every item record.
-    static let groupRecord: UInt8 = 2
+    package static let groupRecord: UInt8 = 2
 
     /// The format version of a backup file, after checking its magic and checksum.
     /// - Throws: `KeychainStatus.decode` for a file that is not a backup or is damaged;
@@ -43,7 +43,7 @@ public enum BackupFormat {
     }
 
     /// The clear header of a new backup, with its key check sealed under `key`.
-    static func makeHeader(kdf: KDFParameters, salt: [UInt8], chunkSize: Int, key: SecureBytes) -> [UInt8] {
+    package static func makeHeader(kdf: KDFParameters, salt: [UInt8], chunkSize: Int, key: SecureBytes) -> [UInt8] {
         var w = ByteWriter(capacity: headerLength)
         w.raw(magic)
         w.u16(currentVersion)
@@ -58,7 +58,7 @@ public enum BackupFormat {
         return w.bytes
     }
 
-    static func chunkAD(header: [UInt8], index: UInt64, final: Bool) -> [UInt8] {
+    package static func chunkAD(header: [UInt8], index: UInt64, final: Bool) -> [UInt8] {
         var w = ByteWriter(capacity: chunkLabel.count + header.count + 9)
         w.raw(chunkLabel)
         w.raw(header)
@@ -84,18 +84,18 @@ public enum BackupFileError: Error, Equatable, Sendable, CustomStringConvertible
 }
 
 /// The parsed clear header of a backup.
-struct BackupHeader {
-    var version: UInt16
-    var kdf: KDFParameters
-    var salt: [UInt8]
-    var chunkSize: Int
-    var keyCheck: [UInt8]
+package struct BackupHeader {
+    package var version: UInt16
+    package var kdf: KDFParameters
+    package var salt: [UInt8]
+    package var chunkSize: Int
+    package var keyCheck: [UInt8]
     /// The header's bytes as they are in the file; part of every chunk's associated data.
-    var bytes: [UInt8]
+    package var bytes: [UInt8]
 
     /// Checks magic and checksum first, so a changed version byte reads as damage, then the version.
     /// - Throws: `KeychainStatus.decode`, `BackupFileError.newerFormat`.
-    static func parse(_ file: [UInt8]) throws -> BackupHeader {
+    package static func parse(_ file: [UInt8]) throws -> BackupHeader {
         try file.withUnsafeBytes { buf in
             var r = ByteReader(buf)
             do {
@@ -134,7 +134,7 @@ struct BackupHeader {
 
     /// Derives the backup key and checks it against the key check.
     /// - Throws: `authFailed` for a wrong passphrase, `allocate` when Argon2id cannot run.
-    func key(passphrase: SecureBytes) throws -> SecureBytes {
+    package func key(passphrase: SecureBytes) throws -> SecureBytes {
         let key: SecureBytes
         do { key = try PasswordHash.deriveKey(passphrase: passphrase, salt: salt, parameters: kdf) }
         catch { throw KeychainStatus.allocate }
@@ -149,7 +149,7 @@ struct BackupHeader {
 
 /// Builds the sealed chunk stream. Plaintext only ever sits in one guarded chunk buffer; a full
 /// chunk is sealed when more bytes arrive, so the last one can be sealed as final.
-final class BackupWriter {
+package final class BackupWriter {
     private let key: SecureBytes
     private let header: [UInt8]
     private let chunk: SecureBytes
@@ -157,7 +157,7 @@ final class BackupWriter {
     private var index: UInt64 = 0
     private(set) var output: [UInt8]
 
-    init(header: [UInt8], key: SecureBytes, chunkSize: Int) throws {
+    package init(header: [UInt8], key: SecureBytes, chunkSize: Int) throws {
         self.header = header
         self.key = key
         chunk = try SecureBytes(count: chunkSize)
@@ -166,7 +166,7 @@ final class BackupWriter {
 
     deinit { chunk.wipe() }
 
-    func write(_ bytes: UnsafeRawBufferPointer) {
+    package func write(_ bytes: UnsafeRawBufferPointer) {
         var done = 0
         while done < bytes.count {
             if filled == chunk.count { seal(final: false) }
@@ -177,13 +177,13 @@ final class BackupWriter {
         }
     }
 
-    func write(_ secure: SecureBytes) { secure.withUnsafeBytes { write($0) } }
+    package func write(_ secure: SecureBytes) { secure.withUnsafeBytes { write($0) } }
 
     /// Non-secret framing (kinds, codes, lengths).
-    func write(_ plain: [UInt8]) { plain.withUnsafeBytes { write($0) } }
+    package func write(_ plain: [UInt8]) { plain.withUnsafeBytes { write($0) } }
 
     /// Seals what is left as the final chunk and returns the whole file.
-    func finish() -> [UInt8] {
+    package func finish() -> [UInt8] {
         seal(final: true)
         chunk.wipe()
         return output
@@ -206,7 +206,7 @@ final class BackupWriter {
 
 /// Reads the plaintext stream back, opening one chunk at a time. Any chunk that fails to open,
 /// is missing, is out of order or follows the final one gives `KeychainStatus.decode`.
-final class BackupReader {
+package final class BackupReader {
     private let file: [UInt8]
     private let header: BackupHeader
     private let key: SecureBytes
@@ -216,7 +216,7 @@ final class BackupReader {
     private var position = 0
     private var sawFinal = false
 
-    init(file: [UInt8], header: BackupHeader, key: SecureBytes) {
+    package init(file: [UInt8], header: BackupHeader, key: SecureBytes) {
         self.file = file
         self.header = header
         self.key = key
@@ -226,22 +226,22 @@ final class BackupReader {
     deinit { chunk?.wipe() }
 
     /// True when the final chunk has been opened and read to its end.
-    var atEnd: Bool { sawFinal && position == (chunk?.count ?? 0) }
+    package var atEnd: Bool { sawFinal && position == (chunk?.count ?? 0) }
 
     /// Plaintext bytes that can still come: an upper bound, for checking lengths before allocating.
     private var remainingBound: Int { (chunk?.count ?? 0) - position + (file.count - offset) }
 
     /// Reads `count` bytes into guarded memory.
-    func read(_ count: Int) throws -> SecureBytes {
+    package func read(_ count: Int) throws -> SecureBytes {
         guard count >= 0, count <= remainingBound else { throw KeychainStatus.decode }
         let out = try SecureBytes(count: count)
         try out.withUnsafeMutableBytes { try read(into: $0) }
         return out
     }
 
-    func u8() throws -> UInt8 { try fixed(1)[0] }
-    func u32() throws -> UInt32 { UInt32(try fixed(4).reduce(0) { $0 << 8 | UInt64($1) }) }
-    func u64() throws -> UInt64 { try fixed(8).reduce(0) { $0 << 8 | UInt64($1) } }
+    package func u8() throws -> UInt8 { try fixed(1)[0] }
+    package func u32() throws -> UInt32 { UInt32(try fixed(4).reduce(0) { $0 << 8 | UInt64($1) }) }
+    package func u64() throws -> UInt64 { try fixed(8).reduce(0) { $0 << 8 | UInt64($1) } }
 
     /// Non-secret framing fields.
     private func fixed(_ count: Int) throws -> [UInt8] {

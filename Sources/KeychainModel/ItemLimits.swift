@@ -9,7 +9,7 @@ public enum ItemLimits {
 
     /// - Throws: `KeychainStatus.param` for a secret longer than `maximumSecretLength`, so that
     ///   every stored secret fits a socket frame and a mount's write buffer.
-    static func check(_ secret: SecureBytes) throws {
+    package static func check(_ secret: SecureBytes) throws {
         guard secret.count <= maximumSecretLength else { throw KeychainStatus.param }
     }
 }

@@ -1,0 +1,208 @@
+import Glibc
+import KeychainClient
+import KeychainModel
+import KeychainCrypto
+import KeychainProtocol
+
+/// `import FILE` of keys and certificates, as macOS `security import`: PEM (one or many
+/// blocks) or DER private keys (PKCS#8, SEC 1 EC, PKCS#1 RSA), public keys and X.509
+/// certificates. A file that is a keychainfs backup goes to the backup import instead
+/// (`BackupVerbs.import`). All or nothing: a file with one bad block, or an add that fails,
+/// leaves the vault as it was.
+package enum ImportVerbs {
+    /// Flags of the `import` verb for keys and certificates (beside the backup's).
+    static let valued: Set<String> = ["-k", "-t", "-f", "-P", "-T", "-l", "--access-group"]
+    static let flags: Set<String> = ["-x", "-w", "-A"]
+
+    static let details = """
+    Keys and certificates (as macOS security import), when FILE is not a backup:
+      -k VAULT     the vault to import into (as the trailing VAULT)
+      -t TYPE      what FILE must hold: pub, priv, cert or agg (any mix; the default)
+      -f FORMAT    openssl, pkcs8, x509 or pemseq: accepted; PEM or DER is recognised from
+                   the content whatever -f says. pkcs12, pkcs7, openssh and the others: exit 2
+      -x           private keys are non-extractable: they sign and decrypt in the daemon,
+                   and neither export, the mount nor SecKeyCopyExternalRepresentation gives them out
+      -l LABEL     the label of every item imported (default: a certificate's subject
+                   summary; a key takes the label of its certificate in the same file, else
+                   FILE's name without its directory and extension)
+      --access-group G   one of your entitled access groups
+      -A           accepted: any process entitled to the item's access group may use the key
+      -T, -w, -P   not supported (exit 2): access is by access group; decrypt a wrapped key
+                   first (openssl pkey -in FILE -out PLAIN)
+    Prints "N identities imported.", "N keys imported.", "N certificates imported." (a key
+    and its certificate from one file count as one identity). An item already in the vault:
+    exit 45 and nothing imported; a PEM file with a block that is no key or certificate, or an
+    encrypted key: exit 2; a file that is neither PEM, DER nor a backup: exit 93.
+    """
+
+    /// Whether the file at `path` starts as a keychainfs backup does (read without the rest).
+    static func isBackup(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return true }  // the backup import reports why it cannot be read
+        defer { close(fd) }
+        var head = [UInt8](repeating: 0, count: BackupFormat.magic.count)
+        let n = head.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        return n == head.count && head == BackupFormat.magic
+    }
+
+    package static func run(_ ctx: Context, _ material: KeyMaterial) throws -> Int32 {
+        let positionals = ctx.args.positionals
+        guard (1...2).contains(positionals.count) else { throw UsageError("import needs a FILE") }
+        let file = positionals[0]
+        if isBackup(file) { return try BackupVerbs.importBackup(ctx) }
+        if ctx.args.has("-w") || ctx.args.has("-P") {
+            throw UsageError("wrapped (encrypted) keys are not imported: decrypt the key first (openssl pkey -in FILE -out PLAIN)")
+        }
+        if ctx.args.has("-T") { throw UsageError("-T is not supported: access is by access group (--access-group GROUP)") }
+        let type = ctx.args.value("-t") ?? "agg"
+        guard ["pub", "priv", "cert", "agg"].contains(type) else {
+            throw UsageError("-t takes pub, priv, cert or agg\(type == "session" ? "; session (symmetric) keys are not supported" : "")")
+        }
+        if let format = ctx.args.value("-f"), !["openssl", "pkcs8", "x509", "pemseq"].contains(format) {
+            throw UsageError("-f \(format) is not supported; PEM and DER keys and certificates are read (openssl, pkcs8, x509, pemseq)")
+        }
+        let vault = Paths.canonical(ctx.args.value("-k") ?? (positionals.count == 2 ? positionals[1] : Paths.defaultVault()))
+        let bytes: SecureBytes
+        switch readSecretFile(file) {
+        case .success(let b): bytes = b
+        case .failure(let why):
+            Terminal.warn("cannot read \(file): \(why)")
+            return KeychainStatus.io.exitCode
+        }
+        defer { bytes.wipe() }
+        let objects: [FileObject]
+        do {
+            objects = try material.read(bytes)
+        } catch let refusal as FileRefusal where refusal.unrecognised {
+            return try BackupVerbs.importBackup(ctx)  // exit 93: no backup, nor a key or certificate file
+        } catch let refusal as FileRefusal {
+            throw UsageError("nothing was imported: \(file) is not a key or certificate file the keychain takes: \(refusal.reason)")
+        }
+        let wanted: (FileObject) -> Bool = { object in
+            switch (type, object) {
+            case ("agg", _), ("cert", .certificate): return true
+            case ("priv", .key(let k)): return k.isPrivate
+            case ("pub", .key(let k)): return !k.isPrivate
+            default: return false
+            }
+        }
+        guard objects.allSatisfy(wanted) else {
+            throw UsageError("nothing was imported: \(file) holds \(describe(objects)), not only what -t \(type) names")
+        }
+        let adds = try items(objects, file: file, ctx: ctx)
+        let client = try Engine.connect(vault)
+        var added: [[UInt8]] = []
+        do {
+            for (attributes, secret) in adds {
+                var query = attributes
+                query[.returnPersistentRef] = true
+                let response = try client.send(Request(.add, query: query, secrets: [secret]))
+                if case .value(.persistentRef(let ref)) = response.result { added.append(ref) }
+            }
+        } catch {
+            // All or nothing, as the backup import: take back what this file added.
+            for ref in added {
+                _ = try? client.send(Request(.delete, query: [.valuePersistentRef: .data(ref), .synchronizable: .synchronizableAny]))
+            }
+            Terminal.warn("nothing was imported from \(file)")
+            throw error
+        }
+        Terminal.writeString(1, summary(objects))
+        return 0
+    }
+
+    /// The add query and secret of each object, labelled as `security import` labels them.
+    /// - Throws: `allocate` when guarded memory for a certificate's copy runs out.
+    static func items(_ objects: [FileObject], file: String, ctx: Context) throws -> [(Attributes, SecureBytes)] {
+        let given = ctx.args.value("-l")
+        var certificateLabels: [[UInt8]: String] = [:]
+        for case .certificate(_, let info) in objects {
+            if let hash = info.publicKeyHash, let summary = info.summary { certificateLabels[hash] = summary }
+        }
+        return try objects.map { object in
+            var attributes: Attributes
+            let secret: SecureBytes
+            switch object {
+            case .certificate(let der, _):
+                attributes = [.class: .itemClass(.certificate)]
+                secret = try SecureBytes(copying: der)
+            case .key(let key):
+                attributes = key.attributes
+                attributes[.label] = .string(certificateLabels[key.applicationLabel] ?? baseName(file))
+                if key.isPrivate && ctx.args.has("-x") { attributes[.isExtractable] = .bool(false) }
+                secret = key.bytes
+            }
+            if let given { attributes[.label] = .string(given) }
+            if let group = ctx.args.value("--access-group") { attributes[.accessGroup] = .string(group) }
+            return (attributes, secret)
+        }
+    }
+
+    /// `security`'s lines: identities (a private key with its certificate), keys, certificates.
+    static func summary(_ objects: [FileObject]) -> String {
+        var privateLabels = Set<[UInt8]>()
+        for case .key(let k) in objects where k.isPrivate { privateLabels.insert(k.applicationLabel) }
+        var paired = Set<[UInt8]>()
+        var certificates = 0
+        for case .certificate(_, let info) in objects {
+            if let hash = info.publicKeyHash, privateLabels.contains(hash), !paired.contains(hash) { paired.insert(hash) } else { certificates += 1 }
+        }
+        var keys = 0
+        for case .key(let k) in objects where !(k.isPrivate && paired.contains(k.applicationLabel)) { keys += 1 }
+        var out = ""
+        if !paired.isEmpty { out += "\(paired.count) \(paired.count == 1 ? "identity" : "identities") imported.\n" }
+        if keys > 0 { out += "\(keys) \(keys == 1 ? "key" : "keys") imported.\n" }
+        if certificates > 0 { out += "\(certificates) \(certificates == 1 ? "certificate" : "certificates") imported.\n" }
+        return out
+    }
+
+    static func describe(_ objects: [FileObject]) -> String {
+        var kinds: [String] = []
+        for o in objects {
+            let kind: String
+            switch o {
+            case .certificate: kind = "a certificate"
+            case .key(let k): kind = k.isPrivate ? "a private key" : "a public key"
+            }
+            if !kinds.contains(kind) { kinds.append(kind) }
+        }
+        return kinds.joined(separator: " and ")
+    }
+
+    /// `dir/server.key.pem` -> `server.key`: the name macOS gives an imported key without a certificate.
+    static func baseName(_ path: String) -> String {
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return name }
+        return String(name[..<dot])
+    }
+
+    /// A key or certificate file, read into guarded memory (it may hold a private key).
+    struct ReadFailure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+        static func errno() -> ReadFailure { ReadFailure(String(cString: strerror(Glibc.errno))) }
+    }
+
+    static func readSecretFile(_ path: String, limit: Int = 4 << 20) -> Result<SecureBytes, ReadFailure> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(.errno()) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return .failure(.errno()) }
+        guard st.st_mode & S_IFMT == S_IFREG else { return .failure(ReadFailure("not a regular file")) }
+        guard st.st_size <= limit else { return .failure(ReadFailure("larger than \(limit >> 20) MiB")) }
+        guard let buffer = try? SecureBytes(count: Int(st.st_size)) else { return .failure(ReadFailure(KeychainStatus.allocate.message)) }
+        var done = 0
+        while done < buffer.count {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 { if errno == EINTR { continue }; let failure = ReadFailure.errno(); buffer.wipe(); return .failure(failure) }
+            if n == 0 { break }
+            done += n
+        }
+        guard done == buffer.count else {
+            buffer.wipe()
+            return .failure(ReadFailure("it changed while being read"))
+        }
+        return .success(buffer)
+    }
+}

@@ -1,0 +1,113 @@
+import Glibc
+import KeychainfsAccess
+import KeychainCore
+import KeychainCrypto
+
+/// The files of one audit log: `VAULT.audit`, and the files rotation moved aside,
+/// `VAULT.audit.1` (the oldest), `.2`, ... One chain runs through them in that order.
+struct AuditFiles {
+    let path: String
+
+    /// The rotated files, oldest first.
+    func rotated() -> [(number: Int, path: String)] {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[..<$0]) } ?? "."
+        let prefix = (slash.map { String(path[path.index(after: $0)...]) } ?? path) + "."
+        guard let dir = opendir(directory.isEmpty ? "/" : directory) else { return [] }
+        defer { closedir(dir) }
+        var found: [(Int, String)] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            guard name.hasPrefix(prefix), let n = Int(name.dropFirst(prefix.count)), n > 0,
+                  name.dropFirst(prefix.count).allSatisfy(\.isASCII) else { continue }
+            found.append((n, path + ".\(n)"))
+        }
+        return found.sorted { $0.0 < $1.0 }
+    }
+
+    /// Every file of the chain, oldest first, the current one last.
+    func all() -> [String] { rotated().map(\.path) + [path] }
+
+    /// The name the next rotation gives the current file.
+    func nextRotatedPath() -> String { path + ".\((rotated().last?.number ?? 0) + 1)" }
+
+    /// The TIME of a file's last line (read from its end), nil when it has none.
+    static func lastTime(of file: String) -> Int64? {
+        let fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_size > 0 else { return nil }
+        let length = Int(min(st.st_size, 4096))
+        var tail = [UInt8](repeating: 0, count: length)
+        guard pread(fd, &tail, length, st.st_size - off_t(length)) == length else { return nil }
+        let body = tail.last == 10 ? tail.dropLast() : tail[...]
+        let start = body.lastIndex(of: 10).map { $0 + 1 } ?? body.startIndex
+        let fields = body[start...].split(separator: 9, maxSplits: 2, omittingEmptySubsequences: false)
+        guard fields.count >= 2 else { return nil }
+        return Int64(String(decoding: fields[1], as: UTF8.self))
+    }
+
+    /// Where a rotation builds the new file before it takes the current one's place.
+    var freshPath: String { path + ".new" }
+
+    /// Undoes a rotation a crash interrupted: a new file that never took its place is removed,
+    /// and a newest rotated name that is still the current file (linked, not yet replaced) too.
+    func recoverRotation() {
+        unlink(freshPath)
+        guard let newest = rotated().last else { return }
+        var a = stat(), b = stat()
+        if stat(newest.path, &a) == 0, stat(path, &b) == 0, a.st_ino == b.st_ino, a.st_dev == b.st_dev {
+            unlink(newest.path)
+        }
+    }
+}
+
+/// Where a chain check stopped: the file and its line (1-based).
+struct AuditBreak: Equatable {
+    var file: String
+    var line: Int
+}
+
+/// Checks one chain across files: each line must carry the next SEQ and the keyed hash of the
+/// previous line's CHAIN and its own fields. The oldest file present may begin with a `rotated`
+/// line whose older files were removed: the chain then starts from the CHAIN that line names.
+struct AuditChainCheck {
+    let key: SecureBytes
+    private(set) var previous = [UInt8](repeating: 0, count: 32)
+    private(set) var expectedSeq: Int64 = 1
+    private(set) var lines = 0
+    private var started = false
+
+    init(key: SecureBytes) { self.key = key }
+
+    /// Checks one file's text; the number of the first bad line, if any.
+    mutating func check(_ text: Substring) -> Int? {
+        var number = 0
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) where !line.isEmpty {
+            number += 1
+            lines += 1
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard fields.count == 8, let seq = Int64(fields[0]), let stored = AuditLog.unhex(String(fields[7])) else { return number }
+            if !started, seq != 1, fields[4] == Substring(AuditEvent.rotated.rawValue),
+               let from = Self.linkedChain(fields[5]) {
+                previous = from
+                expectedSeq = seq
+            }
+            started = true
+            guard seq == expectedSeq else { return number }
+            var next = previous
+            Array(fields[0..<7].joined(separator: "\t").utf8).withUnsafeBytes { KeyedHash.extend(&next, with: $0, key: key) }
+            guard next == stored else { return number }
+            previous = next
+            expectedSeq += 1
+        }
+        return nil
+    }
+
+    /// The `chain=HEX` of a `rotated` line's detail: the last CHAIN of the file before it.
+    static func linkedChain(_ detail: Substring) -> [UInt8]? {
+        guard let part = detail.split(separator: " ").first(where: { $0.hasPrefix("chain=") }) else { return nil }
+        return AuditLog.unhex(String(part.dropFirst("chain=".count)))
+    }
+}

@@ -1,0 +1,103 @@
+import KeychainCore
+import KeychainCrypto
+import KeychainKeys
+import KeychainTPM
+import Synchronization
+
+/// Keys of `kSecAttrTokenIDSecureEnclave`, made and used inside the TPM (docs/tpm.md): the
+/// item's secret is the TPM-wrapped key, its `pubk` the public point; `extr` is always false,
+/// so the blob is never returned (as Apple's Secure Enclave keys cannot be exported), and its
+/// protection is a ThisDeviceOnly class (WhenUnlockedThisDeviceOnly unless the caller names one).
+enum TokenKeys {
+    static func isTokenKey(_ attributes: Attributes) -> Bool { attributes[.tokenID] != nil }
+
+    /// The add of a token key: a new P-256 key made in the TPM.
+    /// - Throws: `unimplemented` for another token, `param` for key bytes sent with it (the key
+    ///   is made here), another key type or a class that may leave the machine, the TPM's status
+    ///   when it fails.
+    static func generate(_ query: Attributes, secret: SecureBytes?, log: (String) -> Void) throws -> (Attributes, SecureBytes) {
+        guard query[.tokenID]?.stringValue == ValueName.tokenIDSecureEnclave else { throw KeychainStatus.unimplemented }
+        guard secret == nil || secret?.count == 0 else { throw KeychainStatus.param }
+        guard query[.keyType]?.numberValue ?? 73 == 73, query[.keySizeInBits]?.numberValue ?? 256 == 256,
+              query[.keyClass]?.numberValue ?? 1 == 1 else { throw KeychainStatus.param }
+        // The wrapped key opens only in this TPM: it may not leave in a backup or through sync.
+        var q = query
+        if q[.accessible] == nil && q[.accessControl] == nil {
+            q[.accessible] = .string(ProtectionClass.whenUnlockedThisDeviceOnly.rawValue)
+        }
+        if let p = q[.accessible]?.stringValue, ProtectionClass(rawValue: p)?.isThisDeviceOnly != true { throw KeychainStatus.param }
+        if q[.synchronizable]?.isTrue == true { throw KeychainStatus.param }
+        let key = try tpmCall(log) { try TPM().createTokenKey() }
+        let fixed: Attributes = [.keyType: .number(73), .keyClass: .number(1), .keySizeInBits: .number(256),
+                                 .effectiveKeySize: .number(256), .isExtractable: .bool(false), .isSensitive: .bool(true),
+                                 .alwaysSensitive: .bool(true), .neverExtractable: .bool(true),
+                                 .publicKey: .data(key.publicPoint),
+                                 .applicationLabel: .data(DigestAlgorithm.sha1.hash(key.publicPoint))]  // Apple's label
+        for (k, v) in fixed { q[k] = v }
+        return (q, try SecureBytes(copying: key.blob))
+    }
+
+    /// An update may not give a token key other bytes, another token or a class that lets it
+    /// leave the machine: the wrapped key would stop working or be copied where it cannot.
+    /// `matching` finds the keys the update would change (only asked when it could matter).
+    /// - Throws: `param` for such an update.
+    static func checkUpdate(query: Attributes, changes: Attributes, secret: SecureBytes?,
+                            matching: (Attributes) throws -> QueryResult) throws {
+        guard StoredKeyFacts.isKeyItem(query),
+              secret != nil || changes[.tokenID] != nil || changes[.accessible] != nil || changes[.accessControl] != nil
+                || changes[.synchronizable] != nil else { return }
+        var probe = query.filter { !$0.key.hasPrefix(.match) && !$0.key.hasPrefix(.return) }
+        probe[.returnAttributes] = .bool(true)
+        probe[.matchLimit] = .matchLimitAll
+        let found: [ReturnedValue]
+        switch try? matching(probe) {
+        case .value(let v)?: found = [v]
+        case .array(let a)?: found = a
+        default: found = []
+        }
+        let tokens = found.filter { $0.item.map { isTokenKey($0.attributes) } ?? false }
+        guard !tokens.isEmpty || changes[.tokenID] != nil else { return }
+        guard secret == nil, changes[.tokenID] == nil, changes[.synchronizable]?.isTrue != true else { throw KeychainStatus.param }
+        if let p = changes[.accessible]?.stringValue, ProtectionClass(rawValue: p)?.isThisDeviceOnly != true { throw KeychainStatus.param }
+    }
+
+    /// Uses a token key in the TPM: signs (ECDSA with SHA-256, of the message or a 32-byte
+    /// digest) or agrees on a secret (ECDH, bare or through the X9.63 KDF); returns the audit
+    /// event and the result.
+    /// - Throws: `unimplemented` for any other use or algorithm, `param` for a bad peer or size.
+    static func use(_ use: String, _ algorithm: AppleAlgorithm, blob: SecureBytes, input: SecureBytes, options: Fields,
+                    log: (String) -> Void) throws -> (event: AuditEvent, result: SecureBytes) {
+        let key = try blob.withUnsafeBytes { raw in
+            do { return try TokenKey(blob: Array(raw)) } catch { throw KeychainStatus.decode }
+        }
+        switch (use, algorithm) {
+        case ("sign", .ecdsa(let hash, let message)) where hash == .sha256 || (hash == nil && !message):
+            let digest = try input.withUnsafeBytes { try AppleAlgorithm.digest($0, hash: hash, message: message) }
+            guard digest.count == 32 else { throw KeychainStatus.param }
+            return (.sign, try SecureBytes(copying: try tpmCall(log) { try TPM().sign(digest: digest, with: key) }))
+        case ("keyExchange", .ecdh(let kdf)):
+            guard case .data(let peer)? = options["peer"], peer.count == 65, peer[0] == 4 else { throw KeychainStatus.param }
+            let z = try tpmCall(log) { try TPM().sharedSecret(peer: peer, with: key) }
+            guard let kdf else { return (.keyExchange, z) }
+            defer { z.wipe() }
+            guard let size = options["requestedSize"]?.numberValue, size > 0, size <= 1 << 16 else { throw KeychainStatus.param }
+            var info: [UInt8] = []
+            if case .data(let d)? = options["sharedInfo"] { info = d }
+            return (.keyExchange, try x963KDF(kdf, secret: z, sharedInfo: info, count: Int(size)))
+        default:
+            throw KeychainStatus.unimplemented
+        }
+    }
+
+    /// One TPM connection at a time: a TPM without a resource manager (/dev/tpm0, swtpm's
+    /// socket) serves one client.
+    private static let oneAtATime = Mutex(())
+
+    /// Runs a TPM call; a failure is logged with its reason and answered with its status.
+    private static func tpmCall<R: Sendable>(_ log: (String) -> Void, _ body: () throws -> R) throws -> R {
+        do { return try oneAtATime.withLock { _ in try body() } } catch let e as TPMError {
+            log("token key: \(e)")
+            throw e.status
+        }
+    }
+}

@@ -1,0 +1,33 @@
+import Glibc
+
+/// An error number of the C library: a type rather than a bare `Int32`, named as the kernel
+/// names it, printed with the C library's own message.
+public struct Errno: Error, Hashable, Sendable, RawRepresentable, CustomStringConvertible {
+    public let rawValue: Int32
+
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    /// The calling thread's `errno`; read it right after the call that failed.
+    public static var current: Errno { Errno(rawValue: errno) }
+
+    /// The errno an error carries: itself when it is one (as thrown through a closure that
+    /// loses the error's type), else `EIO`.
+    public init(_ error: any Error) { self = error as? Errno ?? .ioError }
+
+    /// The C library's sentence for it ("No space left on device").
+    public var description: String { String(cString: strerror(rawValue)) }
+
+    public static let interrupted = Errno(rawValue: EINTR)
+    public static let wouldBlock = Errno(rawValue: EAGAIN)
+    public static let noSuchFile = Errno(rawValue: ENOENT)
+    public static let permissionDenied = Errno(rawValue: EACCES)
+    public static let notPermitted = Errno(rawValue: EPERM)
+    public static let fileExists = Errno(rawValue: EEXIST)
+    public static let invalidArgument = Errno(rawValue: EINVAL)
+    public static let noSpace = Errno(rawValue: ENOSPC)
+    public static let noMemory = Errno(rawValue: ENOMEM)
+    public static let readOnlyFileSystem = Errno(rawValue: EROFS)
+    public static let ioError = Errno(rawValue: EIO)
+    public static let connectionAborted = Errno(rawValue: ECONNABORTED)
+    public static let noChild = Errno(rawValue: ECHILD)
+}

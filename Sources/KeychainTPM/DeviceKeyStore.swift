@@ -1,0 +1,103 @@
+import Glibc
+import KeychainCore
+import KeychainCrypto
+
+/// Why no device key could be had. The description names the file and the TCTI, never a secret.
+public struct DeviceKeyError: Error, CustomStringConvertible {
+    public let description: String
+    public let status: KeychainStatus
+    init(_ description: String, status: KeychainStatus) {
+        self.description = description
+        self.status = status
+    }
+}
+
+/// The device key file (`$KEYCHAINFS_DEVICE_KEY`, `DeviceKey.defaultPath()`) in either form: 32
+/// plain bytes, or a key sealed by the TPM (`SealedKey`, starting with "KCFSTPM"). The file, not
+/// the vault, decides: every vault of the user shares it. There is never a fallback from a
+/// sealed key to a plain one.
+public enum DeviceKeyStore {
+    public enum Contents {
+        case missing
+        case plain
+        case sealed(SealedKey)
+    }
+
+    /// Reads the file with the checks `DeviceKey` applies to a plain key: not a symlink, owned by
+    /// the caller or root, not writable by group or others.
+    public static func read(at path: String = DeviceKey.defaultPath()) throws -> Contents {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 {
+            if errno == ENOENT { return .missing }
+            throw DeviceKeyError("cannot read the device key file \(path): \(String(cString: strerror(errno)))", status: .io)
+        }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_uid == geteuid() || st.st_uid == 0, st.st_mode & 0o022 == 0, st.st_size < 65536 else {
+            throw DeviceKeyError("the device key file \(path) has an unsafe owner, mode or size", status: .io)
+        }
+        if st.st_size == off_t(DeviceKey.length) { return .plain }
+        var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
+        let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        guard n == bytes.count, SealedKey.looksSealed(bytes) else {
+            throw DeviceKeyError("the device key file \(path) is neither a plain key nor a TPM-sealed one", status: .io)
+        }
+        do { return .sealed(try SealedKey.parse(bytes)) } catch {
+            throw DeviceKeyError("\(path): \(error)", status: .decode)
+        }
+    }
+
+    /// The device key for the vault at `vault`: unsealed by the TPM when the file is sealed; the
+    /// plain file (made when missing) otherwise, unless the vault records a TPM-sealed key.
+    /// - Throws: `DeviceKeyError` naming the file, the TCTI and the reason.
+    public static func load(forVault vault: String, path: String = DeviceKey.defaultPath()) throws -> DeviceKey {
+        switch try read(at: path) {
+        case .missing where Vault.recordedDeviceKeyKind(at: vault) == "tpm2":
+            throw DeviceKeyError("this vault's device key is sealed by a TPM, but \(path) is missing: "
+                                 + "its ThisDeviceOnly items cannot be opened; restore the file (no new key is made)", status: .notAvailable)
+        case .missing, .plain:
+            do { return try DeviceKey.loadOrCreate(at: path) } catch {
+                throw DeviceKeyError("cannot read or create the device key file \(path)", status: .io)
+            }
+        case .sealed(let sealed):
+            return try unseal(sealed, path: path)
+        }
+    }
+
+    /// Unseals with the configured TPM. - Throws: `DeviceKeyError` with the TPM's reason.
+    public static func unseal(_ sealed: SealedKey, path: String) throws -> DeviceKey {
+        do {
+            let tpm = try TPM()
+            let key = try tpm.unseal(sealed)
+            guard key.count == DeviceKey.length else { throw TPMError.otherTPM }
+            return DeviceKey(key: key)
+        } catch let e as TPMError {
+            throw DeviceKeyError("device key \(path): \(e)", status: e.status)
+        }
+    }
+
+    /// Writes `sealed` to `path` atomically (a 0400 file beside it, fsynced, renamed over it),
+    /// after checking that this TPM unseals it to `expected`.
+    public static func install(_ sealed: SealedKey, expected: DeviceKey, with tpm: TPM, at path: String) throws {
+        let check = try tpm.unseal(sealed)
+        defer { check.wipe() }
+        guard check.constantTimeEquals(expected.key) else {
+            throw DeviceKeyError("the TPM unsealed another key than it sealed; nothing was changed", status: .internalComponent)
+        }
+        let temporary = path + ".new"
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o400)
+        guard fd >= 0 else { throw DeviceKeyError("cannot write \(temporary): \(String(cString: strerror(errno)))", status: .io) }
+        let bytes = sealed.encoded()
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == bytes.count, synced, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw DeviceKeyError("cannot write \(path)", status: .io)
+        }
+        let dir = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(path[..<$0]) } ?? "."
+        let dfd = open(dir.isEmpty ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 { fsync(dfd); close(dfd) }
+    }
+}

@@ -1,0 +1,4 @@
+import Glibc
+import KeychainCredentialHelpers
+
+exit(DockerCredentialHelper.main(CommandLine.arguments))

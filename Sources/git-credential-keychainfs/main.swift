@@ -1,0 +1,4 @@
+import Glibc
+import KeychainCredentialHelpers
+
+exit(GitCredentialHelper.main(CommandLine.arguments))

@@ -1,0 +1,66 @@
+import Foundation
+import Security
+import XCTest
+
+/// Errors keep Apple's sentence and status (scripts compare them) and say on the next line what
+/// they mean here: a locked vault and its remedy, the vault whose daemon is missing.
+final class ErrorMeaningTests: XCTestCase {
+    var h: CLIHarness!
+
+    override func setUpWithError() throws {
+        h = try CLIHarness()
+        try h.createVault()
+    }
+
+    override func tearDown() {
+        h?.tearDown()
+        h = nil
+        super.tearDown()
+    }
+
+    func testALockedItemSaysTheVaultIsLocked() throws {
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "m", "-a", "a", "-w", "x", "--accessible", "WhenUnlocked"]).status, 0)
+        XCTAssertEqual(try h.run(["lock-keychain"]).status, 0)
+        let r = try h.run(["find-generic-password", "-s", "m", "-w"])
+        XCTAssertEqual(r.status, 36, "\(r)")
+        XCTAssertEqual(r.stdout, "")
+        XCTAssertEqual(r.stderr, "keychainfs: User interaction is not allowed.\nkeychainfs: the vault is locked: run keychainfs unlock-keychain\n")
+        // Another vault than the default is named in the remedy.
+        let named = try h.run(["find-generic-password", "-s", "m", "-w", h.vault], env: ["KEYCHAINFS_VAULT": h.dir + "/other.vault"])
+        XCTAssertEqual(named.status, 36)
+        XCTAssertEqual(named.stderr, "keychainfs: User interaction is not allowed.\nkeychainfs: the vault is locked: run keychainfs unlock-keychain \(h.vault)\n")
+    }
+
+    func testAMissingDaemonNamesTheVault() throws {
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        // Root starts no daemon for a vault another user owns: that daemon must run as its owner.
+        XCTAssertEqual(chown(h.vault, 65534, 65534), 0)
+        let r = try h.run(["find-generic-password", "-s", "m", "-w"])
+        XCTAssertEqual(r.status, 53, "\(r)")
+        XCTAssertEqual(r.stderr, "keychainfs: No keychain is available. You may need to restart your computer.\nkeychainfs: no vault daemon for \(h.vault)\n")
+        XCTAssertEqual(h.daemons().count, 0)
+        XCTAssertEqual(chown(h.vault, 0, 0), 0)
+    }
+
+    func testSecurityKeepsApplesTextAndSaysWhichVaultHasNoDaemon() throws {
+        let missing = h.dir + "/none.vault"
+        let saved = ["KEYCHAINFS_VAULT", "KEYCHAINFS_SOCKET", "KEYCHAINFS_RUNTIME_DIR"].map { ($0, ProcessInfo.processInfo.environment[$0]) }
+        defer { for (k, v) in saved { if let v { setenv(k, v, 1) } else { unsetenv(k) } } }
+        setenv("KEYCHAINFS_VAULT", missing, 1)
+        setenv("KEYCHAINFS_RUNTIME_DIR", h.runtimeDir, 1)
+        unsetenv("KEYCHAINFS_SOCKET")
+        let add: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "m",
+                                  kSecValueData as String: Data("x".utf8)]
+        XCTAssertEqual(SecItemAdd(add as CFDictionary, nil), errSecNotAvailable)
+        XCTAssertEqual(SecCopyErrorMessageString(errSecNotAvailable, nil) as String?,
+                       "No keychain is available. You may need to restart your computer.", "Apple's text, exactly")
+        var error: Unmanaged<CFError>?
+        let params: [String: Any] = [kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256,
+                                     kSecPrivateKeyAttrs as String: [kSecAttrIsPermanent as String: true]]
+        XCTAssertNil(SecKeyCreateRandomKey(params as CFDictionary, &error))
+        let e = try XCTUnwrap(error?.takeRetainedValue())
+        XCTAssertEqual(CFErrorGetCode(e), Int(errSecNotAvailable))
+        XCTAssertEqual(e.userInfo[NSDebugDescriptionErrorKey] as? String,
+                       "SecKeyCreateRandomKey: No keychain is available. You may need to restart your computer. (no vault daemon for KEYCHAINFS_VAULT=\(missing))")
+    }
+}

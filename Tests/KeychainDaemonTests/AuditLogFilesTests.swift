@@ -1,0 +1,90 @@
+import Foundation
+import Glibc
+import KeychainfsAccess
+import KeychainCore
+import KeychainCrypto
+import XCTest
+@testable import KeychainDaemon
+
+/// The audit log's files in-process: rotation keeps one chain through them, the size setting
+/// rotates, a check names the file that breaks, and the filters pick lines as `audit` shows them.
+final class AuditLogFilesTests: XCTestCase {
+    var dir: String!
+    var path: String { dir + "/v.vault.audit" }
+    let caller = CallerIdentity(pid: 42, uid: 1000, gid: 1000, groups: [1000], executable: "/usr/bin/cat")
+
+    override func setUpWithError() throws {
+        dir = NSTemporaryDirectory() + "kcfs-auditlog-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        if let dir { try? FileManager.default.removeItem(atPath: dir) }
+        super.tearDown()
+    }
+
+    func key() throws -> SecureBytes { try SecureBytes(copying: [UInt8](repeating: 7, count: 32)) }
+
+    func testRotationKeepsOneChainAndTheOldestFileCanStandAlone() throws {
+        let log = AuditLog(path: path, key: try key())
+        try log.record(.unlock, caller: caller)
+        try log.record(.lock, caller: nil, detail: "request")
+        XCTAssertEqual(try log.rotate(), path + ".1")
+        try log.record(.stop, caller: caller)
+        XCTAssertEqual(try log.rotate(), path + ".2")
+        let (lines, files, bad) = log.verify()
+        XCTAssertEqual(lines, 5, "unlock, lock, rotated, stop, rotated")
+        XCTAssertEqual(files, 3)
+        XCTAssertNil(bad)
+        // The oldest files removed: the next one's `rotated` line starts the chain.
+        XCTAssertEqual(unlink(path + ".1"), 0)
+        XCTAssertNil(log.verify().firstBad)
+        // A log opened again continues the chain after the rotation.
+        let reopened = AuditLog(path: path, key: try key())
+        try reopened.record(.unlock, caller: caller)
+        XCTAssertNil(reopened.verify().firstBad)
+        // Another key: the first line of the first file breaks.
+        let other = AuditLog(path: path, key: try SecureBytes(copying: [UInt8](repeating: 8, count: 32)))
+        XCTAssertEqual(other.verify().firstBad, AuditBreak(file: path + ".2", line: 1))
+    }
+
+    func testMaxSizeRotatesAfterTheLineThatReachesIt() throws {
+        let log = AuditLog(path: path, key: try key())
+        log.setMaxSize(4096)
+        for _ in 0..<100 { try log.record(.read, caller: caller, detail: String(repeating: "d", count: 60)) }
+        let rotated = AuditFiles(path: path).rotated()
+        XCTAssertGreaterThanOrEqual(rotated.count, 2)
+        for file in rotated {
+            var st = stat()
+            XCTAssertEqual(stat(file.path, &st), 0)
+            XCTAssertGreaterThanOrEqual(st.st_size, 4096)
+            XCTAssertLessThan(st.st_size, 4096 + 200, "one line past the size at most")
+        }
+        XCTAssertNil(log.verify().firstBad)
+        XCTAssertEqual(log.contents().split(separator: "\n").count, 100 + rotated.count, "every line, and a rotated line per file")
+        // --since reads no rotated file that ends before it.
+        let newest = try XCTUnwrap(AuditFiles.lastTime(of: rotated[0].path))
+        XCTAssertEqual(log.contents(since: newest + 3600).split(separator: "\n").count,
+                       try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").count)
+    }
+
+    func testFilterPicksLinesByTimeUidEventAndItem() throws {
+        let ref = "67656e70" + String(repeating: "ab", count: 16)
+        let lines: [Substring] = ["1\t100\t0\t1\tunlock\t-\t/bin/x\tc", "2\t200\t1000\t2\tread\t\(ref)\t/bin/y\tc",
+                                  "3\t300\t1000\t2\tread-repeated\t\(ref) count=4\t/bin/y\tc", "4\t400\t-\t-\trotated\tfrom=a chain=b\t-\tc"]
+        func kept(_ options: Fields) throws -> [String] {
+            let f = try AuditFilter(options) { _, _ in [ref] }
+            return lines.filter(f.keeps).map { String($0.prefix(1)) }
+        }
+        XCTAssertEqual(try kept([:]), ["1", "2", "3", "4"])
+        XCTAssertEqual(try kept(["since": .number(200), "until": .number(300)]), ["2", "3"])
+        XCTAssertEqual(try kept(["uid": .number(1000)]), ["2", "3"])
+        XCTAssertEqual(try kept(["events": .string("read,rotated")]), ["2", "4"])
+        XCTAssertEqual(try kept(["item-ref": .string(ref)]), ["2", "3"])
+        XCTAssertEqual(try kept(["item-service": .string("s"), "item-account": .string("")]), ["2", "3"])
+        XCTAssertThrowsError(try kept(["events": .string("nosuch")]))
+        XCTAssertThrowsError(try kept(["item-ref": .string("zz")]))
+        XCTAssertEqual(AuditFilter.reference(in: lines[2]), Substring(ref))
+        XCTAssertNil(AuditFilter.reference(in: lines[3]))
+    }
+}
