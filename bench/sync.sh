@@ -60,8 +60,10 @@ cleanup() {
         grep -qs " $mounted " /proc/mounts && umount -l "$mounted"
     fi
     for h in a b c; do [ -e "$work/$h/$h.vault" ] && host "$h" timeout 20 "$kc" stop >/dev/null 2>&1; done
-    [ -d "$work/pg/data" ] && runuser -u "$pguser" -- "$pgbin/pg_ctl" -D "$work/pg/data" -m fast stop >/dev/null 2>&1
-    id "$pguser" >/dev/null 2>&1 && userdel "$pguser" 2>/dev/null
+    [ -d "$work/pg/data" ] && runuser -u "$pguser" -- "$pgbin/pg_ctl" -D "$work/pg/data" -w -m fast stop >/dev/null 2>&1
+    # userdel refuses a user with a process left: give the server's last ones time to end.
+    for _ in $(seq 50); do pgrep -u "$pguser" >/dev/null 2>&1 || break; sleep 0.2; done
+    id "$pguser" >/dev/null 2>&1 && { userdel "$pguser" 2>/dev/null || echo "bench/sync.sh: cannot remove user $pguser" >&2; }
     getent group "$pguser" >/dev/null && groupdel "$pguser" 2>/dev/null
     if grep -q " $work/" /proc/mounts; then
         echo "bench/sync.sh: something is still mounted under $work; not removing it" >&2
