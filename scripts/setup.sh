@@ -48,6 +48,21 @@ if [ ! -x "$docker_helper" ]; then
     "${sudo_cmd[@]}" install -D -m 0755 "$unpack/root/usr/bin/docker-credential-secretservice" "$docker_helper"
     rm -rf "$unpack"
 fi
+# SecretStorageSuiteTests: the test suite of SecretStorage's source distribution (it ships tests/),
+# the release Debian's python3-secretstorage packages, fetched once from PyPI.
+secretstorage_version=$(dpkg-query -W -f='${Version}' python3-secretstorage | sed 's/-[^-]*$//')
+secretstorage_sdist=/usr/local/share/keychainfs-tests/secretstorage/SecretStorage-$secretstorage_version.tar.gz
+if [ ! -f "$secretstorage_sdist" ]; then
+    sudo_cmd=()
+    [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+    fetch=$(mktemp -d)
+    if python3 -m pip download -q --no-binary :all: --no-deps -d "$fetch" "secretstorage==$secretstorage_version"; then
+        "${sudo_cmd[@]}" install -D -m 0644 "$fetch/SecretStorage-$secretstorage_version.tar.gz" "$secretstorage_sdist"
+    else
+        echo "could not fetch SecretStorage $secretstorage_version from PyPI: SecretStorageSuiteTests will skip" >&2
+    fi
+    rm -rf "$fetch"
+fi
 # Debian's fuse3 udev rule makes /dev/fuse 0666, so users who are not root can mount through
 # fusermount3; a container without udev may leave it 0600 (MountNamespaceTests needs the rule's mode).
 if [ -c /dev/fuse ] && [ "$(stat -c %a /dev/fuse)" != 666 ]; then
