@@ -90,4 +90,24 @@ final class SecretServiceSignalTests: XCTestCase {
         XCTAssertTrue(harness.waitUntil(20) { count("ItemCreated", cliPath, in: log) == 1 }, "\(read(log))")
         XCTAssertEqual(count("ItemCreated", path, in: log), 1, "\(read(log))")
     }
+
+    func testLockingAndUnlockingIsNoDeletionNorCreation() throws {
+        try bus.startProvider()
+        let log = try startMonitor()
+        let service = "lock-\(UUID().uuidString.prefix(8))"
+        XCTAssertEqual(try harness.run(["add-generic-password", "-s", service, "-a", "a", "-w", "-"], input: "x\n").status, 0)
+        let ref = try XCTUnwrap(itemRef(service: service))
+        XCTAssertTrue(harness.waitUntil(20) { count("ItemCreated", ref, in: log) == 1 }, "\(read(log))")
+        // An item readable while locked, so that a look while locked lists something.
+        XCTAssertEqual(try harness.run(["add-generic-password", "-s", service + "-ck", "-a", "a", "--accessible", "AfterFirstUnlock",
+                                        "-w", "-"], input: "y\n").status, 0)
+        // Locked, the WhenUnlocked item is unlisted, not gone; unlocked, it is back, not new.
+        XCTAssertEqual(try harness.run(["lock-keychain"]).status, 0)
+        XCTAssertEqual(try harness.run(["delete-generic-password", "-s", service + "-ck", "-a", "a"]).status, 0)
+        XCTAssertEqual(try harness.run(["unlock-keychain"], input: "pass phrase 1\n").status, 0)
+        XCTAssertEqual(try harness.run(["delete-generic-password", "-s", service, "-a", "a"]).status, 0)
+        XCTAssertTrue(harness.waitUntil(20) { count("ItemDeleted", ref, in: log) >= 1 }, "\(read(log))")
+        XCTAssertEqual(count("ItemDeleted", ref, in: log), 1, "\(read(log))")
+        XCTAssertEqual(count("ItemCreated", ref, in: log), 1, "\(read(log))")
+    }
 }
