@@ -63,6 +63,7 @@ public final class SecretService {
     private func handle(_ m: BusMessage) throws -> OutgoingMessage? {
         guard let object = ObjectPath(m.path) else { throw BusError.unknownObject(m.path) }
         caller = try access(of: m.sender)
+        feed?.resume()
         try authorize(object)
         if m.interface == Self.propertiesInterface { return try properties(m, object) }
         switch object {

@@ -110,4 +110,18 @@ final class SecretServiceSignalTests: XCTestCase {
         XCTAssertEqual(count("ItemDeleted", ref, in: log), 1, "\(read(log))")
         XCTAssertEqual(count("ItemCreated", ref, in: log), 1, "\(read(log))")
     }
+
+    func testAfterTheDaemonStopsTheNextCallResumesTheSignals() throws {
+        try bus.startProvider()
+        let log = try startMonitor()
+        XCTAssertEqual(try harness.run(["stop"]).status, 0)
+        // A D-Bus call reaches the daemon again (starting it); the stream is watched again.
+        XCTAssertEqual(bus.run(["/usr/bin/secret-tool", "search", "service", "none"]).stdout, "")
+        // A daemon that starts anew starts locked.
+        XCTAssertEqual(try harness.run(["unlock-keychain"], input: "pass phrase 1\n").status, 0)
+        let service = "resume-\(UUID().uuidString.prefix(8))"
+        XCTAssertEqual(try harness.run(["add-generic-password", "-s", service, "-a", "a", "-w", "-"], input: "x\n").status, 0)
+        let ref = try XCTUnwrap(itemRef(service: service), "\(bus.run(["/usr/bin/secret-tool", "search", "--all", "service", service]))")
+        XCTAssertTrue(harness.waitUntil(20) { count("ItemCreated", ref, in: log) == 1 }, "\(read(log))")
+    }
 }
