@@ -18,6 +18,8 @@ clients=(libsecret-tools python3-secretstorage python3-keyring)
 # CredentialHelperTests: git (clone over HTTP through git http-backend), gcc with libsecret-1-dev
 # and libglib2.0-dev to build git's own git-credential-libsecret from /usr/share/doc/git/contrib.
 clients+=(git gcc libsecret-1-dev libglib2.0-dev)
+# SecretStorageSuiteTests: pip, to fetch SecretStorage's source distribution (below).
+clients+=(python3-pip)
 missing_from() {
     for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
@@ -50,13 +52,13 @@ if [ ! -x "$docker_helper" ]; then
 fi
 # SecretStorageSuiteTests: the test suite of SecretStorage's source distribution (it ships tests/),
 # the release Debian's python3-secretstorage packages, fetched once from PyPI.
-secretstorage_version=$(dpkg-query -W -f='${Version}' python3-secretstorage | sed 's/-[^-]*$//')
+secretstorage_version=$(dpkg-query -W -f='${Version}' python3-secretstorage 2>/dev/null | sed 's/-[^-]*$//' || true)
 secretstorage_sdist=/usr/local/share/keychainfs-tests/secretstorage/SecretStorage-$secretstorage_version.tar.gz
-if [ ! -f "$secretstorage_sdist" ]; then
+if [ -n "$secretstorage_version" ] && [ ! -f "$secretstorage_sdist" ]; then
     sudo_cmd=()
     [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
     fetch=$(mktemp -d)
-    if python3 -m pip download -q --no-binary :all: --no-deps -d "$fetch" "secretstorage==$secretstorage_version"; then
+    if /usr/bin/python3 -m pip download -q --no-binary :all: --no-deps -d "$fetch" "secretstorage==$secretstorage_version"; then
         "${sudo_cmd[@]}" install -D -m 0644 "$fetch/SecretStorage-$secretstorage_version.tar.gz" "$secretstorage_sdist"
     else
         echo "could not fetch SecretStorage $secretstorage_version from PyPI: SecretStorageSuiteTests will skip" >&2
