@@ -18,6 +18,8 @@ clients=(libsecret-tools python3-secretstorage python3-keyring)
 # CredentialHelperTests: git (clone over HTTP through git http-backend), gcc with libsecret-1-dev
 # and libglib2.0-dev to build git's own git-credential-libsecret from /usr/share/doc/git/contrib.
 clients+=(git gcc libsecret-1-dev libglib2.0-dev)
+# SecretStorageSuiteTests: pip, to fetch SecretStorage's source distribution (below).
+clients+=(python3-pip)
 missing_from() {
     for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
@@ -47,6 +49,21 @@ if [ ! -x "$docker_helper" ]; then
     (cd "$unpack" && apt-get download -qq golang-docker-credential-helpers && dpkg-deb -x golang-docker-credential-helpers_*.deb root)
     "${sudo_cmd[@]}" install -D -m 0755 "$unpack/root/usr/bin/docker-credential-secretservice" "$docker_helper"
     rm -rf "$unpack"
+fi
+# SecretStorageSuiteTests: the test suite of SecretStorage's source distribution (it ships tests/),
+# the release Debian's python3-secretstorage packages, fetched once from PyPI.
+secretstorage_version=$(dpkg-query -W -f='${Version}' python3-secretstorage 2>/dev/null | sed 's/-[^-]*$//' || true)
+secretstorage_sdist=/usr/local/share/keychainfs-tests/secretstorage/SecretStorage-$secretstorage_version.tar.gz
+if [ -n "$secretstorage_version" ] && [ ! -f "$secretstorage_sdist" ]; then
+    sudo_cmd=()
+    [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+    fetch=$(mktemp -d)
+    if /usr/bin/python3 -m pip download -q --no-binary :all: --no-deps -d "$fetch" "secretstorage==$secretstorage_version"; then
+        "${sudo_cmd[@]}" install -D -m 0644 "$fetch/SecretStorage-$secretstorage_version.tar.gz" "$secretstorage_sdist"
+    else
+        echo "could not fetch SecretStorage $secretstorage_version from PyPI: SecretStorageSuiteTests will skip" >&2
+    fi
+    rm -rf "$fetch"
 fi
 # Debian's fuse3 udev rule makes /dev/fuse 0666, so users who are not root can mount through
 # fusermount3; a container without udev may leave it 0600 (MountNamespaceTests needs the rule's mode).

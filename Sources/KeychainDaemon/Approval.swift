@@ -70,6 +70,27 @@ final class ApprovalAgent: Sendable {
         return status
     }
 
+    /// Asks the program for the vault's passphrase to unlock it, for a caller with none to give
+    /// (the Secret Service's Unlock prompt): `PROGRAM --reason unlock --label KEYCHAIN ...`,
+    /// which prints it on its first line. A program that does not know `unlock` exits non-zero.
+    /// - Throws: as `approve` answers: interactionNotAllowed (no program), userCanceled (it
+    ///   refused), authFailed (no answer in time, or no line).
+    func askUnlock(caller: CallerIdentity, settings: Settings) throws -> SecureBytes {
+        guard let program = settings.program else { throw KeychainStatus.interactionNotAllowed }
+        let argv = [program, "--reason", "unlock", "--label", "keychain",
+                    "--uid", String(caller.uid), "--pid", String(caller.pid), "--exe", caller.executable ?? "?"]
+        switch run(argv, timeout: settings.timeout, captureLine: true) {
+        case .timedOut, .failedToStart:
+            throw KeychainStatus.authFailed
+        case .exited(let code, let line):
+            guard code == 0, let line else {
+                line?.wipe()
+                throw code == 0 ? KeychainStatus.authFailed : KeychainStatus.userCanceled
+            }
+            return line
+        }
+    }
+
     enum Outcome { case exited(Int32, SecureBytes?), timedOut, failedToStart }
 
     /// Runs the program with no input, a minimal environment and, when asked, its first output

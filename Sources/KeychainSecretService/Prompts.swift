@@ -1,3 +1,5 @@
+import KeychainProtocol
+
 /// Prompts (`org.freedesktop.Secret.Prompt`): what a caller asked that needs the user.
 enum PendingPrompt {
     /// `Unlock` of these objects while the vault is locked.
@@ -30,16 +32,30 @@ struct PromptTable {
 }
 
 extension SecretService {
-    /// `Prompt(window-id)` and `Dismiss()`. The vault is unlocked with its passphrase
-    /// (`keychainfs unlock-keychain`); this service cannot ask for it, so an unlock prompt
-    /// completes dismissed, as the specification says a refused prompt does.
+    /// `Prompt(window-id)` and `Dismiss()`. `Prompt` of an unlock asks the daemon to unlock the
+    /// vault through its approval program (`--reason unlock`, which prints the passphrase): it
+    /// completes with the objects now unlocked, or dismissed when there is no program, it
+    /// refused or its passphrase was wrong. The bus waits while the program runs.
     func promptMethod(_ m: BusMessage, number: Int) throws -> OutgoingMessage? {
         guard m.member == "Prompt" || m.member == "Dismiss" else { return nil }
-        guard prompts.take(number, for: m.sender) != nil else { throw BusError.unknownObject(m.path) }
+        guard let prompt = prompts.take(number, for: m.sender) else { throw BusError.unknownObject(m.path) }
+        var unlocked: [String]?
+        if m.member == "Prompt", case .unlock(let objects) = prompt,
+           (try? vault.send(Request(.unlock, options: ["by": .string("approval-program")]))) != nil {
+            unlocked = objects.filter { path in
+                switch ObjectPath(path) {
+                case .collection(let g)?, .item(let g, _)?: return caller.readable.contains(g)
+                default: return false
+                }
+            }
+            for group in caller.readable {
+                emitPropertiesChanged(ObjectPath.collection(group: group).string, interface: Self.collectionInterface, ["Locked": .bool(false)])
+            }
+        }
         let done = try bus.signal(path: m.path, interface: Self.promptInterface, member: "Completed")
-        try done.bool(true)
+        try done.bool(unlocked == nil)
         try done.open("v", "ao")
-        try done.objectPaths([])
+        try done.objectPaths(unlocked ?? [])
         try done.close()
         bus.sendAfterReply(done)
         return try m.reply()

@@ -159,7 +159,9 @@ final class BusConnection {
 
     /// Serves until `stop()` is true after a round, or the bus closes (sd_bus_process, sd_bus_wait).
     /// - Throws: `BusFailure` when the connection fails.
-    func run(until stop: () -> Bool) throws {
+    /// Serves until the connection closes or `stop()` is true. When `extra` is readable,
+    /// `onExtra` runs on this thread (between calls, never during one).
+    func run(until stop: () -> Bool, alsoWatching extra: Int32? = nil, onExtra: () -> Void = {}) throws {
         while !stop() {
             let rc = sd_bus_process(bus, nil)
             if rc < 0 {
@@ -167,8 +169,25 @@ final class BusConnection {
                 throw BusFailure(call: "sd_bus_process", code: -rc)
             }
             if rc > 0 { continue }
-            let w = sd_bus_wait(bus, 1_000_000)
-            if w < 0 && w != -EINTR { throw BusFailure(call: "sd_bus_wait", code: -w) }
+            guard let extra else {
+                let w = sd_bus_wait(bus, 1_000_000)
+                if w < 0 && w != -EINTR { throw BusFailure(call: "sd_bus_wait", code: -w) }
+                continue
+            }
+            let fd = sd_bus_get_fd(bus), events = sd_bus_get_events(bus)
+            if fd < 0 || events < 0 { throw BusFailure(call: "sd_bus_get_fd", code: fd < 0 ? -fd : -events) }
+            var deadline: UInt64 = 0
+            var waitMS: Int32 = 1000
+            if sd_bus_get_timeout(bus, &deadline) >= 0 && deadline != UInt64.max {
+                var now = timespec()
+                clock_gettime(CLOCK_MONOTONIC, &now)
+                let nowUS = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+                waitMS = deadline <= nowUS ? 0 : Int32(min(1000, (deadline - nowUS) / 1000 + 1))
+            }
+            var set = [pollfd(fd: fd, events: Int16(events), revents: 0), pollfd(fd: extra, events: Int16(POLLIN), revents: 0)]
+            let n = poll(&set, 2, waitMS)
+            if n < 0 && errno != EINTR { throw BusFailure(call: "poll", code: errno) }
+            if n > 0 && set[1].revents != 0 { onExtra() }
         }
         _ = sd_bus_flush(bus)
     }

@@ -19,6 +19,9 @@ public final class SecretService {
     let vault: VaultItems
     var sessions = SessionTable()
     var prompts = PromptTable()
+    /// The vault's items at the last look, for signals of changes made outside D-Bus.
+    var snapshot = ItemSnapshot()
+    private let feed: ChangeFeed?
     /// Each caller's identity, pinned per unique bus name (the bus never reuses one) from the
     /// credentials the bus daemon took from the kernel when the caller connected.
     private var identities: [String: CallerIdentity] = [:]
@@ -33,22 +36,34 @@ public final class SecretService {
     public init(connect: @escaping () throws -> DaemonClient) throws {
         bus = try BusConnection()
         vault = VaultItems(connect: connect)
-        try bus.serve(prefix: ObjectPath.root) { [unowned self] m in try self.handle(m) }
+        feed = ChangeFeed(connect: connect)
+        // Every path, so a call on one this service never made gets NoSuchObject (as clients
+        // expect of a missing item), not sd-bus's UnknownObject.
+        try bus.serve(prefix: "/") { [unowned self] m in try self.handle(m) }
         try bus.addMatch("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged'") { [unowned self] m in
             guard let name = try? m.string(), (try? m.string()) != nil, let newOwner = try? m.string(), newOwner.isEmpty else { return }
             sessions.closeAll(of: name)
             prompts.closeAll(of: name)
             identities[name] = nil
         }
+        // The first look, before any client can call: changes from here on are signalled.
+        compareWithVault()
         try bus.requestName(Self.busName)
+        feed?.start()
     }
 
     /// Serves until the bus connection closes or `stop()` is true.
-    public func run(until stop: () -> Bool = { false }) throws { try bus.run(until: stop) }
+    public func run(until stop: () -> Bool = { false }) throws {
+        try bus.run(until: stop, alsoWatching: feed?.wakeFD) { [unowned self] in
+            feed?.drain()
+            compareWithVault()
+        }
+    }
 
     private func handle(_ m: BusMessage) throws -> OutgoingMessage? {
-        guard let object = ObjectPath(m.path) else { return nil }
+        guard let object = ObjectPath(m.path) else { throw BusError.unknownObject(m.path) }
         caller = try access(of: m.sender)
+        feed?.resume()
         try authorize(object)
         if m.interface == Self.propertiesInterface { return try properties(m, object) }
         switch object {
@@ -133,6 +148,7 @@ public final class SecretService {
         guard let s = try? bus.signal(path: collection, interface: Self.collectionInterface, member: member),
               (try? s.objectPath(item)) != nil else { return }
         bus.sendAfterReply(s)
+        noteEcho(member, item: item)
         if member != "ItemChanged", case .collection(let group)? = ObjectPath(collection),
            let items = try? searchItems(group: group, query: [:]).unlocked {
             emitPropertiesChanged(collection, interface: Self.collectionInterface, ["Items": .paths(items)])

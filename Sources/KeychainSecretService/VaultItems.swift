@@ -21,6 +21,11 @@ final class VaultItems {
         } catch KeychainStatus.notAvailable {
             client = try connect()
             return try client!.send(request)
+        } catch KeychainStatus.io where (try? client!.send(Request(.ping))) == nil {
+            // The request could not be written: the daemon closed the connection (it stopped)
+            // before this request, which it never got. A daemon's own io status keeps the ping working.
+            client = try connect()
+            return try client!.send(request)
         }
     }
 

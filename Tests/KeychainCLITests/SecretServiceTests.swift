@@ -185,6 +185,49 @@ final class SecretServiceTests: XCTestCase {
         XCTAssertEqual(bus.run(["/usr/bin/secret-tool", "lookup", "service", service, "account", account]).stdout, "hidden")
     }
 
+    func testUnlockPromptRunsTheApprovalProgramWhichGivesThePassphrase() throws {
+        guard bus.python("import secretstorage").status == 0 else { throw XCTSkip("python3-secretstorage is not installed") }
+        // A stand-in for an unlock dialog: answers from a file, records its arguments.
+        let program = harness.dir + "/unlock.sh", answer = harness.dir + "/answer", calls = harness.dir + "/calls"
+        try """
+            #!/bin/sh
+            echo "$@" >> \(calls)
+            case "$(cat \(answer))" in
+              give) echo "pass phrase 1"; exit 0;;
+              wrong) echo "guess"; exit 0;;
+              *) exit 1;;
+            esac
+            """.write(toFile: program, atomically: true, encoding: .utf8)
+        chmod(program, 0o755)
+        XCTAssertEqual(try harness.run(["set-keychain-settings", "--approval-program", program]).status, 0)
+        try bus.startProvider()
+        let service = unique("unlock"), account = unique("a")
+        XCTAssertEqual(bus.run(["/usr/bin/secret-tool", "store", "--label", "L", "service", service, "account", account],
+                               input: "behind the lock").status, 0)
+        XCTAssertEqual(try harness.run(["lock-keychain"]).status, 0)
+        let unlock = """
+            import secretstorage
+            col = secretstorage.get_default_collection(secretstorage.dbus_init())
+            print(col.unlock(), col.is_locked())
+            """
+        // Refused, or a wrong passphrase: the prompt is dismissed, the vault stays locked and
+        // secret-tool still gets no secret.
+        for refusal in ["no", "wrong"] {
+            try refusal.write(toFile: answer, atomically: true, encoding: .utf8)
+            XCTAssertEqual(bus.python(unlock).stdout, "True True\n", refusal)
+            let lookup = bus.run(["/usr/bin/secret-tool", "lookup", "service", service, "account", account])
+            XCTAssertNotEqual(lookup.status, 0)
+            XCTAssertEqual(lookup.stdout, "")
+        }
+        // The program gives the passphrase: unlocked (not dismissed), the secret reads.
+        try "give".write(toFile: answer, atomically: true, encoding: .utf8)
+        XCTAssertEqual(bus.python(unlock).stdout, "False False\n")
+        XCTAssertEqual(bus.run(["/usr/bin/secret-tool", "lookup", "service", service, "account", account]).stdout, "behind the lock")
+        let args = try String(contentsOfFile: calls, encoding: .utf8)
+        XCTAssertTrue(args.hasPrefix("--reason unlock --label keychain --uid "), args)
+        XCTAssertFalse(args.contains("pass phrase"))
+    }
+
     func testOpenSessionsAreBoundedPerConnectionAndPerUser() throws {
         guard bus.python("import jeepney").status == 0 else { throw XCTSkip("python3-jeepney is not installed") }
         try bus.startProvider()

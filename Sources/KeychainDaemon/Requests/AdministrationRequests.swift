@@ -16,7 +16,16 @@ struct AdministrationRequests: RequestFamily {
         case .info:
             return Reply(response: Response(info: try info(for: caller)))
         case .unlock:
-            try unlock(request.secrets[0], caller: caller)
+            if let passphrase = request.secrets.first {
+                try unlock(passphrase, caller: caller)
+            } else {
+                guard request.options["by"]?.stringValue == "approval-program" else { throw KeychainStatus.param }
+                // Asked before the back-off and the one-unlock-at-a-time lock: it may take the
+                // program's whole timeout, and what it prints is checked as any passphrase.
+                let passphrase = try daemon.approvals.askUnlock(caller: caller, settings: ApprovalAgent.settings(of: vault))
+                defer { passphrase.wipe() }
+                try unlock(passphrase, caller: caller)
+            }
         case .lock:
             daemon.lockEverywhere(by: caller)
             log("locked by \(who(caller))")

@@ -33,7 +33,8 @@ struct OperationRule {
     static func of(_ operation: Operation) -> OperationRule {
         switch operation {
         case .ping, .info, .groupList: return OperationRule(.anyone)
-        case .unlock: return OperationRule(.anyone, secrets: 1...1, slow: true)
+        // No secret: the approval program gives the passphrase (`by` = approval-program).
+        case .unlock: return OperationRule(.anyone, secrets: 0...1, slow: true)
         case .add, .update: return OperationRule(.anyone, secrets: 0...1)
         case .copyMatching, .delete: return OperationRule(.anyone)
         case .useKey: return OperationRule(.anyone, secrets: 1...1)
