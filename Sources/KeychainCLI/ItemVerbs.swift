@@ -79,14 +79,18 @@ enum ItemVerbs {
     static func add(_ c: ItemClass) -> Verb {
         Verb(
             name: "add-\(noun(c))",
-            usage: "[-s ...] [-a ACCOUNT] -w PASSWORD|- [-U] [--accessible CLASS] [--synchronizable] [...] [VAULT]",
+            usage: "[-s ...] [-a ACCOUNT] -w PASSWORD|- | -X HEX [-U] [--accessible CLASS] [--synchronizable] [...] [VAULT]",
             summary: "Add \(c == .genericPassword ? "a generic" : "an internet") password (-U updates an existing one).",
-            valued: Set(attributeFlags(c).keys).union(["--accessible", "--access-group", "--access-control"]),
+            valued: Set(attributeFlags(c).keys).union(["--accessible", "--access-group", "--access-control", "-X"]),
             flags: ["-U", "--synchronizable"], optionalValue: ["-w"],
             details: classDetails(c) + """
 
               -w PASSWORD  the secret; "-w -" reads it from standard input (one trailing newline is
                            dropped); -w last on the line asks for it without echo
+              -X HEX       the secret as hexadecimal digits (either case, an even number)
+                           Use of -w PASSWORD or -X is insecure: the command line is visible
+                           to other users. Prefer "-w -" or -w last on the line.
+              without -l the label is the \(c == .genericPassword ? "service" : "server") (-s), as security sets it
               -U           update the item if it already exists
               --accessible CLASS  protection class: Apple's name (WhenUnlocked, AfterFirstUnlock,
                            Always, ...ThisDeviceOnly, WhenPasscodeSetThisDeviceOnly) or raw (ak, cku, ...)
@@ -107,6 +111,9 @@ enum ItemVerbs {
                 attrs[.accessible] = .string(p.rawValue)
             }
             if ctx.args.has("--synchronizable") { attrs[.synchronizable] = .bool(true) }
+            // As security: without -l the label is the service (the server for internet passwords).
+            let nameKey: AttributeKey = c == .genericPassword ? .service : .server
+            if attrs[.label] == nil, let name = attrs[nameKey] { attrs[.label] = name }
             if let list = ctx.args.value("--access-control") {
                 let names: [String: UInt64] = [
                     "userPresence": AccessControl.userPresence, "biometryAny": AccessControl.biometryAny,
@@ -135,14 +142,22 @@ enum ItemVerbs {
                 if attrs[.synchronizable] != nil { query[.synchronizable] = attrs[.synchronizable] }
                 var changes = attrs
                 for key in [.class] + c.primaryKey { changes[key] = nil }
+                if !ctx.args.has("-l") { changes[.label] = nil }  // an update keeps the label it has
                 try client.send(Request(.update, query: query, changes: changes, secrets: [secret]))
             }
             return 0
         }
     }
 
-    /// The secret of `-w`: a value, `-` for standard input, or a prompt when -w ends the line.
+    /// The secret of `-w`: a value, `-` for standard input, or a prompt when -w ends the line;
+    /// or of `-X`: hexadecimal digits. - Throws: `UsageError` for both, or for bad hex.
     static func readSecret(_ ctx: Context) throws -> SecureBytes {
+        if let hex = ctx.args.value("-X") {
+            guard !ctx.args.has("-w") else { throw UsageError("give the secret once: -w or -X") }
+            let secret = try decodeHex(hex)
+            Terminal.warn("a secret on the command line is visible to other users; prefer -w - with standard input")
+            return secret
+        }
         if let w = ctx.args.value("-w") {
             if w == "-" { return try Terminal.readAllStdin() }
             Terminal.warn("a secret on the command line is visible to other users; prefer -w - with standard input")
@@ -156,6 +171,27 @@ enum ItemVerbs {
             return first
         }
         return try SecureBytes(count: 0)
+    }
+
+    /// The bytes of `-X HEX`, decoded straight into guarded memory.
+    static func decodeHex(_ text: String) throws -> SecureBytes {
+        let digits = Array(text.utf8)
+        func value(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 0x30...0x39: return c - 0x30
+            case 0x41...0x46: return c - 0x41 + 10
+            case 0x61...0x66: return c - 0x61 + 10
+            default: return nil
+            }
+        }
+        guard digits.count % 2 == 0, digits.allSatisfy({ value($0) != nil }) else {
+            throw UsageError("-X takes an even number of hexadecimal digits (0-9, a-f, A-F)")
+        }
+        let out = try SecureBytes(count: digits.count / 2)
+        out.withUnsafeMutableBytes { b in
+            for i in 0..<b.count { b[i] = value(digits[2 * i])! << 4 | value(digits[2 * i + 1])! }
+        }
+        return out
     }
 
     static func find(_ c: ItemClass) -> Verb {

@@ -21,24 +21,56 @@ enum VaultVerbs {
     )  // body: keychainfs-daemon (it writes the vault file)
 
     static let unlock = Verb(
-        name: "unlock-keychain", usage: "[-p PASSPHRASE] [VAULT]",
+        name: "unlock-keychain", usage: "[-u] [-p PASSPHRASE] [VAULT]",
         summary: "Unlock a vault: its daemon keeps the keys until lock-keychain or the idle timeout.",
-        valued: ["-p"],
-        details: "The passphrase comes from standard input when it is not a terminal, else a prompt without echo.\nAfter failed attempts the daemon delays the next one (1 s, 2 s, 4 s, ... up to 60 s), across restarts."
+        valued: ["-p"], flags: ["-u"],
+        details: """
+        The passphrase comes from standard input when it is not a terminal, else a prompt without echo.
+        -u takes no passphrase from -p or standard input: it is asked for on the terminal (/dev/tty),
+        as security -u leaves the asking to the system; with no terminal it exits 36.
+        After failed attempts the daemon delays the next one (1 s, 2 s, 4 s, ... up to 60 s), across restarts.
+        """
     ) { ctx in
         try ctx.checkPositionals()
+        if ctx.args.has("-u") && ctx.args.has("-p") { throw UsageError("-u takes no passphrase: give -u or -p") }
         let client = try ctx.client()
-        let pass = try Terminal.passphrase(ctx.args, prompt: "Passphrase for \(ctx.vault): ")
+        let pass: SecureBytes
+        if ctx.args.has("-u") {
+            guard Terminal.hasTerminal else {
+                let status = KeychainStatus.interactionNotAllowed
+                throw StateError(message: status.message + "\nkeychainfs: -u asks for the passphrase on the terminal, and there is none", status: status)
+            }
+            pass = try Terminal.prompt("Passphrase for \(ctx.vault): ")
+        } else {
+            pass = try Terminal.passphrase(ctx.args, prompt: "Passphrase for \(ctx.vault): ")
+        }
         try client.send(Request(.unlock, secrets: [pass]))
         return 0
     }
 
     static let lock = Verb(
-        name: "lock-keychain", usage: "[VAULT]",
-        summary: "Lock a vault: WhenUnlocked items become unreadable until the next unlock."
+        name: "lock-keychain", usage: "[-a] [VAULT]",
+        summary: "Lock a vault: WhenUnlocked items become unreadable until the next unlock.",
+        flags: ["-a"],
+        details: """
+        -a locks every vault whose daemon runs as you (or root) in your runtime directory (that of
+        the default vault: $KEYCHAINFS_RUNTIME_DIR, else /tmp/keychainfs-UID), the default vault's
+        among them; it starts no daemon, and a vault without one is locked already.
+        """
     ) { ctx in
         try ctx.checkPositionals()
-        try ctx.client().send(Request(.lock))
+        guard ctx.args.has("-a") else {
+            try ctx.client().send(Request(.lock))
+            return 0
+        }
+        guard ctx.args.positionals.isEmpty else { throw UsageError("-a locks every vault; give it without VAULT") }
+        var failure: Error?
+        for socket in LockAll.sockets(in: Paths.runtimeDirectory(forVault: Paths.canonical(Paths.defaultVault()))) {
+            do { try DaemonClient.connect(socketPath: socket).send(Request(.lock)) }
+            catch KeychainStatus.notAvailable { continue }  // a stale socket: nothing serves it
+            catch { failure = error }
+        }
+        if let failure { throw failure }
         return 0
     }
 
@@ -69,10 +101,14 @@ enum VaultVerbs {
 
     static let settings = Verb(
         name: "set-keychain-settings",
-        usage: "[-t SECONDS] [--approval-program PATH] [--approval-timeout SECONDS] [--approval-remember SECONDS] [--audit-max-size BYTES] [VAULT]",
+        usage: "[-l] [-u] [-t SECONDS] [--approval-program PATH] [--approval-timeout SECONDS] [--approval-remember SECONDS] [--audit-max-size BYTES] [VAULT]",
         summary: "Lock the vault after SECONDS without requests (without -t: never); set the approval program.",
         valued: ["-t", "--approval-program", "--approval-timeout", "--approval-remember", "--audit-max-size"],
+        flags: ["-l", "-u"],
         details: """
+        -u (lock after the timeout) is implied by -t, as in security; without -t there is no
+        timeout. -l (lock when the system sleeps) is accepted and has no effect here: keychainfs
+        does not watch for suspend (a warning says so).
         The approval program confirms presence for items whose access control asks for it
         (userPresence, biometry, watch, devicePasscode): it is run as
         PROGRAM --reason presence|passphrase --label LABEL --uid UID --pid PID --exe EXE;
@@ -84,6 +120,7 @@ enum VaultVerbs {
         """
     ) { ctx in
         try ctx.checkPositionals()
+        if ctx.args.has("-l") { Terminal.warn("-l (lock when the system sleeps) has no effect here: keychainfs does not watch for suspend") }
         var options: Fields = [:]
         let approvalFlags = ["--approval-program", "--approval-timeout", "--approval-remember", "--audit-max-size"]
         if let n = try ctx.args.number("-t", in: SettingLimits.lockTimeout, unit: "a number of seconds") {
