@@ -269,12 +269,28 @@ enum ItemVerbs {
     }
 
     static let dump = Verb(
-        name: "dump-keychain", usage: "[-d] [--json] [VAULT]",
+        name: "dump-keychain", usage: "[-a] [-d] [--json] [VAULT]",
         summary: "List every readable item (attributes; -d adds the secrets).",
-        flags: ["-d"]
+        flags: ["-a", "-d", "-i", "-r"],
+        details: """
+          -d   also the secret of each item (decrypted), as security's -d
+          -a   also who may use each item: security prints its access control list; here access
+               is by access group, so the line is `access: GROUP owner=U group=G mode=M ...` as
+               `group list` prints it (root and the daemon's user see the owner and mode,
+               others `access: GROUP`)
+        -i (interactive ACL editing) and -r (the encrypted data) are not offered: exit 2.
+        """
     ) { ctx in
         try ctx.checkPositionals()
+        if ctx.args.has("-i") { throw UsageError("dump-keychain -i is not offered: access is by access group (keychainfs group set)") }
+        if ctx.args.has("-r") { throw UsageError("dump-keychain -r is not offered: the daemon never hands out sealed item data (export makes an encrypted backup)") }
         let client = try ctx.client()
+        var access: [String: String] = [:]
+        if ctx.args.has("-a"), let rows = try? client.send(Request(.groupList)).result.array {
+            for row in rows.compactMap({ $0.item?.attributes.fields }) {
+                if let name = row["name"]?.stringValue { access[name] = row["mode"] == nil ? name : GroupVerbs.line(row) }
+            }
+        }
         var jsonItems: [String] = []
         for c in [ItemClass.genericPassword, .internetPassword, .certificate, .key] {
             var query: Attributes = [.class: .string(c.rawValue), .synchronizable: .synchronizableAny, .matchLimit: .matchLimitAll,
@@ -290,6 +306,9 @@ enum ItemVerbs {
                     jsonItems.append(obj + "}")
                 } else {
                     var text = Output.itemText(vault: ctx.vault, attributes: item.attributes)
+                    if ctx.args.has("-a"), let group = item.attributes[.accessGroup]?.stringValue {
+                        text += "access: \(access[group] ?? group)\n"
+                    }
                     if let s = item.secret {
                         text += "data:\n" + s.withUnsafeBytes { Output.printable(Array($0)).map { "\"\(Output.escape($0))\"" } ?? "0x" + Hex.encode(Array($0)) } + "\n"
                     }
