@@ -115,11 +115,13 @@ final class MountFilesTests: MountTestCase {
         assertErrno(names.errno, 0, "listxattr")
         XCTAssertEqual(Set(names.names ?? []), Set(["class", "accessible", "access-group", "label", "comment", "created",
                                                     "modified", "synchronizable", "version"].map { "user.keychain." + $0 }))
+        // Added without -l: labelled with its service, as security does.
         XCTAssertEqual(Set(FS.listxattr(mnt + "/web/binary").names ?? []),
-                       Set(["class", "accessible", "access-group", "created", "modified", "synchronizable", "version"]
+                       Set(["class", "accessible", "access-group", "label", "created", "modified", "synchronizable", "version"]
                            .map { "user.keychain." + $0 }))
+        XCTAssertEqual(FS.xattr(mnt + "/web/binary", "user.keychain.label"), "web")
         // Absent and unknown attributes.
-        assertErrno(FS.getxattr(mnt + "/web/binary", "user.keychain.label").errno, ENODATA, "absent label")
+        assertErrno(FS.getxattr(mnt + "/web/binary", "user.keychain.comment").errno, ENODATA, "absent comment")
         assertErrno(FS.getxattr(alice, "user.keychain.nosuch").errno, ENODATA, "unknown attribute")
         assertErrno(FS.getxattr(alice, "user.other").errno, ENODATA, "other namespace")
         assertErrno(FS.getxattr(mnt + "/web/nobody", "user.keychain.label").errno, ENOENT, "missing file")
