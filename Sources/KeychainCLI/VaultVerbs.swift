@@ -8,12 +8,13 @@ enum VaultVerbs {
     static let all: [Verb] = [create, unlock, lock, info, settings, password, status, daemon, stop]
 
     static let create = Verb(
-        name: "create-keychain", usage: "[-p PASSPHRASE] [--kdf interactive|moderate|sensitive] [--no-passphrase] [--device-key file|tpm2 [--tpm-pcrs LIST]] [VAULT]",
+        name: "create-keychain", usage: "[-p PASSPHRASE] [--kdf interactive|moderate|sensitive] [--no-passphrase] [--quiet] [--device-key file|tpm2 [--tpm-pcrs LIST]] [VAULT]",
         summary: "Create a vault (alias: init), start its daemon and leave it unlocked.",
-        valued: ["-p", "--kdf", "--device-key", "--tpm-pcrs"], flags: ["--no-passphrase"],
+        valued: ["-p", "--kdf", "--device-key", "--tpm-pcrs"], flags: ["--no-passphrase", "--quiet"],
         details: """
         The passphrase is read from standard input when it is not a terminal, else asked twice.
-        --kdf sets the Argon2id cost (default moderate: 3 passes, 256 MiB). The vault gets one
+        --kdf sets the Argon2id cost (default moderate: 3 passes, 256 MiB; sensitive, 1 GiB, takes
+        seconds and says so on a terminal unless --quiet is given). The vault gets one
         access group, "default", owned by the caller with mode 0400.
         --device-key tpm2 seals a new device key by the TPM ($KEYCHAINFS_TCTI), bound to the
         SHA-256 PCRs in --tpm-pcrs (such as 7) when given; see `keychainfs help device-key`.
@@ -21,14 +22,16 @@ enum VaultVerbs {
     )  // body: keychainfs-daemon (it writes the vault file)
 
     static let unlock = Verb(
-        name: "unlock-keychain", usage: "[-u] [-p PASSPHRASE] [VAULT]",
+        name: "unlock-keychain", usage: "[-u] [-p PASSPHRASE] [--quiet] [VAULT]",
         summary: "Unlock a vault: its daemon keeps the keys until lock-keychain or the idle timeout.",
-        valued: ["-p"], flags: ["-u"],
+        valued: ["-p"], flags: ["-u", "--quiet"],
         details: """
         The passphrase comes from standard input when it is not a terminal, else a prompt without echo.
         -u takes no passphrase from -p or standard input: it is asked for on the terminal (/dev/tty),
         as security -u leaves the asking to the system; with no terminal it exits 36.
         After failed attempts the daemon delays the next one (1 s, 2 s, 4 s, ... up to 60 s), across restarts.
+        On a terminal a line on standard error says so, and that a sensitive key derivation is
+        running; --quiet leaves it out (nothing is printed when standard error is not a terminal).
         """
     ) { ctx in
         try ctx.checkPositionals()
@@ -43,6 +46,13 @@ enum VaultVerbs {
             pass = try Terminal.prompt("Passphrase for \(ctx.vault): ")
         } else {
             pass = try Terminal.passphrase(ctx.args, prompt: "Passphrase for \(ctx.vault): ")
+        }
+        if Progress.enabled(ctx.args) {
+            let wait = Progress.backOffSeconds(vault: ctx.vault)
+            if wait > 0 { Progress.say(ctx.args, "waiting \(wait) s after failed unlock attempts...") }
+            if case .number(let mem)? = try? client.send(Request(.info)).info["kdf-mem"], mem >= Progress.slowKDFBytes {
+                Progress.say(ctx.args, "deriving the key from the passphrase (Argon2id, \(mem >> 20) MiB)...")
+            }
         }
         try client.send(Request(.unlock, secrets: [pass]))
         return 0
