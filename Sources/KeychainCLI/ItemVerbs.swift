@@ -81,8 +81,8 @@ enum ItemVerbs {
             name: "add-\(noun(c))",
             usage: "[-s ...] [-a ACCOUNT] -w PASSWORD|- | -X HEX [-U] [--accessible CLASS] [--synchronizable] [...] [VAULT]",
             summary: "Add \(c == .genericPassword ? "a generic" : "an internet") password (-U updates an existing one).",
-            valued: Set(attributeFlags(c).keys).union(["--accessible", "--access-group", "--access-control", "-X"]),
-            flags: ["-U", "--synchronizable"], optionalValue: ["-w"],
+            valued: Set(attributeFlags(c).keys).union(["--accessible", "--access-group", "--access-control", "-X", "-T"]),
+            flags: ["-U", "--synchronizable", "-A"], optionalValue: ["-w"],
             details: classDetails(c) + """
 
               -w PASSWORD  the secret; "-w -" reads it from standard input (one trailing newline is
@@ -92,6 +92,10 @@ enum ItemVerbs {
                            to other users. Prefer "-w -" or -w last on the line.
               without -l the label is the \(c == .genericPassword ? "service" : "server") (-s), as security sets it
               -U           update the item if it already exists
+              -T APP       a program that may use the item (repeatable): the item goes into the
+                           access group trusted-HASH whose --exe list is these programs and
+                           keychainfs itself, made if missing (-T "" is not offered)
+              -A           any program of a caller entitled to the group (the default here)
               --accessible CLASS  protection class: Apple's name (WhenUnlocked, AfterFirstUnlock,
                            Always, ...ThisDeviceOnly, WhenPasscodeSetThisDeviceOnly) or raw (ak, cku, ...)
               --synchronizable    mark the item synchronizable (sync=1)
@@ -133,6 +137,12 @@ enum ItemVerbs {
                 attrs[.accessControl] = AccessControl(protection: protection, flags: flags).value
             }
             let client = try ctx.client()
+            if ctx.args.has("-T") {
+                guard !ctx.args.has("-A"), !ctx.args.has("--access-group") else {
+                    throw UsageError("-T chooses the access group: give it without -A or --access-group")
+                }
+                attrs[.accessGroup] = .string(try TrustedApplications.group(for: ctx.args.all("-T"), client: client))
+            }
             let secret = try readSecret(ctx)
             do {
                 try client.send(Request(.add, query: attrs, secrets: [secret]))

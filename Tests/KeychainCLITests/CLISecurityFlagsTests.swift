@@ -198,4 +198,32 @@ final class CLISecurityFlagsTests: XCTestCase {
             XCTAssertEqual(r.stdout, "")
         }
     }
+
+    func testTrustedApplicationsBecomeAGroupsPrograms() throws {
+        let tool = CLIHarness.realPath("/usr/bin/true")
+        let add = try h.run(["add-generic-password", "-s", "git", "-a", "me", "-w", "-", "-T", "/usr/bin/true"], input: "s1")
+        XCTAssertEqual(add.status, 0, "\(add)")
+        // keychainfs, which added it, is trusted too (as security trusts itself): it reads the item.
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "git", "-a", "me", "-w"]).stdout, "s1\n")
+        let text = try h.run(["find-generic-password", "-s", "git", "-a", "me"]).stdout
+        guard let agrp = text.range(of: #"\"agrp\"<blob>=\"trusted-[0-9a-f]{12}\""#, options: .regularExpression) else {
+            return XCTFail("not in a trusted- group: \(text)")
+        }
+        let group = String(text[agrp].dropFirst(14).dropLast())
+        let programs = [tool, CLIHarness.canonicalBinary].sorted().joined(separator: ",")
+        let list = try h.run(["group", "list"]).stdout
+        XCTAssertTrue(list.contains("\n\(group) owner=root group=root mode=0400 exe=\(programs)\n"), list)
+        // The same programs again: the same group, no second one.
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "git", "-a", "you", "-w", "-", "-T", tool], input: "s2").status, 0)
+        XCTAssertEqual(try h.run(["group", "list"]).stdout, list)
+        // -A is the default here; -T with -A or --access-group, -T "" and a missing program exit 2.
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "any", "-a", "me", "-w", "-", "-A"], input: "s3").status, 0)
+        XCTAssertTrue(try h.run(["find-generic-password", "-s", "any"]).stdout.contains("    \"agrp\"<blob>=\"default\"\n"))
+        for bad in [["-T", "/usr/bin/true", "-A"], ["-T", "/usr/bin/true", "--access-group", "default"], ["-T", ""], ["-T", h.dir + "/nosuch"]] {
+            let r = try h.run(["add-generic-password", "-s", "bad", "-a", "me", "-w", "-"] + bad, input: "x")
+            XCTAssertEqual(r.status, 2, "\(bad): \(r)")
+        }
+        XCTAssertEqual(try h.run(["group", "list"]).stdout, list, "no group made by a refused add")
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "bad"]).status, 44)
+    }
 }
