@@ -162,13 +162,14 @@ enum VaultVerbs {
     }
 
     static let password = Verb(
-        name: "set-keychain-password", usage: "[-o OLD] [-p NEW] [--kdf PRESET] [--remove-passphrase --yes] [VAULT]",
+        name: "set-keychain-password", usage: "[-o OLD] [-p NEW] [--kdf PRESET] [--remove-passphrase --yes] [--quiet] [VAULT]",
         summary: "Change the vault passphrase (re-wraps the class keys only).",
-        valued: ["-o", "-p", "--kdf"], flags: ["--remove-passphrase", "--yes"],
+        valued: ["-o", "-p", "--kdf"], flags: ["--remove-passphrase", "--yes", "--quiet"],
         details: """
         Without -o/-p the old and new passphrases are read as two lines of standard input, or asked
         for on the terminal. --remove-passphrase leaves the vault without one and deletes every
         WhenPasscodeSetThisDeviceOnly item, as Apple does; it asks first unless --yes is given.
+        A sensitive key derivation (the vault's or --kdf's) is announced on a terminal unless --quiet.
         """
     ) { ctx in
         try ctx.checkPositionals()
@@ -190,6 +191,13 @@ enum VaultVerbs {
         } else {
             new = try Terminal.passphrase(ctx.args, flag: "-p", prompt: "New passphrase: ")
             guard new.count > 0 else { throw UsageError("the new passphrase is empty; use --remove-passphrase") }
+        }
+        if Progress.enabled(ctx.args) {
+            var current: Int64 = 0
+            if case .number(let mem)? = try? client.send(Request(.info)).info["kdf-mem"] { current = mem }
+            if ctx.args.value("--kdf") == "sensitive" || current >= Progress.slowKDFBytes {
+                Progress.say(ctx.args, "deriving keys from the passphrases (Argon2id, up to 1024 MiB)...")
+            }
         }
         let r = try client.send(Request(.changePassphrase, options: options, secrets: [old, new]))
         if case .number(let n)? = r.info["deleted"], n > 0 {

@@ -66,5 +66,8 @@ final class CLIProgressTests: XCTestCase {
         let unlock = try h.run(["unlock-keychain", "--quiet", other], input: "quiet pass\n")
         XCTAssertEqual(unlock.status, 0, "\(unlock)")
         XCTAssertEqual(unlock.stdout + unlock.stderr, "")
+        let change = try h.run(["set-keychain-password", "--quiet", other], input: "quiet pass\nnew quiet pass\n")
+        XCTAssertEqual(change.status, 0, "\(change)")
+        XCTAssertEqual(change.stdout + change.stderr, "")
     }
 }
