@@ -75,7 +75,11 @@ enum VaultVerbs {
         }
         guard ctx.args.positionals.isEmpty else { throw UsageError("-a locks every vault; give it without VAULT") }
         var failure: Error?
-        for socket in LockAll.sockets(in: Paths.runtimeDirectory(forVault: Paths.canonical(Paths.defaultVault()))) {
+        let defaultVault = Paths.canonical(Paths.defaultVault())
+        // The default vault's socket too, should its daemon serve from another directory
+        // (`/run/user/UID/keychainfs` when /tmp's name was taken).
+        let sockets = Set(LockAll.sockets(in: Paths.runtimeDirectory(forVault: defaultVault)) + [Paths.socket(forVault: defaultVault)])
+        for socket in sockets.sorted() {
             do { try DaemonClient.connect(socketPath: socket).send(Request(.lock)) }
             catch KeychainStatus.notAvailable { continue }  // a stale socket: nothing serves it
             catch { failure = error }
