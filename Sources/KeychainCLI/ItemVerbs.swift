@@ -81,14 +81,16 @@ enum ItemVerbs {
             name: "add-\(noun(c))",
             usage: "[-s ...] [-a ACCOUNT] -w PASSWORD|- | -X HEX [-U] [--accessible CLASS] [--synchronizable] [...] [VAULT]",
             summary: "Add \(c == .genericPassword ? "a generic" : "an internet") password (-U updates an existing one).",
-            valued: Set(attributeFlags(c).keys).union(["--accessible", "--access-group", "--access-control", "-X", "-T"]),
+            // -p is security's legacy spelling of -w PASSWORD for generic passwords (a path for internet ones).
+            valued: Set(attributeFlags(c).keys).union(["--accessible", "--access-group", "--access-control", "-X", "-T"]
+                                                      + (c == .genericPassword ? ["-p"] : [])),
             flags: ["-U", "--synchronizable", "-A"], optionalValue: ["-w"],
             details: classDetails(c) + """
 
               -w PASSWORD  the secret; "-w -" reads it from standard input (one trailing newline is
                            dropped); -w last on the line asks for it without echo
-              -X HEX       the secret as hexadecimal digits (either case, an even number)
-                           Use of -w PASSWORD or -X is insecure: the command line is visible
+              -X HEX       the secret as hexadecimal digits (either case, an even number)\(c == .genericPassword ? "\n  -p PASSWORD  the same as -w PASSWORD (security's legacy option)" : "")
+                           Use of -w PASSWORD\(c == .genericPassword ? ", -p" : "") or -X is insecure: the command line is visible
                            to other users. Prefer "-w -" or -w last on the line.
               without -l the label is the \(c == .genericPassword ? "service" : "server") (-s), as security sets it
               -U           update the item if it already exists
@@ -143,7 +145,7 @@ enum ItemVerbs {
                 }
                 attrs[.accessGroup] = .string(try TrustedApplications.group(for: ctx.args.all("-T"), client: client))
             }
-            let secret = try readSecret(ctx)
+            let secret = try readSecret(ctx, legacy: c == .genericPassword)
             do {
                 try client.send(Request(.add, query: attrs, secrets: [secret]))
             } catch KeychainStatus.duplicateItem where ctx.args.has("-U") {
@@ -161,9 +163,15 @@ enum ItemVerbs {
 
     /// The secret of `-w`: a value, `-` for standard input, or a prompt when -w ends the line;
     /// or of `-X`: hexadecimal digits. - Throws: `UsageError` for both, or for bad hex.
-    static func readSecret(_ ctx: Context) throws -> SecureBytes {
+    /// `legacy`: `-p PASSWORD` means `-w PASSWORD`, as in security's add-generic-password.
+    static func readSecret(_ ctx: Context, legacy: Bool = false) throws -> SecureBytes {
+        let given = ["-w", "-X"] + (legacy ? ["-p"] : [])
+        guard given.filter(ctx.args.has).count <= 1 else { throw UsageError("give the secret once: -w or -X") }
+        if legacy, let p = ctx.args.value("-p") {
+            Terminal.warn("a secret on the command line is visible to other users; prefer -w - with standard input")
+            return try SecureBytes(copying: Array(p.utf8))
+        }
         if let hex = ctx.args.value("-X") {
-            guard !ctx.args.has("-w") else { throw UsageError("give the secret once: -w or -X") }
             let secret = try decodeHex(hex)
             Terminal.warn("a secret on the command line is visible to other users; prefer -w - with standard input")
             return secret

@@ -31,6 +31,12 @@ final class CLISecurityFlagsTests: XCTestCase {
         XCTAssertEqual(g.stderr, "password: 0x00ff0a\n")
         XCTAssertEqual(try h.run(["add-internet-password", "-s", "h.example", "-a", "u", "-X", "736563726574"]).status, 0)
         XCTAssertEqual(try h.run(["find-internet-password", "-s", "h.example", "-w"]).stdout, "secret\n")
+        // -p is security's legacy -w for generic passwords (a path for internet ones).
+        let legacy = try h.run(["add-generic-password", "-s", "hex", "-a", "legacy", "-p", "old style"])
+        XCTAssertEqual(legacy.status, 0, "\(legacy)")
+        XCTAssertEqual(legacy.stderr, Sentence.secretInArgv)
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "hex", "-a", "legacy", "-w"]).stdout, "old style\n")
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "hex", "-a", "twice", "-p", "a", "-w", "b"]).status, 2)
         // -U with -X replaces the secret.
         XCTAssertEqual(try h.run(["add-generic-password", "-s", "hex", "-a", "text", "-U", "-X", "6e6577"]).status, 0)
         XCTAssertEqual(try h.run(["find-generic-password", "-s", "hex", "-a", "text", "-w"]).stdout, "new\n")
@@ -48,7 +54,7 @@ final class CLISecurityFlagsTests: XCTestCase {
         XCTAssertEqual(try h.run(["find-generic-password", "-s", "hex"]).status, 44)
         // The help says, as security's does, that a secret on the command line is insecure.
         let help = try h.run(["help", "add-generic-password"]).stdout
-        XCTAssertTrue(help.contains("Use of -w PASSWORD or -X is insecure"), help)
+        XCTAssertTrue(help.contains("Use of -w PASSWORD, -p or -X is insecure"), help)
     }
 
     func testLabelDefaultsToTheServiceOrServer() throws {
