@@ -295,7 +295,7 @@ enum ItemVerbs {
           -a   also who may use each item: security prints its access control list; here access
                is by access group, so the line is `access: GROUP owner=U group=G mode=M ...` as
                `group list` prints it (root and the daemon's user see the owner and mode,
-               others `access: GROUP`)
+               others `access: GROUP`); with --json the same text as "access"
         -i (interactive ACL editing) and -r (the encrypted data) are not offered: exit 2.
         """
     ) { ctx in
@@ -320,6 +320,9 @@ enum ItemVerbs {
                 guard let item = v.item else { continue }
                 if ctx.json {
                     var obj = "{\"class\":\"\(c.rawValue)\",\"attributes\":\(Output.json(item.attributes))"
+                    if ctx.args.has("-a"), let group = item.attributes[.accessGroup]?.stringValue {
+                        obj += ",\"access\":" + Output.jsonString(access[group] ?? group)
+                    }
                     if let s = item.secret { obj += ",\"password\":" + s.withUnsafeBytes { Output.json(.data(Array($0))) } }
                     jsonItems.append(obj + "}")
                 } else {

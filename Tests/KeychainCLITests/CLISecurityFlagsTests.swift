@@ -197,6 +197,10 @@ final class CLISecurityFlagsTests: XCTestCase {
         XCTAssertEqual(a.status, 0, "\(a)")
         let owner = String(cString: getpwuid(getuid())!.pointee.pw_name), group = String(cString: getgrgid(getgid())!.pointee.gr_name)
         XCTAssertTrue(a.stdout.hasSuffix("    \"sync\"<uint32>=0\naccess: default owner=\(owner) group=\(group) mode=0400\n"), a.stdout)
+        let json = try h.run(["dump-keychain", "-a", "--json"])
+        XCTAssertEqual(json.status, 0, "\(json)")
+        let items = (try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]]) ?? []
+        XCTAssertEqual(items.first?["access"] as? String, "default owner=\(owner) group=\(group) mode=0400")
         for flag in ["-i", "-r"] {
             let r = try h.run(["dump-keychain", flag])
             XCTAssertEqual(r.status, 2, "\(flag): \(r)")
