@@ -21,7 +21,9 @@ package struct Arguments: Sendable {
         while i < args.count {
             let a = args[i]
             i += 1
-            if onlyPositionals || !a.hasPrefix("-") || a == "-" {
+            // A negative number (`security error -25300`) is an argument, not a flag.
+            let negativeNumber = a.count > 1 && a.utf8.dropFirst().allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+            if onlyPositionals || !a.hasPrefix("-") || a == "-" || negativeNumber {
                 positionals.append(a)
             } else if a == "--" {
                 onlyPositionals = true

@@ -71,18 +71,37 @@ enum GroupVerbs {
         if op == .groupList {
             let rows = (r.result.array ?? []).compactMap { $0.item?.attributes.fields }
             if ctx.json {
-                Terminal.writeString(1, "[" + rows.map(Output.jsonShaped).joined(separator: ",") + "]\n")
+                Terminal.writeString(1, "[" + rows.map { Output.jsonShaped(withNames($0)) }.joined(separator: ",") + "]\n")
             } else {
-                for a in rows {
-                    let mode = a["mode"].flatMap { if case .number(let n) = $0 { return String(n, radix: 8) } else { return nil } } ?? "?"
-                    let exe = a["exe"]?.stringValue ?? ""
-                    Terminal.writeString(1, "\(a["name"]?.stringValue ?? "?") owner=\(Output.json(a["owner"] ?? 0)) group=\(Output.json(a["gid"] ?? 0)) mode=0\(mode)"
-                                         + (exe.isEmpty ? "" : " exe=" + exe.replacingAll("\n", ","))
-                                         + (a["lock"] == .number(1) ? " may-lock" : "") + (a["audit"] == .number(1) ? " may-audit" : "") + "\n")
-                }
+                for a in rows { Terminal.writeString(1, line(a) + "\n") }
             }
         }
         return 0
+    }
+
+    /// One group as `group list` prints it: `team owner=alice group=staff mode=0440 ...`.
+    static func line(_ a: Fields) -> String {
+        let mode = a["mode"].flatMap { if case .number(let n) = $0 { return String(n, radix: 8) } else { return nil } } ?? "?"
+        let exe = a["exe"]?.stringValue ?? ""
+        let named = withNames(a)
+        let owner = named["owner-name"]?.stringValue ?? Output.json(a["owner"] ?? 0)
+        let group = named["group-name"]?.stringValue ?? Output.json(a["gid"] ?? 0)
+        return "\(a["name"]?.stringValue ?? "?") owner=\(owner) group=\(group) mode=0\(mode)"
+            + (exe.isEmpty ? "" : " exe=" + exe.replacingAll("\n", ","))
+            + (a["lock"] == .number(1) ? " may-lock" : "") + (a["audit"] == .number(1) ? " may-audit" : "")
+    }
+
+    /// A group row with `owner-name` and `group-name` added where this machine resolves the
+    /// owner's uid and the gid (`getpwuid`, `getgrgid`); the numbers stay.
+    static func withNames(_ row: Fields) -> Fields {
+        var out = row
+        if case .number(let uid)? = row["owner"], let id = UInt32(exactly: uid), let pw = getpwuid(id) {
+            out["owner-name"] = .string(String(cString: pw.pointee.pw_name))
+        }
+        if case .number(let gid)? = row["gid"], let id = UInt32(exactly: gid), let gr = getgrgid(id) {
+            out["group-name"] = .string(String(cString: gr.pointee.gr_name))
+        }
+        return out
     }
 
     /// A new group's name: 1 to 255 bytes, no control characters, spaces, commas or colons

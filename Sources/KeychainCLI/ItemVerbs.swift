@@ -79,15 +79,25 @@ enum ItemVerbs {
     static func add(_ c: ItemClass) -> Verb {
         Verb(
             name: "add-\(noun(c))",
-            usage: "[-s ...] [-a ACCOUNT] -w PASSWORD|- [-U] [--accessible CLASS] [--synchronizable] [...] [VAULT]",
+            usage: "[-s ...] [-a ACCOUNT] -w PASSWORD|- | -X HEX [-U] [--accessible CLASS] [--synchronizable] [...] [VAULT]",
             summary: "Add \(c == .genericPassword ? "a generic" : "an internet") password (-U updates an existing one).",
-            valued: Set(attributeFlags(c).keys).union(["--accessible", "--access-group", "--access-control"]),
-            flags: ["-U", "--synchronizable"], optionalValue: ["-w"],
+            // -p is security's legacy spelling of -w PASSWORD for generic passwords (a path for internet ones).
+            valued: Set(attributeFlags(c).keys).union(["--accessible", "--access-group", "--access-control", "-X", "-T"]
+                                                      + (c == .genericPassword ? ["-p"] : [])),
+            flags: ["-U", "--synchronizable", "-A"], optionalValue: ["-w"],
             details: classDetails(c) + """
 
               -w PASSWORD  the secret; "-w -" reads it from standard input (one trailing newline is
                            dropped); -w last on the line asks for it without echo
+              -X HEX       the secret as hexadecimal digits (either case, an even number)\(c == .genericPassword ? "\n  -p PASSWORD  the same as -w PASSWORD (security's legacy option)" : "")
+                           Use of -w PASSWORD\(c == .genericPassword ? ", -p" : "") or -X is insecure: the command line is visible
+                           to other users. Prefer "-w -" or -w last on the line.
+              without -l the label is the \(c == .genericPassword ? "service" : "server") (-s), as security sets it
               -U           update the item if it already exists
+              -T APP       a program that may use the item (repeatable): the item goes into the
+                           access group trusted-HASH whose --exe list is these programs and
+                           keychainfs itself, made if missing (-T "" is not offered)
+              -A           any program of a caller entitled to the group (the default here)
               --accessible CLASS  protection class: Apple's name (WhenUnlocked, AfterFirstUnlock,
                            Always, ...ThisDeviceOnly, WhenPasscodeSetThisDeviceOnly) or raw (ak, cku, ...)
               --synchronizable    mark the item synchronizable (sync=1)
@@ -107,6 +117,9 @@ enum ItemVerbs {
                 attrs[.accessible] = .string(p.rawValue)
             }
             if ctx.args.has("--synchronizable") { attrs[.synchronizable] = .bool(true) }
+            // As security: without -l the label is the service (the server for internet passwords).
+            let nameKey: AttributeKey = c == .genericPassword ? .service : .server
+            if attrs[.label] == nil, let name = attrs[nameKey] { attrs[.label] = name }
             if let list = ctx.args.value("--access-control") {
                 let names: [String: UInt64] = [
                     "userPresence": AccessControl.userPresence, "biometryAny": AccessControl.biometryAny,
@@ -126,7 +139,13 @@ enum ItemVerbs {
                 attrs[.accessControl] = AccessControl(protection: protection, flags: flags).value
             }
             let client = try ctx.client()
-            let secret = try readSecret(ctx)
+            if ctx.args.has("-T") {
+                guard !ctx.args.has("-A"), !ctx.args.has("--access-group") else {
+                    throw UsageError("-T chooses the access group: give it without -A or --access-group")
+                }
+                attrs[.accessGroup] = .string(try TrustedApplications.group(for: ctx.args.all("-T"), client: client))
+            }
+            let secret = try readSecret(ctx, legacy: c == .genericPassword)
             do {
                 try client.send(Request(.add, query: attrs, secrets: [secret]))
             } catch KeychainStatus.duplicateItem where ctx.args.has("-U") {
@@ -135,14 +154,28 @@ enum ItemVerbs {
                 if attrs[.synchronizable] != nil { query[.synchronizable] = attrs[.synchronizable] }
                 var changes = attrs
                 for key in [.class] + c.primaryKey { changes[key] = nil }
+                if !ctx.args.has("-l") { changes[.label] = nil }  // an update keeps the label it has
                 try client.send(Request(.update, query: query, changes: changes, secrets: [secret]))
             }
             return 0
         }
     }
 
-    /// The secret of `-w`: a value, `-` for standard input, or a prompt when -w ends the line.
-    static func readSecret(_ ctx: Context) throws -> SecureBytes {
+    /// The secret of `-w`: a value, `-` for standard input, or a prompt when -w ends the line;
+    /// or of `-X`: hexadecimal digits. - Throws: `UsageError` for both, or for bad hex.
+    /// `legacy`: `-p PASSWORD` means `-w PASSWORD`, as in security's add-generic-password.
+    static func readSecret(_ ctx: Context, legacy: Bool = false) throws -> SecureBytes {
+        let given = ["-w", "-X"] + (legacy ? ["-p"] : [])
+        guard given.filter(ctx.args.has).count <= 1 else { throw UsageError("give the secret once: -w or -X") }
+        if legacy, let p = ctx.args.value("-p") {
+            Terminal.warn("a secret on the command line is visible to other users; prefer -w - with standard input")
+            return try SecureBytes(copying: Array(p.utf8))
+        }
+        if let hex = ctx.args.value("-X") {
+            let secret = try decodeHex(hex)
+            Terminal.warn("a secret on the command line is visible to other users; prefer -w - with standard input")
+            return secret
+        }
         if let w = ctx.args.value("-w") {
             if w == "-" { return try Terminal.readAllStdin() }
             Terminal.warn("a secret on the command line is visible to other users; prefer -w - with standard input")
@@ -156,6 +189,27 @@ enum ItemVerbs {
             return first
         }
         return try SecureBytes(count: 0)
+    }
+
+    /// The bytes of `-X HEX`, decoded straight into guarded memory.
+    static func decodeHex(_ text: String) throws -> SecureBytes {
+        let digits = Array(text.utf8)
+        func value(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 0x30...0x39: return c - 0x30
+            case 0x41...0x46: return c - 0x41 + 10
+            case 0x61...0x66: return c - 0x61 + 10
+            default: return nil
+            }
+        }
+        guard digits.count % 2 == 0, digits.allSatisfy({ value($0) != nil }) else {
+            throw UsageError("-X takes an even number of hexadecimal digits (0-9, a-f, A-F)")
+        }
+        let out = try SecureBytes(count: digits.count / 2)
+        out.withUnsafeMutableBytes { b in
+            for i in 0..<b.count { b[i] = value(digits[2 * i])! << 4 | value(digits[2 * i + 1])! }
+        }
+        return out
     }
 
     static func find(_ c: ItemClass) -> Verb {
@@ -233,12 +287,28 @@ enum ItemVerbs {
     }
 
     static let dump = Verb(
-        name: "dump-keychain", usage: "[-d] [--json] [VAULT]",
+        name: "dump-keychain", usage: "[-a] [-d] [--json] [VAULT]",
         summary: "List every readable item (attributes; -d adds the secrets).",
-        flags: ["-d"]
+        flags: ["-a", "-d", "-i", "-r"],
+        details: """
+          -d   also the secret of each item (decrypted), as security's -d
+          -a   also who may use each item: security prints its access control list; here access
+               is by access group, so the line is `access: GROUP owner=U group=G mode=M ...` as
+               `group list` prints it (root and the daemon's user see the owner and mode,
+               others `access: GROUP`); with --json the same text as "access"
+        -i (interactive ACL editing) and -r (the encrypted data) are not offered: exit 2.
+        """
     ) { ctx in
         try ctx.checkPositionals()
+        if ctx.args.has("-i") { throw UsageError("dump-keychain -i is not offered: access is by access group (keychainfs group set)") }
+        if ctx.args.has("-r") { throw UsageError("dump-keychain -r is not offered: the daemon never hands out sealed item data (export makes an encrypted backup)") }
         let client = try ctx.client()
+        var access: [String: String] = [:]
+        if ctx.args.has("-a"), let rows = try? client.send(Request(.groupList)).result.array {
+            for row in rows.compactMap({ $0.item?.attributes.fields }) {
+                if let name = row["name"]?.stringValue { access[name] = row["mode"] == nil ? name : GroupVerbs.line(row) }
+            }
+        }
         var jsonItems: [String] = []
         for c in [ItemClass.genericPassword, .internetPassword, .certificate, .key] {
             var query: Attributes = [.class: .string(c.rawValue), .synchronizable: .synchronizableAny, .matchLimit: .matchLimitAll,
@@ -250,10 +320,16 @@ enum ItemVerbs {
                 guard let item = v.item else { continue }
                 if ctx.json {
                     var obj = "{\"class\":\"\(c.rawValue)\",\"attributes\":\(Output.json(item.attributes))"
+                    if ctx.args.has("-a"), let group = item.attributes[.accessGroup]?.stringValue {
+                        obj += ",\"access\":" + Output.jsonString(access[group] ?? group)
+                    }
                     if let s = item.secret { obj += ",\"password\":" + s.withUnsafeBytes { Output.json(.data(Array($0))) } }
                     jsonItems.append(obj + "}")
                 } else {
                     var text = Output.itemText(vault: ctx.vault, attributes: item.attributes)
+                    if ctx.args.has("-a"), let group = item.attributes[.accessGroup]?.stringValue {
+                        text += "access: \(access[group] ?? group)\n"
+                    }
                     if let s = item.secret {
                         text += "data:\n" + s.withUnsafeBytes { Output.printable(Array($0)).map { "\"\(Output.escape($0))\"" } ?? "0x" + Hex.encode(Array($0)) } + "\n"
                     }

@@ -5,25 +5,8 @@ import KeychainCrypto
 package enum Output {
     /// `2026-11-29T17:00:00Z` from Apple absolute time.
     static func isoDate(_ absolute: Double) -> String {
-        // Dates come from the vault; a hostile one must not trap the conversion below.
-        guard absolute.isFinite, abs(absolute) < 1e15 else { return "invalid" }
-        let unix = Int64(AbsoluteTime.unix(absolute).rounded(.down))
-        let days = unix >= 0 ? unix / 86400 : (unix - 86399) / 86400
-        let secs = unix - days * 86400
-        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-        func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
-        return "\(y)-\(two(m))-\(two(d))T\(two(secs / 3600)):\(two(secs % 3600 / 60)):\(two(secs % 60))Z"
+        ISOTime.string(absolute: absolute) ?? "invalid"
     }
-
 
     /// Printable UTF-8 without control characters, or nil.
     static func printable(_ bytes: [UInt8]) -> String? {

@@ -96,3 +96,13 @@ package enum Terminal {
         return try prompt(text)
     }
 }
+
+extension Terminal {
+    /// True when this process has a controlling terminal to prompt on.
+    package static var hasTerminal: Bool {
+        let tty = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
+        guard tty >= 0 else { return false }
+        close(tty)
+        return true
+    }
+}

@@ -8,12 +8,13 @@ enum VaultVerbs {
     static let all: [Verb] = [create, unlock, lock, info, settings, password, status, daemon, stop]
 
     static let create = Verb(
-        name: "create-keychain", usage: "[-p PASSPHRASE] [--kdf interactive|moderate|sensitive] [--no-passphrase] [--device-key file|tpm2 [--tpm-pcrs LIST]] [VAULT]",
+        name: "create-keychain", usage: "[-p PASSPHRASE] [--kdf interactive|moderate|sensitive] [--no-passphrase] [--quiet] [--device-key file|tpm2 [--tpm-pcrs LIST]] [VAULT]",
         summary: "Create a vault (alias: init), start its daemon and leave it unlocked.",
-        valued: ["-p", "--kdf", "--device-key", "--tpm-pcrs"], flags: ["--no-passphrase"],
+        valued: ["-p", "--kdf", "--device-key", "--tpm-pcrs"], flags: ["--no-passphrase", "--quiet"],
         details: """
         The passphrase is read from standard input when it is not a terminal, else asked twice.
-        --kdf sets the Argon2id cost (default moderate: 3 passes, 256 MiB). The vault gets one
+        --kdf sets the Argon2id cost (default moderate: 3 passes, 256 MiB; sensitive, 1 GiB, takes
+        seconds and says so on a terminal unless --quiet is given). The vault gets one
         access group, "default", owned by the caller with mode 0400.
         --device-key tpm2 seals a new device key by the TPM ($KEYCHAINFS_TCTI), bound to the
         SHA-256 PCRs in --tpm-pcrs (such as 7) when given; see `keychainfs help device-key`.
@@ -21,24 +22,69 @@ enum VaultVerbs {
     )  // body: keychainfs-daemon (it writes the vault file)
 
     static let unlock = Verb(
-        name: "unlock-keychain", usage: "[-p PASSPHRASE] [VAULT]",
+        name: "unlock-keychain", usage: "[-u] [-p PASSPHRASE] [--quiet] [VAULT]",
         summary: "Unlock a vault: its daemon keeps the keys until lock-keychain or the idle timeout.",
-        valued: ["-p"],
-        details: "The passphrase comes from standard input when it is not a terminal, else a prompt without echo.\nAfter failed attempts the daemon delays the next one (1 s, 2 s, 4 s, ... up to 60 s), across restarts."
+        valued: ["-p"], flags: ["-u", "--quiet"],
+        details: """
+        The passphrase comes from standard input when it is not a terminal, else a prompt without echo.
+        -u takes no passphrase from -p or standard input: it is asked for on the terminal (/dev/tty),
+        as security -u leaves the asking to the system; with no terminal it exits 36.
+        After failed attempts the daemon delays the next one (1 s, 2 s, 4 s, ... up to 60 s), across restarts.
+        On a terminal a line on standard error says so, and that a sensitive key derivation is
+        running; --quiet leaves it out (nothing is printed when standard error is not a terminal).
+        """
     ) { ctx in
         try ctx.checkPositionals()
+        if ctx.args.has("-u") && ctx.args.has("-p") { throw UsageError("-u takes no passphrase: give -u or -p") }
         let client = try ctx.client()
-        let pass = try Terminal.passphrase(ctx.args, prompt: "Passphrase for \(ctx.vault): ")
+        let pass: SecureBytes
+        if ctx.args.has("-u") {
+            guard Terminal.hasTerminal else {
+                let status = KeychainStatus.interactionNotAllowed
+                throw StateError(message: status.message + "\nkeychainfs: -u asks for the passphrase on the terminal, and there is none", status: status)
+            }
+            pass = try Terminal.prompt("Passphrase for \(ctx.vault): ")
+        } else {
+            pass = try Terminal.passphrase(ctx.args, prompt: "Passphrase for \(ctx.vault): ")
+        }
+        if Progress.enabled(ctx.args) {
+            let wait = Progress.backOffSeconds(vault: ctx.vault)
+            if wait > 0 { Progress.say(ctx.args, "waiting \(wait) s after failed unlock attempts...") }
+            if case .number(let mem)? = try? client.send(Request(.info)).info["kdf-mem"], mem >= Progress.slowKDFBytes {
+                Progress.say(ctx.args, "deriving the key from the passphrase (Argon2id, \(mem >> 20) MiB)...")
+            }
+        }
         try client.send(Request(.unlock, secrets: [pass]))
         return 0
     }
 
     static let lock = Verb(
-        name: "lock-keychain", usage: "[VAULT]",
-        summary: "Lock a vault: WhenUnlocked items become unreadable until the next unlock."
+        name: "lock-keychain", usage: "[-a] [VAULT]",
+        summary: "Lock a vault: WhenUnlocked items become unreadable until the next unlock.",
+        flags: ["-a"],
+        details: """
+        -a locks every vault whose daemon runs as you (or root) in your runtime directory (that of
+        the default vault: $KEYCHAINFS_RUNTIME_DIR, else /tmp/keychainfs-UID), the default vault's
+        among them; it starts no daemon, and a vault without one is locked already.
+        """
     ) { ctx in
         try ctx.checkPositionals()
-        try ctx.client().send(Request(.lock))
+        guard ctx.args.has("-a") else {
+            try ctx.client().send(Request(.lock))
+            return 0
+        }
+        guard ctx.args.positionals.isEmpty else { throw UsageError("-a locks every vault; give it without VAULT") }
+        var failure: Error?
+        let defaultVault = Paths.canonical(Paths.defaultVault())
+        // The default vault's socket too, should its daemon serve from another directory
+        // (`/run/user/UID/keychainfs` when /tmp's name was taken).
+        let sockets = Set(LockAll.sockets(in: Paths.runtimeDirectory(forVault: defaultVault)) + [Paths.socket(forVault: defaultVault)])
+        for socket in sockets.sorted() {
+            do { try DaemonClient.connect(socketPath: socket).send(Request(.lock)) }
+            catch KeychainStatus.notAvailable { continue }  // a stale socket: nothing serves it
+            catch { failure = error }
+        }
+        if let failure { throw failure }
         return 0
     }
 
@@ -69,10 +115,14 @@ enum VaultVerbs {
 
     static let settings = Verb(
         name: "set-keychain-settings",
-        usage: "[-t SECONDS] [--approval-program PATH] [--approval-timeout SECONDS] [--approval-remember SECONDS] [--audit-max-size BYTES] [VAULT]",
+        usage: "[-l] [-u] [-t SECONDS] [--approval-program PATH] [--approval-timeout SECONDS] [--approval-remember SECONDS] [--audit-max-size BYTES] [VAULT]",
         summary: "Lock the vault after SECONDS without requests (without -t: never); set the approval program.",
         valued: ["-t", "--approval-program", "--approval-timeout", "--approval-remember", "--audit-max-size"],
+        flags: ["-l", "-u"],
         details: """
+        -u (lock after the timeout) is implied by -t, as in security; without -t there is no
+        timeout. -l (lock when the system sleeps) is accepted and has no effect here: keychainfs
+        does not watch for suspend (a warning says so).
         The approval program confirms presence for items whose access control asks for it
         (userPresence, biometry, watch, devicePasscode): it is run as
         PROGRAM --reason presence|passphrase --label LABEL --uid UID --pid PID --exe EXE;
@@ -84,6 +134,7 @@ enum VaultVerbs {
         """
     ) { ctx in
         try ctx.checkPositionals()
+        if ctx.args.has("-l") { Terminal.warn("-l (lock when the system sleeps) has no effect here: keychainfs does not watch for suspend") }
         var options: Fields = [:]
         let approvalFlags = ["--approval-program", "--approval-timeout", "--approval-remember", "--audit-max-size"]
         if let n = try ctx.args.number("-t", in: SettingLimits.lockTimeout, unit: "a number of seconds") {
@@ -115,13 +166,14 @@ enum VaultVerbs {
     }
 
     static let password = Verb(
-        name: "set-keychain-password", usage: "[-o OLD] [-p NEW] [--kdf PRESET] [--remove-passphrase --yes] [VAULT]",
+        name: "set-keychain-password", usage: "[-o OLD] [-p NEW] [--kdf PRESET] [--remove-passphrase --yes] [--quiet] [VAULT]",
         summary: "Change the vault passphrase (re-wraps the class keys only).",
-        valued: ["-o", "-p", "--kdf"], flags: ["--remove-passphrase", "--yes"],
+        valued: ["-o", "-p", "--kdf"], flags: ["--remove-passphrase", "--yes", "--quiet"],
         details: """
         Without -o/-p the old and new passphrases are read as two lines of standard input, or asked
         for on the terminal. --remove-passphrase leaves the vault without one and deletes every
         WhenPasscodeSetThisDeviceOnly item, as Apple does; it asks first unless --yes is given.
+        A sensitive key derivation (the vault's or --kdf's) is announced on a terminal unless --quiet.
         """
     ) { ctx in
         try ctx.checkPositionals()
@@ -143,6 +195,13 @@ enum VaultVerbs {
         } else {
             new = try Terminal.passphrase(ctx.args, flag: "-p", prompt: "New passphrase: ")
             guard new.count > 0 else { throw UsageError("the new passphrase is empty; use --remove-passphrase") }
+        }
+        if Progress.enabled(ctx.args) {
+            var current: Int64 = 0
+            if case .number(let mem)? = try? client.send(Request(.info)).info["kdf-mem"] { current = mem }
+            if ctx.args.value("--kdf") == "sensitive" || current >= Progress.slowKDFBytes {
+                Progress.say(ctx.args, "deriving keys from the passphrases (Argon2id, up to 1024 MiB)...")
+            }
         }
         let r = try client.send(Request(.changePassphrase, options: options, secrets: [old, new]))
         if case .number(let n)? = r.info["deleted"], n > 0 {

@@ -73,6 +73,24 @@ public final class Vault: @unchecked Sendable {
         }
     }
 
+    /// Checks that `path` is a keychainfs vault (an SQLite file with a vault header of any
+    /// format version) without changing it, and without the device key.
+    /// - Throws: `VaultFileError.missing`, `.notAVault`, `.corruptHeader` or `.io`.
+    public static func checkIsVault(at path: String) throws {
+        guard access(path, F_OK) == 0 else { throw VaultFileError.missing }
+        guard access(path, R_OK) == 0 else { throw VaultFileError.io }
+        try checkNotTruncated(path)
+        do {
+            let db = try Connection(path: path, create: false)
+            guard let bytes = try ItemStore(db: db).readMeta("header") else { throw VaultFileError.corruptHeader }
+            do { _ = try VaultHeader.parse(bytes) } catch VaultHeader.ParseError.newerFormat(_) { return }
+        } catch is VaultHeader.ParseError {
+            throw VaultFileError.corruptHeader
+        } catch let e as SQLiteError {
+            throw e.isNotADatabase ? VaultFileError.notAVault : VaultFileError.corruptHeader
+        }
+    }
+
     /// Opens an existing vault, locked. Always-class items are readable at once.
     /// Never writes to a file that is not a vault of a supported format.
     /// - Throws: `VaultFileError` for a missing, foreign, damaged or newer file.

@@ -29,9 +29,7 @@ extension MountServer {
             case .data(let d): return d
             case .number(let n): return Array(String(n).utf8)
             case .bool(let b): return Array((b ? "1" : "0").utf8)
-            case .date(let t):
-                guard t.isFinite, abs(t) < 1e15 else { return nil }
-                return Array(String(Int64(AbsoluteTime.unix(t).rounded(.down))).utf8)
+            case .date(let t): return ISOTime.string(absolute: t).map { Array($0.utf8) }  // 2026-12-02T03:00:00Z
             }
         }
     }

@@ -30,6 +30,9 @@ enum EngineVerbs {
         guard deviceKind == "file" || deviceKind == "tpm2" else { throw UsageError("--device-key takes file or tpm2") }
         guard deviceKind == "tpm2" || !ctx.args.has("--tpm-pcrs") else { throw UsageError("--tpm-pcrs needs --device-key tpm2") }
         makeParentDirectory(ctx.vault)
+        if kdf.memLimit >= UInt64(Progress.slowKDFBytes) {  // derived twice: to create, then to unlock
+            Progress.say(ctx.args, "deriving the key from the passphrase twice (Argon2id, \(kdf.opsLimit) passes, \(kdf.memLimit >> 20) MiB); this takes a while...")
+        }
         let vault = deviceKind == "tpm2" ? try DeviceKeyVerb.createSealed(ctx, passphrase: pass, kdf: kdf)
             : try Vault.create(at: ctx.vault, passphrase: pass, kdf: kdf, deviceKey: try DeviceKey.loadOrCreate())
         try AccessGroupTable(groups: [AccessGroup(name: "default", owner: getuid(), gid: getgid())]).save(to: vault)

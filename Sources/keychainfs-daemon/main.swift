@@ -13,6 +13,7 @@ exit(CLI.main(CommandLine.arguments, engine: Engine(verbs: [
     "mount": MountVerb.mount,
     "secret-service": SecretServiceVerb.serve,
     "device-key": DeviceKeyVerb.run,
+    "delete-keychain": DeleteKeychainVerb.run,
     "find-certificate": { try CertificateVerbs.findCertificate($0, OpenSSLMaterial()) },
     "find-identity": { try CertificateVerbs.findIdentity($0, OpenSSLMaterial()) },
     "delete-certificate": { try CertificateVerbs.deleteCertificate($0, OpenSSLMaterial()) },

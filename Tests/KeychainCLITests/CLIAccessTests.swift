@@ -90,7 +90,21 @@ final class CLIAccessTests: XCTestCase {
         let list = try h.run(["group", "list"])
         XCTAssertEqual(list.status, 0, "\(list)")
         let uid = getpwnam(Self.owner)!.pointee.pw_uid, gid = getgrnam(Self.group)!.pointee.gr_gid
-        XCTAssertEqual(list.stdout, "default owner=0 group=0 mode=0400\nteam owner=\(uid) group=\(gid) mode=0440\n")
+        // Names where they resolve, numbers where they do not.
+        XCTAssertEqual(list.stdout, "default owner=root group=root mode=0400\nteam owner=\(Self.owner) group=\(Self.group) mode=0440\n")
+        XCTAssertNil(getpwuid(3_999_999_001)); XCTAssertNil(getgrgid(3_999_999_002))
+        XCTAssertEqual(try h.run(["group", "add", "ghost", "--owner", "3999999001", "--group", "3999999002"]).status, 0)
+        XCTAssertTrue(try h.run(["group", "list"]).stdout.hasSuffix("\nghost owner=3999999001 group=3999999002 mode=0400\n"))
+        // JSON keeps the numbers and adds the names that resolve.
+        let json = try h.run(["group", "list", "--json"])
+        XCTAssertEqual(json.status, 0, "\(json)")
+        let rows = (try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]]) ?? []
+        let team = rows.first { $0["name"] as? String == "team" }, ghost = rows.first { $0["name"] as? String == "ghost" }
+        XCTAssertEqual(team?["owner"] as? Int, Int(uid)); XCTAssertEqual(team?["gid"] as? Int, Int(gid))
+        XCTAssertEqual(team?["owner-name"] as? String, Self.owner); XCTAssertEqual(team?["group-name"] as? String, Self.group)
+        XCTAssertEqual(ghost?["owner"] as? Int, 3_999_999_001)
+        XCTAssertNil(ghost?["owner-name"]); XCTAssertNil(ghost?["group-name"])
+        XCTAssertEqual(try h.run(["group", "remove", "ghost"]).status, 0)
         let dup = try h.run(["group", "add", "team"])
         XCTAssertEqual(dup.status, 45, "\(dup)")
         let unknownUser = try h.run(["group", "add", "x", "--owner", "kcfs_nobody_such"])
@@ -226,7 +240,7 @@ final class CLIAccessTests: XCTestCase {
         let indirect = (binary as NSString).deletingLastPathComponent + "/./" + (binary as NSString).lastPathComponent
         let add = try h.run(["group", "add", "tools", "--exe", indirect])
         XCTAssertEqual(add.status, 0, "\(add)")
-        XCTAssertTrue(try h.run(["group", "list"]).stdout.contains("tools owner=0 group=0 mode=0400 exe=\(binary)\n"))
+        XCTAssertTrue(try h.run(["group", "list"]).stdout.contains("tools owner=root group=root mode=0400 exe=\(binary)\n"))
         XCTAssertEqual(try h.run(["add-generic-password", "-s", "toolsvc", "-a", "t", "-w", "tool-secret", "--access-group", "tools"]).status, 0)
         XCTAssertEqual(try h.run(["find-generic-password", "-s", "toolsvc", "-w"]).stdout, "tool-secret\n")
         XCTAssertTrue(h.jsonObject(try h.run(["show-keychain-info", "--json"]).stdout)["groups"] as? [String] == ["default", "team", "tools"])
@@ -252,7 +266,7 @@ final class CLIAccessTests: XCTestCase {
         XCTAssertEqual(try run(Self.owner, ["find-generic-password", "-s", "teamsvc", "-w"]).stdout, "team-secret\n")
         // --no-exe lifts it.
         XCTAssertEqual(try h.run(["group", "set", "tools", "--no-exe"]).status, 0)
-        XCTAssertTrue(try h.run(["group", "list"]).stdout.contains("tools owner=0 group=0 mode=0400\n"))
+        XCTAssertTrue(try h.run(["group", "list"]).stdout.contains("tools owner=root group=root mode=0400\n"))
     }
 
     /// The unlock back-off counts per user: another user's wrong guesses delay that user, not

@@ -214,7 +214,7 @@ final class CLIInputBoundsTests: XCTestCase {
         try assertUsage(["group", "list", "--mode", "0440"], "group list takes no --mode")
         try assertUsage(["group", "remove", "default", "--owner", "0"], "group remove takes no --owner")
         let list = try h.run(["group", "list"])
-        XCTAssertEqual(list.stdout, "default owner=0 group=0 mode=0400\n", "no group was added")
+        XCTAssertEqual(list.stdout, "default owner=root group=root mode=0400\n", "no group was added")
         XCTAssertEqual(try h.run(["group", "add", "x", "--mode", "0777", "--owner", "0", "--group", "0"]).status, 0)
     }
 

@@ -153,7 +153,7 @@ final class MountAccessTests: MountTestCase {
         // The CLI stores the canonical path: /bin is a symlink to /usr/bin on Debian 12.
         let canonical = CLIHarness.realPath("/bin/cat")
         let list = try h.run(["group", "list"])
-        XCTAssertTrue(list.stdout.contains("tools owner=0 group=0 mode=0444 exe=\(canonical)\n"), list.stdout)
+        XCTAssertTrue(list.stdout.contains("tools owner=root group=root mode=0444 exe=\(canonical)\n"), list.stdout)
 
         assertReads(try runProgram(["/bin/cat", toolFile]), "tool-secret", "root via /bin/cat")
         assertReads(try runProgram([canonical, toolFile]), "tool-secret", "root via \(canonical)")

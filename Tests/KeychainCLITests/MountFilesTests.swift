@@ -99,12 +99,15 @@ final class MountFilesTests: MountTestCase {
         XCTAssertEqual(FS.xattr(alice, "user.keychain.version"), "1")
         XCTAssertEqual(FS.xattr(alice, "user.keychain.synchronizable"), "0")
         XCTAssertEqual(FS.xattr(mnt + "/db/admin", "user.keychain.accessible"), "ck")
-        // Dates are Unix seconds, the same as the file's times.
-        if let created = FS.xattr(alice, "user.keychain.created").flatMap(Int.init), let st = FS.stat(alice).st {
-            XCTAssertEqual(created, Int(st.st_mtim.tv_sec))
-            XCTAssertEqual(FS.xattr(alice, "user.keychain.modified").flatMap(Int.init), created)
+        // Dates are ISO 8601 in UTC, the same second as the file's times.
+        if let st = FS.stat(alice).st {
+            let formatter = ISO8601DateFormatter()
+            formatter.timeZone = TimeZone(identifier: "UTC")
+            let mtime = formatter.string(from: Date(timeIntervalSince1970: Double(st.st_mtim.tv_sec)))
+            XCTAssertEqual(FS.xattr(alice, "user.keychain.created"), mtime)
+            XCTAssertEqual(FS.xattr(alice, "user.keychain.modified"), mtime)
         } else {
-            XCTFail("user.keychain.created is not a number: \(String(describing: FS.xattr(alice, "user.keychain.created")))")
+            XCTFail("cannot stat \(alice)")
         }
 
         // getfattr -d lists exactly the attributes that have values (no description here).
@@ -112,11 +115,13 @@ final class MountFilesTests: MountTestCase {
         assertErrno(names.errno, 0, "listxattr")
         XCTAssertEqual(Set(names.names ?? []), Set(["class", "accessible", "access-group", "label", "comment", "created",
                                                     "modified", "synchronizable", "version"].map { "user.keychain." + $0 }))
+        // Added without -l: labelled with its service, as security does.
         XCTAssertEqual(Set(FS.listxattr(mnt + "/web/binary").names ?? []),
-                       Set(["class", "accessible", "access-group", "created", "modified", "synchronizable", "version"]
+                       Set(["class", "accessible", "access-group", "label", "created", "modified", "synchronizable", "version"]
                            .map { "user.keychain." + $0 }))
+        XCTAssertEqual(FS.xattr(mnt + "/web/binary", "user.keychain.label"), "web")
         // Absent and unknown attributes.
-        assertErrno(FS.getxattr(mnt + "/web/binary", "user.keychain.label").errno, ENODATA, "absent label")
+        assertErrno(FS.getxattr(mnt + "/web/binary", "user.keychain.comment").errno, ENODATA, "absent comment")
         assertErrno(FS.getxattr(alice, "user.keychain.nosuch").errno, ENODATA, "unknown attribute")
         assertErrno(FS.getxattr(alice, "user.other").errno, ENODATA, "other namespace")
         assertErrno(FS.getxattr(mnt + "/web/nobody", "user.keychain.label").errno, ENOENT, "missing file")
