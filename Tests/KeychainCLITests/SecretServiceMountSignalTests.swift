@@ -32,7 +32,7 @@ final class SecretServiceMountSignalTests: MountTestCase {
         self.bus = bus
         try bus.startProvider()
         let log = h.dir + "/monitor.log"
-        FileManager.default.createFile(atPath: log, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: log, contents: nil), "the monitor's log at \(log)")
         let m = Process()
         m.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
         m.arguments = ["--session", "type='signal',interface='org.freedesktop.Secret.Collection'"]

@@ -29,7 +29,7 @@ final class SecretServiceSignalTests: XCTestCase {
     /// Starts dbus-monitor on the collection signals; returns the file it writes.
     func startMonitor() throws -> String {
         let log = harness.dir + "/monitor.log"
-        FileManager.default.createFile(atPath: log, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: log, contents: nil), "the monitor's log at \(log)")
         let m = Process()
         m.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
         m.arguments = ["--session", "type='signal',interface='org.freedesktop.Secret.Collection'"]
