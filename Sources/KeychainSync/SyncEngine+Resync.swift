@@ -6,7 +6,14 @@ extension SyncEngine {
     /// holds was deleted elsewhere, its tombstone pruned. It is deleted here only when unchanged
     /// since it was exchanged; a change not yet sent keeps it, with a copy in its history, and
     /// it is sent again. Items with entries waiting for an unlock are left for those entries.
-    func finishResyncLocked(_ inLog: Set<[UInt8]>, waiting: Set<[UInt8]>, circle: CircleKeys) throws {
+    /// A host the server no longer lists (removed) cannot read the tombstones of the epochs
+    /// after its removal: it deletes nothing.
+    func finishResyncLocked(_ inLog: Set<[UInt8]>, waiting: Set<[UInt8]>, server: SyncServer, circle: CircleKeys,
+                            host: HostKeys, circleID: [UInt8]) throws {
+        guard try server.members(circleID).contains(where: { $0.hostID == host.hostID }) else {
+            log("sync: full resync done; this host is not a member any more: nothing deleted")
+            return
+        }
         var deleted = 0, kept = 0
         for uuid in try vault.exchangedSyncItems() {
             let token = circle.token(of: uuid)

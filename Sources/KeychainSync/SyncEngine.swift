@@ -186,7 +186,8 @@ public final class SyncEngine: @unchecked Sendable {
             try server.setCursor(config.circleID, host: host.hostID, position)
         }
         if let inLog {
-            try finishResyncLocked(inLog, waiting: waiting, circle: circle)
+            try finishResyncLocked(inLog, waiting: waiting, server: server, circle: circle, host: host,
+                                   circleID: config.circleID)
             config.cursor = position
             try config.save(vault)
             self.config = config
