@@ -127,6 +127,7 @@ public final class SyncEngine: @unchecked Sendable {
         var inLog: Set<[UInt8]>?
         if config.cursor < (try server.prunedPosition(config.circleID)) {
             guard vault.lockState == .unlocked else { return }  // the compare needs the items
+            try server.holdPruning(config.circleID, host: host.hostID)
             inLog = []
             position = 0
             log("sync: the server pruned its log past this host's position \(config.cursor): full resync")

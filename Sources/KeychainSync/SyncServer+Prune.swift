@@ -17,6 +17,17 @@ extension SyncServer {
         return r.int(0, 0)
     }
 
+    /// Sets this host's cursor to 0 for a full resync, under the counter row: a prune in
+    /// progress (which holds the row from reading its horizon to its commit) ends first, and
+    /// none after prunes anything this host has not read again.
+    func holdPruning(_ circle: [UInt8], host: [UInt8]) throws {
+        try db.transaction {
+            let held = try db.exec("SELECT seq FROM keychainfs.circles WHERE circle = $1 FOR UPDATE", [.bytes(circle)])
+            guard held.rows == 1 else { throw SyncError.server("no such circle") }
+            try setCursor(circle, host: host, 0)
+        }
+    }
+
     /// Prunes up to the lowest cursor of the circle's members (removed hosts have no row, so
     /// they hold nothing back; a member approved but not yet read has cursor 0 and holds it
     /// all). Only what lies between the last pruned position and that one is looked at. Skips
