@@ -130,4 +130,29 @@ final class SyncPruneTests: XCTestCase {
         XCTAssertNil(try c.secret(a, "gone-\(c.tag)", account))
         XCTAssertTrue(a.waitUntil(60) { c.status(a)["last-error"] == nil && c.status(b)["last-error"] == nil }, c.shown(b))
     }
+
+    /// A removed host has no cursor on the server: it holds nothing back, nor does a host
+    /// that joins after a prune, which reads what is left of the log.
+    func testARemovedHostDoesNotHoldPruningBackAndANewHostReadsWhatIsLeft() throws {
+        let c = try SyncHosts(count: 3)
+        circle = c
+        let (a, b, gone) = (c.hosts[0], c.hosts[1], c.hosts[2])
+        try c.found()
+        try c.join(2)
+        let account = "acct-\(c.tag)"
+        for name in ["live", "doomed"] { try c.add(a, "\(name)-\(c.tag)", account, "\(name)-0") }
+        XCTAssertTrue(try gone.waitUntil(60) { try c.secret(gone, "doomed-\(c.tag)", account) == "doomed-0" }, c.shown(gone))
+        XCTAssertEqual(try gone.run(["stop"]).status, 0)
+        XCTAssertEqual(try a.run(["sync", "remove", c.name(2)]).status, 0)
+
+        for i in 1...5 { try c.add(a, "live-\(c.tag)", account, "live-\(i)", update: true) }
+        try delete(a, "doomed-\(c.tag)", account)
+        XCTAssertTrue(try a.waitUntil(60) { try logShape(c) == [1, 1, 0, 0] }, "\((try? logShape(c)) ?? [])")
+
+        try c.join(1)
+        XCTAssertTrue(try b.waitUntil(60) { try c.secret(b, "live-\(c.tag)", account) == "live-5" }, c.shown(b))
+        XCTAssertNil(try c.secret(b, "doomed-\(c.tag)", account))
+        try c.add(b, "from-b-\(c.tag)", account, "from-b-0")
+        XCTAssertTrue(try a.waitUntil(60) { try c.secret(a, "from-b-\(c.tag)", account) == "from-b-0" }, c.shown(a))
+    }
 }
