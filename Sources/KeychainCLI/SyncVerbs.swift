@@ -19,7 +19,8 @@ enum SyncVerbs {
           -a ACCOUNT   only versions of this account
           -w           print only the passwords, newest first, one per line
           --json       an array of objects: at, reason, class, attributes, and password with -w
-        reason is higher-uuid or server-order. Only root and the daemon's user may list it.
+        reason is higher-uuid, server-order or missed-delete. Only root and the daemon's user
+        may list it.
         """
     ) { ctx in
         try ctx.checkPositionals()

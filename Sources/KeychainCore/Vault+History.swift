@@ -7,11 +7,15 @@ public enum HistoryReason: Int64, Sendable {
     case higherUUID = 1
     /// A change made here lost to one another host wrote to the server first.
     case serverOrder = 2
+    /// A full resync found the item gone from the pruned log while it had a change made here:
+    /// the item stays and is sent again; this copy records the delete it outlived.
+    case missedDelete = 3
 
     public var name: String {
         switch self {
         case .higherUUID: return "higher-uuid"
         case .serverOrder: return "server-order"
+        case .missedDelete: return "missed-delete"
         }
     }
 }

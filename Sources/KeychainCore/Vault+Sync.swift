@@ -208,7 +208,7 @@ extension Vault {
         return applied
     }
 
-    private func deleteSyncedLocked(_ uuid: [UInt8]) throws -> SyncApplied? {
+    func deleteSyncedLocked(_ uuid: [UInt8]) throws -> SyncApplied? {
         let unsent = try store.item(uuid: uuid).map { try hasUnsentChange($0) } ?? false
         try store.db.prepare("DELETE FROM sync_items WHERE uuid = ?").bind(.blob(uuid)).run()
         guard let e = try store.item(uuid: uuid), e.synchronizable else { return nil }
@@ -294,7 +294,7 @@ extension Vault {
         header.vaultID + Array("sync".utf8) + Array(name.utf8)
     }
 
-    private func createSyncTable() throws {
+    func createSyncTable() throws {
         try store.db.execute("""
             CREATE TABLE IF NOT EXISTS sync_items(uuid BLOB PRIMARY KEY, local_version INTEGER NOT NULL,
                                                   server_version INTEGER NOT NULL) WITHOUT ROWID
@@ -331,7 +331,7 @@ extension Vault {
     }
 
     /// Whether an item was changed here since it was last exchanged (or never was).
-    private func hasUnsentChange(_ item: StoredItem) throws -> Bool {
+    func hasUnsentChange(_ item: StoredItem) throws -> Bool {
         let st = try store.db.prepare("SELECT local_version FROM sync_items WHERE uuid = ?")
         defer { st.reset() }
         try st.bind(.blob(item.uuid))

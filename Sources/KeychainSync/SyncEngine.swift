@@ -64,6 +64,7 @@ public final class SyncEngine: @unchecked Sendable {
                 _ = try listenerLocked(config).notifications()
                 try pullLocked(server)
                 if try pushLocked(server) { try pullLocked(server) }
+                pruneLocked(server)
                 counters.lastError = nil
             } catch let e as PostgresError {
                 counters.lastError = e.message
@@ -99,6 +100,7 @@ public final class SyncEngine: @unchecked Sendable {
     func connectedLocked(_ config: SyncConfig) throws -> SyncServer {
         if let server, server.db.isOK { return server }
         let s = try SyncServer(conninfo: config.conninfo)
+        try s.upgradeSchema()
         server = s
         return s
     }
@@ -118,8 +120,20 @@ public final class SyncEngine: @unchecked Sendable {
         var epochs = try server.epochs(config.circleID, after: circle.epoch, for: host.hostID)
         // Items with an entry waiting: their later entries wait behind it, in order.
         var waiting = Set(try vault.queuedSyncEntries().map(\.token))
+        // Below the pruned position, tombstones this host never read are gone: it reads the
+        // whole log (what is left of it) and then compares (`finishResyncLocked`). The cursor
+        // saved stays where it was until the end, so a resync cut short starts over.
+        var position = config.cursor
+        var inLog: Set<[UInt8]>?
+        if config.cursor < (try server.prunedPosition(config.circleID)) {
+            guard vault.lockState == .unlocked else { return }  // the compare needs the items
+            try server.holdPruning(config.circleID, host: host.hostID)
+            inLog = []
+            position = 0
+            log("sync: the server pruned its log past this host's position \(config.cursor): full resync")
+        }
         while true {
-            let entries = try server.entries(config.circleID, after: config.cursor)
+            let entries = try server.entries(config.circleID, after: position)
             if entries.isEmpty { break }
             var states = SyncStates(vault: vault)
             // A page's changes are checked one by one, then written in one vault transaction.
@@ -147,7 +161,8 @@ public final class SyncEngine: @unchecked Sendable {
                 } catch KeychainStatus.interactionNotAllowed {
                     try wait(e)
                 }
-                config.cursor = e.seq
+                inLog?.insert(e.token)
+                position = e.seq
             }
             do {
                 let applied = try vault.applySynced(batch.map(\.change))
@@ -166,9 +181,17 @@ public final class SyncEngine: @unchecked Sendable {
                     }
                 }
             }
+            if inLog == nil { config.cursor = position }
             try config.save(vault)
             self.config = config
-            try server.setCursor(config.circleID, host: host.hostID, config.cursor)
+            try server.setCursor(config.circleID, host: host.hostID, position)
+        }
+        if let inLog {
+            try finishResyncLocked(inLog, waiting: waiting, server: server, circle: circle, host: host,
+                                   circleID: config.circleID)
+            config.cursor = position
+            try config.save(vault)
+            self.config = config
         }
         // Every entry before them is read: epochs begun since are in force.
         if !epochs.isEmpty {

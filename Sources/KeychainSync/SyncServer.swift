@@ -65,6 +65,8 @@ final class SyncServer {
             signature bytea NOT NULL,
             created_at timestamptz NOT NULL DEFAULT now(),
             PRIMARY KEY(circle, epoch, host));
+        ALTER TABLE keychainfs.circles ADD COLUMN IF NOT EXISTS pruned int8 NOT NULL DEFAULT 0;
+        CREATE INDEX IF NOT EXISTS log_token ON keychainfs.log(circle, token, seq);
         """
 
     func createSchema() throws {
