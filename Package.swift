@@ -110,7 +110,16 @@ let package = Package(
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "KeychainDaemonTests", dependencies: ["KeychainDaemon", "KeychainProtocol", "KeychainCore",
                                                                "KeychainCrypto", "KeychainKeys", "KeychainfsAccess", "CProcess"]),
-        .testTarget(name: "KeychainCLITests", dependencies: ["KeychainCLI", "KeychainCore", "Security", "KeychainTPM"],
-                    exclude: ["Attackers"]),  // python3 attacker programs, run by DaemonAttackTests
+        // What the end-to-end targets share: the CLI harness (real daemons in scratch
+        // directories), mounts, test users, attackers, PostgreSQL, a private bus, a software TPM.
+        .target(name: "KeychainTestSupport", dependencies: ["KeychainCLI", "KeychainCore", "Security", "KeychainTPM"],
+                path: "Tests/KeychainTestSupport",
+                exclude: ["Attackers"]),  // python3 attacker programs, run by DaemonAttackTests
+        // End to end, one target per surface, all on the built binaries and real daemons.
+        .testTarget(name: "KeychainCLITests", dependencies: ["KeychainTestSupport", "KeychainCLI", "KeychainCore", "Security"]),
+        .testTarget(name: "KeychainMountTests", dependencies: ["KeychainTestSupport", "KeychainCore", "Security"]),
+        .testTarget(name: "SecurityTests", dependencies: ["KeychainTestSupport", "KeychainCore", "Security"]),
+        .testTarget(name: "KeychainHardeningTests", dependencies: ["KeychainTestSupport", "KeychainCLI", "KeychainCore", "Security"]),
+        .testTarget(name: "KeychainServiceTests", dependencies: ["KeychainTestSupport", "KeychainCore", "Security", "KeychainTPM"]),
     ]
 )

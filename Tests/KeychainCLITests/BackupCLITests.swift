@@ -1,6 +1,7 @@
 import Foundation
 import KeychainCore
 import KeychainCrypto
+import KeychainTestSupport
 import XCTest
 
 /// `export`, `import` and `purge-other-device-items` end to end: the real binary and daemons,

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import XCTest
 
 /// Access groups as entitlements, with real Unix users running the CLI against root's daemon.

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import XCTest
 
 /// Presence-gated items (access control): the daemon asks the approval program, and the answer

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import XCTest
 
 /// Who reads the audit log, and whose names they see: administrators, and callers entitled to

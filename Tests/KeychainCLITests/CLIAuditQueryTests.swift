@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import XCTest
 
 /// `audit` as an operator reads it: ISO times, every item line naming its item by reference,

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import XCTest
 
 /// Rotation: `audit rotate` and `set-keychain-settings --audit-max-size` move the log aside as

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import XCTest
 
 /// The audit log (PRODUCT 8): decisions recorded with the caller, no secret or name, and a

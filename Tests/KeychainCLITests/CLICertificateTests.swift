@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import XCTest
 
 /// `import`, `find-certificate`, `find-identity` and `export` of keys and certificates, as

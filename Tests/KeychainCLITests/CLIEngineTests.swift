@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import XCTest
 
 /// The two executables: `keychainfs`, a client of the daemon, runs `keychainfs-daemon` from its

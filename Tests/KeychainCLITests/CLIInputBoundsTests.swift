@@ -2,6 +2,7 @@ import Foundation
 import KeychainClient
 import KeychainCore
 import KeychainProtocol
+import KeychainTestSupport
 import XCTest
 
 /// Values the CLI must refuse before anything is sent: out-of-range numbers, deletes that name

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import XCTest
 
 /// Apple's sentences as the CLI prints them on standard error.

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import XCTest
 
 /// No secret or passphrase in the daemon's argv, environment, log or runtime files.

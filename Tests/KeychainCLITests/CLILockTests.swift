@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import XCTest
 
 /// Lock, unlock, back-off, idle timeout, SIGUSR1, passphrase change and daemon lifecycle.

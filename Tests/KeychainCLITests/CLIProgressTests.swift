@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import XCTest
 
 /// Progress lines on standard error: on a terminal only, never with --quiet.

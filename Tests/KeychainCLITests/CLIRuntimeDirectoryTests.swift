@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import XCTest
 
 /// The shared runtime directory `/tmp/keychainfs-UID` taken by someone else first: clients name

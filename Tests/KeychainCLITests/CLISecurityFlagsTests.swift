@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import XCTest
 
 /// macOS `security` flags and verbs that keychainfs takes as well (docs/cli.md, "macOS

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import SQLiteStore
 import XCTest
 

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import XCTest
 
 /// Watchers against a hostile local user (PRODUCT 11): a watcher sees only changes of items its

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import XCTest
 
 /// Issue 6: `watch` reports changes within a second, `on_change` runs once per change, and the

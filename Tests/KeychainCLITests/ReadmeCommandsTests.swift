@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import XCTest
 
 /// README.md's "The command line" block, run by bash line for line as a new user would after

@@ -1,0 +1,240 @@
+import Foundation
+import KeychainTestSupport
+import XCTest
+
+/// The device key sealed by a TPM (docs/tpm.md), against real software TPMs: one `swtpm` per
+/// machine, the real daemon, real vault files.
+final class TPMDeviceKeyTests: XCTestCase {
+    let pass = "tpm pass phrase"
+    let sealedMagic = Data("KCFSTPM".utf8) + Data([0])
+
+    /// A harness whose daemon and CLI reach `tpm`; stopped (daemons, directory) at teardown.
+    func machine(_ tpm: SoftwareTPM) throws -> CLIHarness {
+        let h = try CLIHarness()
+        h.environment["KEYCHAINFS_TCTI"] = tpm.tcti
+        addTeardownBlock { h.tearDown() }
+        return h
+    }
+
+    func startTPM() throws -> SoftwareTPM {
+        let tpm = try SoftwareTPM()
+        addTeardownBlock { tpm.stop() }
+        return tpm
+    }
+
+    func createSealed(_ h: CLIHarness, pcrs: [String] = [], file: StaticString = #filePath, line: UInt = #line) throws {
+        let r = try h.run(["create-keychain", "--kdf", "interactive", "--device-key", "tpm2"] + pcrs, input: pass + "\n")
+        XCTAssertEqual(r.status, 0, "create-keychain: \(r)", file: file, line: line)
+        XCTAssertTrue(r.stderr.contains("ThisDeviceOnly items are bound to this TPM"), "\(r)", file: file, line: line)
+    }
+
+    func addItems(_ h: CLIHarness, file: StaticString = #filePath, line: UInt = #line) throws {
+        for (account, cls) in [("tdo", "WhenUnlockedThisDeviceOnly"), ("always", "AlwaysThisDeviceOnly"), ("plain", "WhenUnlocked")] {
+            let r = try h.run(["add-generic-password", "-s", "svc", "-a", account, "-w", "-", "--accessible", cls],
+                              input: "\(account)-secret\n")
+            XCTAssertEqual(r.status, 0, "add \(account): \(r)", file: file, line: line)
+        }
+    }
+
+    func find(_ h: CLIHarness, _ account: String, env: [String: String] = [:]) throws -> CLIHarness.Result {
+        try h.run(["find-generic-password", "-s", "svc", "-a", account, "-w"], env: env)
+    }
+
+    func deviceKeyFile(_ h: CLIHarness) -> Data { FileManager.default.contents(atPath: h.dir + "/device.key") ?? Data() }
+
+    /// The daemon's log for the harness vault (why it did not start).
+    func daemonLog(_ h: CLIHarness) -> String {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: h.runtimeDir)) ?? []
+        return files.filter { $0.hasSuffix(".log") }
+            .compactMap { try? String(contentsOfFile: h.runtimeDir + "/" + $0, encoding: .utf8) }.joined()
+    }
+
+    func testASealedDeviceKeyOpensThisDeviceOnlyItemsOnlyOnItsOwnTPM() throws {
+        let tpmA = try startTPM()
+        let a = try machine(tpmA)
+        try createSealed(a)
+        XCTAssertTrue(deviceKeyFile(a).starts(with: sealedMagic), "the device key file holds the sealed key, not 32 plain bytes")
+        try addItems(a)
+        // A restarted daemon unseals the key again: Always items before the unlock, the rest after.
+        XCTAssertEqual(try a.run(["stop"]).status, 0)
+        XCTAssertEqual(try find(a, "always").stdout, "always-secret\n")
+        XCTAssertEqual(try a.run(["unlock-keychain"], input: pass + "\n").status, 0)
+        XCTAssertEqual(try find(a, "tdo").stdout, "tdo-secret\n")
+        XCTAssertEqual(try a.run(["stop"]).status, 0)
+
+        // With its TPM gone the daemon does not start, and the error names the TCTI.
+        let gone = try find(a, "always", env: ["KEYCHAINFS_TCTI": "swtpm:host=127.0.0.1,port=1"])
+        XCTAssertEqual(gone.status, 53, "\(gone)")
+        XCTAssertTrue(gone.stderr.contains("no TPM reachable through TCTI \"swtpm:host=127.0.0.1,port=1\""), "\(gone)")
+
+        // Another machine: its own TPM, the vault file and the sealed key copied to it.
+        let tpmB = try startTPM()
+        let b = try machine(tpmB)
+        let fm = FileManager.default
+        for name in try fm.contentsOfDirectory(atPath: a.dir) where name.hasPrefix("test.vault") && !name.hasSuffix(".audit") {
+            try fm.copyItem(atPath: a.dir + "/" + name, toPath: b.dir + "/" + name)
+        }
+        try fm.copyItem(atPath: a.dir + "/device.key", toPath: b.dir + "/device.key")
+        let r = try find(b, "tdo")
+        XCTAssertNotEqual(r.status, 0, "\(r)")
+        XCTAssertEqual(r.stdout, "")
+        XCTAssertTrue(daemonLog(b).contains("the sealed device key was made by another TPM"), daemonLog(b))
+        XCTAssertTrue(r.stderr.contains("the sealed device key was made by another TPM"), "\(r)")
+        let status = try b.run(["device-key", "status", "--json"])
+        XCTAssertNotEqual(status.status, 0, "\(status)")
+        let obj = b.jsonObject(status.stdout)
+        XCTAssertEqual(obj["kind"] as? String, "tpm2")
+        XCTAssertEqual(obj["unseals"] as? Bool, false)
+        XCTAssertTrue((obj["error"] as? String ?? "").contains("this machine cannot open the vault's ThisDeviceOnly items"), "\(obj)")
+        // No plain key was made in its place: the sealed file is still there, unchanged.
+        XCTAssertEqual(deviceKeyFile(b), deviceKeyFile(a))
+
+        // Giving that key up, after saying what is lost, opens the items that may leave the machine.
+        let ask = try b.run(["device-key", "forget"])
+        XCTAssertEqual(ask.status, 2, "\(ask)")
+        XCTAssertTrue(ask.stderr.contains("ThisDeviceOnly items of \(b.vault) will never open again"), "\(ask)")
+        XCTAssertEqual(deviceKeyFile(b), deviceKeyFile(a), "nothing changed without --yes")
+        let forget = try b.run(["device-key", "forget", "--yes"])
+        XCTAssertEqual(forget.status, 0, "\(forget)")
+        XCTAssertEqual(try b.run(["unlock-keychain"], input: pass + "\n").status, 0)
+        XCTAssertEqual(try find(b, "plain").stdout, "plain-secret\n")
+        let tdo = try find(b, "tdo")
+        XCTAssertEqual(tdo.status, 93, "bound to the other machine's TPM: \(tdo)")
+        XCTAssertEqual(deviceKeyFile(b).count, 32, "a new plain key")
+        XCTAssertEqual(FileManager.default.contents(atPath: b.dir + "/device.key.unsealable"), deviceKeyFile(a))
+    }
+
+    func testAPCRChangeStopsUnsealingUntilResealWithThePassphrase() throws {
+        let tpm = try startTPM()
+        let h = try machine(tpm)
+        try createSealed(h, pcrs: ["--tpm-pcrs", "7"])
+        try addItems(h)
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+
+        try tpm.extendPCR(7)  // a firmware update
+        let r = try find(h, "always")
+        XCTAssertEqual(r.status, 53, "errSecNotAvailable: \(r)")
+        let forget = try h.run(["device-key", "forget", "--yes"])
+        XCTAssertEqual(forget.status, 51, "changed PCRs are for reseal, not forget: \(forget)")
+        XCTAssertEqual(r.stdout, "")
+        XCTAssertTrue(daemonLog(h).contains("PCR 7 changed since it was sealed"), daemonLog(h))
+        XCTAssertTrue(r.stderr.contains("its daemon did not start: cannot open vault: device key \(h.dir)/device.key: "
+                                        + "the TPM refused to unseal the device key: PCR 7 changed"), "the CLI says why: \(r)")
+        XCTAssertTrue(daemonLog(h).contains("keychainfs device-key reseal"), daemonLog(h))
+
+        let sealedBefore = deviceKeyFile(h)
+        let wrong = try h.run(["device-key", "reseal"], input: "not the passphrase\n")
+        XCTAssertEqual(wrong.status, 51, "\(wrong)")
+        XCTAssertEqual(deviceKeyFile(h), sealedBefore, "a failed reseal changes nothing")
+
+        let reseal = try h.run(["device-key", "reseal"], input: pass + "\n")
+        XCTAssertEqual(reseal.status, 0, "\(reseal)")
+        XCTAssertEqual(reseal.stdout, "resealed \(h.dir)/device.key by the TPM, bound to PCR 7\n")
+        XCTAssertEqual(try find(h, "always").stdout, "always-secret\n")
+        XCTAssertEqual(try h.run(["unlock-keychain"], input: pass + "\n").status, 0)
+        XCTAssertEqual(try find(h, "tdo").stdout, "tdo-secret\n")
+
+        // Bound to the TPM only: a further PCR change no longer matters.
+        let unbound = try h.run(["device-key", "reseal", "--tpm-pcrs", "none"])
+        XCTAssertEqual(unbound.status, 0, "\(unbound)")
+        let status = h.jsonObject(try h.run(["device-key", "status", "--json"]).stdout)
+        XCTAssertEqual(status["pcrs"] as? [Int], [])
+        XCTAssertEqual(status["recovery"] as? Bool, false)
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        try tpm.extendPCR(7)
+        XCTAssertEqual(try find(h, "always").stdout, "always-secret\n")
+    }
+
+    func testSealMovesAnExistingPlainKeyIntoTheTPM() throws {
+        let tpm = try startTPM()
+        let h = try machine(tpm)
+        try h.createVault(passphrase: pass)
+        try addItems(h)
+        XCTAssertEqual(deviceKeyFile(h).count, 32)
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+
+        let seal = try h.run(["device-key", "seal", "--tpm-pcrs", "7"], input: pass + "\n")
+        XCTAssertEqual(seal.status, 0, "\(seal)")
+        XCTAssertEqual(seal.stdout, "sealed \(h.dir)/device.key by the TPM, bound to PCR 7\n")
+        XCTAssertTrue(deviceKeyFile(h).starts(with: sealedMagic))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: h.dir + "/device.key.new"))
+        let again = try h.run(["device-key", "seal"], input: pass + "\n")
+        XCTAssertNotEqual(again.status, 0, "\(again)")
+        XCTAssertTrue(again.stderr.contains("already sealed"), "\(again)")
+
+        XCTAssertEqual(try find(h, "always").stdout, "always-secret\n")
+        XCTAssertEqual(try h.run(["unlock-keychain"], input: pass + "\n").status, 0)
+        XCTAssertEqual(try find(h, "tdo").stdout, "tdo-secret\n")
+        let status = h.jsonObject(try h.run(["device-key", "status", "--json"]).stdout)
+        XCTAssertEqual(status["kind"] as? String, "tpm2")
+        XCTAssertEqual(status["pcrs"] as? [Int], [7])
+        XCTAssertEqual(status["unseals"] as? Bool, true)
+        XCTAssertEqual(status["vault-records"] as? String, "tpm2")
+
+        // The vault now records the sealed kind: with the sealed file gone no plain key is made.
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        try FileManager.default.removeItem(atPath: h.dir + "/device.key")
+        let r = try find(h, "always")
+        XCTAssertEqual(r.status, 53, "\(r)")
+        XCTAssertTrue(daemonLog(h).contains("is missing"), daemonLog(h))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: h.dir + "/device.key"))
+    }
+
+    func testWithoutAReachableTPMNothingIsCreatedAndTheTCTIIsNamed() throws {
+        let tpm = try startTPM()
+        let h = try machine(tpm)
+        tpm.stop()  // its port now answers nothing
+        let r = try h.run(["create-keychain", "--kdf", "interactive", "--device-key", "tpm2"], input: pass + "\n")
+        XCTAssertEqual(r.status, 53, "\(r)")
+        XCTAssertTrue(r.stderr.contains("no TPM reachable through TCTI \"\(tpm.tcti)\""), "\(r)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: h.vault))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: h.dir + "/device.key"), "no software fallback")
+
+        let usage = try h.run(["create-keychain", "--tpm-pcrs", "7"], input: pass + "\n")
+        XCTAssertEqual(usage.status, 2, "\(usage)")
+        let badList = try h.run(["device-key", "seal", "--tpm-pcrs", "7,x"])
+        XCTAssertEqual(badList.status, 2, "\(badList)")
+    }
+
+    func testDamagedNewerAndPlainKeyFilesAreNamedAndASealedKeyServesASecondVault() throws {
+        let tpm = try startTPM()
+        let h = try machine(tpm)
+        let keyPath = h.dir + "/device.key"
+        // A plain key the user's vaults share is not silently replaced by a sealed one.
+        try h.createVault(passphrase: pass)
+        let plain = try h.run(["device-key", "status", "--json"])
+        XCTAssertEqual(plain.status, 0, "\(plain)")
+        XCTAssertEqual(h.jsonObject(plain.stdout)["kind"] as? String, "file")
+        let refused = try h.run(["create-keychain", "--kdf", "interactive", "--device-key", "tpm2", h.dir + "/second.vault"],
+                                input: pass + "\n")
+        XCTAssertEqual(refused.status, 45, "\(refused)")
+        XCTAssertTrue(refused.stderr.contains("device-key seal"), "\(refused)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: h.dir + "/second.vault"))
+
+        // Sealed, a second vault made with --device-key tpm2 uses the same sealed key.
+        XCTAssertEqual(try h.run(["device-key", "seal"]).status, 0)
+        let second = h.dir + "/second.vault"
+        let made = try h.run(["create-keychain", "--kdf", "interactive", "--device-key", "tpm2", second], input: pass + "\n")
+        XCTAssertEqual(made.status, 0, "\(made)")
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "svc", "-a", "b", "-w", "-", "--accessible", "AlwaysThisDeviceOnly", second],
+                                 input: "b-secret\n").status, 0)
+        XCTAssertEqual(try h.run(["stop", second]).status, 0)
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "svc", "-a", "b", "-w", second]).stdout, "b-secret\n")
+        XCTAssertEqual(try h.run(["stop", second]).status, 0)
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+
+        // A damaged sealed file and one of a newer format are named, and never replaced.
+        let sealed = try XCTUnwrap(FileManager.default.contents(atPath: keyPath))
+        for (bytes, words) in [(sealed.prefix(sealed.count - 3), "damaged"), (sealedMagic + Data([0, 9]) + sealed.dropFirst(10), "newer")] {
+            chmod(keyPath, 0o600)
+            try Data(bytes).write(to: URL(fileURLWithPath: keyPath))
+            chmod(keyPath, 0o400)
+            let status = try h.run(["device-key", "status"])
+            XCTAssertEqual(status.status, 93, "\(status)")
+            XCTAssertTrue(status.stderr.contains(words), "\(status)")
+            let find = try h.run(["find-generic-password", "-s", "svc", "-a", "b", "-w", second])
+            XCTAssertNotEqual(find.status, 0, "\(find)")
+            XCTAssertEqual(FileManager.default.contents(atPath: keyPath), Data(bytes))
+        }
+    }
+}
