@@ -11,10 +11,10 @@ enum BackupVerbs {
     static let all: [Verb] = [export, `import`, purge]
 
     static let export = Verb(
-        name: "export", usage: "--out FILE [--synchronizable-only] [--kdf interactive|moderate|sensitive] [VAULT]\n"
+        name: "export", usage: "--out FILE [--synchronizable-only] [--kdf interactive|moderate|sensitive] [--quiet] [VAULT]\n"
             + "       keychainfs export [-k VAULT] [-t certs|pubKeys|...] [-f pemseq|x509|openssl] [-p] [-l LABEL] [-o FILE]",
         summary: "Write a passphrase-protected backup (--out), or certificates and public keys (-t).",
-        valued: Set(["--out", "--kdf"]).union(ExportVerbs.valued), flags: Set(["--synchronizable-only"]).union(ExportVerbs.flags),
+        valued: Set(["--out", "--kdf"]).union(ExportVerbs.valued), flags: Set(["--synchronizable-only", "--quiet"]).union(ExportVerbs.flags),
         details: """
         The backup holds every item of the classes WhenUnlocked, AfterFirstUnlock and Always
         (ak, ck, dk), of every access group, with its attributes, access control and secret;
@@ -22,7 +22,8 @@ enum BackupVerbs {
         only. The backup passphrase is read from standard input when it is not a terminal (one
         line), else asked twice. --kdf sets its Argon2id cost (default moderate). FILE is written
         with mode 0600 and replaced atomically. The vault must be unlocked; presence-gated items
-        need the approval program's consent. Root and the daemon's user only.
+        need the approval program's consent. Root and the daemon's user only. On a terminal,
+        standard error shows how much of the backup has arrived, unless --quiet.
 
         """ + "\n" + ExportVerbs.details
     ) { ctx in
@@ -46,6 +47,9 @@ enum BackupVerbs {
             pass = line
         }
         guard pass.count > 0 else { throw UsageError("the backup passphrase is empty") }
+        let progress = TransferProgress("export", ctx.args)
+        defer { progress.finish() }
+        progress.update("sealing the items...")
         let first = try client.send(Request(.export, options: options, secrets: [pass])).info
         guard case .number(let size)? = first["size"], case .data(var bytes)? = first["data"] else {
             throw KeychainStatus.decode
@@ -54,12 +58,14 @@ enum BackupVerbs {
             guard let transfer = first["transfer"] else { throw KeychainStatus.decode }
             bytes.reserveCapacity(Int(size))
             while bytes.count < size {
+                progress.update(TransferProgress.amount(bytes.count, of: Int(size)))
                 let r = try client.send(Request(.export, options: ["transfer": transfer, "offset": .number(Int64(bytes.count))]))
                 guard case .data(let piece)? = r.info["data"], !piece.isEmpty else { throw KeychainStatus.decode }
                 bytes += piece
             }
         }
         guard bytes.count == size else { throw KeychainStatus.decode }
+        progress.finish(TransferProgress.amount(bytes.count, of: Int(size)))
         if let failure = writeAtomically(bytes, to: out) {
             Terminal.warn("cannot write \(out): \(failure)")
             return KeychainStatus.io.exitCode
@@ -73,10 +79,10 @@ enum BackupVerbs {
     }
 
     static let `import` = Verb(
-        name: "import", usage: "FILE [--replace | --keep-newer] [--groups keep|skip] [VAULT]\n"
+        name: "import", usage: "FILE [--replace | --keep-newer] [--groups keep|skip] [--quiet] [VAULT]\n"
             + "       keychainfs import KEYFILE [-k VAULT] [-t pub|priv|cert|agg] [-f FORMAT] [-x] [-l LABEL]",
         summary: "Restore a backup made by export, or import keys and certificates.",
-        valued: Set(["--groups"]).union(ImportVerbs.valued), flags: Set(["--replace", "--keep-newer"]).union(ImportVerbs.flags),
+        valued: Set(["--groups"]).union(ImportVerbs.valued), flags: Set(["--replace", "--keep-newer", "--quiet"]).union(ImportVerbs.flags),
         details: """
         The backup passphrase is read from standard input when it is not a terminal, else asked
         for. All items are added in one transaction: a wrong passphrase (exit 51), a damaged or
@@ -90,7 +96,8 @@ enum BackupVerbs {
         keeps its definition here. --groups skip creates none. Either way, restored items whose
         group this vault does not define (skipped, or a backup made before groups were carried)
         are named in a warning: nobody can read them until `group add` makes the group.
-        The vault must be unlocked for WhenUnlocked items.
+        The vault must be unlocked for WhenUnlocked items. On a terminal, standard error shows
+        how much of the backup has been sent, then the number of items restored, unless --quiet.
 
         """ + "\n" + ImportVerbs.details
     ) { ctx in
@@ -131,7 +138,9 @@ enum BackupVerbs {
         let groups = ctx.args.value("--groups") ?? "keep"
         guard groups == "keep" || groups == "skip" else { throw UsageError("--groups takes keep or skip") }
         var info: Fields = [:]
+        let progress = TransferProgress("import", ctx.args)
         do {
+            defer { progress.finish() }  // before any error is printed
             var transfer: AttributeValue?
             var sent = 0
             repeat {
@@ -140,13 +149,24 @@ enum BackupVerbs {
                                            "size": .number(Int64(bytes.count)), "groups": .string(groups)]
                 if let transfer { options["transfer"] = transfer }
                 let last = end == bytes.count
+                if last {
+                    progress.update(TransferProgress.amount(bytes.count, of: bytes.count) + " sent, opening and restoring the items...")
+                } else if sent == 0 {
+                    progress.update(TransferProgress.amount(0, of: bytes.count))
+                }
                 info = try client.send(Request(.import, options: options, secrets: last ? [pass] : [])).info
                 if transfer == nil && !last {
                     guard let t = info["transfer"] else { throw KeychainStatus.decode }
                     transfer = t
                 }
+                if !last { progress.update(TransferProgress.amount(end, of: bytes.count)) }
                 sent = end
             } while sent < bytes.count
+            let restored = ["added", "replaced", "skipped"].reduce(Int64(0)) {
+                if case .number(let n)? = info[$1] { return $0 + n }
+                return $0
+            }
+            progress.finish(TransferProgress.amount(bytes.count, of: bytes.count) + ", \(restored) items")
         } catch KeychainStatus.authFailed {
             // The daemon answers a caller who may not administer the vault the same way.
             let administrator = geteuid() == 0 || geteuid() == Paths.vaultOwner(vault)
