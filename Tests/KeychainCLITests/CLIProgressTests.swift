@@ -95,13 +95,13 @@ final class CLIProgressTests: XCTestCase {
         // On a terminal: one line rewritten in place (\r), ended by a newline before the summary.
         let shownExport = try onTerminalRaw(["export", "--out", backup], input: pass, timeout: 300)
         XCTAssertEqual(shownExport.status, 0, shownExport.output)
-        let exportLine = "keychainfs: export: sealing the items...\rkeychainfs: export: 16 of \(total) MiB"
+        let exportLine = "\rkeychainfs: export: sealing the items...\rkeychainfs: export: 16 of \(total) MiB"
         XCTAssertTrue(shownExport.output.hasPrefix(exportLine), shownExport.output)
         XCTAssertTrue(shownExport.output.hasSuffix("\rkeychainfs: export: \(total) of \(total) MiB\nexported 20 items to \(backup)\n"),
                       shownExport.output)
         let shownImport = try onTerminalRaw(["import", backup], input: pass, timeout: 300)
         XCTAssertEqual(shownImport.status, 0, shownImport.output)
-        XCTAssertTrue(shownImport.output.hasPrefix("keychainfs: import: 0 of \(total) MiB\rkeychainfs: import: 16 of \(total) MiB"),
+        XCTAssertTrue(shownImport.output.hasPrefix("\rkeychainfs: import: 0 of \(total) MiB\rkeychainfs: import: 16 of \(total) MiB"),
                       shownImport.output)
         XCTAssertTrue(shownImport.output.contains("\rkeychainfs: import: \(total) of \(total) MiB sent, opening and restoring the items..."),
                       shownImport.output)
