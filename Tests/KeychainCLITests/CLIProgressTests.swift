@@ -107,6 +107,11 @@ final class CLIProgressTests: XCTestCase {
                       shownImport.output)
         XCTAssertNotNil(shownImport.output.range(of: "\rkeychainfs: import: \(total) of \(total) MiB, 20 items *\nadded 0, replaced 0, skipped 20\n$",
                                                  options: .regularExpression), shownImport.output)
+        // A refused import ends the line before it says why.
+        let refused = try onTerminalRaw(["import", backup], input: "not the backup pass phrase", timeout: 300)
+        XCTAssertEqual(refused.status, 51, refused.output)
+        XCTAssertTrue(refused.output.contains("opening and restoring the items...\nkeychainfs: "), refused.output)
+        XCTAssertTrue(refused.output.hasSuffix("\nkeychainfs: nothing was imported: the backup passphrase is wrong\n"), refused.output)
 
         // --quiet on a terminal: only the summaries.
         let quietExport = try onTerminalRaw(["export", "--quiet", "--out", backup], input: pass, timeout: 300)
