@@ -19,8 +19,11 @@ struct StoredItem {
 /// everything it stores is already sealed or a blind token.
 final class ItemStore {
     /// The schema version (`PRAGMA user_version`) this build writes.
-    static let schemaVersion: Int64 = 1
+    static let schemaVersion: Int64 = 2
     let db: Connection
+    /// Version 2: every generic password has its Secret Service pair tokens (version 1 gains
+    /// them in one step, `markSecretAttributeTokens`).
+    var hasSecretAttributeTokens = true
 
     init(db: Connection) { self.db = db }
 
@@ -33,7 +36,7 @@ final class ItemStore {
         try db.execute("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA secure_delete=ON; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-8192")
     }
 
-    /// Creates the tables of schema version 1.
+    /// Creates the tables of schema version 2 (version 1's, with pair tokens in `tokens`).
     func createSchema() throws {
         try db.execute("""
             CREATE TABLE meta(key TEXT PRIMARY KEY, value BLOB NOT NULL);
@@ -55,18 +58,26 @@ final class ItemStore {
                 item INTEGER NOT NULL REFERENCES items(rowid) ON DELETE CASCADE,
                 PRIMARY KEY(token, item)) WITHOUT ROWID;
             CREATE INDEX tokens_by_item ON tokens(item);
-            PRAGMA user_version = 1;
+            PRAGMA user_version = 2;
             """)
     }
 
-    /// Brings an older schema up to date. Version 1 is the first; later versions add steps here.
+    /// Brings an older schema up to date. Version 1 lacks pair tokens: the vault adds them later (`Vault+SecretTokens.swift`).
     func migrate() throws {
         let version = try db.scalarInt("PRAGMA user_version") ?? 0
         guard version <= ItemStore.schemaVersion else {
             throw VaultFileError.newerFormat(found: Int(version), supported: Int(ItemStore.schemaVersion))
         }
         guard version >= 1 else { throw VaultFileError.corruptHeader }
+        hasSecretAttributeTokens = version >= 2
     }
+
+    /// Records that every generic password now has its pair tokens (schema version 2), inside
+    /// the transaction that added them.
+    func markSecretAttributeTokens() throws { try db.execute("PRAGMA user_version = 2") }
+
+    /// Adds tokens to a row, keeping the ones it has.
+    func addTokens(_ tokens: [[UInt8]], rowID: Int64) throws { try insertTokens(tokens, rowID: rowID) }
 
     func readMeta(_ key: String) throws -> [UInt8]? {
         let st = try db.prepare("SELECT value FROM meta WHERE key = ?")

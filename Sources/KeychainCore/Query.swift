@@ -59,6 +59,8 @@ public struct ParsedQuery {
     var limit: MatchLimit = .one
     var returns = ReturnKeys()
     var persistentRef: PersistentRef?
+    /// Secret Service attribute pairs an item must have (`matchSecretAttributes`), generic passwords only.
+    var secretAttributes: [String: String] = [:]
 
     public enum Operation: CaseIterable, Sendable { case search, update, delete }
 
@@ -93,6 +95,11 @@ public struct ParsedQuery {
                 // they do not apply to the items kept here, ignored.
                 guard operation != .update else { throw KeychainStatus.param }
                 if key == .matchLimit { limit = try Self.limit(value) }
+                if key == .matchSecretAttributes {
+                    guard itemClass == .genericPassword, case .data(let blob) = value,
+                          let pairs = SecretServicePairs.decode(blob) else { throw KeychainStatus.param }
+                    secretAttributes = pairs.attributes
+                }
             } else if key.hasPrefix(.use) || key == .useDataProtectionKeychain {
                 continue  // authentication UI and keychain-selection hints: the daemon's concern
             } else if key == .valueData {

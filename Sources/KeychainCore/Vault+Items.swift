@@ -131,6 +131,7 @@ extension Vault {
                              skipUnapproved: Bool = false, secretsReturned: inout [PersistentRef]) throws -> QueryResult {
         let q = try ParsedQuery(query, operation: .search)
         return try mutex.withLock {
+            rebuildSecretTokensIfNeeded(q)
             let matches = try search(q, accessGroups: accessGroups, needSecret: q.returns.data, limit: q.maximumCount,
                                      approved: approved, skipUnapproved: skipUnapproved)
             guard q.returns.any else { return .none }
@@ -273,7 +274,7 @@ extension Vault {
         // In primary-key order, most selective first: the store starts from the first token.
         let tokens = q.itemClass.primaryKey.compactMap { name in
             q.filters[name].map { IndexToken.attribute(name, $0, itemClass: q.itemClass, key: indexKey) }
-        }
+        } + secretSearchTokens(q, indexKey: indexKey)
         var matches: [Match] = []
         var unavailable: KeychainStatus?
         var damaged = false
@@ -288,7 +289,10 @@ extension Vault {
                 damaged = true
                 return true
             }
-            guard Self.matches(opened.attributes, filters: q.filters, itemClass: q.itemClass) else { return true }
+            // The tokens only narrow: the opened attributes decide (a token collision finds nothing).
+            guard Self.matches(opened.attributes, filters: q.filters, itemClass: q.itemClass),
+                  SecretServicePairs.matches(SecretServicePairs.of(opened.attributes), q.secretAttributes)
+            else { return true }
             // A presence-gated secret needs an approval the engine cannot give: as if locked.
             if needSecret, let control = opened.attributes[.accessControl].flatMap(AccessControl.init), control.requiresPresence,
                !approved.contains(PersistentRef(itemClass: item.itemClass, uuid: item.uuid)) {
@@ -324,6 +328,7 @@ extension Vault {
         let ad = { (part: ItemCodec.Part) in self.associatedData(item, part) }
         let itemKey = try AEAD.open(item.wrappedKey, key: classKey, associatedData: ad(.itemKey))
         defer { itemKey.wipe() }
+        attributeOpens += 1
         let attributes = try ItemCodec.decode(try AEAD.open(item.attributes, key: itemKey, associatedData: ad(.attributes)))
         // The clear columns must agree with the sealed attributes.
         guard attributes[.accessible] == .string(item.protection.rawValue),
@@ -384,11 +389,12 @@ extension Vault {
             secret: sealedSecret, version: version)
     }
 
-    /// One token per primary-key attribute (missing ones as empty), for indexed lookups.
+    /// One token per primary-key attribute (missing ones as empty), for indexed lookups, and a
+    /// generic password's Secret Service pair tokens.
     func lookupTokens(_ attributes: Attributes, itemClass: ItemClass, indexKey: SecureBytes) -> [[UInt8]] {
         itemClass.primaryKey.map { name in
             IndexToken.attribute(name, attributes[name] ?? AttributeKind.of(name).empty, itemClass: itemClass, key: indexKey)
-        }
+        } + secretAttributeTokens(attributes, itemClass: itemClass, indexKey: indexKey)
     }
 
     func shape(_ m: Match, returns: ReturnKeys) throws -> ReturnedValue {

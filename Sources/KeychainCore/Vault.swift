@@ -22,6 +22,8 @@ public final class Vault: @unchecked Sendable {
         let associatedData: [UInt8]
     }
     static let fileItemKeyLimit = 1024
+    /// Attribute blobs `open` decrypted (`attributeOpenCount`).
+    var attributeOpens = 0
 
     private init(path: String, store: ItemStore, header: VaultHeader, device: DeviceKey) {
         self.path = path

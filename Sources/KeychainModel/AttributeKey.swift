@@ -275,3 +275,10 @@ extension AttributeValue {
     /// `kSecUseAuthenticationUISkip` as a value.
     public static let authenticationUISkip = AttributeValue.string(ValueName.authenticationUISkip)
 }
+
+extension AttributeKey {
+    /// keychainfs's own search key for generic passwords: Secret Service attribute pairs that must
+    /// all be among an item's (`SecretServicePairs`), as `.data` of `SecretServicePairs.encode`.
+    /// The vault finds them through blind tokens (docs/vault-format.md).
+    public static let matchSecretAttributes = AttributeKey(rawValue: "m_SecretAttributes")
+}

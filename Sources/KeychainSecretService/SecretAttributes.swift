@@ -9,16 +9,8 @@ import KeychainCrypto
 /// encrypted with the item. An item made elsewhere (CLI, mount, SecItem) has no such `gena`: its
 /// attributes are `service` = svce, `account` = `username` = acct.
 enum SecretAttributes {
-    static let magic: [UInt8] = Array("kcss".utf8)
-    static let version: UInt8 = 1
-
     /// The Secret Service attributes of a vault item.
-    static func of(_ item: Attributes) -> [String: String] {
-        if let blob = item[.generic].flatMap(bytes), let decoded = decode(blob) { return decoded.attributes }
-        let svce = item[.service].flatMap(text) ?? ""
-        let acct = item[.account].flatMap(text) ?? ""
-        return ["service": svce, "account": acct, "username": acct]
-    }
+    static func of(_ item: Attributes) -> [String: String] { SecretServicePairs.of(item) }
 
     /// The secret's content type as stored, else text/plain.
     static func contentType(of item: Attributes) -> String {
@@ -36,38 +28,16 @@ enum SecretAttributes {
         return r.withUnsafeBytes { Array($0) }
     }
 
-    /// True when `query` is a subset of `attributes`, as the specification's searches match.
     static func matches(_ attributes: [String: String], _ query: [String: String]) -> Bool {
-        query.allSatisfy { attributes[$0.key] == $0.value }
+        SecretServicePairs.matches(attributes, query)
     }
 
-    /// `kcss`, version 1, content type, then u32 count and the pairs sorted by name, each string
-    /// as u32 length + UTF-8.
     static func encode(_ attributes: [String: String], contentType: String) -> [UInt8] {
-        var w = ByteWriter()
-        w.raw(magic)
-        w.u8(version)
-        w.lengthPrefixed(Array(contentType.utf8))
-        w.u32(UInt32(attributes.count))
-        for (k, v) in attributes.sorted(by: { $0.key < $1.key }) {
-            w.lengthPrefixed(Array(k.utf8))
-            w.lengthPrefixed(Array(v.utf8))
-        }
-        return w.bytes
+        SecretServicePairs.encode(attributes, contentType: contentType)
     }
 
     static func decode(_ blob: [UInt8]) -> (attributes: [String: String], contentType: String)? {
-        blob.withUnsafeBytes { buf -> ([String: String], String)? in
-            var r = ByteReader(buf)
-            guard (try? r.raw(4)) == magic, (try? r.u8()) == version,
-                  let type = try? r.lengthPrefixed(), let count = try? r.u32(), Int(count) <= r.remaining else { return nil }
-            var out: [String: String] = [:]
-            for _ in 0..<count {
-                guard let k = try? r.lengthPrefixed(), let v = try? r.lengthPrefixed() else { return nil }
-                out[String(decoding: k, as: UTF8.self)] = String(decoding: v, as: UTF8.self)
-            }
-            return (out, String(decoding: type, as: UTF8.self))
-        }
+        SecretServicePairs.decode(blob)
     }
 
     static func bytes(_ v: AttributeValue) -> [UInt8]? {

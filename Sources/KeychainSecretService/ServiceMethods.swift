@@ -74,10 +74,10 @@ extension SecretService {
     }
 
     /// Items matching `query` in `group` (every group when nil), split into unlocked and locked.
-    /// Candidates are narrowed by `svce` when the query names a `service`; the rest of the match
-    /// is done here on the decrypted attributes.
+    /// The daemon finds the items holding every pair by their blind tokens (it computes them);
+    /// the match is checked again here on the attributes it returns.
     func searchItems(group: String?, query: [String: String]) throws -> (unlocked: [String], locked: [String]) {
-        let found = try vaultCall { try vault.search(group: group, service: query["service"]) }
+        let found = try vaultCall { try vault.search(group: group, pairs: query) }
         var unlocked: [String] = []
         for item in found where SecretAttributes.matches(SecretAttributes.of(item.attributes), query) {
             guard let ref = item.persistentRef, let g = item.attributes[.accessGroup]?.stringValue, caller.readable.contains(g) else { continue }
