@@ -7,7 +7,7 @@ import XCTest
 /// blind tokens: only the matching items are decrypted, and updates, deletes and old vaults keep
 /// the tokens right.
 final class SecretTokenSearchTests: XCTestCase {
-    let g = ["app.default"]
+    var g = ["app.default"]
 
     func pairs(_ p: [String: String]) -> AttributeValue { .data(SecretServicePairs.encode(p, contentType: "")) }
 
@@ -77,8 +77,13 @@ final class SecretTokenSearchTests: XCTestCase {
     /// candidate until it is unlocked; its first search then adds the tokens once, and verify
     /// agrees with them.
     func testAnOldVaultGetsItsTokensAtItsFirstUnlockedSearch() throws {
-        let (scratch, path, device) = try FixtureTests().fixtureCopy()
-        _ = scratch
+        let scratch = try Scratch()
+        let source = try XCTUnwrap(Bundle.module.path(forResource: "vault-v1", ofType: nil, inDirectory: "Fixtures"))
+        let path = scratch.path("fixture.vault")
+        try FileManager.default.copyItem(atPath: source + "/fixture.vault", toPath: path)
+        try FileManager.default.copyItem(atPath: source + "/device.key", toPath: scratch.dir + "/fixture-device.key")
+        let device = try DeviceKey.loadOrCreate(at: scratch.dir + "/fixture-device.key")
+        g = ["fixture.group"]
         let vault = try Vault.open(at: path, deviceKey: device)
         let wanted = ["service": "fixture", "account": "always"]
         XCTAssertEqual(try accounts(vault, wanted), ["always"], "locked: the readable items are scanned")
