@@ -25,7 +25,7 @@ final class SecretServiceSearchTests: XCTestCase {
     /// Adds `count` items over D-Bus (one secretstorage connection): label `item-N`, attributes
     /// `app` = `tag`, `n` = N, `user` = `u(N % 7)`, `service` only on even N.
     func fill(_ count: Int, tag: String) {
-        let r = bus.python("""
+        let r = bus.run(["/usr/bin/python3", "-B", "-c", """
             import secretstorage
             bus = secretstorage.dbus_init()
             col = secretstorage.get_default_collection(bus)
@@ -33,7 +33,7 @@ final class SecretServiceSearchTests: XCTestCase {
                 attrs = {"app": "\(tag)", "n": str(n), "user": "u%d" % (n % 7)}
                 if n % 2 == 0: attrs["service"] = "svc-\(tag)"
                 col.create_item("item-%d" % n, attrs, ("secret-%d" % n).encode())
-            """)
+            """], timeout: 900)
         XCTAssertEqual(r.status, 0, "fill: \(r)")
     }
 
@@ -95,6 +95,11 @@ final class SecretServiceSearchTests: XCTestCase {
         for total in [200, 2000] {
             fill(total - filled, tag: "t\(total)")
             filled = total
+            let listed = bus.python("""
+                import secretstorage
+                print(len(list(secretstorage.get_default_collection(secretstorage.dbus_init()).get_all_items())))
+                """)
+            print("items in the vault: \(listed.stdout.trimmingCharacters(in: .whitespacesAndNewlines))")
             for (name, argv) in [("without service", ["app", "t\(total)", "n", "17"]),
                                  ("with service", ["service", "svc-t\(total)", "n", "16"])] {
                 var times: [Double] = []
