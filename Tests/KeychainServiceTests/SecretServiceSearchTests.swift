@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import XCTest
 
 /// `SearchItems` by attributes finds exactly its items among many through the daemon's blind
