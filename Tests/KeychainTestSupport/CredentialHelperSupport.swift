@@ -77,7 +77,7 @@ package final class GitHTTPServer {
     login = open(os.path.join(root, "login")).read()
     expected = "Basic " + base64.b64encode(login.encode()).decode()
 
-    package class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def log_message(self, *args):

@@ -101,7 +101,7 @@ final class SecItemConformanceDiscoveryTests: SecItemConformanceCase {
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("KEYCHAINFS_") }
         env.merge(environment) { $1 }
         env["SECITEM_CONFORMANCE_CHILD"] = mode
-        let r = try Spawn.run([exe, "KeychainCLITests.SecItemConformanceDiscoveryTests/testChildProcessBody"],
+        let r = try Spawn.run([exe, "SecurityTests.SecItemConformanceDiscoveryTests/testChildProcessBody"],
                               environment: env, input: Data(), timeout: 120)
         let out = String(decoding: r.out, as: UTF8.self) + String(decoding: r.err, as: UTF8.self)
         XCTAssertFalse(r.timedOut, "child \(mode) timed out", file: file, line: line)
