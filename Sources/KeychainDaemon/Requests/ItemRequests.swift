@@ -11,8 +11,8 @@ struct ItemRequests: RequestFamily {
         switch request.operation {
         case .add:
             let writable = writableGroups(caller)
-            // A key the daemon makes (RSA can take a second): on a slow worker.
-            if request.options[KeyGeneration.option] != nil {
+            // A key the daemon makes (RSA can take a second; a TPM key a TPM round trip): on a slow worker.
+            if request.options[KeyGeneration.option] != nil || TokenKeys.isTokenKey(request.query) {
                 // Nobody makes the daemon spend a key generation on an add it would refuse.
                 let group = request.query[.accessGroup]?.stringValue ?? writable.first
                 guard let group, writable.contains(group) else { throw KeychainStatus.missingEntitlement }
