@@ -73,12 +73,18 @@ final class ApprovalAgent: Sendable {
     /// Asks the program for the vault's passphrase to unlock it, for a caller with none to give
     /// (the Secret Service's Unlock prompt): `PROGRAM --reason unlock --label KEYCHAIN ...`,
     /// which prints it on its first line. A program that does not know `unlock` exits non-zero.
+    /// With an `asker` (the D-Bus caller the Secret Service relays for), `--uid`, `--pid` and
+    /// `--exe` describe the asker, and `--via-uid`, `--via-pid`, `--via-exe` the socket caller.
     /// - Throws: as `approve` answers: interactionNotAllowed (no program), userCanceled (it
     ///   refused), authFailed (no answer in time, or no line).
-    func askUnlock(caller: CallerIdentity, settings: Settings) throws -> SecureBytes {
+    func askUnlock(caller: CallerIdentity, asker: CallerIdentity? = nil, settings: Settings) throws -> SecureBytes {
         guard let program = settings.program else { throw KeychainStatus.interactionNotAllowed }
-        let argv = [program, "--reason", "unlock", "--label", "keychain",
-                    "--uid", String(caller.uid), "--pid", String(caller.pid), "--exe", caller.executable ?? "?"]
+        let who = asker ?? caller
+        var argv = [program, "--reason", "unlock", "--label", "keychain",
+                    "--uid", String(who.uid), "--pid", String(who.pid), "--exe", who.executable ?? "?"]
+        if asker != nil {
+            argv += ["--via-uid", String(caller.uid), "--via-pid", String(caller.pid), "--via-exe", caller.executable ?? "?"]
+        }
         switch run(argv, timeout: settings.timeout, captureLine: true) {
         case .timedOut, .failedToStart:
             throw KeychainStatus.authFailed
@@ -89,6 +95,21 @@ final class ApprovalAgent: Sendable {
             }
             return line
         }
+    }
+
+    /// This daemon's executable, read once: the one relay whose word on who asks is taken.
+    private static let ownExecutable = CallerIdentity.executablePath(pid: getpid())
+
+    /// The caller a relay asks for: `for-uid` and `for-pid` of an unlock request, the identity
+    /// the Secret Service pinned for its D-Bus caller (its executable unknown). Nil without them.
+    /// - Throws: errSecParam when the socket caller is not this daemon's own executable (the
+    ///   provider runs as it): nobody else may name another caller to the approval program.
+    static func relayedAsker(_ options: Fields, relay: CallerIdentity) throws -> CallerIdentity? {
+        guard options["for-uid"] != nil || options["for-pid"] != nil else { return nil }
+        guard case .number(let uid)? = options["for-uid"], case .number(let pid)? = options["for-pid"],
+              let u = UInt32(exactly: uid), let p = Int32(exactly: pid),
+              let own = ownExecutable, relay.executable == own else { throw KeychainStatus.param }
+        return CallerIdentity(pid: p, uid: u, gid: UInt32.max, groups: [], executable: nil)
     }
 
     enum Outcome { case exited(Int32, SecureBytes?), timedOut, failedToStart }

@@ -4,10 +4,22 @@ import KeychainCore
 import KeychainProtocol
 import Synchronization
 
+/// What the bus thread looks at again for the changes read since its last round.
+enum FeedChange: Hashable {
+    /// The items of one service (and account) the daemon named: an add, update or delete.
+    case named(service: String, account: String?)
+    /// Everything: a new stream (it may have missed changes), a lock or unlock, or a change
+    /// that names no service (or a stream without names: this process is not an administrator).
+    case everything
+}
+
 /// The daemon's change stream (`watch`) read on a thread of its own, so that changes made by
-/// the CLI, a mount or `import Security` become collection signals. The thread only wakes the
-/// bus loop through a pipe; the bus thread does the rest (sd-bus is single-threaded).
+/// the CLI, a mount or `import Security` become collection signals. The thread queues what each
+/// event names and wakes the bus loop through a pipe; the bus thread does the rest (sd-bus is
+/// single-threaded).
 final class ChangeFeed: @unchecked Sendable {
+    /// Past this many queued changes the bus thread looks at everything once instead.
+    static let queueLimit = 4096
     /// The read end the bus loop polls: readable after one or more events.
     let wakeFD: Int32
     private let writeFD: Int32
@@ -17,6 +29,8 @@ final class ChangeFeed: @unchecked Sendable {
     private let connect: () throws -> DaemonClient
     /// Whether the reader is watching or about to (set by the bus thread, cleared by the reader).
     private let running = Mutex(false)
+    /// Changes read and not yet taken by the bus thread.
+    private let queue = Mutex<[FeedChange]>([])
 
     init?(connect: @escaping () throws -> DaemonClient) {
         var wake: [Int32] = [-1, -1], restart: [Int32] = [-1, -1]
@@ -39,9 +53,17 @@ final class ChangeFeed: @unchecked Sendable {
             while read(restartRead, &byte, 1) == 1 {
                 if let client = try? connect(), (try? client.send(Request(.watch))) != nil {
                     // A new stream may have missed changes: let the bus thread look again.
-                    wake()
+                    enqueue(.everything)
                     while let event = try? client.receive() {
-                        if event.info["event"]?.stringValue != "overflow" { wake() }
+                        let kind = event.info["event"]?.stringValue
+                        // The stream's last frame after an overflow: the next stream looks at everything.
+                        if kind == "overflow" { continue }
+                        if kind == ChangeKind.add.rawValue || kind == ChangeKind.update.rawValue || kind == ChangeKind.delete.rawValue,
+                           let service = event.info["service"]?.stringValue {
+                            enqueue(.named(service: service, account: event.info["account"]?.stringValue))
+                        } else {
+                            enqueue(.everything)
+                        }
                     }
                 }
                 running.withLock { $0 = false }
@@ -62,10 +84,25 @@ final class ChangeFeed: @unchecked Sendable {
         _ = write(restartWrite, &one, 1)
     }
 
-    /// Empties the pipe; the bus thread calls it before it compares the vault with its snapshot.
-    func drain() {
+    /// Empties the pipe and takes the changes queued so far, in order, each once (its latest
+    /// state is what the bus thread reads), or `[.everything]`.
+    func drain() -> [FeedChange] {
         var scratch = [UInt8](repeating: 0, count: 64)
         while read(wakeFD, &scratch, scratch.count) > 0 {}
+        let taken = queue.withLock { q in
+            defer { q = [] }
+            return q
+        }
+        if taken.contains(.everything) { return [.everything] }
+        var seen = Set<FeedChange>()
+        return taken.filter { seen.insert($0).inserted }
+    }
+
+    private func enqueue(_ change: FeedChange) {
+        queue.withLock { q in
+            if q.count >= Self.queueLimit { q = [.everything] } else if q.last != change { q.append(change) }
+        }
+        wake()
     }
 
     private func wake() {

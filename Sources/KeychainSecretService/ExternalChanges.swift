@@ -1,51 +1,144 @@
+import Glibc
 import KeychainCore
 
-/// Collection signals for changes made outside D-Bus (CLI, mount, `import Security`): on each
-/// wake of the change feed, the vault's generic passwords are compared with the last snapshot.
+/// Collection signals for changes made outside D-Bus (CLI, mount, `import Security`). Each
+/// change the daemon's stream names (an add, update or delete of a service and account) is
+/// looked up alone: the items of that name are read and compared with the snapshot, so filling
+/// a vault costs one small search per change. A change that names nothing (a new stream, a lock
+/// or unlock, a change by reference) compares every generic password with the snapshot.
 /// Changes this service made itself were signalled when they were made; they are remembered as
 /// echoes so the comparison does not signal them again.
 struct ItemSnapshot {
-    /// Every item path this process could read at the last look, with its modification date.
-    var modified: [String: Double] = [:]
-    /// Paths this service signalled itself since the last look, with the signal it sent.
+    struct Entry: Equatable {
+        var modified: Double
+        var service: String
+        var account: String
+    }
+    /// Every item path this process could read at the last look, with its date and name.
+    private(set) var entries: [String: Entry] = [:]
+    /// The paths of each service, for a change that names it.
+    private(set) var byService: [String: Set<String>] = [:]
+    /// Paths this service signalled itself and the signal it sent, until the stream brings them.
     var echoes: [String: String] = [:]
     var taken = false
+
+    mutating func set(_ path: String, _ entry: Entry) {
+        if let old = entries[path], old.service != entry.service { byService[old.service]?.remove(path) }
+        entries[path] = entry
+        byService[entry.service, default: []].insert(path)
+    }
+
+    mutating func remove(_ path: String) {
+        guard let old = entries.removeValue(forKey: path) else { return }
+        byService[old.service]?.remove(path)
+        if byService[old.service]?.isEmpty == true { byService[old.service] = nil }
+    }
+
+    /// The paths recorded under a service, and an account when given.
+    func paths(service: String, account: String?) -> [String] {
+        (byService[service] ?? []).filter { account == nil || entries[$0]?.account == account }
+    }
 }
 
 extension SecretService {
-    /// Looks at the vault again and signals what changed since the last look.
+    /// Whether every change compares the whole vault (`KEYCHAINFS_SECRET_SERVICE_RESCAN=1`): the
+    /// way outside changes were found before they were looked up one by one, kept to measure
+    /// the difference (bench/secret-service.sh).
+    static let rescanEveryChange = getenv("KEYCHAINFS_SECRET_SERVICE_RESCAN").map { String(cString: $0) == "1" } ?? false
+
+    /// Applies what the change feed read since the last round.
+    func applyFeed() {
+        let changes: [FeedChange] = feed?.drain() ?? [.everything]
+        if changes.isEmpty { return }
+        if !snapshot.taken || Self.rescanEveryChange || changes.contains(.everything) {
+            compareWithVault()
+            return
+        }
+        for case .named(let service, let account) in changes { compareNamed(service: service, account: account) }
+    }
+
+    /// The path, group and snapshot entry of a listed item.
+    private func entry(of item: FoundItem) -> (path: String, group: String, entry: ItemSnapshot.Entry)? {
+        guard let ref = item.persistentRef, let g = item.attributes[.accessGroup]?.stringValue else { return nil }
+        let date: Double
+        if case .date(let d)? = item.attributes[.modificationDate] { date = d } else { date = 0 }
+        return (ObjectPath.item(group: g, ref: ref).string, g,
+                ItemSnapshot.Entry(modified: date, service: item.attributes[.service].flatMap(SecretAttributes.text) ?? "",
+                                   account: item.attributes[.account].flatMap(SecretAttributes.text) ?? ""))
+    }
+
+    /// Looks at the items of one name and signals what changed since the last look: a listed
+    /// path that is new is created, one with a new `mdat` changed; a recorded path of that name
+    /// no longer listed is read by reference (renamed: changed; gone: deleted; unreadable while
+    /// locked: kept).
+    func compareNamed(service: String, account: String?) {
+        guard let found = try? vault.search(group: nil, service: service, account: account) else { return }
+        var listed = Set<String>()
+        for item in found {
+            guard let e = entry(of: item) else { continue }
+            let (path, group, new) = (e.path, e.group, e.entry)
+            listed.insert(path)
+            if let old = snapshot.entries[path] {
+                if old.modified != new.modified { signal("ItemChanged", path: path, group: group) }
+            } else {
+                signal("ItemCreated", path: path, group: group)
+            }
+            snapshot.set(path, new)
+        }
+        for path in snapshot.paths(service: service, account: account) where !listed.contains(path) {
+            checkUnlisted(path)
+        }
+    }
+
+    /// A recorded path a look did not list: read by reference, it is renamed (changed), gone
+    /// (deleted) or unreadable now (while the vault is locked: kept as it was).
+    private func checkUnlisted(_ path: String) {
+        guard case .item(let g, let ref)? = ObjectPath(path), let old = snapshot.entries[path] else { return }
+        let item: FoundItem?
+        do {
+            item = try vault.item(ref: ref, group: g)
+        } catch {
+            return
+        }
+        guard let item, let now = entry(of: item)?.entry else {
+            snapshot.remove(path)
+            signal("ItemDeleted", path: path, group: g)
+            return
+        }
+        if now.modified != old.modified { signal("ItemChanged", path: path, group: g) }
+        snapshot.set(path, now)
+    }
+
+    /// Looks at the whole vault again and signals what changed since the last look.
     func compareWithVault() {
         guard let found = try? vault.search(group: nil, service: nil) else { return }
-        var now: [String: Double] = [:]
-        var groups: [String: String] = [:]
+        var now: [String: (group: String, entry: ItemSnapshot.Entry)] = [:]
         for item in found {
-            guard let ref = item.persistentRef, let g = item.attributes[.accessGroup]?.stringValue else { continue }
-            let path = ObjectPath.item(group: g, ref: ref).string
-            if case .date(let d)? = item.attributes[.modificationDate] { now[path] = d } else { now[path] = 0 }
-            groups[path] = g
+            guard let e = entry(of: item) else { continue }
+            now[e.path] = (e.group, e.entry)
         }
         let before = snapshot
-        snapshot = ItemSnapshot(modified: now, echoes: [:], taken: true)
-        guard before.taken else { return }
-        for (path, date) in now {
-            if let old = before.modified[path] {
-                if old != date { signal("ItemChanged", path: path, group: groups[path]!, echoes: before.echoes) }
-            } else {
-                signal("ItemCreated", path: path, group: groups[path]!, echoes: before.echoes)
+        snapshot = ItemSnapshot()
+        snapshot.echoes = before.echoes
+        snapshot.taken = true
+        for (path, e) in now { snapshot.set(path, e.entry) }
+        if before.taken {
+            for (path, e) in now {
+                if let old = before.entries[path] {
+                    if old.modified != e.entry.modified { signal("ItemChanged", path: path, group: e.group) }
+                } else {
+                    signal("ItemCreated", path: path, group: e.group)
+                }
+            }
+            for (path, old) in before.entries where now[path] == nil {
+                // Not listed is not gone: while the vault is locked its WhenUnlocked items are
+                // unreadable, and asking for one by reference fails rather than finding nothing.
+                snapshot.set(path, old)
+                checkUnlisted(path)
             }
         }
-        for (path, date) in before.modified where now[path] == nil {
-            guard case .item(let g, let ref)? = ObjectPath(path) else { continue }
-            // Not listed is not gone: while the vault is locked its WhenUnlocked items are
-            // unreadable, and asking for one by reference fails rather than finding nothing.
-            do {
-                if try vault.item(ref: ref, group: g) != nil { snapshot.modified[path] = date; continue }
-            } catch {
-                snapshot.modified[path] = date
-                continue
-            }
-            signal("ItemDeleted", path: path, group: g, echoes: before.echoes)
-        }
+        // Echoes not brought by the stream by now never will be.
+        snapshot.echoes = [:]
     }
 
     /// Remembers a signal this service sent for its own change, so the feed does not repeat it.
@@ -53,11 +146,13 @@ extension SecretService {
         if snapshot.taken { snapshot.echoes[item] = member }
     }
 
-    private func signal(_ member: String, path: String, group: String, echoes: [String: String]) {
-        guard echoes[path] != member else { return }
-        let collection = ObjectPath.collection(group: group).string
-        guard let s = try? bus.signal(path: collection, interface: Self.collectionInterface, member: member),
-              (try? s.objectPath(path)) != nil else { return }
-        bus.send(s)
+    /// Sends `member` for an outside change unless it is the echo of this service's own.
+    private func signal(_ member: String, path: String, group: String) {
+        if snapshot.echoes[path] == member {
+            snapshot.echoes[path] = nil
+            return
+        }
+        signal(member, interface: Self.collectionInterface, path: ObjectPath.collection(group: group).string, group: group,
+               afterReply: false) { try $0.objectPath(path) }
     }
 }

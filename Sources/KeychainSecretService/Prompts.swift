@@ -1,3 +1,4 @@
+import KeychainModel
 import KeychainProtocol
 
 /// Prompts (`org.freedesktop.Secret.Prompt`): what a caller asked that needs the user.
@@ -40,8 +41,15 @@ extension SecretService {
         guard m.member == "Prompt" || m.member == "Dismiss" else { return nil }
         guard let prompt = prompts.take(number, for: m.sender) else { throw BusError.unknownObject(m.path) }
         var unlocked: [String]?
+        // The approval program is told who asks: this caller's pinned uid and pid (the daemon
+        // takes them from this process alone, which it names as the relay).
+        var options: Fields = ["by": .string("approval-program")]
+        if let asker = identities[m.sender] {
+            options["for-uid"] = .number(Int64(asker.uid))
+            options["for-pid"] = .number(Int64(asker.pid))
+        }
         if m.member == "Prompt", case .unlock(let objects) = prompt,
-           (try? vault.send(Request(.unlock, options: ["by": .string("approval-program")]))) != nil {
+           (try? vault.send(Request(.unlock, options: options))) != nil {
             unlocked = objects.filter { path in
                 switch ObjectPath(path) {
                 case .collection(let g)?, .item(let g, _)?: return caller.readable.contains(g)
@@ -49,15 +57,17 @@ extension SecretService {
                 }
             }
             for group in caller.readable {
-                emitPropertiesChanged(ObjectPath.collection(group: group).string, interface: Self.collectionInterface, ["Locked": .bool(false)])
+                emitPropertiesChanged(ObjectPath.collection(group: group).string, interface: Self.collectionInterface, group: group,
+                                      ["Locked": .bool(false)])
             }
         }
-        let done = try bus.signal(path: m.path, interface: Self.promptInterface, member: "Completed")
-        try done.bool(unlocked == nil)
-        try done.open("v", "ao")
-        try done.objectPaths(unlocked ?? [])
-        try done.close()
-        bus.sendAfterReply(done)
+        // Completed goes to the prompt's caller alone.
+        signal("Completed", interface: Self.promptInterface, path: m.path, group: nil, only: m.sender, afterReply: true) { done in
+            try done.bool(unlocked == nil)
+            try done.open("v", "ao")
+            try done.objectPaths(unlocked ?? [])
+            try done.close()
+        }
         return try m.reply()
     }
 }

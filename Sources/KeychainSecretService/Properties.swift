@@ -108,14 +108,14 @@ extension SecretService {
         }
         try m.exit()
         try vaultCall { try vault.update(ref: ref, changes: changes, secret: nil) }
-        emitPropertiesChanged(object.string, interface: Self.itemInterface, changed)
+        emitPropertiesChanged(object.string, interface: Self.itemInterface, group: group, changed)
         emit("ItemChanged", from: ObjectPath.collection(group: group).string, item: object.string)
     }
 
-    /// Emits org.freedesktop.DBus.Properties.PropertiesChanged after the current reply.
-    func emitPropertiesChanged(_ path: String, interface: String, _ changed: [String: PropertyValue]) {
-        guard let s = try? bus.signal(path: path, interface: Self.propertiesInterface, member: "PropertiesChanged") else { return }
-        do {
+    /// Emits org.freedesktop.DBus.Properties.PropertiesChanged after the current reply, to the
+    /// connections that may read `group` (the object's access group).
+    func emitPropertiesChanged(_ path: String, interface: String, group: String, _ changed: [String: PropertyValue]) {
+        signal("PropertiesChanged", interface: Self.propertiesInterface, path: path, group: group, afterReply: true) { s in
             try s.string(interface)
             try s.open("a", "{sv}")
             for (name, value) in changed {
@@ -123,9 +123,6 @@ extension SecretService {
             }
             try s.close()
             try s.open("a", "s"); try s.close()
-            bus.sendAfterReply(s)
-        } catch {
-            return
         }
     }
 }

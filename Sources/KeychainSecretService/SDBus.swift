@@ -111,12 +111,18 @@ final class BusConnection {
         _ = sd_bus_send(bus, message.raw, nil)
     }
 
-    /// A new signal from `path` (sd_bus_message_new_signal).
-    func signal(path: String, interface: String, member: String) throws -> OutgoingMessage {
+    /// A new signal from `path` for one connection (sd_bus_message_new_signal with
+    /// sd_bus_message_set_destination): the bus delivers it to `destination` alone, never to
+    /// other connections' match rules (monitors, which only the bus's own user may become, see
+    /// all traffic).
+    func signal(path: String, interface: String, member: String, destination: String) throws -> OutgoingMessage {
         var m: OpaquePointer?
         let rc = sd_bus_message_new_signal(bus, &m, path, interface, member)
         guard rc >= 0, let m else { throw BusFailure(call: "sd_bus_message_new_signal", code: -rc) }
-        return OutgoingMessage(m)
+        let message = OutgoingMessage(m)
+        let set = sd_bus_message_set_destination(m, destination)
+        guard set >= 0 else { throw BusFailure(call: "sd_bus_message_set_destination", code: -set) }
+        return message
     }
 
     /// A connection's credentials as the bus daemon took them from the kernel when the

@@ -21,14 +21,17 @@ public final class SecretService {
     var prompts = PromptTable()
     /// The vault's items at the last look, for signals of changes made outside D-Bus.
     var snapshot = ItemSnapshot()
-    private let feed: ChangeFeed?
+    let feed: ChangeFeed?
     /// Each caller's identity, pinned per unique bus name (the bus never reuses one) from the
     /// credentials the bus daemon took from the kernel when the caller connected.
-    private var identities: [String: CallerIdentity] = [:]
+    var identities: [String: CallerIdentity] = [:]
+    /// The vault's group table as read for the call or change round being handled, to decide
+    /// who hears of a change (`recipients(of:)`); nil until needed.
+    var signalTable: [AccessGroup]?
     /// What the caller of the call being handled may reach (one thread: set by `handle`).
     var caller = CallerAccess.none
     /// This process as the daemon sees it (uid, groups, executable), read once from /proc/self.
-    private let provider = CallerIdentity.of(pid: getpid(), uid: geteuid(), gid: getegid())
+    let provider = CallerIdentity.of(pid: getpid(), uid: geteuid(), gid: getegid())
 
     /// Connects to the session bus and owns `org.freedesktop.secrets`.
     /// - Parameter connect: opens a connection to the vault's daemon (called again if it goes away).
@@ -55,13 +58,14 @@ public final class SecretService {
     /// Serves until the bus connection closes or `stop()` is true.
     public func run(until stop: () -> Bool = { false }) throws {
         try bus.run(until: stop, alsoWatching: feed?.wakeFD) { [unowned self] in
-            feed?.drain()
-            compareWithVault()
+            signalTable = nil
+            applyFeed()
         }
     }
 
     private func handle(_ m: BusMessage) throws -> OutgoingMessage? {
         guard let object = ObjectPath(m.path) else { throw BusError.unknownObject(m.path) }
+        signalTable = nil
         caller = try access(of: m.sender)
         feed?.resume()
         try authorize(object)
@@ -99,6 +103,7 @@ public final class SecretService {
         // One round trip per call (the group list is in the daemon's memory), so a change of the
         // table applies at the next call.
         let table = try vaultCall { try vault.groupTable() }
+        signalTable = table
         return CallerAccess(caller: identity, table: table, provider: provider, owner: try vaultCall { try vault.owner() })
     }
 
@@ -143,15 +148,14 @@ public final class SecretService {
         }
     }
 
-    /// Emits `member(o)` from a collection (ItemCreated, ItemChanged, ItemDeleted).
+    /// Emits `member(o)` from a collection (ItemCreated, ItemChanged, ItemDeleted), and the
+    /// collection's `Items` after a create or delete, to the connections that may read it.
     func emit(_ member: String, from collection: String, item: String) {
-        guard let s = try? bus.signal(path: collection, interface: Self.collectionInterface, member: member),
-              (try? s.objectPath(item)) != nil else { return }
-        bus.sendAfterReply(s)
         noteEcho(member, item: item)
-        if member != "ItemChanged", case .collection(let group)? = ObjectPath(collection),
-           let items = try? searchItems(group: group, query: [:]).unlocked {
-            emitPropertiesChanged(collection, interface: Self.collectionInterface, ["Items": .paths(items)])
+        guard case .collection(let group)? = ObjectPath(collection), !recipients(of: group).isEmpty else { return }
+        signal(member, interface: Self.collectionInterface, path: collection, group: group, afterReply: true) { try $0.objectPath(item) }
+        if member != "ItemChanged", let items = try? searchItems(group: group, query: [:]).unlocked {
+            emitPropertiesChanged(collection, interface: Self.collectionInterface, group: group, ["Items": .paths(items)])
         }
     }
 }

@@ -21,7 +21,8 @@ extension SecretService {
             guard caller.mayLock else { throw BusError.accessDenied }
             try vaultCall { try vault.lock() }
             for group in caller.readable {
-                emitPropertiesChanged(ObjectPath.collection(group: group).string, interface: Self.collectionInterface, ["Locked": .bool(true)])
+                emitPropertiesChanged(ObjectPath.collection(group: group).string, interface: Self.collectionInterface, group: group,
+                                      ["Locked": .bool(true)])
             }
             let r = try m.reply()
             try r.objectPaths(objects)

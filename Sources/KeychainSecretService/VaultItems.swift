@@ -55,14 +55,15 @@ final class VaultItems {
     }
 
     /// Every readable generic password of `group` (all groups when nil) with its attributes and
-    /// persistent reference, narrowed by `svce` when a service is given and to the items holding
+    /// persistent reference, narrowed by `svce` (and `acct`) when given and to the items holding
     /// every Secret Service pair of `pairs` (the daemon's blind tokens).
     /// - Throws: `KeychainStatus.interactionNotAllowed` when only locked items could match.
-    func search(group: String?, service: String? = nil, pairs: [String: String] = [:]) throws -> [FoundItem] {
+    func search(group: String?, service: String? = nil, account: String? = nil, pairs: [String: String] = [:]) throws -> [FoundItem] {
         var query: Attributes = [.class: .itemClass(.genericPassword), .matchLimit: .matchLimitAll, .returnAttributes: true,
                                  .returnPersistentRef: true, .synchronizable: .synchronizableAny]
         if let group { query[.accessGroup] = .string(group) }
         if let service { query[.service] = .string(service) }
+        if let account { query[.account] = .string(account) }
         if !pairs.isEmpty { query[.matchSecretAttributes] = .data(SecretServicePairs.encode(pairs, contentType: "")) }
         do {
             return (try send(Request(.copyMatching, query: query)).result.array ?? []).compactMap(\.item)

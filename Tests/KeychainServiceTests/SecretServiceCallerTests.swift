@@ -9,6 +9,8 @@ final class SecretServiceCallerTests: XCTestCase {
     var harness: CLIHarness!
     var bus: SessionBus!
     var outsider = "", member = "", unixGroup = ""
+    var listeners: [SignalListener] = []
+    var monitor: Process?
 
     override func setUpWithError() throws {
         for tool in ["/usr/bin/dbus-daemon", "/usr/bin/secret-tool", "/usr/bin/setpriv", "/usr/sbin/useradd"] where access(tool, X_OK) != 0 {
@@ -34,6 +36,11 @@ final class SecretServiceCallerTests: XCTestCase {
     }
 
     override func tearDown() {
+        for l in listeners { l.stop() }
+        if let m = monitor, m.isRunning {
+            m.terminate()
+            m.waitUntilExit()
+        }
         bus?.stop()
         harness?.tearDown()
         for u in [outsider, member] where !u.isEmpty { _ = runTool(["/usr/sbin/userdel", u]) }
@@ -153,5 +160,90 @@ final class SecretServiceCallerTests: XCTestCase {
         XCTAssertEqual(try harness.run(["find-generic-password", "-s", service, "-a", "team", "-w"]).stdout, "for the team\n")
         XCTAssertEqual(bus.run(["/usr/bin/secret-tool", "lookup", "service", service, "account", "owner"]).stdout, "owner only")
         XCTAssertEqual(try harness.run(["find-generic-password", "-s", service + "-new"]).status, 44)
+    }
+
+    func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+
+    /// Signals go only to callers entitled to the item's group. The owner's listener receives
+    /// ItemCreated for items of `default` and `team`, the member's only for `team`; an outsider's
+    /// listener (a caller of the service too) and an outsider's `dbus-monitor` (not the bus's
+    /// user: no monitor, only its match rules) receive none of them.
+    func testSignalsReachOnlyTheCallersEntitledToTheItemsGroup() throws {
+        guard access("/usr/bin/dbus-monitor", X_OK) == 0 else { throw XCTSkip("dbus-monitor is not installed") }
+        guard python("import jeepney").status == 0 else { throw XCTSkip("python3-jeepney is not installed") }
+        guard let pw = getpwnam(outsider) else { return XCTFail("no outsider") }
+        let log = harness.dir + "/outsider-monitor.log"
+        XCTAssertTrue(FileManager.default.createFile(atPath: log, contents: nil))
+        let m = Process()
+        m.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        m.arguments = ["--reuid", String(pw.pointee.pw_uid), "--regid", String(pw.pointee.pw_gid), "--init-groups", "--",
+                       "/usr/bin/dbus-monitor", "--session"]
+        m.environment = bus.environment
+        m.standardOutput = FileHandle(forWritingAtPath: log)
+        m.standardError = FileHandle.nullDevice
+        try m.run()
+        monitor = m
+        // Its own NameAcquired: connected, its match rules added.
+        XCTAssertTrue(harness.waitUntil(20) { read(log).contains("NameAcquired") }, "dbus-monitor did not start: \(read(log))")
+
+        let owner = try SignalListener(bus: bus, name: "owner")
+        let teamMember = try SignalListener(bus: bus, name: "member", user: member)
+        let other = try SignalListener(bus: bus, name: "outsider", user: outsider)
+        listeners = [owner, teamMember, other]
+
+        let service = "sig-" + UUID().uuidString.prefix(8)
+        // One item over D-Bus in the owner's `default`, one through the CLI in `team`.
+        XCTAssertEqual(bus.run(["/usr/bin/secret-tool", "store", "--label", "O", "service", service, "account", "owner"],
+                               input: "owner only").status, 0)
+        XCTAssertEqual(try harness.run(["add-generic-password", "-s", service, "-a", "team", "--access-group", "team", "-w", "-"],
+                                       input: "for the team\n").status, 0)
+        func created(_ l: SignalListener, in group: String) -> Bool {
+            l.signals.contains { $0.hasPrefix("ItemCreated /org/freedesktop/secrets/collection/\(group) ") }
+        }
+        XCTAssertTrue(harness.waitUntil(20) { created(owner, in: "default") && created(owner, in: "team") }, owner.text)
+
+        // Every signal sent to the others before now is in their logs after a call of theirs.
+        XCTAssertTrue(teamMember.sync(), teamMember.text)
+        XCTAssertTrue(other.sync(), other.text)
+        XCTAssertTrue(created(teamMember, in: "team"), teamMember.text)
+        XCTAssertEqual(teamMember.signals.filter { $0.contains("/collection/default") }, [], teamMember.text)
+        XCTAssertEqual(other.signals, [], other.text)
+
+        // The monitor: a new connection's NameOwnerChanged (broadcast after the items' signals)
+        // reaches it, so anything broadcast before it would be in the log by then.
+        let before = read(log).components(separatedBy: "member=NameOwnerChanged").count
+        XCTAssertEqual(bus.run(["/usr/bin/dbus-send", "--session", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                "org.freedesktop.DBus.Peer.Ping"]).status, 0)
+        XCTAssertTrue(harness.waitUntil(20) { read(log).components(separatedBy: "member=NameOwnerChanged").count > before }, read(log))
+        XCTAssertFalse(read(log).contains("/org/freedesktop/secrets/collection"), read(log))
+        XCTAssertFalse(read(log).contains("org.freedesktop.Secret"), read(log))
+    }
+
+    /// The unlock prompt's approval program is told who asks over D-Bus: the caller's uid and
+    /// pid as the bus pinned them (`--uid`, `--pid`; its executable `?`), and this provider as
+    /// the relay (`--via-uid`, `--via-pid`, `--via-exe`).
+    func testTheUnlockProgramIsToldTheDBusCallersUid() throws {
+        guard let pw = getpwnam(member) else { return XCTFail("no member") }
+        let program = harness.dir + "/unlock.sh", calls = harness.dir + "/calls"
+        try """
+            #!/bin/sh
+            echo "$@" >> \(calls)
+            echo "pass phrase 1"
+            """.write(toFile: program, atomically: true, encoding: .utf8)
+        chmod(program, 0o755)
+        XCTAssertEqual(try harness.run(["set-keychain-settings", "--approval-program", program]).status, 0)
+        XCTAssertEqual(try harness.run(["lock-keychain"]).status, 0)
+        let r = python("""
+            import os, secretstorage
+            col = secretstorage.get_default_collection(secretstorage.dbus_init())
+            print(os.getpid(), col.unlock(), col.is_locked())
+            """, as: member)
+        let words = r.stdout.split(separator: " ")
+        XCTAssertEqual(words.dropFirst().joined(separator: " "), "False False\n", "\(r)")
+        let args = try String(contentsOfFile: calls, encoding: .utf8)
+        XCTAssertTrue(args.hasPrefix("--reason unlock --label keychain --uid \(pw.pointee.pw_uid) --pid \(words.first ?? "?") --exe ? "
+                                     + "--via-uid \(geteuid()) --via-pid "), args)
+        XCTAssertTrue(args.contains(" --via-exe /"), args)
+        XCTAssertEqual(try harness.run(["show-keychain-info"]).stdout.contains("unlocked"), true)
     }
 }

@@ -15,7 +15,8 @@ package final class SessionBus {
 
     /// Starts `dbus-daemon --nofork --print-address` with a session policy: only this user may
     /// connect (dbus-daemon's default), anyone connected may own and call anything.
-    /// - Parameter otherUsers: let every uid connect (`<allow user="*"/>`), a bus shared by users.
+    /// - Parameter otherUsers: let every uid connect (`<allow user="*"/>`), a bus shared by users;
+    ///   nobody may eavesdrop on it then (only this user, the bus's, may become a monitor).
     package init(harness: CLIHarness, otherUsers: Bool = false) throws {
         self.harness = harness
         let fm = FileManager.default
@@ -30,8 +31,8 @@ package final class SessionBus {
           <listen>unix:dir=\(harness.dir)/bus</listen>
           <servicedir>\(harness.dir)/dbus-services</servicedir>
           <policy context="default">\(otherUsers ? "\n    <allow user=\"*\"/>" : "")
-            <allow send_destination="*" eavesdrop="true"/>
-            <allow eavesdrop="true"/>
+            <allow send_destination="*"\(otherUsers ? "" : " eavesdrop=\"true\"")/>
+            \(otherUsers ? "<allow receive_sender=\"*\"/>" : "<allow eavesdrop=\"true\"/>")
             <allow own="*"/>
           </policy>
         </busconfig>

@@ -22,7 +22,8 @@ struct AdministrationRequests: RequestFamily {
                 guard request.options["by"]?.stringValue == "approval-program" else { throw KeychainStatus.param }
                 // Asked before the back-off and the one-unlock-at-a-time lock: it may take the
                 // program's whole timeout, and what it prints is checked as any passphrase.
-                let passphrase = try daemon.approvals.askUnlock(caller: caller, settings: ApprovalAgent.settings(of: vault))
+                let passphrase = try daemon.approvals.askUnlock(caller: caller, asker: try ApprovalAgent.relayedAsker(request.options, relay: caller),
+                                                                settings: ApprovalAgent.settings(of: vault))
                 defer { passphrase.wipe() }
                 try unlock(passphrase, caller: caller)
             }
