@@ -112,4 +112,21 @@ final class SecretServiceSignalTests: XCTestCase {
         let ref = try XCTUnwrap(itemRef(service: service), "\(bus.run(["/usr/bin/secret-tool", "search", "--all", "service", service]))")
         XCTAssertTrue(harness.waitUntil(20) { count("ItemCreated", ref, in: log) == 1 }, "\(read(log))")
     }
+
+    /// Outside adds in a row, each looked up by the name its event gives: every item is signalled
+    /// created exactly once, and nothing else is signalled for them.
+    func testManyOutsideAddsAreEachSignalledOnce() throws {
+        try bus.startProvider()
+        let log = try startListener()
+        let service = "many-\(UUID().uuidString.prefix(8))"
+        for i in 0..<30 {
+            XCTAssertEqual(try harness.run(["add-generic-password", "-s", service, "-a", "a\(i)", "-w", "-"], input: "x\(i)\n").status, 0)
+        }
+        XCTAssertTrue(harness.waitUntil(30) { log.signals.filter { $0.hasPrefix("ItemCreated ") }.count >= 30 }, read(log))
+        XCTAssertTrue(log.sync())
+        let created = log.signals.filter { $0.hasPrefix("ItemCreated ") }
+        XCTAssertEqual(created.count, 30, read(log))
+        XCTAssertEqual(Set(created).count, 30, read(log))
+        XCTAssertEqual(log.signals.count, 30, read(log))
+    }
 }
