@@ -58,7 +58,7 @@ extension SecretService {
     }
 
     /// The path, group and snapshot entry of a listed item.
-    private func entry(of item: FoundItem) -> (path: String, group: String, entry: ItemSnapshot.Entry)? {
+    func entry(of item: FoundItem) -> (path: String, group: String, entry: ItemSnapshot.Entry)? {
         guard let ref = item.persistentRef, let g = item.attributes[.accessGroup]?.stringValue else { return nil }
         let date: Double
         if case .date(let d)? = item.attributes[.modificationDate] { date = d } else { date = 0 }
@@ -141,9 +141,27 @@ extension SecretService {
         snapshot.echoes = [:]
     }
 
-    /// Remembers a signal this service sent for its own change, so the feed does not repeat it.
+    /// Remembers a signal this service sent for its own change, so the feed does not repeat it,
+    /// and records the change in the snapshot: a created or changed item as the vault has it now
+    /// (read by reference), a deleted one gone.
     func noteEcho(_ member: String, item: String) {
-        if snapshot.taken { snapshot.echoes[item] = member }
+        guard snapshot.taken else { return }
+        snapshot.echoes[item] = member
+        guard case .item(let g, let ref)? = ObjectPath(item) else { return }
+        if member == "ItemDeleted" {
+            snapshot.remove(item)
+        } else if let found = try? vault.item(ref: ref, group: g), let e = entry(of: found) {
+            snapshot.set(e.path, e.entry)
+        }
+    }
+
+    /// The paths of a group's items as the snapshot has them (sorted), for a collection's
+    /// `Items` after a change made over D-Bus; nil while the vault is locked (the snapshot keeps
+    /// items the vault cannot read then) or before the first look.
+    func snapshotItems(of group: String) -> [String]? {
+        guard snapshot.taken, (try? vault.state().locked) == false else { return nil }
+        let prefix = ObjectPath.collection(group: group).string + "/"
+        return snapshot.entries.keys.filter { $0.hasPrefix(prefix) }.sorted()
     }
 
     /// Sends `member` for an outside change unless it is the echo of this service's own.

@@ -154,7 +154,7 @@ public final class SecretService {
         noteEcho(member, item: item)
         guard case .collection(let group)? = ObjectPath(collection), !recipients(of: group).isEmpty else { return }
         signal(member, interface: Self.collectionInterface, path: collection, group: group, afterReply: true) { try $0.objectPath(item) }
-        if member != "ItemChanged", let items = try? searchItems(group: group, query: [:]).unlocked {
+        if member != "ItemChanged", let items = snapshotItems(of: group) ?? (try? searchItems(group: group, query: [:]).unlocked) {
             emitPropertiesChanged(collection, interface: Self.collectionInterface, group: group, ["Items": .paths(items)])
         }
     }
