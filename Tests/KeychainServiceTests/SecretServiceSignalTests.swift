@@ -77,6 +77,12 @@ final class SecretServiceSignalTests: XCTestCase {
         let cliPath = try XCTUnwrap(itemRef(service: service + "-cli"))
         XCTAssertTrue(harness.waitUntil(20) { count("ItemCreated", cliPath, in: log) == 1 }, "\(read(log))")
         XCTAssertEqual(count("ItemCreated", path, in: log), 1, "\(read(log))")
+        // The collection's Items after the D-Bus create hold the new item.
+        let changed = try XCTUnwrap(log.signals.first { $0.hasPrefix("PropertiesChanged /org/freedesktop/secrets/collection/default ") },
+                                    read(log))
+        XCTAssertTrue(changed.split(separator: " ").contains {
+            $0.hasPrefix("Items=") && $0.dropFirst(6).split(separator: ",").contains { $0.hasSuffix("/" + path) }
+        }, read(log))
     }
 
     func testLockingAndUnlockingIsNoDeletionNorCreation() throws {

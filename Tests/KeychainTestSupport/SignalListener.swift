@@ -5,7 +5,8 @@ import XCTest
 /// Python program (jeepney) on a `SessionBus` that adds a match rule for every signal from
 /// `org.freedesktop.secrets`, calls the service once (so the provider knows it), prints `ready`
 /// and then one line per signal it receives: the member, the object path and its string
-/// arguments (`ItemCreated /org/freedesktop/secrets/collection/G /org/.../G/REF`). Run as the
+/// arguments (`ItemCreated /org/freedesktop/secrets/collection/G /org/.../G/REF`), and for
+/// PropertiesChanged each changed property as NAME=VALUE (paths joined by commas). Run as the
 /// vault's owner or, with `user`, as another uid. `stop()` ends it; call it from `tearDown`.
 package final class SignalListener {
     private let process: Process
@@ -26,7 +27,12 @@ package final class SignalListener {
             if m.header.message_type != MessageType.signal or m.header.fields.get(HeaderFields.sender) == "org.freedesktop.DBus":
                 return
             f = m.header.fields
-            print(f.get(HeaderFields.member), f.get(HeaderFields.path), *[a for a in m.body if isinstance(a, str)], flush=True)
+            words = [a for a in m.body if isinstance(a, str)]
+            if f.get(HeaderFields.member) == "PropertiesChanged":
+                # Each changed property: NAME=VALUE, a list of paths joined by commas.
+                for name, (sig, value) in sorted(m.body[1].items()):
+                    words.append(name + "=" + (",".join(value) if sig == "ao" else str(value)))
+            print(f.get(HeaderFields.member), f.get(HeaderFields.path), *words, flush=True)
         def call():
             # Every signal the provider sent before its reply is printed before this returns.
             serial = next(c.outgoing_serial)
