@@ -106,17 +106,15 @@ if ((with_gk)) && ! command -v gnome-keyring-daemon >/dev/null; then
     fi
 fi
 
-# A fresh vault in its own directory; its environment is printed for `env`.
-vault_env() {
+# make_vault NAME: a fresh vault in its own directory (in this shell, so cleanup stops its daemon);
+# vault_env NAME: its environment, for `env`.
+make_vault() {
     local d="$work/kc$1"
-    if [ ! -d "$d" ]; then
-        mkdir -p "$d/run" && chmod 700 "$d/run"
-        vaults+=("$d")
-        echo "bench pass phrase" | env KEYCHAINFS_VAULT="$d/vault" KEYCHAINFS_RUNTIME_DIR="$d/run" KEYCHAINFS_DEVICE_KEY="$d/device.key" \
-            "$kc" create-keychain --kdf interactive >/dev/null
-    fi
-    echo "KEYCHAINFS_VAULT=$d/vault KEYCHAINFS_RUNTIME_DIR=$d/run KEYCHAINFS_DEVICE_KEY=$d/device.key"
+    mkdir -p "$d/run" && chmod 700 "$d/run"
+    vaults+=("$d")
+    echo "bench pass phrase" | env $(vault_env "$1") "$kc" create-keychain --kdf interactive >/dev/null
 }
+vault_env() { echo "KEYCHAINFS_VAULT=$work/kc$1/vault KEYCHAINFS_RUNTIME_DIR=$work/kc$1/run KEYCHAINFS_DEVICE_KEY=$work/kc$1/device.key"; }
 # get FILE KEY: a key=value line of a phase's output.
 get() { sed -n "s/^$2=//p" "$1"; }
 ratio() { "$py" -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}' if b else '-')" "$1" "$2"; }
@@ -127,6 +125,7 @@ if ((with_adds)); then
     for mode in rescan incremental; do
         log "outside adds: $adds through the CLI, provider $mode"
         flag=""; [ "$mode" = rescan ] && flag="--rescan"
+        make_vault "$mode"
         # shellcheck disable=SC2046
         env $(vault_env "$mode") dbus-run-session -- "$py" "$here/secret-service.py" adds "$kc" "$adds" $flag > "$work/adds-$mode" ||
             die "the $mode phase failed"
@@ -134,6 +133,7 @@ if ((with_adds)); then
 fi
 
 log "lookups: keychainfs, $items items"
+make_vault lookups
 # shellcheck disable=SC2046
 env $(vault_env lookups) dbus-run-session -- "$py" "$here/secret-service.py" lookups keychainfs "$kc" "$items" "$seconds" "$lookup" \
     > "$work/lookups-keychainfs" || die "the keychainfs lookups failed"
