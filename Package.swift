@@ -108,6 +108,18 @@ let package = Package(
         .testTarget(name: "KeychainSystemTests", dependencies: ["KeychainSystem"]),
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto", "SQLiteStore"],
                     resources: [.copy("Fixtures")]),
+        // One unit-test target per library target, on that library alone (no daemon, no mount, no bus).
+        .testTarget(name: "KeychainModelTests", dependencies: ["KeychainModel", "KeychainCrypto"]),
+        .testTarget(name: "KeychainProtocolTests", dependencies: ["KeychainProtocol", "KeychainModel", "KeychainCrypto"]),
+        .testTarget(name: "KeychainClientTests", dependencies: ["KeychainClient", "KeychainProtocol", "KeychainModel",
+                                                               "KeychainCrypto"]),
+        .testTarget(name: "KeychainfsAccessTests", dependencies: ["KeychainfsAccess", "KeychainCore", "KeychainCrypto"]),
+        .testTarget(name: "KeychainFSTests", dependencies: ["KeychainFS", "KeychainCore", "KeychainCrypto"]),
+        .testTarget(name: "KeychainTPMTests", dependencies: ["KeychainTPM", "KeychainCore"]),
+        .testTarget(name: "KeychainSecretServiceTests", dependencies: ["KeychainSecretService", "KeychainCore", "KeychainCrypto",
+                                                                      "KeychainKeys"]),
+        .testTarget(name: "KeychainCredentialHelpersTests", dependencies: ["KeychainCredentialHelpers", "KeychainModel",
+                                                                          "KeychainCrypto"]),
         .testTarget(name: "KeychainDaemonTests", dependencies: ["KeychainDaemon", "KeychainProtocol", "KeychainCore",
                                                                "KeychainCrypto", "KeychainKeys", "KeychainfsAccess", "CProcess"]),
         // What the end-to-end targets share: the CLI harness (real daemons in scratch
