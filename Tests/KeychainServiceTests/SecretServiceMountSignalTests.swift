@@ -6,13 +6,10 @@ import XCTest
 /// are (SecretServiceSignalTests), seen by a real `dbus-monitor`.
 final class SecretServiceMountSignalTests: MountTestCase {
     var bus: SessionBus?
-    var monitor: Process?
+    var monitor: CollectionSignalMonitor?
 
     override func tearDown() {
-        if let m = monitor, m.isRunning {
-            m.terminate()
-            m.waitUntilExit()
-        }
+        monitor?.stop()
         bus?.stop()
         super.tearDown()
     }
@@ -25,24 +22,14 @@ final class SecretServiceMountSignalTests: MountTestCase {
     }
 
     func testAFileWrittenAndRemovedInTheMountIsSignalled() throws {
-        for tool in ["/usr/bin/dbus-daemon", "/usr/bin/dbus-monitor", "/usr/bin/secret-tool", "/usr/bin/dbus-send"] where access(tool, X_OK) != 0 {
-            throw XCTSkip("\(tool) is not installed (scripts/setup.sh installs it)")
-        }
+        try CollectionSignalMonitor.requireTools()
         let mnt = try mount()
         let bus = try SessionBus(harness: h)
         self.bus = bus
         try bus.startProvider()
-        let log = h.dir + "/monitor.log"
-        XCTAssertTrue(FileManager.default.createFile(atPath: log, contents: nil), "the monitor's log at \(log)")
-        let m = Process()
-        m.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
-        m.arguments = ["--session", "type='signal',interface='org.freedesktop.Secret.Collection'"]
-        m.environment = bus.environment
-        m.standardOutput = FileHandle(forWritingAtPath: log)
-        m.standardError = FileHandle.nullDevice
-        try m.run()
+        let m = try CollectionSignalMonitor(bus: bus)
         monitor = m
-        XCTAssertTrue(h.waitUntil(20) { read(log).contains("NameLost") }, "dbus-monitor did not start")
+        let log = m.log
 
         let service = "mnt-\(UUID().uuidString.prefix(8))"
         XCTAssertEqual(mkdir(mnt + "/" + service, 0o700), 0, "mkdir: \(FS.name(errno))")

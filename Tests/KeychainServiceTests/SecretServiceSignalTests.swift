@@ -7,41 +7,26 @@ import XCTest
 final class SecretServiceSignalTests: XCTestCase {
     var harness: CLIHarness!
     var bus: SessionBus!
-    var monitor: Process?
+    var monitor: CollectionSignalMonitor?
 
     override func setUpWithError() throws {
-        for tool in ["/usr/bin/dbus-daemon", "/usr/bin/dbus-monitor", "/usr/bin/secret-tool", "/usr/bin/dbus-send"] where access(tool, X_OK) != 0 {
-            throw XCTSkip("\(tool) is not installed (scripts/setup.sh installs it)")
-        }
+        try CollectionSignalMonitor.requireTools()
         harness = try CLIHarness()
         try harness.createVault()
         bus = try SessionBus(harness: harness)
     }
 
     override func tearDown() {
-        if let m = monitor, m.isRunning {
-            m.terminate()
-            m.waitUntilExit()
-        }
+        monitor?.stop()
         bus?.stop()
         harness?.tearDown()
     }
 
     /// Starts dbus-monitor on the collection signals; returns the file it writes.
     func startMonitor() throws -> String {
-        let log = harness.dir + "/monitor.log"
-        XCTAssertTrue(FileManager.default.createFile(atPath: log, contents: nil), "the monitor's log at \(log)")
-        let m = Process()
-        m.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
-        m.arguments = ["--session", "type='signal',interface='org.freedesktop.Secret.Collection'"]
-        m.environment = bus.environment
-        m.standardOutput = FileHandle(forWritingAtPath: log)
-        m.standardError = FileHandle.nullDevice
-        try m.run()
+        let m = try CollectionSignalMonitor(bus: bus)
         monitor = m
-        // It prints its own NameLost once it is a monitor: from then on it sees every signal.
-        XCTAssertTrue(harness.waitUntil(20) { read(log).contains("NameLost") }, "dbus-monitor did not start")
-        return log
+        return m.log
     }
 
     func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
