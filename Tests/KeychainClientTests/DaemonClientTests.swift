@@ -12,8 +12,11 @@ final class DaemonClientTests: XCTestCase {
     var dir = ""
     var listener: Int32 = -1
     var peer: Thread?
+    /// The caller's runtime directory setting, put back in tearDown.
+    var runtimeDirectory: String?
 
     override func setUpWithError() throws {
+        runtimeDirectory = Paths.environment("KEYCHAINFS_RUNTIME_DIR")
         var template = Array("/tmp/keychainfs-test-client-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw XCTSkip("mkdtemp: errno \(errno)") }
         dir = String(cString: made)
@@ -23,7 +26,7 @@ final class DaemonClientTests: XCTestCase {
         if listener >= 0 { close(listener) }
         listener = -1
         if !dir.isEmpty { try? FileManager.default.removeItem(atPath: dir) }
-        unsetenv("KEYCHAINFS_RUNTIME_DIR")
+        if let runtimeDirectory { setenv("KEYCHAINFS_RUNTIME_DIR", runtimeDirectory, 1) } else { unsetenv("KEYCHAINFS_RUNTIME_DIR") }
         super.tearDown()
     }
 

@@ -138,8 +138,9 @@ final class MessageTests: XCTestCase {
 /// The daemon's files as the vault path names them, and the mount records it keeps.
 final class PathsTests: XCTestCase {
     func testFilesOfAVaultShareOneHashedNameInTheRuntimeDirectory() throws {
+        let before = Paths.environment("KEYCHAINFS_RUNTIME_DIR")
         setenv("KEYCHAINFS_RUNTIME_DIR", "/run/kc-test", 1)
-        defer { unsetenv("KEYCHAINFS_RUNTIME_DIR") }
+        defer { if let before { setenv("KEYCHAINFS_RUNTIME_DIR", before, 1) } else { unsetenv("KEYCHAINFS_RUNTIME_DIR") } }
         let vault = "/nonexistent-dir-\(getpid())/a.vault"
         let socket = Paths.socket(forVault: vault)
         XCTAssertTrue(socket.hasPrefix("/run/kc-test/"), socket)
