@@ -117,6 +117,8 @@ final class DockerJSONTests: XCTestCase {
         XCTAssertEqual(c.fields, ["serverurl": "https://r.example.com", "username": "bob"], "keys without regard to case; others skipped")
         XCTAssertEqual(text(c.secret), "p\"a\\s/sé😀\n")
         XCTAssertEqual(try parse("{}").fields, [:])
+        XCTAssertEqual(try parse(#"{"a":true,"b":false,"c":0,"d":-0.5E+2,"e":[],"f":{},"g":null,"u":"x"}"#).fields, ["u": "x"],
+                       "every JSON value is skipped under a key docker's struct does not have")
         XCTAssertNil(try parse("{}").secret)
         XCTAssertEqual(text(try parse(#"{"secret":"a","SECRET":"b"}"#).secret), "b", "the last one counts, as in Go")
         XCTAssertEqual(text(try parse(#"{"Secret":"\ud83dx"}"#).secret), "\u{FFFD}x", "a lone surrogate half")
@@ -125,7 +127,9 @@ final class DockerJSONTests: XCTestCase {
     func testMalformedJSONNamesAPositionNeverAValue() {
         let cases = [#"{"Secret":"hunter2"#, #"{"Secret":"hunter2"} x"#, #"["hunter2"]"#,
                      "{\"Secret\":\"hun\tter2\"}", #"{"Secret":"\qhunter2"}"#, #"{"Secret":"\u12"}"#, #"{"Secret" "hunter2"}"#,
-                     String(repeating: #"{"a":["#, count: 40) + "1" + String(repeating: "]}", count: 40) + "}"]
+                     String(repeating: #"{"a":["#, count: 40) + "1" + String(repeating: "]}", count: 40) + "}",
+                     #"{"Secret":hunter2}"#, #"{"x":hunter2,"Secret":"s"}"#, #"{"x":truex}"#, #"{"x":01}"#,
+                     #"{"x":1.}"#, #"{"x":-}"#, #"{"x":1e}"#, #"{"x":+1}"#]
         for json in cases {
             XCTAssertThrowsError(try parse(json), json) { error in
                 let message = (error as? JSONCredentials.Malformed)?.message ?? ""

@@ -42,7 +42,8 @@ final class ObjectPathTests: XCTestCase {
                      "/org/freedesktop/secrets/collection/team/0102/x", "/org/freedesktop/secrets/collection/_4",
                      "/org/freedesktop/secrets/collection/_ZZ", "/org/freedesktop/secrets/collection/_FF",
                      "/org/freedesktop/secrets/session/sx", "/org/freedesktop/secrets/session/7",
-                     "/org/freedesktop/secrets/prompt/p", "/org/freedesktop/secrets/aliases/login", "/org/other/collection/team"] {
+                     "/org/freedesktop/secrets/prompt/p", "/org/freedesktop/secrets/aliases/login", "/org/other/collection/team",
+                     "/org/freedesktop/secrets/collection/", "/org/freedesktop/secrets/collection//0102"] {
             XCTAssertNil(ObjectPath(text), text)
         }
     }
