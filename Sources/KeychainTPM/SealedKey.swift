@@ -67,7 +67,9 @@ public struct SealedKey: Equatable, Sendable {
                     guard pub.count <= 4096, priv.count <= 4096 else { throw ParseError.malformed }
                     objects.append(Object(publicArea: pub, privateArea: priv))
                 }
-                guard r.remaining == 0, !objects[0].publicArea.isEmpty else { throw ParseError.malformed }
+                // No recovery copy is written as two empty areas: a lone private area is damage.
+                guard r.remaining == 0, !objects[0].publicArea.isEmpty,
+                      !objects[1].publicArea.isEmpty || objects[1].privateArea.isEmpty else { throw ParseError.malformed }
                 let pcrs = (0..<24).filter { mask & (1 << UInt32($0)) != 0 }
                 return SealedKey(pcrs: pcrs, primary: objects[0], recovery: objects[1].publicArea.isEmpty ? nil : objects[1])
             } catch is ByteReader.Truncated {
