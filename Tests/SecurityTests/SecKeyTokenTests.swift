@@ -320,3 +320,82 @@ final class SecKeyTokenWithoutTPMTests: SecItemConformanceCase {
         XCTAssertEqual(count([kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag]), 0)
     }
 }
+
+/// The vault and its device key copied to another machine, whose daemon has another TPM: the
+/// Secure Enclave key's item comes along, but its TPM-wrapped blob loads in no other TPM, so
+/// every use fails with errSecDecode and nothing is signed in software. Back on its own
+/// machine the same blob signs again.
+final class SecKeyTokenOtherTPMTests: SecItemConformanceCase {
+    nonisolated(unsafe) static var tpm: SoftwareTPM?
+
+    override class func setUp() {
+        tpm = try? SoftwareTPM()
+        if let tpm { setenv("KEYCHAINFS_TCTI", tpm.tcti, 1) }
+        super.setUp()
+    }
+
+    override class func tearDown() {
+        super.tearDown()
+        unsetenv("KEYCHAINFS_TCTI")
+        tpm?.stop()
+        tpm = nil
+    }
+
+    func signature(_ key: SecKey) -> (Data?, Int?) {
+        var error: Unmanaged<CFError>?
+        let s = SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, Data("which machine?".utf8) as CFData, &error) as Data?
+        return (s, error.map { CFErrorGetCode($0.takeRetainedValue()) })
+    }
+
+    func testAnotherTPMCannotUseTheStoredBlobAndNothingSignsInSoftware() throws {
+        guard Self.tpm != nil else { throw XCTSkip("swtpm is not installed (scripts/setup.sh)") }
+        let tag = Data(unique().utf8)
+        var error: Unmanaged<CFError>?
+        let params: [String: Any] = [kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256,
+                                     kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
+                                     kSecPrivateKeyAttrs as String: [kSecAttrIsPermanent as String: true,
+                                                                     kSecAttrApplicationTag as String: tag]]
+        let key = try XCTUnwrap(SecKeyCreateRandomKey(params as CFDictionary, &error))
+        XCTAssertNotNil(signature(key).0, "it signs at home")
+        let query: [String: Any] = [kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag]
+
+        // Another machine: its own TPM; the vault (stopped for a consistent copy) and the device key copied.
+        let tpmB = try SoftwareTPM()
+        addTeardownBlock { tpmB.stop() }
+        let b = try CLIHarness()
+        b.environment["KEYCHAINFS_TCTI"] = tpmB.tcti
+        addTeardownBlock { b.tearDown() }
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        let fm = FileManager.default
+        for name in try fm.contentsOfDirectory(atPath: h.dir) where name.hasPrefix("test.vault") && !name.hasSuffix(".audit") {
+            try fm.copyItem(atPath: h.dir + "/" + name, toPath: b.dir + "/" + name)
+        }
+        try fm.copyItem(atPath: h.dir + "/device.key", toPath: b.dir + "/device.key")
+        let unlock = try b.run(["unlock-keychain"], input: "pass phrase 1\n")
+        XCTAssertEqual(unlock.status, 0, "\(unlock)")
+
+        let home = ProcessInfo.processInfo.environment["KEYCHAINFS_SOCKET"]
+        setenv("KEYCHAINFS_SOCKET", Self.socketPath(b), 1)
+        defer { if let home { setenv("KEYCHAINFS_SOCKET", home, 1) } else { unsetenv("KEYCHAINFS_SOCKET") } }
+        // The item is there (the same reference), its ThisDeviceOnly class opens with the copied key...
+        XCTAssertEqual(attributesOf(query)?[kSecAttrTokenID as String] as? String, kSecAttrTokenIDSecureEnclave as String)
+        // ...but this TPM cannot load the blob: no signature, no key agreement.
+        let (made, code) = signature(key)
+        XCTAssertNil(made)
+        XCTAssertEqual(code, Int(errSecDecode))
+        let peer = try XCTUnwrap(SecKeyCreateRandomKey([kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+                                                        kSecAttrKeySizeInBits as String: 256] as CFDictionary, &error))
+        XCTAssertNil(SecKeyCopyKeyExchangeResult(key, .ecdhKeyExchangeStandard, try XCTUnwrap(SecKeyCopyPublicKey(peer)),
+                                                 [:] as CFDictionary, &error))
+        XCTAssertEqual(error.map { CFErrorGetCode($0.takeRetainedValue()) }, Int(errSecDecode))
+        let logs = ((try? fm.contentsOfDirectory(atPath: b.runtimeDir)) ?? []).filter { $0.hasSuffix(".log") }
+            .compactMap { try? String(contentsOfFile: b.runtimeDir + "/" + $0, encoding: .utf8) }.joined()
+        XCTAssertTrue(logs.contains("token key: the key was made by another TPM"), logs)
+        XCTAssertEqual(try b.run(["stop"]).status, 0)
+
+        // Home again: the same blob, its own TPM.
+        if let home { setenv("KEYCHAINFS_SOCKET", home, 1) }
+        XCTAssertEqual(try h.run(["unlock-keychain"], input: "pass phrase 1\n").status, 0)
+        XCTAssertNotNil(signature(key).0, "it signs at home again")
+    }
+}

@@ -103,10 +103,16 @@ enum TokenKeys {
     /// socket) serves one client.
     private static let oneAtATime = Mutex(())
 
-    /// Runs a TPM call; a failure is logged with its reason and answered with its status.
+    /// Runs a TPM call; a failure is logged with its reason and answered with its status. A key
+    /// wrapped by another TPM (the vault copied to another machine, or this TPM cleared since)
+    /// is errSecDecode, as for the sealed device key: nothing is signed, in the TPM or elsewhere.
     private static func tpmCall<R: Sendable>(_ log: (String) -> Void, _ body: () throws -> R) throws -> R {
         do { return try oneAtATime.withLock { _ in try body() } } catch let e as TPMError {
-            log("token key: \(e)")
+            if e == .otherTPM {
+                log("token key: the key was made by another TPM (or this TPM was cleared since): it cannot be used on this machine")
+            } else {
+                log("token key: \(e)")
+            }
             throw e.status
         }
     }
