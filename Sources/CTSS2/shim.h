@@ -100,6 +100,19 @@ static inline void kc_sym_null(TPMT_SYM_DEF *out) {
     out->algorithm = TPM2_ALG_NULL;
 }
 
+// Parameter encryption: an HMAC session salted to the storage root key, AES-128-CFB, whose
+// attributes say which parameter it hides (decrypt: the command's first, encrypt: the response's).
+static const TPM2_SE kc_se_hmac = TPM2_SE_HMAC;
+static const TPMA_SESSION kc_session_continue = TPMA_SESSION_CONTINUESESSION;
+static const TPMA_SESSION kc_session_decrypt = TPMA_SESSION_DECRYPT;
+static const TPMA_SESSION kc_session_encrypt = TPMA_SESSION_ENCRYPT;
+static inline void kc_sym_aes128_cfb(TPMT_SYM_DEF *out) {
+    memset(out, 0, sizeof *out);
+    out->algorithm = TPM2_ALG_AES;
+    out->keyBits.aes = 128;
+    out->mode.aes = TPM2_ALG_CFB;
+}
+
 // One SHA-256 digest to extend a PCR with (tests stand in for a firmware update with it).
 static inline void kc_sha256_digest_values(TPML_DIGEST_VALUES *out, const uint8_t digest[32]) {
     memset(out, 0, sizeof *out);

@@ -21,9 +21,13 @@ extension TPM {
     public func unseal(_ sealed: SealedKey) throws -> SecureBytes {
         try withPrimary { srk in
             try withLoaded(sealed.primary, under: srk) { object in
-                guard !sealed.pcrs.isEmpty else { return try unsealObject(object, session: kc_tr_password, pcrs: []) }
-                return try withPCRPolicy(mask: sealed.pcrMask, pcrs: sealed.pcrs, trial: false) { session in
-                    try unsealObject(object, session: session, pcrs: sealed.pcrs)
+                try withEncryptedSession(salt: srk, kc_session_encrypt) { hide in
+                    guard !sealed.pcrs.isEmpty else {
+                        return try unsealObject(object, session: kc_tr_password, encrypt: hide, pcrs: [])
+                    }
+                    return try withPCRPolicy(mask: sealed.pcrMask, pcrs: sealed.pcrs, trial: false) { session in
+                        try unsealObject(object, session: session, encrypt: hide, pcrs: sealed.pcrs)
+                    }
                 }
             }
         }
@@ -49,7 +53,11 @@ extension TPM {
                         kc_auth(p, nil, 0)
                         Esys_TR_SetAuth(context, object, p)
                     }
-                    return try unsealObject(object, session: kc_tr_password, pcrs: [])
+                    // An HMAC session authorizes with the auth value, which never crosses the
+                    // bus, and encrypts the key on its way back.
+                    return try withEncryptedSession(salt: srk, kc_session_encrypt) { session in
+                        try unsealObject(object, session: session, encrypt: kc_tr_none, pcrs: [])
+                    }
                 }
             }
         }
@@ -79,8 +87,11 @@ extension TPM {
             var creationData: UnsafeMutablePointer<TPM2B_CREATION_DATA>?
             var creationHash: UnsafeMutablePointer<TPM2B_DIGEST>?
             var ticket: UnsafeMutablePointer<TPMT_TK_CREATION>?
-            let rc = Esys_Create(context, parent, kc_tr_password, kc_tr_none, kc_tr_none, s, &template, &outside, &creation,
-                                 &outPrivate, &outPublic, &creationData, &creationHash, &ticket)
+            // The sensitive area (the secret and the auth value) is the first parameter: hidden.
+            let rc = try withEncryptedSession(salt: parent, kc_session_decrypt) { hide in
+                Esys_Create(context, parent, kc_tr_password, hide, kc_tr_none, s, &template, &outside, &creation,
+                            &outPrivate, &outPublic, &creationData, &creationHash, &ticket)
+            }
             defer { Esys_Free(outPrivate); Esys_Free(outPublic); Esys_Free(creationData); Esys_Free(creationHash); Esys_Free(ticket) }
             if let e = TPMError.check(rc, "Esys_Create") { throw e }
             guard let outPrivate, let outPublic else { throw TPMError.failed(call: "Esys_Create", code: 0, text: "no object") }
@@ -106,9 +117,10 @@ extension TPM {
     }
 
     /// TPM2_Unseal; the TSS's output buffer is copied into guarded memory and zeroed before it is freed.
-    private func unsealObject(_ object: ESYS_TR, session: ESYS_TR, pcrs: [Int]) throws -> SecureBytes {
+    /// `session` authorizes; `encrypt` (or `session` itself) hides the unsealed bytes on the bus.
+    private func unsealObject(_ object: ESYS_TR, session: ESYS_TR, encrypt: ESYS_TR, pcrs: [Int]) throws -> SecureBytes {
         var out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
-        let rc = Esys_Unseal(context, object, session, kc_tr_none, kc_tr_none, &out)
+        let rc = Esys_Unseal(context, object, session, encrypt, kc_tr_none, &out)
         defer {
             if let out { explicit_bzero(out, MemoryLayout<TPM2B_SENSITIVE_DATA>.size) }
             Esys_Free(out)

@@ -111,7 +111,10 @@ extension TPM {
                 var peer = TPM2B_ECC_POINT()
                 _ = point.withUnsafeBufferPointer { p in kc_ecc_point(&peer, p.baseAddress! + 1, p.baseAddress! + 33, 32) }
                 var shared: UnsafeMutablePointer<TPM2B_ECC_POINT>?
-                let rc = Esys_ECDH_ZGen(context, handle, kc_tr_password, kc_tr_none, kc_tr_none, &peer, &shared)
+                // The shared secret is the response's first parameter: hidden on the bus.
+                let rc = try withEncryptedSession(salt: srk, kc_session_encrypt) { hide in
+                    Esys_ECDH_ZGen(context, handle, kc_tr_password, hide, kc_tr_none, &peer, &shared)
+                }
                 defer {
                     if let shared { explicit_bzero(shared, MemoryLayout<TPM2B_ECC_POINT>.size) }
                     Esys_Free(shared)
