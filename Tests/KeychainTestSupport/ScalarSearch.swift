@@ -50,20 +50,32 @@ package enum ScalarSearch {
         defer { try? FileManager.default.removeItem(atPath: file) }
         let hex = publicPoint.map { String(format: "%02x", $0) }.joined()
         let script = """
-            import sys
+            import multiprocessing, os, sys
             from cryptography.hazmat.primitives.asymmetric import ec
             n = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
             point = bytes.fromhex(sys.argv[2])
             qx, qy = int.from_bytes(point[1:33], "big"), int.from_bytes(point[33:], "big")
-            data = open(sys.argv[1], "rb").read()
-            for i in range(0, len(data), 32):
-                w = data[i:i + 32]
-                for k in {int.from_bytes(w, "big"), int.from_bytes(w, "little")}:
-                    if 0 < k < n:
-                        p = ec.derive_private_key(k, ec.SECP256R1()).public_key().public_numbers()
-                        if p.x == qx and p.y == qy:
-                            print(w.hex())
-            print("done")
+
+            def check(chunk):
+                found = []
+                for i in range(0, len(chunk), 32):
+                    w = chunk[i:i + 32]
+                    for k in {int.from_bytes(w, "big"), int.from_bytes(w, "little")}:
+                        if 0 < k < n:
+                            p = ec.derive_private_key(k, ec.SECP256R1()).public_key().public_numbers()
+                            if p.x == qx and p.y == qy:
+                                found.append(w.hex())
+                return found
+
+            if __name__ == "__main__":
+                data = open(sys.argv[1], "rb").read()
+                step = 32 * 4096
+                chunks = [data[i:i + step] for i in range(0, len(data), step)]
+                with multiprocessing.get_context("fork").Pool(min(4, os.cpu_count() or 1)) as pool:
+                    for found in pool.map(check, chunks):
+                        for w in found:
+                            print(w)
+                print("done")
             """
         let r = try Spawn.run(["/usr/bin/python3", "-c", script, file, hex], environment: ["PATH": "/usr/bin:/bin"],
                               input: Data(), timeout: 1800)
