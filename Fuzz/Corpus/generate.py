@@ -126,9 +126,13 @@ def tpm2b(body):
     return struct.pack(">H", len(body)) + body
 
 
-def sealed(mask, primary, recovery=(b"", b"")):
-    """docs/tpm.md, "The sealed device key file": magic, format 1, PCR mask, four areas."""
-    return b"KCFSTPM\x00" + struct.pack(">HI", 1, mask) + b"".join(lp(a) for a in primary + recovery)
+def sealed(mask, primary, recovery=(b"", b""), root_name=None):
+    """docs/tpm.md, "The sealed device key file": magic, format (1, or 2 with the storage root
+    key's name), PCR mask, four areas, the name."""
+    body = b"".join(lp(a) for a in primary + recovery)
+    if root_name is None:
+        return b"KCFSTPM\x00" + struct.pack(">HI", 1, mask) + body
+    return b"KCFSTPM\x00" + struct.pack(">HI", 2, mask) + body + lp(root_name)
 
 
 # Shapes of the TPM's own areas: TPMT_PUBLIC of a keyedhash (0x0008) or ECC (0x0023) object with
@@ -145,4 +149,10 @@ write("FuzzSealedKey", "valid-token-key", b"KCFSTPK\x00" + struct.pack(">H", 1) 
       + lp(b"\x04" + bytes(range(32)) + bytes(range(32, 64))))
 write("FuzzSealedKey", "invalid-lone-recovery-private", sealed(0, (keyedhash_public, private), (b"", private)))
 write("FuzzSealedKey", "invalid-pcr-24", sealed(1 << 24, (keyedhash_public, private)))
-write("FuzzSealedKey", "invalid-format-2", sealed(0, (keyedhash_public, private)).replace(b"\x00\x01", b"\x00\x02", 1))
+root_name = struct.pack(">H", 0x000B) + bytes(range(0xA0, 0xC0))
+write("FuzzSealedKey", "valid-named-no-pcrs", sealed(0, (keyedhash_public, private), root_name=root_name))
+write("FuzzSealedKey", "valid-named-pcr7-recovery", sealed(1 << 7, (keyedhash_public, private), (keyedhash_public, private),
+                                                            root_name=root_name))
+write("FuzzSealedKey", "invalid-format-3", sealed(0, (keyedhash_public, private)).replace(b"\x00\x01", b"\x00\x03", 1))
+write("FuzzSealedKey", "invalid-format-2-unnamed", sealed(0, (keyedhash_public, private)).replace(b"\x00\x01", b"\x00\x02", 1))
+write("FuzzSealedKey", "invalid-empty-name", sealed(0, (keyedhash_public, private), root_name=b""))

@@ -123,6 +123,7 @@ static inline void kc_sha256_digest_values(TPML_DIGEST_VALUES *out, const uint8_
 
 static inline const uint8_t *kc_sensitive_data_bytes(const TPM2B_SENSITIVE_DATA *d) { return d->buffer; }
 static inline const uint8_t *kc_digest_bytes(const TPM2B_DIGEST *d) { return d->buffer; }
+static inline const uint8_t *kc_name_bytes(const TPM2B_NAME *n) { return n->name; }
 
 // A P-256 key made inside the TPM for signing and key agreement (kSecAttrTokenIDSecureEnclave):
 // unrestricted, no scheme fixed (each signature names ECDSA-SHA256), never leaves this TPM.

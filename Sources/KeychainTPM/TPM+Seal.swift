@@ -12,7 +12,7 @@ extension TPM {
             let policy = pcrs.isEmpty ? [] : try pcrPolicyDigest(mask: mask, pcrs: pcrs)
             let primary = try create(under: srk, secret: secret, policy: policy, auth: nil)
             let recovery = try pcrs.isEmpty ? nil : recoveryAuth.map { try create(under: srk, secret: secret, policy: [], auth: $0) }
-            return SealedKey(pcrs: pcrs, primary: primary, recovery: recovery)
+            return SealedKey(pcrs: pcrs, primary: primary, recovery: recovery, rootName: try name(of: srk))
         }
     }
 
@@ -20,7 +20,8 @@ extension TPM {
     /// - Throws: `TPMError.pcrMismatch` after a PCR change, `.otherTPM` for another TPM's blob.
     public func unseal(_ sealed: SealedKey) throws -> SecureBytes {
         try withPrimary { srk in
-            try withLoaded(sealed.primary, under: srk) { object in
+            try checkRoot(srk, sealed)
+            return try withLoaded(sealed.primary, under: srk) { object in
                 try withEncryptedSession(salt: srk, kc_session_encrypt) { hide in
                     guard !sealed.pcrs.isEmpty else {
                         return try unsealObject(object, session: kc_tr_password, encrypt: hide, pcrs: [])
@@ -41,7 +42,8 @@ extension TPM {
             throw TPMError.failed(call: "unseal", code: 0, text: "the sealed key has no recovery copy")
         }
         return try withPrimary { srk in
-            try withLoaded(recovery, under: srk) { object in
+            try checkRoot(srk, sealed)
+            return try withLoaded(recovery, under: srk) { object in
                 let a = try SecureBytes(count: MemoryLayout<TPM2B_AUTH>.size)
                 defer { a.wipe() }
                 return try a.withUnsafeMutableBytes { raw in
@@ -61,6 +63,14 @@ extension TPM {
                 }
             }
         }
+    }
+
+    /// A file that names its storage root key (format 2) is unsealed only under that key: another
+    /// TPM's, or a key an interposer answered TPM2_CreatePrimary with (to learn the salts of the
+    /// encrypted sessions), is refused before any session is salted to it, as another TPM.
+    private func checkRoot(_ srk: ESYS_TR, _ sealed: SealedKey) throws {
+        guard let pinned = sealed.rootName else { return }
+        guard try name(of: srk) == pinned else { throw TPMError.otherTPM }
     }
 
     private func create(under parent: ESYS_TR, secret: SecureBytes, policy: [UInt8], auth: SecureBytes?) throws -> SealedKey.Object {

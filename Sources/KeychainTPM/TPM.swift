@@ -121,6 +121,17 @@ public final class TPM {
         return try body(session)
     }
 
+    /// The name ESYS holds for `object` (for the storage root key: computed from the public area
+    /// TPM2_CreatePrimary returned, the key it encrypts session salts to).
+    func name(of object: ESYS_TR) throws -> [UInt8] {
+        var name: UnsafeMutablePointer<TPM2B_NAME>?
+        let rc = Esys_TR_GetName(context, object, &name)
+        defer { Esys_Free(name) }
+        if let e = TPMError.check(rc, "Esys_TR_GetName") { throw e }
+        guard let name else { throw TPMError.failed(call: "Esys_TR_GetName", code: 0, text: "no name") }
+        return Array(UnsafeBufferPointer(start: kc_name_bytes(name), count: Int(name.pointee.size)))
+    }
+
     /// Runs `body` with an HMAC session salted to the storage root key `srk` (the salt travels
     /// encrypted to its public key) with AES-128-CFB parameter encryption: `attributes` says
     /// whether it hides the command's first parameter (`kc_session_decrypt`), the response's

@@ -64,8 +64,11 @@ final class SealedKeyFuzzRegressionTests: XCTestCase {
             do { _ = try SealedKey.parse(bytes); return nil } catch { return "\(error)" }
         }
         var newer = seed
-        newer[9] = 2
-        XCTAssertEqual(reason(newer), "the sealed device key file has format 2, newer than this build's 1")
+        newer[9] = 3
+        XCTAssertEqual(reason(newer), "the sealed device key file has format 3, newer than this build's 2")
+        var unnamed = seed
+        unnamed[9] = 2  // format 2 needs the storage root key's name after the four areas
+        XCTAssertEqual(reason(unnamed), "the sealed device key file is damaged")
         var zero = seed
         zero[9] = 0
         XCTAssertEqual(reason(zero), "the sealed device key file is damaged")
@@ -81,7 +84,7 @@ final class SealedKeyFuzzRegressionTests: XCTestCase {
         let dir = NSTemporaryDirectory() + "kcfs-sealedfuzz-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        for (i, bytes) in [seed, newer, zero, pcr24, long].enumerated() {
+        for (i, bytes) in [seed, newer, unnamed, zero, pcr24, long].enumerated() {
             let path = "\(dir)/key\(i)"
             try Data(bytes).write(to: URL(fileURLWithPath: path))
             chmod(path, 0o400)
