@@ -147,6 +147,8 @@ write("FuzzSealedKey", "valid-pcr7-recovery", sealed(1 << 7, (keyedhash_public, 
 write("FuzzSealedKey", "valid-pcrs-0-2-7", sealed(0b10000101, (keyedhash_public, private), (keyedhash_public, private)))
 write("FuzzSealedKey", "valid-token-key", b"KCFSTPK\x00" + struct.pack(">H", 1) + lp(ecc_public) + lp(private)
       + lp(b"\x04" + bytes(range(32)) + bytes(range(32, 64))))
+write("FuzzSealedKey", "valid-token-key-named", b"KCFSTPK\x00" + struct.pack(">H", 2) + lp(ecc_public) + lp(private)
+      + lp(b"\x04" + bytes(range(32)) + bytes(range(32, 64))) + lp(struct.pack(">H", 0x000B) + bytes(range(0xA0, 0xC0))))
 write("FuzzSealedKey", "invalid-lone-recovery-private", sealed(0, (keyedhash_public, private), (b"", private)))
 write("FuzzSealedKey", "invalid-pcr-24", sealed(1 << 24, (keyedhash_public, private)))
 root_name = struct.pack(">H", 0x000B) + bytes(range(0xA0, 0xC0))

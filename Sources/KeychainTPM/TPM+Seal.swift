@@ -20,7 +20,7 @@ extension TPM {
     /// - Throws: `TPMError.pcrMismatch` after a PCR change, `.otherTPM` for another TPM's blob.
     public func unseal(_ sealed: SealedKey) throws -> SecureBytes {
         try withPrimary { srk in
-            try checkRoot(srk, sealed)
+            try checkRoot(srk, sealed.rootName)
             return try withLoaded(sealed.primary, under: srk) { object in
                 try withEncryptedSession(salt: srk, kc_session_encrypt) { hide in
                     guard !sealed.pcrs.isEmpty else {
@@ -42,7 +42,7 @@ extension TPM {
             throw TPMError.failed(call: "unseal", code: 0, text: "the sealed key has no recovery copy")
         }
         return try withPrimary { srk in
-            try checkRoot(srk, sealed)
+            try checkRoot(srk, sealed.rootName)
             return try withLoaded(recovery, under: srk) { object in
                 let a = try SecureBytes(count: MemoryLayout<TPM2B_AUTH>.size)
                 defer { a.wipe() }
@@ -65,11 +65,12 @@ extension TPM {
         }
     }
 
-    /// A file that names its storage root key (format 2) is unsealed only under that key: another
+    /// A sealed file or token key blob that names its storage root key (format 2) is used only
+    /// under that key: another
     /// TPM's, or a key an interposer answered TPM2_CreatePrimary with (to learn the salts of the
     /// encrypted sessions), is refused before any session is salted to it, as another TPM.
-    private func checkRoot(_ srk: ESYS_TR, _ sealed: SealedKey) throws {
-        guard let pinned = sealed.rootName else { return }
+    func checkRoot(_ srk: ESYS_TR, _ pinned: [UInt8]?) throws {
+        guard let pinned else { return }
         guard try name(of: srk) == pinned else { throw TPMError.otherTPM }
     }
 

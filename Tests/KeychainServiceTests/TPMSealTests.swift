@@ -74,6 +74,25 @@ final class TPMSealTests: XCTestCase {
         XCTAssertEqual(bytes(try tpm.unseal(sealed)), bytes(secret))
     }
 
+    /// A Secure Enclave key's blob names the storage root key too; a changed name is another
+    /// TPM's key, and a format 1 blob (made before the name was kept) still signs.
+    func testATokenKeyBlobNamesItsStorageRootKey() throws {
+        let tpm = try startTPM()
+        let key = try tpm.createTokenKey()
+        let blob = key.blob
+        XCTAssertEqual(Array(blob[8..<10]), [0, 2])
+        let digest = Array(repeating: UInt8(7), count: 32)
+        XCTAssertFalse(try tpm.sign(digest: digest, with: key).isEmpty)
+        var other = blob
+        other[other.count - 1] ^= 1
+        XCTAssertThrowsError(try tpm.sign(digest: digest, with: try TokenKey(blob: other))) { XCTAssertEqual($0 as? TPMError, .otherTPM) }
+        var old = Array(blob.dropLast(4 + 34))
+        old[9] = 1
+        let unnamed = try TokenKey(blob: old)
+        XCTAssertEqual(unnamed.blob, old)
+        XCTAssertFalse(try tpm.sign(digest: digest, with: unnamed).isEmpty)
+    }
+
     func testMalformedFilesAndPCRListsAreRefused() throws {
         XCTAssertThrowsError(try SealedKey.parse(Array("KCFSTPM".utf8) + [0, 0, 1]))
         XCTAssertThrowsError(try SealedKey.parse(Array("KCFSTPM".utf8) + [0, 0, 3] + Array(repeating: 0, count: 20))) {
