@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Security", targets: ["Security"]),
         .library(name: "KeychainProtocol", targets: ["KeychainProtocol"]),
         .library(name: "KeychainCredentialHelpers", targets: ["KeychainCredentialHelpers"]),
+        .library(name: "KeychainTPM", targets: ["KeychainTPM"]),  // for Fuzz/ (FuzzSealedKey)
         .executable(name: "keychainfs", targets: ["keychainfs"]),
         .executable(name: "keychainfs-daemon", targets: ["keychainfs-daemon"]),
         .executable(name: "keychainfs-bench", targets: ["keychainfs-bench"]),
@@ -131,7 +132,8 @@ let package = Package(
         .testTarget(name: "KeychainCLITests", dependencies: ["KeychainTestSupport", "KeychainCLI", "KeychainCore", "Security"]),
         .testTarget(name: "KeychainMountTests", dependencies: ["KeychainTestSupport", "KeychainCore", "Security"]),
         .testTarget(name: "SecurityTests", dependencies: ["KeychainTestSupport", "KeychainCore", "Security"]),
-        .testTarget(name: "KeychainHardeningTests", dependencies: ["KeychainTestSupport", "KeychainCLI", "KeychainCore", "Security"]),
+        .testTarget(name: "KeychainHardeningTests", dependencies: ["KeychainTestSupport", "KeychainCLI", "KeychainCore", "Security",
+                                                                  "KeychainTPM"]),
         .testTarget(name: "KeychainServiceTests", dependencies: ["KeychainTestSupport", "KeychainCore", "Security", "KeychainTPM"]),
     ]
 )
