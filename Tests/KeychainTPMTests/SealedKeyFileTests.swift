@@ -71,10 +71,10 @@ final class SealedKeyFileTests: XCTestCase {
 
     func testANewerFormatIsNamed() {
         var newer = SealedKey(pcrs: [7], primary: primary, recovery: recovery).encoded()
-        newer[9] = 2
+        newer[9] = 3
         XCTAssertThrowsError(try SealedKey.parse(newer)) { error in
-            guard case .newerFormat(2)? = error as? SealedKey.ParseError else { return XCTFail("\(error)") }
-            XCTAssertEqual("\(error)", "the sealed device key file has format 2, newer than this build's 1")
+            guard case .newerFormat(3)? = error as? SealedKey.ParseError else { return XCTFail("\(error)") }
+            XCTAssertEqual("\(error)", "the sealed device key file has format 3, newer than this build's 2")
         }
     }
 
