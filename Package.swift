@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Security", targets: ["Security"]),
         .library(name: "KeychainProtocol", targets: ["KeychainProtocol"]),
         .library(name: "KeychainCredentialHelpers", targets: ["KeychainCredentialHelpers"]),
+        .library(name: "KeychainTPM", targets: ["KeychainTPM"]),  // for Fuzz/ (FuzzSealedKey)
         .executable(name: "keychainfs", targets: ["keychainfs"]),
         .executable(name: "keychainfs-daemon", targets: ["keychainfs-daemon"]),
         .executable(name: "keychainfs-bench", targets: ["keychainfs-bench"]),
@@ -108,6 +109,18 @@ let package = Package(
         .testTarget(name: "KeychainSystemTests", dependencies: ["KeychainSystem"]),
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto", "SQLiteStore"],
                     resources: [.copy("Fixtures")]),
+        // One unit-test target per library target, on that library alone (no daemon, no mount, no bus).
+        .testTarget(name: "KeychainModelTests", dependencies: ["KeychainModel", "KeychainCrypto"]),
+        .testTarget(name: "KeychainProtocolTests", dependencies: ["KeychainProtocol", "KeychainModel", "KeychainCrypto"]),
+        .testTarget(name: "KeychainClientTests", dependencies: ["KeychainClient", "KeychainProtocol", "KeychainModel",
+                                                               "KeychainCrypto"]),
+        .testTarget(name: "KeychainfsAccessTests", dependencies: ["KeychainfsAccess", "KeychainCore", "KeychainCrypto"]),
+        .testTarget(name: "KeychainFSTests", dependencies: ["KeychainFS", "KeychainCore", "KeychainCrypto"]),
+        .testTarget(name: "KeychainTPMTests", dependencies: ["KeychainTPM", "KeychainCore"]),
+        .testTarget(name: "KeychainSecretServiceTests", dependencies: ["KeychainSecretService", "KeychainCore", "KeychainCrypto",
+                                                                      "KeychainKeys"]),
+        .testTarget(name: "KeychainCredentialHelpersTests", dependencies: ["KeychainCredentialHelpers", "KeychainModel",
+                                                                          "KeychainCrypto"]),
         .testTarget(name: "KeychainDaemonTests", dependencies: ["KeychainDaemon", "KeychainProtocol", "KeychainCore",
                                                                "KeychainCrypto", "KeychainKeys", "KeychainfsAccess", "CProcess"]),
         // What the end-to-end targets share: the CLI harness (real daemons in scratch
@@ -119,7 +132,8 @@ let package = Package(
         .testTarget(name: "KeychainCLITests", dependencies: ["KeychainTestSupport", "KeychainCLI", "KeychainCore", "Security"]),
         .testTarget(name: "KeychainMountTests", dependencies: ["KeychainTestSupport", "KeychainCore", "Security"]),
         .testTarget(name: "SecurityTests", dependencies: ["KeychainTestSupport", "KeychainCore", "Security"]),
-        .testTarget(name: "KeychainHardeningTests", dependencies: ["KeychainTestSupport", "KeychainCLI", "KeychainCore", "Security"]),
+        .testTarget(name: "KeychainHardeningTests", dependencies: ["KeychainTestSupport", "KeychainCLI", "KeychainCore", "Security",
+                                                                  "KeychainTPM"]),
         .testTarget(name: "KeychainServiceTests", dependencies: ["KeychainTestSupport", "KeychainCore", "Security", "KeychainTPM"]),
     ]
 )

@@ -9,7 +9,7 @@ let package = Package(
     targets: [
         // Declares libFuzzer's LLVMFuzzerRunDriver; the library itself comes with -sanitize=fuzzer.
         .systemLibrary(name: "CLibFuzzer"),
-        // runFuzzer and require, shared by the four targets.
+        // runFuzzer and require, shared by the targets.
         .target(name: "FuzzSupport", dependencies: ["CLibFuzzer"]),
         // Wire bytes -> AttributeCoding -> ParsedQuery (search, update or delete).
         .executableTarget(name: "FuzzQuery", dependencies: ["FuzzSupport",
@@ -32,6 +32,10 @@ let package = Package(
         // VaultHeader.parse, and encoded() of whatever parses.
         .executableTarget(name: "FuzzVaultHeader", dependencies: ["FuzzSupport",
             .product(name: "KeychainCore", package: "keychainfs"),
+        ]),
+        // SealedKey.parse (the sealed device key file) and TokenKey(blob:), and what they encode.
+        .executableTarget(name: "FuzzSealedKey", dependencies: ["FuzzSupport",
+            .product(name: "KeychainTPM", package: "keychainfs"),
         ]),
     ]
 )

@@ -114,3 +114,47 @@ fixture = os.path.join(ROOT, "Tests/KeychainCoreTests/Fixtures/vault-v1/fixture.
 with sqlite3.connect(f"file:{fixture}?mode=ro", uri=True) as db:
     (blob,) = db.execute("select value from meta where key = 'header'").fetchone()
 write("FuzzVaultHeader", "valid-fixture-v1", bytes(blob))
+
+
+def lp(data):
+    """A 4-byte big-endian length, then the bytes (SealedKey's and TokenKey's fields)."""
+    return struct.pack(">I", len(data)) + data
+
+
+def tpm2b(body):
+    """A TPM2B: u16 size, then the bytes, as Tss2_MU_TPM2B_*_Marshal writes them."""
+    return struct.pack(">H", len(body)) + body
+
+
+def sealed(mask, primary, recovery=(b"", b""), root_name=None):
+    """docs/tpm.md, "The sealed device key file": magic, format (1, or 2 with the storage root
+    key's name), PCR mask, four areas, the name."""
+    body = b"".join(lp(a) for a in primary + recovery)
+    if root_name is None:
+        return b"KCFSTPM\x00" + struct.pack(">HI", 1, mask) + body
+    return b"KCFSTPM\x00" + struct.pack(">HI", 2, mask) + body + lp(root_name)
+
+
+# Shapes of the TPM's own areas: TPMT_PUBLIC of a keyedhash (0x0008) or ECC (0x0023) object with
+# SHA-256 names (0x000b), and a TPM2B_PRIVATE (integrity HMAC, then the encrypted sensitive area).
+keyedhash_public = tpm2b(struct.pack(">HHI", 0x0008, 0x000B, 0x00000012) + tpm2b(bytes(32)) + struct.pack(">H", 0x0010)
+                         + tpm2b(bytes(range(32))))
+ecc_public = tpm2b(struct.pack(">HHI", 0x0023, 0x000B, 0x00060072) + tpm2b(b"") + struct.pack(">HHHH", 0x0010, 0x0010, 0x0003, 0x0010)
+                   + tpm2b(bytes(range(32))) + tpm2b(bytes(range(32, 64))))
+private = tpm2b(tpm2b(bytes(range(0x40, 0x60))) + bytes(range(0x60, 0xC0)))
+write("FuzzSealedKey", "valid-no-pcrs", sealed(0, (keyedhash_public, private)))
+write("FuzzSealedKey", "valid-pcr7-recovery", sealed(1 << 7, (keyedhash_public, private), (keyedhash_public, private)))
+write("FuzzSealedKey", "valid-pcrs-0-2-7", sealed(0b10000101, (keyedhash_public, private), (keyedhash_public, private)))
+write("FuzzSealedKey", "valid-token-key", b"KCFSTPK\x00" + struct.pack(">H", 1) + lp(ecc_public) + lp(private)
+      + lp(b"\x04" + bytes(range(32)) + bytes(range(32, 64))))
+write("FuzzSealedKey", "valid-token-key-named", b"KCFSTPK\x00" + struct.pack(">H", 2) + lp(ecc_public) + lp(private)
+      + lp(b"\x04" + bytes(range(32)) + bytes(range(32, 64))) + lp(struct.pack(">H", 0x000B) + bytes(range(0xA0, 0xC0))))
+write("FuzzSealedKey", "invalid-lone-recovery-private", sealed(0, (keyedhash_public, private), (b"", private)))
+write("FuzzSealedKey", "invalid-pcr-24", sealed(1 << 24, (keyedhash_public, private)))
+root_name = struct.pack(">H", 0x000B) + bytes(range(0xA0, 0xC0))
+write("FuzzSealedKey", "valid-named-no-pcrs", sealed(0, (keyedhash_public, private), root_name=root_name))
+write("FuzzSealedKey", "valid-named-pcr7-recovery", sealed(1 << 7, (keyedhash_public, private), (keyedhash_public, private),
+                                                            root_name=root_name))
+write("FuzzSealedKey", "invalid-format-3", sealed(0, (keyedhash_public, private)).replace(b"\x00\x01", b"\x00\x03", 1))
+write("FuzzSealedKey", "invalid-format-2-unnamed", sealed(0, (keyedhash_public, private)).replace(b"\x00\x01", b"\x00\x02", 1))
+write("FuzzSealedKey", "invalid-empty-name", sealed(0, (keyedhash_public, private), root_name=b""))

@@ -100,6 +100,19 @@ static inline void kc_sym_null(TPMT_SYM_DEF *out) {
     out->algorithm = TPM2_ALG_NULL;
 }
 
+// Parameter encryption: an HMAC session salted to the storage root key, AES-128-CFB, whose
+// attributes say which parameter it hides (decrypt: the command's first, encrypt: the response's).
+static const TPM2_SE kc_se_hmac = TPM2_SE_HMAC;
+static const TPMA_SESSION kc_session_continue = TPMA_SESSION_CONTINUESESSION;
+static const TPMA_SESSION kc_session_decrypt = TPMA_SESSION_DECRYPT;
+static const TPMA_SESSION kc_session_encrypt = TPMA_SESSION_ENCRYPT;
+static inline void kc_sym_aes128_cfb(TPMT_SYM_DEF *out) {
+    memset(out, 0, sizeof *out);
+    out->algorithm = TPM2_ALG_AES;
+    out->keyBits.aes = 128;
+    out->mode.aes = TPM2_ALG_CFB;
+}
+
 // One SHA-256 digest to extend a PCR with (tests stand in for a firmware update with it).
 static inline void kc_sha256_digest_values(TPML_DIGEST_VALUES *out, const uint8_t digest[32]) {
     memset(out, 0, sizeof *out);
@@ -110,6 +123,7 @@ static inline void kc_sha256_digest_values(TPML_DIGEST_VALUES *out, const uint8_
 
 static inline const uint8_t *kc_sensitive_data_bytes(const TPM2B_SENSITIVE_DATA *d) { return d->buffer; }
 static inline const uint8_t *kc_digest_bytes(const TPM2B_DIGEST *d) { return d->buffer; }
+static inline const uint8_t *kc_name_bytes(const TPM2B_NAME *n) { return n->name; }
 
 // A P-256 key made inside the TPM for signing and key agreement (kSecAttrTokenIDSecureEnclave):
 // unrestricted, no scheme fixed (each signature names ECDSA-SHA256), never leaves this TPM.

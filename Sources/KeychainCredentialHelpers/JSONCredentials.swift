@@ -184,12 +184,29 @@ private struct JSONCursor {
                 return
             }
         default:
-            // A number, true, false or null: the bytes up to the next delimiter.
-            let start = index
-            while let d = peek, !(d == UInt8(ascii: ",") || d == UInt8(ascii: "}") || d == UInt8(ascii: "]") || d == 0x20 || d == 0x0a || d == 0x0d || d == 0x09) {
-                index += 1
+            // true, false, null or a number; anything else (a bare word) is refused, as Go does.
+            for word in ["true", "false", "null"] where bytes[index...].starts(with: word.utf8) {
+                index += word.utf8.count
+                return
             }
-            guard index > start else { throw fail("missing value") }
+            try skipNumber()
+        }
+    }
+
+    /// Skips a number in JSON's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+    mutating func skipNumber() throws {
+        func isDigit(_ c: UInt8?) -> Bool { c.map { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } ?? false }
+        func digits() throws {
+            guard isDigit(peek) else { throw fail("invalid value") }
+            while isDigit(peek) { index += 1 }
+        }
+        if peek == UInt8(ascii: "-") { index += 1 }
+        if peek == UInt8(ascii: "0") { index += 1 } else { try digits() }
+        if peek == UInt8(ascii: ".") { index += 1; try digits() }
+        if peek == UInt8(ascii: "e") || peek == UInt8(ascii: "E") {
+            index += 1
+            if peek == UInt8(ascii: "+") || peek == UInt8(ascii: "-") { index += 1 }
+            try digits()
         }
     }
 }

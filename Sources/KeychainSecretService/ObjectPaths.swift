@@ -57,6 +57,7 @@ enum ObjectPath: Equatable {
 
     static func group(fromElement e: Substring) -> String? {
         if e == "_" { return "" }
+        guard !e.isEmpty else { return nil }  // the empty group is `_`; an empty element names nothing
         var bytes: [UInt8] = []
         var i = e.utf8.startIndex
         let u = e.utf8

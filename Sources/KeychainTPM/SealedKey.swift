@@ -5,7 +5,8 @@ import KeychainCore
 /// docs/tpm.md ("The sealed device key file").
 public struct SealedKey: Equatable, Sendable {
     static let magic: [UInt8] = Array("KCFSTPM".utf8) + [0]
-    static let currentFormat: UInt16 = 1
+    /// 1: no storage root key name; 2: with it (written by this build).
+    static let currentFormat: UInt16 = 2
 
     /// One sealed object: TPM2B_PUBLIC and TPM2B_PRIVATE, marshalled as the TPM sends them.
     public struct Object: Equatable, Sendable {
@@ -21,6 +22,10 @@ public struct SealedKey: Equatable, Sendable {
     /// `device-key reseal` can recover after an expected PCR change. Absent without PCRs.
     public internal(set) var recovery: Object?
     public var hasRecoveryCopy: Bool { recovery != nil }
+    /// The name (TPM2B_NAME: name algorithm and digest of the public area) of the storage root key
+    /// the objects were sealed under, as the TPM gave it when sealing. Unsealing checks the storage
+    /// root key against it before it salts a session to that key. Nil in a format 1 file.
+    public internal(set) var rootName: [UInt8]?
 
     var pcrMask: UInt32 { pcrs.reduce(0) { $0 | 1 << UInt32($1) } }
 
@@ -32,12 +37,13 @@ public struct SealedKey: Equatable, Sendable {
     public func encoded() -> [UInt8] {
         var w = ByteWriter()
         w.raw(SealedKey.magic)
-        w.u16(SealedKey.currentFormat)
+        w.u16(rootName == nil ? 1 : 2)
         w.u32(pcrMask)
         for o in [primary, recovery ?? Object(publicArea: [], privateArea: [])] {
             w.lengthPrefixed(o.publicArea)
             w.lengthPrefixed(o.privateArea)
         }
+        if let rootName { w.lengthPrefixed(rootName) }
         return w.bytes
     }
 
@@ -67,9 +73,18 @@ public struct SealedKey: Equatable, Sendable {
                     guard pub.count <= 4096, priv.count <= 4096 else { throw ParseError.malformed }
                     objects.append(Object(publicArea: pub, privateArea: priv))
                 }
-                guard r.remaining == 0, !objects[0].publicArea.isEmpty else { throw ParseError.malformed }
+                // No recovery copy is written as two empty areas: a lone private area is damage.
+                var rootName: [UInt8]?
+                if format >= 2 {
+                    let name = try r.lengthPrefixed()
+                    guard !name.isEmpty, name.count <= 66 else { throw ParseError.malformed }  // sizeof(TPMU_NAME)
+                    rootName = name
+                }
+                guard r.remaining == 0, !objects[0].publicArea.isEmpty,
+                      !objects[1].publicArea.isEmpty || objects[1].privateArea.isEmpty else { throw ParseError.malformed }
                 let pcrs = (0..<24).filter { mask & (1 << UInt32($0)) != 0 }
-                return SealedKey(pcrs: pcrs, primary: objects[0], recovery: objects[1].publicArea.isEmpty ? nil : objects[1])
+                return SealedKey(pcrs: pcrs, primary: objects[0], recovery: objects[1].publicArea.isEmpty ? nil : objects[1],
+                                 rootName: rootName)
             } catch is ByteReader.Truncated {
                 throw ParseError.malformed
             }

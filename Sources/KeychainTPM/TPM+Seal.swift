@@ -12,7 +12,7 @@ extension TPM {
             let policy = pcrs.isEmpty ? [] : try pcrPolicyDigest(mask: mask, pcrs: pcrs)
             let primary = try create(under: srk, secret: secret, policy: policy, auth: nil)
             let recovery = try pcrs.isEmpty ? nil : recoveryAuth.map { try create(under: srk, secret: secret, policy: [], auth: $0) }
-            return SealedKey(pcrs: pcrs, primary: primary, recovery: recovery)
+            return SealedKey(pcrs: pcrs, primary: primary, recovery: recovery, rootName: try name(of: srk))
         }
     }
 
@@ -20,10 +20,15 @@ extension TPM {
     /// - Throws: `TPMError.pcrMismatch` after a PCR change, `.otherTPM` for another TPM's blob.
     public func unseal(_ sealed: SealedKey) throws -> SecureBytes {
         try withPrimary { srk in
-            try withLoaded(sealed.primary, under: srk) { object in
-                guard !sealed.pcrs.isEmpty else { return try unsealObject(object, session: kc_tr_password, pcrs: []) }
-                return try withPCRPolicy(mask: sealed.pcrMask, pcrs: sealed.pcrs, trial: false) { session in
-                    try unsealObject(object, session: session, pcrs: sealed.pcrs)
+            try checkRoot(srk, sealed.rootName)
+            return try withLoaded(sealed.primary, under: srk) { object in
+                try withEncryptedSession(salt: srk, kc_session_encrypt) { hide in
+                    guard !sealed.pcrs.isEmpty else {
+                        return try unsealObject(object, session: kc_tr_password, encrypt: hide, pcrs: [])
+                    }
+                    return try withPCRPolicy(mask: sealed.pcrMask, pcrs: sealed.pcrs, trial: false) { session in
+                        try unsealObject(object, session: session, encrypt: hide, pcrs: sealed.pcrs)
+                    }
                 }
             }
         }
@@ -37,7 +42,8 @@ extension TPM {
             throw TPMError.failed(call: "unseal", code: 0, text: "the sealed key has no recovery copy")
         }
         return try withPrimary { srk in
-            try withLoaded(recovery, under: srk) { object in
+            try checkRoot(srk, sealed.rootName)
+            return try withLoaded(recovery, under: srk) { object in
                 let a = try SecureBytes(count: MemoryLayout<TPM2B_AUTH>.size)
                 defer { a.wipe() }
                 return try a.withUnsafeMutableBytes { raw in
@@ -49,10 +55,23 @@ extension TPM {
                         kc_auth(p, nil, 0)
                         Esys_TR_SetAuth(context, object, p)
                     }
-                    return try unsealObject(object, session: kc_tr_password, pcrs: [])
+                    // An HMAC session authorizes with the auth value, which never crosses the
+                    // bus, and encrypts the key on its way back.
+                    return try withEncryptedSession(salt: srk, kc_session_encrypt) { session in
+                        try unsealObject(object, session: session, encrypt: kc_tr_none, pcrs: [])
+                    }
                 }
             }
         }
+    }
+
+    /// A sealed file or token key blob that names its storage root key (format 2) is used only
+    /// under that key: another
+    /// TPM's, or a key an interposer answered TPM2_CreatePrimary with (to learn the salts of the
+    /// encrypted sessions), is refused before any session is salted to it, as another TPM.
+    func checkRoot(_ srk: ESYS_TR, _ pinned: [UInt8]?) throws {
+        guard let pinned else { return }
+        guard try name(of: srk) == pinned else { throw TPMError.otherTPM }
     }
 
     private func create(under parent: ESYS_TR, secret: SecureBytes, policy: [UInt8], auth: SecureBytes?) throws -> SealedKey.Object {
@@ -79,8 +98,11 @@ extension TPM {
             var creationData: UnsafeMutablePointer<TPM2B_CREATION_DATA>?
             var creationHash: UnsafeMutablePointer<TPM2B_DIGEST>?
             var ticket: UnsafeMutablePointer<TPMT_TK_CREATION>?
-            let rc = Esys_Create(context, parent, kc_tr_password, kc_tr_none, kc_tr_none, s, &template, &outside, &creation,
-                                 &outPrivate, &outPublic, &creationData, &creationHash, &ticket)
+            // The sensitive area (the secret and the auth value) is the first parameter: hidden.
+            let rc = try withEncryptedSession(salt: parent, kc_session_decrypt) { hide in
+                Esys_Create(context, parent, kc_tr_password, hide, kc_tr_none, s, &template, &outside, &creation,
+                            &outPrivate, &outPublic, &creationData, &creationHash, &ticket)
+            }
             defer { Esys_Free(outPrivate); Esys_Free(outPublic); Esys_Free(creationData); Esys_Free(creationHash); Esys_Free(ticket) }
             if let e = TPMError.check(rc, "Esys_Create") { throw e }
             guard let outPrivate, let outPublic else { throw TPMError.failed(call: "Esys_Create", code: 0, text: "no object") }
@@ -106,9 +128,10 @@ extension TPM {
     }
 
     /// TPM2_Unseal; the TSS's output buffer is copied into guarded memory and zeroed before it is freed.
-    private func unsealObject(_ object: ESYS_TR, session: ESYS_TR, pcrs: [Int]) throws -> SecureBytes {
+    /// `session` authorizes; `encrypt` (or `session` itself) hides the unsealed bytes on the bus.
+    private func unsealObject(_ object: ESYS_TR, session: ESYS_TR, encrypt: ESYS_TR, pcrs: [Int]) throws -> SecureBytes {
         var out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
-        let rc = Esys_Unseal(context, object, session, kc_tr_none, kc_tr_none, &out)
+        let rc = Esys_Unseal(context, object, session, encrypt, kc_tr_none, &out)
         defer {
             if let out { explicit_bzero(out, MemoryLayout<TPM2B_SENSITIVE_DATA>.size) }
             Esys_Free(out)

@@ -121,6 +121,36 @@ public final class TPM {
         return try body(session)
     }
 
+    /// The name ESYS holds for `object` (for the storage root key: computed from the public area
+    /// TPM2_CreatePrimary returned, the key it encrypts session salts to).
+    func name(of object: ESYS_TR) throws -> [UInt8] {
+        var name: UnsafeMutablePointer<TPM2B_NAME>?
+        let rc = Esys_TR_GetName(context, object, &name)
+        defer { Esys_Free(name) }
+        if let e = TPMError.check(rc, "Esys_TR_GetName") { throw e }
+        guard let name else { throw TPMError.failed(call: "Esys_TR_GetName", code: 0, text: "no name") }
+        return Array(UnsafeBufferPointer(start: kc_name_bytes(name), count: Int(name.pointee.size)))
+    }
+
+    /// Runs `body` with an HMAC session salted to the storage root key `srk` (the salt travels
+    /// encrypted to its public key) with AES-128-CFB parameter encryption: `attributes` says
+    /// whether it hides the command's first parameter (`kc_session_decrypt`), the response's
+    /// (`kc_session_encrypt`) or both. Someone reading the bus sees the nonces and the encrypted
+    /// salt, from which the session key cannot be had without the storage root key. Flushed after.
+    func withEncryptedSession<R>(salt srk: ESYS_TR, _ attributes: TPMA_SESSION, _ body: (ESYS_TR) throws -> R) throws -> R {
+        var symmetric = TPMT_SYM_DEF()
+        kc_sym_aes128_cfb(&symmetric)
+        var session: ESYS_TR = kc_tr_none
+        let rc = Esys_StartAuthSession(context, srk, kc_tr_none, kc_tr_none, kc_tr_none, kc_tr_none, nil,
+                                       kc_se_hmac, &symmetric, kc_alg_sha256, &session)
+        if let e = TPMError.check(rc, "Esys_StartAuthSession") { throw e }
+        defer { Esys_FlushContext(context, session) }
+        let mask = kc_session_continue | kc_session_decrypt | kc_session_encrypt
+        if let e = TPMError.check(Esys_TRSess_SetAttributes(context, session, kc_session_continue | attributes, mask),
+                                  "Esys_TRSess_SetAttributes") { throw e }
+        return try body(session)
+    }
+
     /// The policy digest that binds `pcrs` at their current values (a trial session).
     func pcrPolicyDigest(mask: UInt32, pcrs: [Int]) throws -> [UInt8] {
         try withPCRPolicy(mask: mask, pcrs: pcrs, trial: true) { session in

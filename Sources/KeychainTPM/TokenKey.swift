@@ -13,35 +13,47 @@ public struct TokenKey: Sendable {
     /// The public key in Apple's external representation, `04 || X || Y`.
     public let publicPoint: [UInt8]
 
+    /// The storage root key's name when the key was made (format 2), checked before each use as
+    /// the sealed device key's is; nil in a format 1 blob.
+    var rootName: [UInt8]?
+
     /// What the keychain item stores.
     public var blob: [UInt8] {
         var w = ByteWriter()
         w.raw(TokenKey.magic)
-        w.u16(1)
+        w.u16(rootName == nil ? 1 : 2)
         w.lengthPrefixed(object.publicArea)
         w.lengthPrefixed(object.privateArea)
         w.lengthPrefixed(publicPoint)
+        if let rootName { w.lengthPrefixed(rootName) }
         return w.bytes
     }
 
     public init(blob: [UInt8]) throws {
-        let parsed: (SealedKey.Object, [UInt8]) = try blob.withUnsafeBytes { buf in
+        let parsed: (SealedKey.Object, [UInt8], [UInt8]?) = try blob.withUnsafeBytes { buf in
             var r = ByteReader(buf)
             do {
-                guard try r.raw(TokenKey.magic.count) == TokenKey.magic, try r.u16() == 1 else { throw SealedKey.ParseError.malformed }
+                guard try r.raw(TokenKey.magic.count) == TokenKey.magic else { throw SealedKey.ParseError.malformed }
+                let format = try r.u16()
+                guard format == 1 || format == 2 else { throw SealedKey.ParseError.malformed }
                 let o = SealedKey.Object(publicArea: try r.lengthPrefixed(), privateArea: try r.lengthPrefixed())
                 let point = try r.lengthPrefixed()
-                guard r.remaining == 0, point.count == 65 else { throw SealedKey.ParseError.malformed }
-                return (o, point)
+                let name = format == 2 ? try r.lengthPrefixed() : nil
+                guard r.remaining == 0, point.count == 65, name.map({ !$0.isEmpty && $0.count <= 66 }) ?? true else {
+                    throw SealedKey.ParseError.malformed
+                }
+                return (o, point, name)
             } catch is ByteReader.Truncated { throw SealedKey.ParseError.malformed }
         }
         object = parsed.0
         publicPoint = parsed.1
+        rootName = parsed.2
     }
 
-    init(object: SealedKey.Object, publicPoint: [UInt8]) {
+    init(object: SealedKey.Object, publicPoint: [UInt8], rootName: [UInt8]) {
         self.object = object
         self.publicPoint = publicPoint
+        self.rootName = rootName
     }
 }
 
@@ -70,7 +82,7 @@ extension TPM {
             let point: [UInt8] = [0x04] + Array(UnsafeBufferPointer(start: x, count: 32)) + Array(UnsafeBufferPointer(start: y, count: 32))
             return TokenKey(object: SealedKey.Object(publicArea: try marshal(outPublic, Tss2_MU_TPM2B_PUBLIC_Marshal),
                                                      privateArea: try marshal(outPrivate, Tss2_MU_TPM2B_PRIVATE_Marshal)),
-                            publicPoint: point)
+                            publicPoint: point, rootName: try name(of: srk))
         }
     }
 
@@ -79,7 +91,8 @@ extension TPM {
     public func sign(digest: [UInt8], with key: TokenKey) throws -> [UInt8] {
         precondition(digest.count == 32)
         return try withPrimary { srk in
-            try withLoaded(key.object, under: srk) { handle in
+            try checkRoot(srk, key.rootName)
+            return try withLoaded(key.object, under: srk) { handle in
                 var d = TPM2B_DIGEST()
                 _ = digest.withUnsafeBufferPointer { kc_digest(&d, $0.baseAddress, $0.count) }
                 var scheme = TPMT_SIG_SCHEME()
@@ -107,11 +120,15 @@ extension TPM {
     public func sharedSecret(peer point: [UInt8], with key: TokenKey) throws -> SecureBytes {
         precondition(point.count == 65 && point[0] == 4)
         return try withPrimary { srk in
-            try withLoaded(key.object, under: srk) { handle in
+            try checkRoot(srk, key.rootName)
+            return try withLoaded(key.object, under: srk) { handle in
                 var peer = TPM2B_ECC_POINT()
                 _ = point.withUnsafeBufferPointer { p in kc_ecc_point(&peer, p.baseAddress! + 1, p.baseAddress! + 33, 32) }
                 var shared: UnsafeMutablePointer<TPM2B_ECC_POINT>?
-                let rc = Esys_ECDH_ZGen(context, handle, kc_tr_password, kc_tr_none, kc_tr_none, &peer, &shared)
+                // The shared secret is the response's first parameter: hidden on the bus.
+                let rc = try withEncryptedSession(salt: srk, kc_session_encrypt) { hide in
+                    Esys_ECDH_ZGen(context, handle, kc_tr_password, hide, kc_tr_none, &peer, &shared)
+                }
                 defer {
                     if let shared { explicit_bzero(shared, MemoryLayout<TPM2B_ECC_POINT>.size) }
                     Esys_Free(shared)

@@ -3,54 +3,27 @@ import KeychainTestSupport
 import XCTest
 
 /// Access groups as entitlements, with real Unix users running the CLI against root's daemon.
-final class CLIAccessTests: XCTestCase {
-    // Unique to this run, so two runs on one machine never add or delete each other's users.
-    static let suffix = String(TestAccounts.uniqueName().dropFirst(4))
+final class CLIAccessTests: HarnessTestCase {
+    static let suffix = ClassUsers.runSuffix()
     static let owner = "kcao" + suffix, member = "kcam" + suffix, outsider = "kcax" + suffix, group = "kcag" + suffix
-    nonisolated(unsafe) static var ready = false
-    static var users: [String] { [owner, member, outsider] }
+    static let accounts = ClassUsers(group: group, users: [owner, member, outsider], members: [member])
 
-    override class func setUp() {
-        super.setUp()
-        guard getuid() == 0 else { return }
-        _ = runTool(["/usr/sbin/groupadd", group])                       // 9: exists already
-        for u in users {
-            _ = runTool(["/usr/sbin/useradd", "-M", "-N", "-s", "/usr/sbin/nologin", u])
-        }
-        _ = runTool(["/usr/sbin/usermod", "-aG", group, member])
-        ready = users.allSatisfy { getpwnam($0) != nil } && getgrnam(group) != nil
-    }
+    override class var sharesRuntimeDirectory: Bool { true }
 
     override class func tearDown() {
-        if getuid() == 0 {
-            for u in users { _ = runTool(["/usr/sbin/userdel", u]) }
-            _ = runTool(["/usr/sbin/groupdel", group])
-        }
+        accounts.remove()
         super.tearDown()
     }
 
-    var h: CLIHarness!
-
     override func setUpWithError() throws {
-        guard getuid() == 0 else { throw XCTSkip("needs root to create users") }
-        guard CLIAccessTests.ready else { throw XCTSkip("could not create the test users") }
-        h = try CLIHarness()
-        // Root owns the runtime directory and starts the daemon; other users only connect.
-        try FileManager.default.createDirectory(atPath: h.runtimeDir, withIntermediateDirectories: true)
-        chmod(h.runtimeDir, 0o755)
-        try h.createVault()
+        try Self.accounts.require()
+        try super.setUpWithError()
         let add = try h.run(["group", "add", "team", "--owner", Self.owner, "--group", Self.group, "--mode", "0440"])
         XCTAssertEqual(add.status, 0, "\(add)")
         let item = try h.run(["add-generic-password", "-s", "teamsvc", "-a", "deploy", "-w", "team-secret",
                               "--access-group", "team"])
         XCTAssertEqual(item.status, 0, "\(item)")
         XCTAssertEqual(try h.run(["add-generic-password", "-s", "rootsvc", "-a", "root", "-w", "root-secret"]).status, 0)
-    }
-
-    override func tearDown() {
-        h?.tearDown()
-        h = nil
-        super.tearDown()
     }
 
     func testMembersLockOnlyWhenTheirGroupGrantsIt() throws {
@@ -76,15 +49,8 @@ final class CLIAccessTests: XCTestCase {
         XCTAssertEqual(try h.info()["state"] as? String, "unlocked")
     }
 
-    /// setpriv arguments that run the CLI as `user` with its groups from /etc/group (or none).
-    func asUser(_ user: String, initGroups: Bool = true) -> [String] {
-        guard let pw = getpwnam(user) else { XCTFail("no user \(user)"); return [] }
-        return ["/usr/bin/setpriv", "--reuid", String(pw.pointee.pw_uid), "--regid", String(pw.pointee.pw_gid),
-                initGroups ? "--init-groups" : "--clear-groups"]
-    }
-
     func run(_ user: String, _ args: [String], initGroups: Bool = true, input: String? = nil) throws -> CLIHarness.Result {
-        try h.run(args, input: input, prefix: asUser(user, initGroups: initGroups))
+        try h.run(args, input: input, prefix: ClassUsers.setpriv(user, initGroups: initGroups))
     }
 
     func testGroupListShowsTheTable() throws {

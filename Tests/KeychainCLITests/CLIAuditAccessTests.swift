@@ -5,38 +5,21 @@ import XCTest
 /// Who reads the audit log, and whose names they see: administrators, and callers entitled to
 /// a group that grants it (`--may-audit`). A reference resolves to SERVICE/ACCOUNT only for a
 /// caller entitled to the item; anyone else sees the reference alone.
-final class CLIAuditAccessTests: XCTestCase {
-    static let suffix = String(TestAccounts.uniqueName().dropFirst(4))
+final class CLIAuditAccessTests: HarnessTestCase {
+    static let suffix = ClassUsers.runSuffix()
     static let member = "kcdm" + suffix, outsider = "kcdx" + suffix, group = "kcdg" + suffix
-    nonisolated(unsafe) static var ready = false
-    static var users: [String] { [member, outsider] }
+    static let accounts = ClassUsers(group: group, users: [member, outsider], members: [member])
 
-    override class func setUp() {
-        super.setUp()
-        guard getuid() == 0 else { return }
-        _ = runTool(["/usr/sbin/groupadd", group])
-        for u in users { _ = runTool(["/usr/sbin/useradd", "-M", "-N", "-s", "/usr/sbin/nologin", u]) }
-        _ = runTool(["/usr/sbin/usermod", "-aG", group, member])
-        ready = users.allSatisfy { getpwnam($0) != nil } && getgrnam(group) != nil
-    }
+    override class var sharesRuntimeDirectory: Bool { true }
 
     override class func tearDown() {
-        if getuid() == 0 {
-            for u in users { _ = runTool(["/usr/sbin/userdel", u]) }
-            _ = runTool(["/usr/sbin/groupdel", group])
-        }
+        accounts.remove()
         super.tearDown()
     }
 
-    var h: CLIHarness!
-
     override func setUpWithError() throws {
-        guard getuid() == 0 else { throw XCTSkip("needs root to create users") }
-        guard Self.ready else { throw XCTSkip("could not create the test users") }
-        h = try CLIHarness()
-        try FileManager.default.createDirectory(atPath: h.runtimeDir, withIntermediateDirectories: true)
-        chmod(h.runtimeDir, 0o755)
-        try h.createVault()
+        try Self.accounts.require()
+        try super.setUpWithError()
         // team: the member's (group read); own: the outsider's alone. Neither grants the log yet.
         XCTAssertEqual(try h.run(["group", "add", "team", "--group", Self.group, "--mode", "0440"]).status, 0)
         XCTAssertEqual(try h.run(["group", "add", "own", "--owner", Self.outsider, "--mode", "0400"]).status, 0)
@@ -45,19 +28,8 @@ final class CLIAuditAccessTests: XCTestCase {
         XCTAssertEqual(try run(Self.member, ["find-generic-password", "-s", "teamsvc", "-w"]).stdout, "team-secret\n")
     }
 
-    override func tearDown() {
-        h?.tearDown()
-        h = nil
-        super.tearDown()
-    }
-
-    func asUser(_ user: String) -> [String] {
-        guard let pw = getpwnam(user) else { XCTFail("no user \(user)"); return [] }
-        return ["/usr/bin/setpriv", "--reuid", String(pw.pointee.pw_uid), "--regid", String(pw.pointee.pw_gid), "--init-groups"]
-    }
-
     func run(_ user: String, _ args: [String]) throws -> CLIHarness.Result {
-        try h.run(args, prefix: asUser(user))
+        try h.run(args, prefix: ClassUsers.setpriv(user))
     }
 
     /// The member's read of the team item, as `user` sees it.

@@ -4,20 +4,7 @@ import XCTest
 
 /// `audit` as an operator reads it: ISO times, every item line naming its item by reference,
 /// names for the items the caller may see, `--json`, filters, and usage errors (exit 2).
-final class CLIAuditQueryTests: XCTestCase {
-    var h: CLIHarness!
-
-    override func setUpWithError() throws {
-        h = try CLIHarness()
-        try h.createVault()
-    }
-
-    override func tearDown() {
-        h?.tearDown()
-        h = nil
-        super.tearDown()
-    }
-
+final class CLIAuditQueryTests: HarnessTestCase {
     var logPath: String { h.vault + ".audit" }
 
     func rows(_ text: String) -> [[String]] {

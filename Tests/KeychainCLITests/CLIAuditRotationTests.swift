@@ -4,20 +4,7 @@ import XCTest
 
 /// Rotation: `audit rotate` and `set-keychain-settings --audit-max-size` move the log aside as
 /// VAULT.audit.N; one chain runs through the files, and `--verify` names the file that breaks.
-final class CLIAuditRotationTests: XCTestCase {
-    var h: CLIHarness!
-
-    override func setUpWithError() throws {
-        h = try CLIHarness()
-        try h.createVault()
-    }
-
-    override func tearDown() {
-        h?.tearDown()
-        h = nil
-        super.tearDown()
-    }
-
+final class CLIAuditRotationTests: HarnessTestCase {
     var logPath: String { h.vault + ".audit" }
 
     func lines(_ path: String) throws -> [[String]] {
@@ -68,11 +55,7 @@ final class CLIAuditRotationTests: XCTestCase {
 
         // One field of line 3 of the oldest file changed.
         let oldest = logPath + ".1"
-        var text = try String(contentsOfFile: oldest, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        var fields = text[2].split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-        fields[2] = "1000"
-        text[2] = fields.joined(separator: "\t")
-        try text.joined(separator: "\n").write(toFile: oldest, atomically: false, encoding: .utf8)
+        try changeAuditField(2, ofLine: 3, in: oldest, to: "1000")
         let broken = try h.run(["audit", "--verify"])
         XCTAssertEqual(broken.status, 93, "\(broken)")
         XCTAssertEqual(broken.stderr, "keychainfs: the audit log is broken at line 3 of \(oldest)\n")

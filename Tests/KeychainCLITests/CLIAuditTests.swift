@@ -4,20 +4,7 @@ import XCTest
 
 /// The audit log (PRODUCT 8): decisions recorded with the caller, no secret or name, and a
 /// chain that `audit --verify` checks.
-final class CLIAuditTests: XCTestCase {
-    var h: CLIHarness!
-
-    override func setUpWithError() throws {
-        h = try CLIHarness()
-        try h.createVault()
-    }
-
-    override func tearDown() {
-        h?.tearDown()
-        h = nil
-        super.tearDown()
-    }
-
+final class CLIAuditTests: HarnessTestCase {
     var logPath: String { h.vault + ".audit" }
 
     func testEventsAreRecordedWithoutSecretsOrNames() throws {
@@ -49,12 +36,8 @@ final class CLIAuditTests: XCTestCase {
         XCTAssertEqual(ok.status, 0, "\(ok)")
         XCTAssertEqual(ok.stdout, "audit log verified: 4 entries\n")
         let original = try String(contentsOfFile: logPath, encoding: .utf8)
-        var lines = original.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         // Change one field of line 3 (the uid), keeping its chain value.
-        var fields = lines[2].split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-        fields[2] = "1000"
-        lines[2] = fields.joined(separator: "\t")
-        try lines.joined(separator: "\n").write(toFile: logPath, atomically: false, encoding: .utf8)
+        try changeAuditField(2, ofLine: 3, in: logPath, to: "1000")
         let changed = try h.run(["audit", "--verify"])
         XCTAssertEqual(changed.status, 93, "\(changed)")
         XCTAssertEqual(changed.stderr, "keychainfs: the audit log is broken at line 3 of \(logPath)\n")

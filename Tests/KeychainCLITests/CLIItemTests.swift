@@ -19,20 +19,7 @@ enum Sentence {
 }
 
 /// The item verbs end to end: real binary, real daemon, real vault file.
-final class CLIItemTests: XCTestCase {
-    var h: CLIHarness!
-
-    override func setUpWithError() throws {
-        h = try CLIHarness()
-        try h.createVault()
-    }
-
-    override func tearDown() {
-        h?.tearDown()
-        h = nil
-        super.tearDown()
-    }
-
+final class CLIItemTests: HarnessTestCase {
     // MARK: add / find / delete
 
     func testAddThenFindPrintsExactlyTheSecret() throws {

@@ -3,20 +3,7 @@ import KeychainTestSupport
 import XCTest
 
 /// Progress lines on standard error: on a terminal only, never with --quiet.
-final class CLIProgressTests: XCTestCase {
-    var h: CLIHarness!
-
-    override func setUpWithError() throws {
-        h = try CLIHarness()
-        try h.createVault()
-    }
-
-    override func tearDown() {
-        h?.tearDown()
-        h = nil
-        super.tearDown()
-    }
-
+final class CLIProgressTests: HarnessTestCase {
     /// Locks the vault and leaves a back-off of two failures as of now (a 2 s wait), written
     /// as the daemon writes its count: whole, then renamed into place.
     func lockWithBackOff() throws {

@@ -4,20 +4,7 @@ import XCTest
 
 /// macOS `security` flags and verbs that keychainfs takes as well (docs/cli.md, "macOS
 /// security verbs"): the exact output and exit status of each.
-final class CLISecurityFlagsTests: XCTestCase {
-    var h: CLIHarness!
-
-    override func setUpWithError() throws {
-        h = try CLIHarness()
-        try h.createVault()
-    }
-
-    override func tearDown() {
-        h?.tearDown()
-        h = nil
-        super.tearDown()
-    }
-
+final class CLISecurityFlagsTests: HarnessTestCase {
     /// Runs without a controlling terminal, whatever the test runner has.
     let noTerminal = ["/usr/bin/setsid", "-w"]
 

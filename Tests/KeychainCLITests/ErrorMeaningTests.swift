@@ -5,20 +5,7 @@ import XCTest
 
 /// Errors keep Apple's sentence and status (scripts compare them) and say on the next line what
 /// they mean here: a locked vault and its remedy, the vault whose daemon is missing.
-final class ErrorMeaningTests: XCTestCase {
-    var h: CLIHarness!
-
-    override func setUpWithError() throws {
-        h = try CLIHarness()
-        try h.createVault()
-    }
-
-    override func tearDown() {
-        h?.tearDown()
-        h = nil
-        super.tearDown()
-    }
-
+final class ErrorMeaningTests: HarnessTestCase {
     func testALockedItemSaysTheVaultIsLocked() throws {
         XCTAssertEqual(try h.run(["add-generic-password", "-s", "m", "-a", "a", "-w", "x", "--accessible", "WhenUnlocked"]).status, 0)
         XCTAssertEqual(try h.run(["lock-keychain"]).status, 0)

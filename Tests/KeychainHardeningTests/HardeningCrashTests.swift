@@ -5,21 +5,10 @@ import XCTest
 
 /// Issue 7: SIGKILL the daemon at random moments while clients add, update and delete items;
 /// after a restart every acknowledged write is there and nothing is half written.
-final class HardeningCrashTests: XCTestCase {
-    var h: CLIHarness!
-
-    override func setUpWithError() throws {
-        try super.setUpWithError()
-        h = try CLIHarness()
-        try FileManager.default.createDirectory(atPath: h.runtimeDir, withIntermediateDirectories: true)
-        chmod(h.runtimeDir, 0o755)
-    }
-
-    override func tearDown() {
-        h?.tearDown()
-        h = nil
-        super.tearDown()
-    }
+final class HardeningCrashTests: HarnessTestCase {
+    // Each test makes its own vault files; other processes reach the daemon root starts.
+    override class var createsVault: Bool { false }
+    override class var sharesRuntimeDirectory: Bool { true }
 
     /// What the vault may hold for one key: each possibility is a secret or nil (absent).
     /// Acknowledged writes make it one value; a write whose answer was lost adds its value.

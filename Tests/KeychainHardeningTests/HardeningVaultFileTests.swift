@@ -6,21 +6,10 @@ import XCTest
 /// Issue 7: vault files that are truncated, have a corrupted header, come from a newer format
 /// version, or are not SQLite at all: a clear error and a distinct exit status (docs/cli.md:
 /// 49 errSecInvalidKeychain, 50 errSecNoSuchKeychain), never a crash, never a write.
-final class HardeningVaultFileTests: XCTestCase {
-    var h: CLIHarness!
-
-    override func setUpWithError() throws {
-        try super.setUpWithError()
-        h = try CLIHarness()
-        try FileManager.default.createDirectory(atPath: h.runtimeDir, withIntermediateDirectories: true)
-        chmod(h.runtimeDir, 0o755)
-    }
-
-    override func tearDown() {
-        h?.tearDown()
-        h = nil
-        super.tearDown()
-    }
+final class HardeningVaultFileTests: HarnessTestCase {
+    // Each test makes its own vault files; other processes reach the daemon root starts.
+    override class var createsVault: Bool { false }
+    override class var sharesRuntimeDirectory: Bool { true }
 
     struct Outcome: @unchecked Sendable {
         var name: String

@@ -6,26 +6,12 @@ import XCTest
 /// access groups become owner, group and mode; the kernel enforces them and the daemon checks
 /// again in open (including the executable where a group restricts it).
 final class MountAccessTests: MountTestCase {
-    // Unique to this run, so two runs on one machine never add or delete each other's users.
-    static let suffix = String(TestAccounts.uniqueName().dropFirst(4))
+    static let suffix = ClassUsers.runSuffix()
     static let owner = "kcmo" + suffix, member = "kcmm" + suffix, outsider = "kcmx" + suffix, group = "kcmg" + suffix
-    nonisolated(unsafe) static var ready = false
-    static var users: [String] { [owner, member, outsider] }
-
-    override class func setUp() {
-        super.setUp()
-        guard getuid() == 0 else { return }
-        _ = runTool(["/usr/sbin/groupadd", group])
-        for u in users { _ = runTool(["/usr/sbin/useradd", "-M", "-N", "-s", "/usr/sbin/nologin", u]) }
-        _ = runTool(["/usr/sbin/usermod", "-aG", group, member])
-        ready = users.allSatisfy { getpwnam($0) != nil } && getgrnam(group) != nil
-    }
+    static let accounts = ClassUsers(group: group, users: [owner, member, outsider], members: [member])
 
     override class func tearDown() {
-        if getuid() == 0 {
-            for u in users { _ = runTool(["/usr/sbin/userdel", u]) }
-            _ = runTool(["/usr/sbin/groupdel", group])
-        }
+        accounts.remove()
         super.tearDown()
     }
 
@@ -36,7 +22,7 @@ final class MountAccessTests: MountTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        guard MountAccessTests.ready else { throw XCTSkip("could not create the test users") }
+        try Self.accounts.require()
         let team = try h.run(["group", "add", "team", "--owner", Self.owner, "--group", Self.group, "--mode", "0440"])
         XCTAssertEqual(team.status, 0, "\(team)")
         XCTAssertEqual(try h.run(["group", "add", "tools", "--mode", "0444"]).status, 0)
@@ -53,9 +39,7 @@ final class MountAccessTests: MountTestCase {
 
     /// Runs `argv` as `user` with its groups from /etc/group, or with none.
     func runAs(_ user: String, initGroups: Bool = true, _ argv: [String]) throws -> ProgramResult {
-        let pw = getpwnam(user)!.pointee
-        return try runProgram(["/usr/bin/setpriv", "--reuid", String(pw.pw_uid), "--regid", String(pw.pw_gid),
-                               initGroups ? "--init-groups" : "--clear-groups"] + argv)
+        try runProgram(ClassUsers.setpriv(user, initGroups: initGroups) + argv)
     }
 
     /// `cat PATH` as `user`: the bytes, or the error text.

@@ -145,6 +145,44 @@ final class TPMDeviceKeyTests: XCTestCase {
         XCTAssertEqual(try find(h, "always").stdout, "always-secret\n")
     }
 
+    /// Someone reading the bus (a relay that records every byte between the TSS and the TPM) sees
+    /// the sealed objects go by, but not the device key: sealing, the unseal at each daemon start,
+    /// the check after sealing and the recovery unseal of a reseal all run with parameter
+    /// encryption in a session salted to the storage root key.
+    func testTheDeviceKeyNeverCrossesTheTPMBusInTheClear() throws {
+        let tpm = try startTPM()
+        let tap = try TPMWireTap(forwardingTo: tpm)
+        addTeardownBlock { tap.stop() }
+        let h = try machine(tpm)
+        h.environment["KEYCHAINFS_TCTI"] = tap.tcti
+        try h.createVault(passphrase: pass)
+        try addItems(h)
+        let key = Array(deviceKeyFile(h))
+        XCTAssertEqual(key.count, 32, "a plain key the test can look for")
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+
+        let seal = try h.run(["device-key", "seal", "--tpm-pcrs", "7"], input: pass + "\n")
+        XCTAssertEqual(seal.status, 0, "\(seal)")
+        XCTAssertEqual(try find(h, "always").stdout, "always-secret\n", "the daemon unsealed it at its start")
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        try tpm.extendPCR(7)
+        let reseal = try h.run(["device-key", "reseal"], input: pass + "\n")
+        XCTAssertEqual(reseal.status, 0, "the recovery copy opened: \(reseal)")
+        XCTAssertEqual(try find(h, "always").stdout, "always-secret\n")
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+
+        // The tap saw the traffic: the sealed file's primary private area went to TPM2_Load.
+        let sealed = Array(deviceKeyFile(h))
+        let pubLength = Int(sealed[14]) << 24 | Int(sealed[15]) << 16 | Int(sealed[16]) << 8 | Int(sealed[17])
+        let privStart = 18 + pubLength + 4
+        let privLength = Int(sealed[privStart - 4]) << 24 | Int(sealed[privStart - 3]) << 16 | Int(sealed[privStart - 2]) << 8
+            | Int(sealed[privStart - 1])
+        XCTAssertTrue(tap.saw(Array(sealed[privStart..<(privStart + privLength)])), "the tap records what crosses the bus")
+        XCTAssertGreaterThan(tap.recorded.count, 8)
+        XCTAssertFalse(tap.saw(key), "the device key crossed the bus in the clear")
+        XCTAssertFalse(tap.saw(key.reversed()), "the device key crossed the bus in the clear (reversed)")
+    }
+
     func testSealMovesAnExistingPlainKeyIntoTheTPM() throws {
         let tpm = try startTPM()
         let h = try machine(tpm)

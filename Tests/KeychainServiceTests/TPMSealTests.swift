@@ -43,10 +43,60 @@ final class TPMSealTests: XCTestCase {
         XCTAssertThrowsError(try other.unseal(sealed)) { XCTAssertEqual($0 as? TPMError, .otherTPM) }
     }
 
+    /// The file names the storage root key it was sealed under (format 2); a key with another
+    /// name (another TPM's, or one an interposer answered with) is refused before anything is
+    /// loaded or salted to it. A format 1 file, without the name, still unseals.
+    func testTheStorageRootKeyIsCheckedAgainstTheNameInTheFile() throws {
+        let tpm = try startTPM()
+        let secret = try SecureBytes.random(count: 32)
+        let auth = try SecureBytes.random(count: 32)
+        let sealed = try tpm.seal(secret, pcrs: [7], recoveryAuth: auth)
+        let name = try XCTUnwrap(sealed.rootName)
+        XCTAssertEqual(name.count, 34, "SHA-256 name: algorithm and digest")
+        XCTAssertEqual(Array(name.prefix(2)), [0x00, 0x0b])
+        let file = sealed.encoded()
+        XCTAssertEqual(Array(file[8..<10]), [0, 2])
+        XCTAssertEqual(Array(file.suffix(34)), name)
+
+        var other = file
+        other[other.count - 1] ^= 1
+        let pinnedElsewhere = try SealedKey.parse(other)
+        XCTAssertThrowsError(try tpm.unseal(pinnedElsewhere)) { XCTAssertEqual($0 as? TPMError, .otherTPM) }
+        XCTAssertThrowsError(try tpm.unsealRecovery(pinnedElsewhere, auth: auth)) { XCTAssertEqual($0 as? TPMError, .otherTPM) }
+
+        var old = Array(file.dropLast(4 + 34))
+        old[9] = 1
+        let unpinned = try SealedKey.parse(old)
+        XCTAssertNil(unpinned.rootName)
+        XCTAssertEqual(unpinned.encoded(), old, "a format 1 file reads and writes back as format 1")
+        XCTAssertEqual(bytes(try tpm.unseal(unpinned)), bytes(secret))
+        XCTAssertEqual(bytes(try tpm.unsealRecovery(unpinned, auth: auth)), bytes(secret))
+        XCTAssertEqual(bytes(try tpm.unseal(sealed)), bytes(secret))
+    }
+
+    /// A Secure Enclave key's blob names the storage root key too; a changed name is another
+    /// TPM's key, and a format 1 blob (made before the name was kept) still signs.
+    func testATokenKeyBlobNamesItsStorageRootKey() throws {
+        let tpm = try startTPM()
+        let key = try tpm.createTokenKey()
+        let blob = key.blob
+        XCTAssertEqual(Array(blob[8..<10]), [0, 2])
+        let digest = Array(repeating: UInt8(7), count: 32)
+        XCTAssertFalse(try tpm.sign(digest: digest, with: key).isEmpty)
+        var other = blob
+        other[other.count - 1] ^= 1
+        XCTAssertThrowsError(try tpm.sign(digest: digest, with: try TokenKey(blob: other))) { XCTAssertEqual($0 as? TPMError, .otherTPM) }
+        var old = Array(blob.dropLast(4 + 34))
+        old[9] = 1
+        let unnamed = try TokenKey(blob: old)
+        XCTAssertEqual(unnamed.blob, old)
+        XCTAssertFalse(try tpm.sign(digest: digest, with: unnamed).isEmpty)
+    }
+
     func testMalformedFilesAndPCRListsAreRefused() throws {
         XCTAssertThrowsError(try SealedKey.parse(Array("KCFSTPM".utf8) + [0, 0, 1]))
-        XCTAssertThrowsError(try SealedKey.parse(Array("KCFSTPM".utf8) + [0, 0, 2] + Array(repeating: 0, count: 20))) {
-            guard case SealedKey.ParseError.newerFormat(2)? = $0 as? SealedKey.ParseError else { return XCTFail("\($0)") }
+        XCTAssertThrowsError(try SealedKey.parse(Array("KCFSTPM".utf8) + [0, 0, 3] + Array(repeating: 0, count: 20))) {
+            guard case SealedKey.ParseError.newerFormat(3)? = $0 as? SealedKey.ParseError else { return XCTFail("\($0)") }
         }
         XCTAssertFalse(SealedKey.looksSealed(Array(repeating: 0, count: 32)))
         XCTAssertEqual(SealedKey.pcrList("7"), [7])

@@ -209,8 +209,7 @@ open class MountTestCase: XCTestCase {
         guard getuid() == 0 else { throw XCTSkip("mounting needs root") }
         guard access("/dev/fuse", R_OK | W_OK) == 0 else { throw XCTSkip("no /dev/fuse") }
         h = try CLIHarness()
-        try FileManager.default.createDirectory(atPath: h.runtimeDir, withIntermediateDirectories: true)
-        chmod(h.runtimeDir, 0o755)
+        try h.shareRuntimeDirectory()
         try h.createVault(passphrase: passphrase)
     }
 

@@ -70,7 +70,7 @@ package final class SoftwareTPM {
     }
 
     /// A port P such that P and P+1 were both free on 127.0.0.1 a moment ago.
-    private static func freePortPair() -> UInt16? {
+    package static func freePortPair() -> UInt16? {
         for _ in 0..<20 {
             guard let p = bindProbe(0), p < 65535, bindProbe(p + 1) != nil else { continue }
             return p

@@ -34,12 +34,13 @@ final class SecKeyTokenTests: SecItemConformanceCase {
         if let dir { try? FileManager.default.removeItem(at: dir) }
     }
 
-    func secureEnclaveKey(_ tag: Data, permanent: Bool = true) -> (SecKey?, Int?) {
+    func secureEnclaveKey(_ tag: Data, permanent: Bool = true, control: SecAccessControl? = nil) -> (SecKey?, Int?) {
         var error: Unmanaged<CFError>?
+        var privateAttrs: [String: Any] = [kSecAttrIsPermanent as String: permanent, kSecAttrApplicationTag as String: tag]
+        if let control { privateAttrs[kSecAttrAccessControl as String] = control }
         let params: [String: Any] = [kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256,
                                      kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
-                                     kSecPrivateKeyAttrs as String: [kSecAttrIsPermanent as String: permanent,
-                                                                     kSecAttrApplicationTag as String: tag]]
+                                     kSecPrivateKeyAttrs as String: privateAttrs]
         let key = SecKeyCreateRandomKey(params as CFDictionary, &error)
         return (key, error.map { CFErrorGetCode($0.takeRetainedValue()) })
     }
@@ -132,6 +133,154 @@ final class SecKeyTokenTests: SecItemConformanceCase {
         XCTAssertEqual(secureEnclaveKey(Data(unique().utf8), permanent: false).1, Int(errSecUnimplemented))
     }
 
+    /// The private scalar never leaves the TPM, so the test cannot know it: it looks for any
+    /// 32-byte value d with d·G equal to the key's public point (ScalarSearch, docs/testing.md)
+    /// in the daemon's writable memory after the key was made and used, and in the vault file.
+    func testThePrivateScalarIsInNeitherTheDaemonsMemoryNorTheVaultFile() throws {
+        guard geteuid() == 0 else { throw XCTSkip("reading the daemon's memory needs root") }
+        let key = try XCTUnwrap(secureEnclaveKey(Data(unique().utf8)).0)
+        var error: Unmanaged<CFError>?
+        for i in 0..<3 {
+            XCTAssertNotNil(SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, Data("message \(i)".utf8) as CFData, &error))
+        }
+        let pub = try XCTUnwrap(SecKeyCopyPublicKey(key))
+        let point = try XCTUnwrap(SecKeyCopyExternalRepresentation(pub, &error) as Data?)
+        let peer = try XCTUnwrap(SecKeyCreateRandomKey([kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+                                                        kSecAttrKeySizeInBits as String: 256] as CFDictionary, &error))
+        XCTAssertNotNil(SecKeyCopyKeyExchangeResult(key, .ecdhKeyExchangeStandard, try XCTUnwrap(SecKeyCopyPublicKey(peer)),
+                                                    [:] as CFDictionary, &error))
+
+        // The search itself finds a known scalar hidden in random bytes, in either byte order.
+        let known = try XCTUnwrap(SecKeyCopyExternalRepresentation(peer, &error) as Data?)  // 04 || X || Y || D
+        let d = Array(known.suffix(32))
+        var planted = Set<[UInt8]>()
+        ScalarSearch.candidates(Canary.bytes(3000) + d + Canary.bytes(3000) + d.reversed() + Canary.bytes(100), into: &planted)
+        let found = try ScalarSearch.matches(planted, publicPoint: Array(known.prefix(65)), scratch: dir.path)
+        XCTAssertEqual(Set(found), [d, d.reversed()].reduce(into: Set<String>()) { $0.insert($1.map { String(format: "%02x", $0) }.joined()) },
+                       "the control scalar is found")
+
+        let pid = try XCTUnwrap(try h.daemonPID())
+        let files = [h.vault, h.vault + "-wal"]
+        let start = Date()
+        let result = try ScalarSearch.search(pid: pid, files: files, publicPoint: Array(point), scratch: dir.path)
+        print("SecKeyTokenTests: scalar search of daemon \(pid) and the vault: \(result.bytes / 1024) KiB, "
+              + "\(result.candidates) candidate windows, \(Int(Date().timeIntervalSince(start))) s")
+        XCTAssertGreaterThan(result.candidates, 0, "the daemon's memory was read")
+        XCTAssertEqual(result.matches, [], "the Secure Enclave key's private scalar is in the daemon's memory or the vault")
+    }
+
+    // MARK: Access control: privateKeyUsage and presence
+
+    var program: String { dir.path + "/approve.sh" }
+    var answer: String { dir.path + "/answer" }
+    var calls: String { dir.path + "/calls" }
+
+    /// An approval program that answers from a file and notes each call, set on the vault.
+    func useApprovalProgram() throws {
+        let script = """
+            #!/bin/sh
+            echo "$@" >> \(calls)
+            case "$(cat \(answer) 2>/dev/null)" in
+              yes) exit 0;;
+              passphrase) echo "pass phrase 1"; exit 0;;
+              *) exit 1;;
+            esac
+            """
+        try script.write(toFile: program, atomically: true, encoding: .utf8)
+        chmod(program, 0o755)
+        let r = try h.run(["set-keychain-settings", "--approval-program", program, "--approval-timeout", "10"])
+        XCTAssertEqual(r.status, 0, "set-keychain-settings: \(r)")
+        addTeardownBlock { [h] in _ = try? h.run(["set-keychain-settings", "--approval-program", ""]) }
+    }
+
+    func say(_ text: String) throws { try text.write(toFile: answer, atomically: true, encoding: .utf8) }
+    var callLines: [String] { ((try? String(contentsOfFile: calls, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+
+    func control(_ flags: SecAccessControlCreateFlags, _ protection: CFString = kSecAttrAccessibleWhenUnlockedThisDeviceOnly) throws -> SecAccessControl {
+        try XCTUnwrap(SecAccessControlCreateWithFlags(kCFAllocatorDefault, protection, flags, nil))
+    }
+
+    /// The OSStatus of a signature (0 when it signed).
+    func signStatus(_ key: SecKey) -> Int {
+        var error: Unmanaged<CFError>?
+        let signature = SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, Data("gated".utf8) as CFData, &error)
+        if signature != nil { return 0 }
+        return error.map { CFErrorGetCode($0.takeRetainedValue()) } ?? -1
+    }
+
+    func testPresenceGatesEachSignatureAndKeyAgreementThroughTheApprovalProgram() throws {
+        try useApprovalProgram()
+        let tag = Data(unique().utf8)
+        let key = try XCTUnwrap(secureEnclaveKey(tag, control: try control([.privateKeyUsage, .userPresence])).0)
+        XCTAssertEqual(callLines.count, 0, "making the key asks nobody")
+        let ref = try XCTUnwrap(copyMatching([kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag,
+                                              kSecReturnPersistentRef as String: true]).result as? Data)
+        try say("yes")
+        XCTAssertEqual(signStatus(key), 0)
+        XCTAssertEqual(signStatus(key), 0)
+        XCTAssertEqual(callLines.count, 2, "each use asks: \(callLines)")
+        XCTAssertTrue(callLines.allSatisfy { $0.hasPrefix("--reason presence --label ") }, "\(callLines)")
+
+        try say("no")
+        XCTAssertEqual(signStatus(key), Int(errSecUserCanceled))
+        var error: Unmanaged<CFError>?
+        let peer = try XCTUnwrap(SecKeyCreateRandomKey([kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+                                                        kSecAttrKeySizeInBits as String: 256] as CFDictionary, &error))
+        XCTAssertNil(SecKeyCopyKeyExchangeResult(key, .ecdhKeyExchangeStandard, try XCTUnwrap(SecKeyCopyPublicKey(peer)),
+                                                 [:] as CFDictionary, &error))
+        XCTAssertEqual(error.map { CFErrorGetCode($0.takeRetainedValue()) }, Int(errSecUserCanceled))
+        XCTAssertEqual(callLines.count, 4, "\(callLines)")
+
+        // Without a program nobody can approve: errSecInteractionNotAllowed, never a signature.
+        XCTAssertEqual(try h.run(["set-keychain-settings", "--approval-program", ""]).status, 0)
+        XCTAssertEqual(signStatus(key), Int(errSecInteractionNotAllowed))
+        XCTAssertEqual(callLines.count, 4)
+
+        let audit = try h.run(["audit", "--item", ref.map { String(format: "%02x", $0) }.joined(),
+                               "--event", "presence-approved,presence-denied"]).stdout
+        let lines = audit.split(separator: "\n")
+        XCTAssertEqual(lines.filter { $0.contains("\tpresence-approved\t") }.count, 2, audit)
+        XCTAssertEqual(lines.filter { $0.contains("\tpresence-denied\t") }.count, 2, audit)
+    }
+
+    /// biometryAny and biometryCurrentSet are presence (the program is asked, `--reason
+    /// presence`); devicePasscode alone asks for the vault passphrase.
+    func testBiometryIsPresenceAndDevicePasscodeIsTheVaultPassphrase() throws {
+        try useApprovalProgram()
+        for flags: SecAccessControlCreateFlags in [.biometryAny, .biometryCurrentSet] {
+            let key = try XCTUnwrap(secureEnclaveKey(Data(unique().utf8), control: try control([.privateKeyUsage, flags])).0)
+            try say("yes")
+            XCTAssertEqual(signStatus(key), 0, "\(flags)")
+            try say("no")
+            XCTAssertEqual(signStatus(key), Int(errSecUserCanceled), "\(flags)")
+        }
+        XCTAssertTrue(callLines.allSatisfy { $0.hasPrefix("--reason presence ") }, "\(callLines)")
+        let pin = try XCTUnwrap(secureEnclaveKey(Data(unique().utf8), control: try control([.privateKeyUsage, .devicePasscode])).0)
+        try say("passphrase")
+        XCTAssertEqual(signStatus(pin), 0)
+        XCTAssertEqual(callLines.last?.hasPrefix("--reason passphrase "), true, "\(callLines)")
+        try say("yes")  // exits 0 without printing the passphrase
+        XCTAssertEqual(signStatus(pin), Int(errSecAuthFailed))
+    }
+
+    /// The access control must let the TPM use the key (privateKeyUsage) and keep it on this
+    /// device; an access control without presence flags asks nobody.
+    func testAccessControlNeedsPrivateKeyUsageAndAThisDeviceOnlyClass() throws {
+        try useApprovalProgram()
+        XCTAssertEqual(secureEnclaveKey(Data(unique().utf8), control: try control([.userPresence])).1, Int(errSecParam))
+        XCTAssertEqual(secureEnclaveKey(Data(unique().utf8), control: try control([.privateKeyUsage], kSecAttrAccessibleWhenUnlocked)).1,
+                       Int(errSecParam))
+        let tag = Data(unique().utf8)
+        let key = try XCTUnwrap(secureEnclaveKey(tag, control: try control([.privateKeyUsage])).0)
+        XCTAssertEqual(signStatus(key), 0)
+        XCTAssertEqual(callLines.count, 0, "no presence flag: nobody is asked")
+        let query: [String: Any] = [kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag]
+        XCTAssertEqual(attributesOf(query)?[kSecAttrAccessible as String] as? String, kSecAttrAccessibleWhenUnlockedThisDeviceOnly as String)
+        XCTAssertEqual(SecItemUpdate(query as CFDictionary, [kSecAttrAccessControl as String: try control([.privateKeyUsage],
+                                                                                                          kSecAttrAccessibleAfterFirstUnlock)] as CFDictionary),
+                       errSecParam, "an update may not give it a class that leaves the machine")
+    }
+
     func openssl(_ args: [String]) throws -> Int32 {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
@@ -169,5 +318,84 @@ final class SecKeyTokenWithoutTPMTests: SecItemConformanceCase {
         XCTAssertNil(SecKeyCreateRandomKey(params as CFDictionary, &error))
         XCTAssertEqual(error.map { CFErrorGetCode($0.takeRetainedValue()) }, Int(errSecNotAvailable))
         XCTAssertEqual(count([kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag]), 0)
+    }
+}
+
+/// The vault and its device key copied to another machine, whose daemon has another TPM: the
+/// Secure Enclave key's item comes along, but its TPM-wrapped blob loads in no other TPM, so
+/// every use fails with errSecDecode and nothing is signed in software. Back on its own
+/// machine the same blob signs again.
+final class SecKeyTokenOtherTPMTests: SecItemConformanceCase {
+    nonisolated(unsafe) static var tpm: SoftwareTPM?
+
+    override class func setUp() {
+        tpm = try? SoftwareTPM()
+        if let tpm { setenv("KEYCHAINFS_TCTI", tpm.tcti, 1) }
+        super.setUp()
+    }
+
+    override class func tearDown() {
+        super.tearDown()
+        unsetenv("KEYCHAINFS_TCTI")
+        tpm?.stop()
+        tpm = nil
+    }
+
+    func signature(_ key: SecKey) -> (Data?, Int?) {
+        var error: Unmanaged<CFError>?
+        let s = SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, Data("which machine?".utf8) as CFData, &error) as Data?
+        return (s, error.map { CFErrorGetCode($0.takeRetainedValue()) })
+    }
+
+    func testAnotherTPMCannotUseTheStoredBlobAndNothingSignsInSoftware() throws {
+        guard Self.tpm != nil else { throw XCTSkip("swtpm is not installed (scripts/setup.sh)") }
+        let tag = Data(unique().utf8)
+        var error: Unmanaged<CFError>?
+        let params: [String: Any] = [kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256,
+                                     kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
+                                     kSecPrivateKeyAttrs as String: [kSecAttrIsPermanent as String: true,
+                                                                     kSecAttrApplicationTag as String: tag]]
+        let key = try XCTUnwrap(SecKeyCreateRandomKey(params as CFDictionary, &error))
+        XCTAssertNotNil(signature(key).0, "it signs at home")
+        let query: [String: Any] = [kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag]
+
+        // Another machine: its own TPM; the vault (stopped for a consistent copy) and the device key copied.
+        let tpmB = try SoftwareTPM()
+        addTeardownBlock { tpmB.stop() }
+        let b = try CLIHarness()
+        b.environment["KEYCHAINFS_TCTI"] = tpmB.tcti
+        addTeardownBlock { b.tearDown() }
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        let fm = FileManager.default
+        for name in try fm.contentsOfDirectory(atPath: h.dir) where name.hasPrefix("test.vault") && !name.hasSuffix(".audit") {
+            try fm.copyItem(atPath: h.dir + "/" + name, toPath: b.dir + "/" + name)
+        }
+        try fm.copyItem(atPath: h.dir + "/device.key", toPath: b.dir + "/device.key")
+        let unlock = try b.run(["unlock-keychain"], input: "pass phrase 1\n")
+        XCTAssertEqual(unlock.status, 0, "\(unlock)")
+
+        let home = ProcessInfo.processInfo.environment["KEYCHAINFS_SOCKET"]
+        setenv("KEYCHAINFS_SOCKET", Self.socketPath(b), 1)
+        defer { if let home { setenv("KEYCHAINFS_SOCKET", home, 1) } else { unsetenv("KEYCHAINFS_SOCKET") } }
+        // The item is there (the same reference), its ThisDeviceOnly class opens with the copied key...
+        XCTAssertEqual(attributesOf(query)?[kSecAttrTokenID as String] as? String, kSecAttrTokenIDSecureEnclave as String)
+        // ...but this TPM cannot load the blob: no signature, no key agreement.
+        let (made, code) = signature(key)
+        XCTAssertNil(made)
+        XCTAssertEqual(code, Int(errSecDecode))
+        let peer = try XCTUnwrap(SecKeyCreateRandomKey([kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+                                                        kSecAttrKeySizeInBits as String: 256] as CFDictionary, &error))
+        XCTAssertNil(SecKeyCopyKeyExchangeResult(key, .ecdhKeyExchangeStandard, try XCTUnwrap(SecKeyCopyPublicKey(peer)),
+                                                 [:] as CFDictionary, &error))
+        XCTAssertEqual(error.map { CFErrorGetCode($0.takeRetainedValue()) }, Int(errSecDecode))
+        let logs = ((try? fm.contentsOfDirectory(atPath: b.runtimeDir)) ?? []).filter { $0.hasSuffix(".log") }
+            .compactMap { try? String(contentsOfFile: b.runtimeDir + "/" + $0, encoding: .utf8) }.joined()
+        XCTAssertTrue(logs.contains("token key: the key was made by another TPM"), logs)
+        XCTAssertEqual(try b.run(["stop"]).status, 0)
+
+        // Home again: the same blob, its own TPM.
+        if let home { setenv("KEYCHAINFS_SOCKET", home, 1) }
+        XCTAssertEqual(try h.run(["unlock-keychain"], input: "pass phrase 1\n").status, 0)
+        XCTAssertNotNil(signature(key).0, "it signs at home again")
     }
 }

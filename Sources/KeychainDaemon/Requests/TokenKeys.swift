@@ -13,8 +13,8 @@ enum TokenKeys {
 
     /// The add of a token key: a new P-256 key made in the TPM.
     /// - Throws: `unimplemented` for another token, `param` for key bytes sent with it (the key
-    ///   is made here), another key type or a class that may leave the machine, the TPM's status
-    ///   when it fails.
+    ///   is made here), another key type, a class that may leave the machine or an access control
+    ///   without `privateKeyUsage`, the TPM's status when it fails.
     static func generate(_ query: Attributes, secret: SecureBytes?, log: (String) -> Void) throws -> (Attributes, SecureBytes) {
         guard query[.tokenID]?.stringValue == ValueName.tokenIDSecureEnclave else { throw KeychainStatus.unimplemented }
         guard secret == nil || secret?.count == 0 else { throw KeychainStatus.param }
@@ -27,6 +27,12 @@ enum TokenKeys {
         }
         if let p = q[.accessible]?.stringValue, ProtectionClass(rawValue: p)?.isThisDeviceOnly != true { throw KeychainStatus.param }
         if q[.synchronizable]?.isTrue == true { throw KeychainStatus.param }
+        // An access control carries the class too, and must let the TPM use the key
+        // (`privateKeyUsage`); its presence flags gate each use (KeyRequests.openKey).
+        if let value = q[.accessControl] {
+            guard let control = AccessControl(value), control.protection.isThisDeviceOnly,
+                  control.flags & AccessControl.privateKeyUsage != 0 else { throw KeychainStatus.param }
+        }
         let key = try tpmCall(log) { try TPM().createTokenKey() }
         let fixed: Attributes = [.keyType: .number(73), .keyClass: .number(1), .keySizeInBits: .number(256),
                                  .effectiveKeySize: .number(256), .isExtractable: .bool(false), .isSensitive: .bool(true),
@@ -59,6 +65,10 @@ enum TokenKeys {
         guard !tokens.isEmpty || changes[.tokenID] != nil else { return }
         guard secret == nil, changes[.tokenID] == nil, changes[.synchronizable]?.isTrue != true else { throw KeychainStatus.param }
         if let p = changes[.accessible]?.stringValue, ProtectionClass(rawValue: p)?.isThisDeviceOnly != true { throw KeychainStatus.param }
+        if let value = changes[.accessControl] {
+            guard let control = AccessControl(value), control.protection.isThisDeviceOnly,
+                  control.flags & AccessControl.privateKeyUsage != 0 else { throw KeychainStatus.param }
+        }
     }
 
     /// Uses a token key in the TPM: signs (ECDSA with SHA-256, of the message or a 32-byte
@@ -93,10 +103,16 @@ enum TokenKeys {
     /// socket) serves one client.
     private static let oneAtATime = Mutex(())
 
-    /// Runs a TPM call; a failure is logged with its reason and answered with its status.
+    /// Runs a TPM call; a failure is logged with its reason and answered with its status. A key
+    /// wrapped by another TPM (the vault copied to another machine, or this TPM cleared since)
+    /// is errSecDecode, as for the sealed device key: nothing is signed, in the TPM or elsewhere.
     private static func tpmCall<R: Sendable>(_ log: (String) -> Void, _ body: () throws -> R) throws -> R {
         do { return try oneAtATime.withLock { _ in try body() } } catch let e as TPMError {
-            log("token key: \(e)")
+            if e == .otherTPM {
+                log("token key: the key was made by another TPM (or this TPM was cleared since): it cannot be used on this machine")
+            } else {
+                log("token key: \(e)")
+            }
             throw e.status
         }
     }

@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import XCTest
 
 /// The key table's names are what vaults, backups and the socket hold: the bytes written for

@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import XCTest
 
 /// The audit log's event names are frozen: a log verifies only while its lines keep their bytes.

@@ -1,0 +1,134 @@
+import Foundation
+import XCTest
+
+/// A recording relay between a TCTI and a software TPM: listens on two adjacent loopback ports
+/// (commands, control), as `swtpm` does, forwards every connection to the TPM's ports and keeps
+/// what passes each way, one stream per connection and direction. It stands in for someone
+/// probing the bus of a discrete TPM. `stop()` closes everything; tests register it as a teardown.
+package final class TPMWireTap: @unchecked Sendable {
+    package let port: UInt16
+    private let upstream: UInt16
+    private let lock = NSLock()
+    private var listeners: [Int32] = []
+    private var open: Set<Int32> = []
+    private var streams: [[UInt8]] = []
+    private var threads = 0
+    private let done = NSCondition()
+
+    /// The TCTI that reaches the TPM through the tap.
+    package var tcti: String { "swtpm:host=127.0.0.1,port=\(port)" }
+
+    package init(forwardingTo tpm: SoftwareTPM) throws {
+        upstream = tpm.port
+        var bound: (UInt16, [Int32])?
+        for _ in 0..<5 where bound == nil {
+            guard let p = SoftwareTPM.freePortPair() else { continue }
+            let fds = [TPMWireTap.listen(p), TPMWireTap.listen(p + 1)]
+            if fds.allSatisfy({ $0 >= 0 }) { bound = (p, fds) } else { fds.filter { $0 >= 0 }.forEach { close($0) } }
+        }
+        guard let (p, fds) = bound else { throw XCTSkip("no free loopback ports for the TPM tap") }
+        port = p
+        listeners = fds
+        for (i, fd) in fds.enumerated() { start { self.accept(fd, to: self.upstream + UInt16(i)) } }
+    }
+
+    /// Every stream recorded so far (commands and responses, one entry per connection and direction).
+    package var recorded: [[UInt8]] { lock.withLock { streams } }
+
+    /// True when `needle` occurs in one recorded stream.
+    package func saw(_ needle: [UInt8]) -> Bool {
+        recorded.contains { stream in
+            guard stream.count >= needle.count, !needle.isEmpty else { return false }
+            return (0...(stream.count - needle.count)).contains { stream[$0..<($0 + needle.count)].elementsEqual(needle) }
+        }
+    }
+
+    package func stop() {
+        lock.withLock {
+            for fd in listeners { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
+            listeners = []
+            for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
+        }
+        done.lock()
+        while threads > 0 { done.wait() }
+        done.unlock()
+    }
+
+    private func start(_ body: @escaping @Sendable () -> Void) {
+        done.lock(); threads += 1; done.unlock()
+        let t = Thread {
+            body()
+            self.done.lock(); self.threads -= 1; self.done.broadcast(); self.done.unlock()
+        }
+        t.start()
+    }
+
+    private func accept(_ listener: Int32, to port: UInt16) {
+        while true {
+            let client = Glibc.accept(listener, nil, nil)
+            guard client >= 0 else { return }  // closed by stop()
+            let server = TPMWireTap.connect(port)
+            guard server >= 0 else { close(client); continue }
+            let streamIDs: (Int, Int)? = lock.withLock {
+                guard !listeners.isEmpty else { return nil }
+                open.formUnion([client, server])
+                streams.append([]); streams.append([])
+                return (streams.count - 2, streams.count - 1)
+            }
+            guard let (up, down) = streamIDs else { close(client); close(server); return }
+            start { self.relay(client, server, up: up, down: down) }
+        }
+    }
+
+    /// Copies both ways until either side closes.
+    private func relay(_ client: Int32, _ server: Int32, up: Int, down: Int) {
+        var fds = [pollfd(fd: client, events: Int16(POLLIN), revents: 0), pollfd(fd: server, events: Int16(POLLIN), revents: 0)]
+        var buf = [UInt8](repeating: 0, count: 1 << 16)
+        loop: while poll(&fds, 2, -1) >= 0 || errno == EINTR {
+            for (i, (from, to, stream)) in [(client, server, up), (server, client, down)].enumerated() where fds[i].revents != 0 {
+                let n = buf.withUnsafeMutableBytes { read(from, $0.baseAddress, $0.count) }
+                guard n > 0 else { break loop }
+                lock.withLock { streams[stream] += buf[..<n] }
+                var sent = 0
+                while sent < n {
+                    let w = buf.withUnsafeBytes { write(to, $0.baseAddress! + sent, n - sent) }
+                    guard w > 0 else { break loop }
+                    sent += w
+                }
+            }
+        }
+        lock.withLock { open.subtract([client, server]) }
+        close(client)
+        close(server)
+    }
+
+    private static func address(_ port: UInt16) -> sockaddr_in {
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = port.bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return addr
+    }
+
+    private static func listen(_ port: UInt16) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return -1 }
+        var addr = address(port)
+        let ok = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0 && Glibc.listen(fd, 16) == 0
+        if !ok { close(fd); return -1 }
+        return fd
+    }
+
+    private static func connect(_ port: UInt16) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return -1 }
+        var addr = address(port)
+        let ok = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+        if !ok { close(fd); return -1 }
+        return fd
+    }
+}
