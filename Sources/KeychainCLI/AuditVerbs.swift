@@ -44,13 +44,13 @@ enum AuditVerbs {
         let options = try filterOptions(ctx.args)
         let client = try Engine.connect(vault)
         if rotate {
-            let info = try client.send(Request(.audit, options: ["rotate": .bool(true)])).info
+            let info = try client.send(Request(.audit, options: [.rotate: .bool(true)])).info
             let path = info["rotated"]?.stringValue ?? ""
             Terminal.writeString(1, ctx.json ? "{\"rotated\":\(Output.jsonString(path))}\n" : "audit log rotated: \(path)\n")
             return 0
         }
         if ctx.args.has("--verify") {
-            let info = try client.send(Request(.audit, options: ["verify": .bool(true)])).info
+            let info = try client.send(Request(.audit, options: [.verify: .bool(true)])).info
             let lines = info["lines"].map(Output.json) ?? "0"
             let files: Int64 = { if case .number(let n)? = info["files"] { return n }; return 1 }()
             if let bad = info["first-bad"] {
@@ -65,7 +65,7 @@ enum AuditVerbs {
         let info: Fields
         do {
             info = try client.send(Request(.audit, options: options)).info
-        } catch KeychainStatus.itemNotFound where options["item-service"] != nil || options["item-account"] != nil {
+        } catch KeychainStatus.itemNotFound where options[.itemService] != nil || options[.itemAccount] != nil {
             throw StateError(message: "--item \(ctx.args.value("--item") ?? ""): no item of that name that you may see (a deleted item is found by its reference)", status: .itemNotFound)
         }
         if case .number(let omitted)? = info["omitted"] {
@@ -76,30 +76,30 @@ enum AuditVerbs {
     }
 
     /// The filters as the daemon takes them; a bad value is a usage error.
-    static func filterOptions(_ args: Arguments) throws -> Fields {
-        var options: Fields = [:]
+    static func filterOptions(_ args: Arguments) throws -> Options {
+        var options: Options = [:]
         let now = Int64(time(nil))
-        if let s = args.value("--since") { options["since"] = .number(try AuditTimes.parse(s, flag: "--since", now: now)) }
-        if let u = args.value("--until") { options["until"] = .number(try AuditTimes.parse(u, flag: "--until", now: now)) }
-        if case .number(let s)? = options["since"], case .number(let u)? = options["until"], s > u {
+        if let s = args.value("--since") { options[.since] = .number(try AuditTimes.parse(s, flag: "--since", now: now)) }
+        if let u = args.value("--until") { options[.until] = .number(try AuditTimes.parse(u, flag: "--until", now: now)) }
+        if case .number(let s)? = options[.since], case .number(let u)? = options[.until], s > u {
             throw UsageError("--since is after --until")
         }
         if let u = args.value("--uid") {
-            options["uid"] = .number(Int64(GroupVerbs.isNumber(u) ? UInt32(try Arguments.number(u, flag: "--uid", in: SettingLimits.id, unit: "a user name or a uid")) : try GroupVerbs.uid(u)))
+            options[.uid] = .number(Int64(GroupVerbs.isNumber(u) ? UInt32(try Arguments.number(u, flag: "--uid", in: SettingLimits.id, unit: "a user name or a uid")) : try GroupVerbs.uid(u)))
         }
         if let e = args.value("--event") {
             let names = e.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
             for name in names where !AuditEvent.isRecorded(name) {
                 throw UsageError("--event takes audit event names (such as read, add, file-open-read, add-failed, read-repeated); \(Output.jsonString(name)) is not one")
             }
-            options["events"] = .string(names.joined(separator: ","))
+            options[.events] = .string(names.joined(separator: ","))
         }
         if let item = args.value("--item") {
             if item.utf8.count == 40, let bytes = Hex.decode(item.lowercased()), PersistentRef(bytes: bytes) != nil {
-                options["item-ref"] = .string(item.lowercased())
+                options[.itemRef] = .string(item.lowercased())
             } else if let slash = item.lastIndex(of: "/"), item != "/" {
-                options["item-service"] = .string(String(item[..<slash]))
-                options["item-account"] = .string(String(item[item.index(after: slash)...]))
+                options[.itemService] = .string(String(item[..<slash]))
+                options[.itemAccount] = .string(String(item[item.index(after: slash)...]))
             } else {
                 throw UsageError("--item takes SERVICE/ACCOUNT or a persistent reference (40 hex digits); \(Output.jsonString(item)) is neither")
             }

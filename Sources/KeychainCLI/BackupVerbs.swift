@@ -30,12 +30,12 @@ enum BackupVerbs {
         if ExportVerbs.isMacOSForm(ctx) { return Engine.exec(CommandLine.arguments) }  // libcrypto's work
         try ctx.checkPositionals()
         guard let out = ctx.args.value("--out"), !out.isEmpty else { throw UsageError("export needs --out FILE") }
-        var options: Fields = [:]
+        var options: Options = [:]
         if let k = ctx.args.value("--kdf") {
             guard KDFParameters(presetName: k) != nil else { throw UsageError("--kdf takes interactive, moderate or sensitive") }
-            options["kdf"] = .string(k)
+            options[.kdf] = .string(k)
         }
-        if ctx.args.has("--synchronizable-only") { options["synchronizable-only"] = .bool(true) }
+        if ctx.args.has("--synchronizable-only") { options[.synchronizableOnly] = .bool(true) }
         let client = try ctx.client()
         let pass: SecureBytes
         if Terminal.stdinIsTerminal {
@@ -59,7 +59,7 @@ enum BackupVerbs {
             bytes.reserveCapacity(Int(size))
             while bytes.count < size {
                 progress.update(TransferProgress.amount(bytes.count, of: Int(size)))
-                let r = try client.send(Request(.export, options: ["transfer": transfer, "offset": .number(Int64(bytes.count))]))
+                let r = try client.send(Request(.export, options: [.transfer: transfer, .offset: .number(Int64(bytes.count))]))
                 guard case .data(let piece)? = r.info["data"], !piece.isEmpty else { throw KeychainStatus.decode }
                 bytes += piece
             }
@@ -145,9 +145,9 @@ enum BackupVerbs {
             var sent = 0
             repeat {
                 let end = min(bytes.count, sent + BackupVerbs.pieceSize)
-                var options: Fields = ["data": .data(Array(bytes[sent..<end])), "policy": .string(policy.rawValue),
+                var options: Options = [.data: .data(Array(bytes[sent..<end])), .policy: .string(policy.rawValue),
                                            "size": .number(Int64(bytes.count)), "groups": .string(groups)]
-                if let transfer { options["transfer"] = transfer }
+                if let transfer { options[.transfer] = transfer }
                 let last = end == bytes.count
                 if last {
                     progress.update(TransferProgress.amount(bytes.count, of: bytes.count) + " sent, opening and restoring the items...")
@@ -211,7 +211,7 @@ enum BackupVerbs {
             let answer = try Terminal.prompt("Delete \(count) item(s) bound to another device? Type yes: ")
             guard answer.withUnsafeBytes({ Array($0) }) == Array("yes".utf8) else { throw KeychainStatus.userCanceled }
         }
-        let r = try client.send(Request(.import, options: ["purge-other-device": .bool(true)]))
+        let r = try client.send(Request(.import, options: [.purgeOtherDevice: .bool(true)]))
         Terminal.writeString(1, "deleted \(r.info["deleted"].map(Output.json) ?? "0") item(s) bound to another device\n")
         return 0
     }

@@ -24,11 +24,11 @@ enum SyncVerbs {
         """
     ) { ctx in
         try ctx.checkPositionals()
-        var options: Fields = ["verb": .string("history")]
-        if let s = ctx.args.value("-s") { options["service"] = .string(s) }
-        if let a = ctx.args.value("-a") { options["account"] = .string(a) }
+        var options: Options = [.verb: .string("history")]
+        if let s = ctx.args.value("-s") { options[.service] = .string(s) }
+        if let a = ctx.args.value("-a") { options[.account] = .string(a) }
         let wantSecret = ctx.args.has("-w")
-        if wantSecret { options["secrets"] = .bool(true) }
+        if wantSecret { options[.secrets] = .bool(true) }
         let entries = (try ctx.client().send(Request(.sync, options: options)).result.array ?? []).compactMap(\.item)
         var json: [String] = []
         for item in entries {
@@ -70,19 +70,19 @@ enum SyncVerbs {
         """
     ) { ctx in
         guard let sub = ctx.args.positionals.first else { throw UsageError("sync needs init, join, approve, remove, status or leave") }
-        var options: Fields = ["verb": .string(sub)]
+        var options: Options = [.verb: .string(sub)]
         var rest = Array(ctx.args.positionals.dropFirst())
         switch sub {
         case "init", "join":
-            options["server"] = .string(try conninfo(ctx.args))
-            options["name"] = .string(ctx.args.value("--name") ?? hostName())
+            options[.server] = .string(try conninfo(ctx.args))
+            options[.name] = .string(ctx.args.value("--name") ?? hostName())
         case "approve":
             guard let code = rest.first else { throw UsageError("sync approve needs the CODE the joining host printed") }
-            options["code"] = .string(code)
+            options[.code] = .string(code)
             rest.removeFirst()
         case "remove":
             guard let host = rest.first else { throw UsageError("sync remove needs the HOST to remove (its name or id)") }
-            options["host"] = .string(host)
+            options[.host] = .string(host)
             rest.removeFirst()
         case "status", "leave":
             break

@@ -31,7 +31,7 @@ enum TrustedApplications {
         let name = "trusted-" + Hex.encode(KeyedHash.hash(Array(list.utf8), key: nil, length: 16).prefix(6))
         let rows = (try client.send(Request(.groupList)).result.array ?? []).compactMap { $0.item?.attributes.fields }
         if !rows.contains(where: { $0["name"]?.stringValue == name }) {
-            try client.send(Request(.groupAdd, options: ["name": .string(name), "exe": .string(list)]))
+            try client.send(Request(.groupAdd, options: [.name: .string(name), .executables: .string(list)]))
         }
         return name
     }

@@ -135,12 +135,12 @@ enum VaultVerbs {
     ) { ctx in
         try ctx.checkPositionals()
         if ctx.args.has("-l") { Terminal.warn("-l (lock when the system sleeps) has no effect here: keychainfs does not watch for suspend") }
-        var options: Fields = [:]
+        var options: Options = [:]
         let approvalFlags = ["--approval-program", "--approval-timeout", "--approval-remember", "--audit-max-size"]
         if let n = try ctx.args.number("-t", in: SettingLimits.lockTimeout, unit: "a number of seconds") {
-            options["lock-timeout"] = .number(n)
+            options[.lockTimeout] = .number(n)
         } else if !approvalFlags.contains(where: ctx.args.has) {
-            options["lock-timeout"] = .number(0)  // as security: no -t means no timeout
+            options[.lockTimeout] = .number(0)  // as security: no -t means no timeout
         }
         if let p = ctx.args.value("--approval-program") {
             let program = p.isEmpty ? "" : Paths.canonical(p)
@@ -149,16 +149,17 @@ enum VaultVerbs {
             guard program.isEmpty || (stat(program, &st) == 0 && st.st_mode & S_IFMT == S_IFREG && st.st_mode & 0o111 != 0) else {
                 throw UsageError("--approval-program takes an executable file (or \"\" to remove it); \(Output.jsonString(p)) is not one")
             }
-            options["approval-program"] = .string(program)
+            options[.approvalProgram] = .string(program)
         }
-        for (flag, range) in [("--approval-timeout", SettingLimits.approvalTimeout), ("--approval-remember", SettingLimits.approvalRemember)] {
+        for (flag, key, range) in [("--approval-timeout", OptionKey.approvalTimeout, SettingLimits.approvalTimeout),
+                                  ("--approval-remember", OptionKey.approvalRemember, SettingLimits.approvalRemember)] {
             if let n = try ctx.args.number(flag, in: range, unit: "a number of seconds") {
-                options[String(flag.dropFirst(2))] = .number(n)
+                options[key] = .number(n)
             }
         }
         if let text = ctx.args.value("--audit-max-size") {
             // 0, or a size a rotation's own line cannot fill.
-            options["audit-max-size"] = .number(text == "0" ? 0 : try Arguments.number(
+            options[.auditMaxSize] = .number(text == "0" ? 0 : try Arguments.number(
                 text, flag: "--audit-max-size", in: SettingLimits.auditMaxSize, unit: "0 or a number of bytes"))
         }
         try ctx.client().send(Request(.setSettings, options: options))
@@ -177,10 +178,10 @@ enum VaultVerbs {
         """
     ) { ctx in
         try ctx.checkPositionals()
-        var options: Fields = [:]
+        var options: Options = [:]
         if let k = ctx.args.value("--kdf") {
             guard KDFParameters(presetName: k) != nil else { throw UsageError("--kdf takes interactive, moderate or sensitive") }
-            options["kdf"] = .string(k)
+            options[.kdf] = .string(k)
         }
         let client = try ctx.client()
         let old = try Terminal.passphrase(ctx.args, flag: "-o", prompt: "Old passphrase: ")

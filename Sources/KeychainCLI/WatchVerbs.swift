@@ -20,9 +20,9 @@ enum WatchVerbs {
         """
     ) { ctx in
         try ctx.checkPositionals()
-        var options: Fields = [:]
-        if let s = ctx.args.value("-s") { options["service"] = .string(s) }
-        if let a = ctx.args.value("-a") { options["account"] = .string(a) }
+        var options: Options = [:]
+        if let s = ctx.args.value("-s") { options[.service] = .string(s) }
+        if let a = ctx.args.value("-a") { options[.account] = .string(a) }
         let client = try ctx.client()
         try client.send(Request(.watch, options: options))
         while let event = try client.receive() {

@@ -19,17 +19,17 @@ import Synchronization
 /// Both are for administrators only; `Daemon.handle` checks that before calling.
 extension Daemon {
     func exportBackup(_ request: Request, caller: CallerIdentity, log: @Sendable (String) -> Void) throws -> Response {
-        if let id = request.options["transfer"]?.integerValue {
-            guard let offset = request.options["offset"]?.integerValue else { throw KeychainStatus.param }
+        if let id = request.options[.transfer]?.integerValue {
+            guard let offset = request.options[.offset]?.integerValue else { throw KeychainStatus.param }
             return Response(info: ["data": .data(try BackupTransfers.shared.piece(id, offset: Int(offset), uid: caller.uid))])
         }
         guard let passphrase = request.secrets.first, passphrase.count > 0 else { throw KeychainStatus.param }
         var kdf = KDFParameters.moderate
-        if case .string(let name)? = request.options["kdf"] {
+        if case .string(let name)? = request.options[.kdf] {
             guard let p = KDFParameters(presetName: name) else { throw KeychainStatus.param }
             kdf = p
         }
-        let syncOnly = request.options["synchronizable-only"] == .bool(true)
+        let syncOnly = request.options[.synchronizableOnly] == .bool(true)
         let groups = state.withLock { $0.groupTable.groups.map(\.record) }
         let export: BackupExport
         do {
@@ -65,15 +65,15 @@ extension Daemon {
     }
 
     func importBackup(_ request: Request, caller: CallerIdentity, log: @Sendable (String) -> Void) throws -> Response {
-        if request.options["purge-other-device"] == .bool(true) {
+        if request.options[.purgeOtherDevice] == .bool(true) {
             let deleted = try auditedChange(.purgeOtherDevice, caller) { try vault.purgeOtherDeviceItems() }
             itemsChanged()
             log("purged \(deleted) items bound to another device, by uid=\(caller.uid) pid=\(caller.pid)")
             return Response(info: ["deleted": .number(Int64(deleted))])
         }
-        guard case .data(let piece)? = request.options["data"] else { throw KeychainStatus.param }
+        guard case .data(let piece)? = request.options[.data] else { throw KeychainStatus.param }
         let policy: ImportPolicy
-        switch request.options["policy"] {
+        switch request.options[.policy] {
         case nil: policy = .keepNewer
         case .string(let name)?:
             guard let p = ImportPolicy(rawValue: name) else { throw KeychainStatus.param }
@@ -81,19 +81,19 @@ extension Daemon {
         default: throw KeychainStatus.param
         }
         let keepGroups: Bool
-        switch request.options["groups"] {
+        switch request.options[.groups] {
         case nil, .string("keep")?: keepGroups = true
         case .string("skip")?: keepGroups = false
         default: throw KeychainStatus.param
         }
         let bytes: [UInt8]
-        if let id = request.options["transfer"]?.integerValue {
+        if let id = request.options[.transfer]?.integerValue {
             guard let whole = try BackupTransfers.shared.append(id, piece, uid: caller.uid) else {
                 return Response(info: ["transfer": .number(id)])
             }
             bytes = whole
         } else {
-            guard let size = request.options["size"]?.integerValue, size >= Int64(piece.count),
+            guard let size = request.options[.size]?.integerValue, size >= Int64(piece.count),
                   size <= Int64(BackupTransfers.maximumSize) else { throw KeychainStatus.param }
             if size > Int64(piece.count) {
                 let id = try BackupTransfers.shared.start(uid: caller.uid, outgoing: false, bytes: piece, expected: Int(size))

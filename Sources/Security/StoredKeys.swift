@@ -9,16 +9,16 @@ enum StoredKeys {
     /// Runs `use` ("sign", "decrypt") of `algorithm` with the key `ref` names on `input`.
     /// - Throws: the daemon's status (`KeychainStatus`).
     static func use(_ ref: [UInt8], _ use: String, _ algorithm: SecKeyAlgorithm, input: Data) throws -> SecureBytes {
-        try send(ref, options: ["use": .string(use), "algorithm": .string(algorithm.rawValue as String)],
+        try send(ref, options: [.use: .string(use), .algorithm: .string(algorithm.rawValue as String)],
                  input: try SecureBytes(copying: input))
     }
 
     /// ECDH of the key `ref` names with `peer` (Apple's external representation).
     static func exchange(_ ref: [UInt8], _ algorithm: SecKeyAlgorithm, peer: [UInt8], requestedSize: Int?,
                          sharedInfo: [UInt8]) throws -> SecureBytes {
-        var options: Fields = ["use": "keyExchange", "algorithm": .string(algorithm.rawValue as String),
+        var options: Options = [.use: "keyExchange", .algorithm: .string(algorithm.rawValue as String),
                                    "peer": .data(peer), "sharedInfo": .data(sharedInfo)]
-        if let requestedSize { options["requestedSize"] = .number(Int64(requestedSize)) }
+        if let requestedSize { options[.requestedSize] = .number(Int64(requestedSize)) }
         return try send(ref, options: options, input: try SecureBytes(count: 0))
     }
 
@@ -31,7 +31,7 @@ enum StoredKeys {
         return secret
     }
 
-    private static func send(_ ref: [UInt8], options: Fields, input: SecureBytes) throws -> SecureBytes {
+    private static func send(_ ref: [UInt8], options: Options, input: SecureBytes) throws -> SecureBytes {
         let request = Request(.useKey, query: [.valuePersistentRef: .data(ref)], options: options, secrets: [input])
         let response = try KeychainConnection.shared.send(request)
         guard case .value(.data(let result)) = response.result else { throw KeychainStatus.decode }

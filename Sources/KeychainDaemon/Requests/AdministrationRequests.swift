@@ -19,7 +19,7 @@ struct AdministrationRequests: RequestFamily {
             if let passphrase = request.secrets.first {
                 try unlock(passphrase, caller: caller)
             } else {
-                guard request.options["by"]?.stringValue == "approval-program" else { throw KeychainStatus.param }
+                guard request.options[.unlockBy]?.stringValue == "approval-program" else { throw KeychainStatus.param }
                 // Asked before the back-off and the one-unlock-at-a-time lock: it may take the
                 // program's whole timeout, and what it prints is checked as any passphrase.
                 let passphrase = try daemon.approvals.askUnlock(caller: caller, settings: ApprovalAgent.settings(of: vault))
@@ -110,7 +110,7 @@ struct AdministrationRequests: RequestFamily {
 
     private func changePassphrase(_ request: Request, caller: CallerIdentity) throws -> Response {
         var kdf: KDFParameters?
-        if case .string(let name)? = request.options["kdf"] {
+        if case .string(let name)? = request.options[.kdf] {
             guard let p = KDFParameters(presetName: name) else { throw KeychainStatus.param }
             kdf = p
         }
@@ -135,18 +135,18 @@ struct AdministrationRequests: RequestFamily {
 
     /// Every numeric setting is bounded (`SettingLimits`, the CLI's ranges too); nothing is stored
     /// unless all are valid.
-    private func setSettings(_ options: Fields) throws {
-        func bounded(_ name: String, _ range: ClosedRange<Int64>) throws -> Int? {
+    private func setSettings(_ options: Options) throws {
+        func bounded(_ name: OptionKey, _ range: ClosedRange<Int64>) throws -> Int? {
             guard let v = options[name] else { return nil }
             guard let n = v.integerValue, range.contains(n) else { throw KeychainStatus.param }
             return Int(n)
         }
-        let timeout = try bounded("lock-timeout", SettingLimits.lockTimeout)
-        let approvalTimeout = try bounded("approval-timeout", SettingLimits.approvalTimeout)
-        let remember = try bounded("approval-remember", SettingLimits.approvalRemember)
-        let auditMaxSize = options["audit-max-size"] == .number(0) ? 0 : try bounded("audit-max-size", SettingLimits.auditMaxSize)
+        let timeout = try bounded(.lockTimeout, SettingLimits.lockTimeout)
+        let approvalTimeout = try bounded(.approvalTimeout, SettingLimits.approvalTimeout)
+        let remember = try bounded(.approvalRemember, SettingLimits.approvalRemember)
+        let auditMaxSize = options[.auditMaxSize] == .number(0) ? 0 : try bounded(.auditMaxSize, SettingLimits.auditMaxSize)
         var program: String?
-        if let v = options["approval-program"] {
+        if let v = options[.approvalProgram] {
             guard case .string(let p) = v, p.isEmpty || p.hasPrefix("/") else { throw KeychainStatus.param }
             program = p
         }

@@ -13,10 +13,10 @@ struct AuditRequests: RequestFamily {
     func respond(_ request: Request, caller: CallerIdentity) throws -> Response {
         guard let log = daemon.auditLog else { throw KeychainStatus.interactionNotAllowed }
         let options = request.options
-        if options["verify"]?.isTrue == true || options["rotate"]?.isTrue == true {
+        if options[.verify]?.isTrue == true || options[.rotate]?.isTrue == true {
             guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
         }
-        if options["verify"]?.isTrue == true {
+        if options[.verify]?.isTrue == true {
             let (lines, files, bad) = log.verify()
             var info: Fields = ["lines": .number(Int64(lines)), "files": .number(Int64(files))]
             if let bad {
@@ -25,7 +25,7 @@ struct AuditRequests: RequestFamily {
             }
             return Response(info: info)
         }
-        if options["rotate"]?.isTrue == true {
+        if options[.rotate]?.isTrue == true {
             return Response(info: ["rotated": .string(try log.rotate())])
         }
         let filter = try AuditFilter(options, refsNamed: { try refs(service: $0, account: $1, caller: caller) })
@@ -99,20 +99,20 @@ struct AuditFilter {
     var events: Set<Substring>?
     var refs: Set<String>?
 
-    init(_ options: Fields, refsNamed: (String, String) throws -> Set<String>) throws {
-        since = options["since"]?.integerValue
-        until = options["until"]?.integerValue
-        uid = options["uid"]?.integerValue
-        if let e = options["events"]?.stringValue {
+    init(_ options: Options, refsNamed: (String, String) throws -> Set<String>) throws {
+        since = options[.since]?.integerValue
+        until = options[.until]?.integerValue
+        uid = options[.uid]?.integerValue
+        if let e = options[.events]?.stringValue {
             let names = e.split(separator: ",")
             guard !names.isEmpty, names.allSatisfy({ AuditEvent.isRecorded(String($0)) }) else { throw KeychainStatus.param }
             events = Set(names)
         }
-        if let hex = options["item-ref"]?.stringValue {
+        if let hex = options[.itemRef]?.stringValue {
             guard let bytes = Hex.decode(hex), PersistentRef(bytes: bytes) != nil else { throw KeychainStatus.param }
             refs = [hex.lowercased()]
-        } else if options["item-service"] != nil || options["item-account"] != nil {
-            refs = try refsNamed(options["item-service"]?.stringValue ?? "", options["item-account"]?.stringValue ?? "")
+        } else if options[.itemService] != nil || options[.itemAccount] != nil {
+            refs = try refsNamed(options[.itemService]?.stringValue ?? "", options[.itemAccount]?.stringValue ?? "")
         }
     }
 

@@ -85,7 +85,7 @@ extension Daemon: RequestHandling {
     /// From now on the hub owns the descriptor: it notices the client closing and closes it.
     func adoptWatcher(fd: Int32, caller: CallerIdentity, request: Request) {
         events.adopt(fd: fd, caller: caller, administrator: isAdministrator(caller),
-                     service: request.options["service"]?.stringValue, account: request.options["account"]?.stringValue)
+                     service: request.options[.service]?.stringValue, account: request.options[.account]?.stringValue)
     }
 
     func stopAfterReply(_ caller: CallerIdentity) -> Never {

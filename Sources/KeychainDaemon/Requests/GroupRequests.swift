@@ -18,7 +18,7 @@ struct GroupRequests: RequestFamily {
     }
 
     private func changeGroups(_ request: Request) throws {
-        guard case .string(let name)? = request.options["name"], SettingLimits.groupNameBytes.contains(name.utf8.count)
+        guard case .string(let name)? = request.options[.name], SettingLimits.groupNameBytes.contains(name.utf8.count)
         else { throw KeychainStatus.param }
         // Read, changed and saved under the daemon.state's lock, so two changes cannot lose one.
         try daemon.groupChanges.withLock { _ in try daemon.state.withLock { s in
@@ -41,26 +41,26 @@ struct GroupRequests: RequestFamily {
         } }
     }
 
-    private func apply(_ options: Fields, to g: inout AccessGroup) throws {
-        func id(_ key: String) throws -> UInt32? {
+    private func apply(_ options: Options, to g: inout AccessGroup) throws {
+        func id(_ key: OptionKey) throws -> UInt32? {
             guard let v = options[key]?.integerValue else { return nil }
             guard SettingLimits.id.contains(v) else { throw KeychainStatus.param }
             return UInt32(v)
         }
-        if let o = try id("owner") { g.owner = o }
-        if let gid = try id("gid") { g.gid = gid }
-        if let m = options["mode"]?.integerValue {
+        if let o = try id(.owner) { g.owner = o }
+        if let gid = try id(.gid) { g.gid = gid }
+        if let m = options[.mode]?.integerValue {
             guard SettingLimits.groupMode.contains(m) else { throw KeychainStatus.param }
             g.mode = UInt32(m)
         }
-        if let grant = options["audit"]?.integerValue {
+        if let grant = options[.grantsAudit]?.integerValue {
             guard grant == 0 || grant == 1 else { throw KeychainStatus.param }
             g.grantsAudit = grant == 1
         }
-        if let lock = options["lock"]?.integerValue {
+        if let lock = options[.grantsLock]?.integerValue {
             guard lock == 0 || lock == 1 else { throw KeychainStatus.param }
             g.grantsLock = lock == 1
         }
-        if case .string(let exe)? = options["exe"] { g.executables = exe.isEmpty ? [] : exe.split(separator: "\n").map(String.init) }
+        if case .string(let exe)? = options[.executables] { g.executables = exe.isEmpty ? [] : exe.split(separator: "\n").map(String.init) }
     }
 }

@@ -14,8 +14,8 @@ struct KeyRequests: RequestFamily {
 
     func respond(_ request: Request, caller: CallerIdentity, onSlowWorker: Bool) throws -> Response {
         guard case .data(let bytes)? = request.query[.valuePersistentRef], let ref = PersistentRef(bytes: bytes),
-              ref.itemClass == .key, let use = request.options["use"]?.stringValue,
-              let name = request.options["algorithm"]?.stringValue else { throw KeychainStatus.param }
+              ref.itemClass == .key, let use = request.options[.use]?.stringValue,
+              let name = request.options[.algorithm]?.stringValue else { throw KeychainStatus.param }
         guard let algorithm = AppleAlgorithm(rawName: name) else { throw KeychainStatus.unimplemented }
         let (attributes, secret) = try openKey(ref, request.query, caller: caller, onSlowWorker: onSlowWorker)
         defer { secret.wipe() }
@@ -41,12 +41,12 @@ struct KeyRequests: RequestFamily {
             result = try input.withUnsafeBytes { try algorithm.decrypt($0, with: key) }
         case "keyExchange":
             event = .keyExchange
-            guard case .data(let peerBytes)? = request.options["peer"],
+            guard case .data(let peerBytes)? = request.options[.peer],
                   let peer = try? peerBytes.withUnsafeBytes({ try AsymmetricKey.apple(type: type, isPrivate: false, $0) })
             else { throw KeychainStatus.param }
-            let size = request.options["requestedSize"]?.numberValue.map { Int(clamping: $0) }
+            let size = request.options[.requestedSize]?.numberValue.map { Int(clamping: $0) }
             var info: [UInt8] = []
-            if case .data(let d)? = request.options["sharedInfo"] { info = d }
+            if case .data(let d)? = request.options[.sharedInfo] { info = d }
             result = try algorithm.exchange(with: key, peer: peer, requestedSize: size, sharedInfo: info)
         default:
             throw KeychainStatus.param

@@ -10,7 +10,7 @@ struct MountRequests: RequestFamily {
     let daemon: Daemon
 
     func respond(_ request: Request, caller: CallerIdentity) throws -> Response {
-        guard case .string(let point)? = request.options["mountpoint"] else { throw KeychainStatus.param }
+        guard case .string(let point)? = request.options[.mountpoint] else { throw KeychainStatus.param }
         if request.operation == .unmount {
             guard let server = daemon.state.withLock({ s -> MountServer? in
                 guard let i = s.mounts.firstIndex(where: { $0.mountpoint == point }) else { return nil }
@@ -22,7 +22,7 @@ struct MountRequests: RequestFamily {
             log("unmounted \(point) by \(who(caller))")
             return Response()
         }
-        let raw = request.options["options"]?.stringValue ?? ""
+        let raw = request.options[.mountOptions]?.stringValue ?? ""
         let options = try MountOptions(parsing: raw)
         guard point.hasPrefix("/") else { throw KeychainStatus.param }
         if let device = request.descriptor {

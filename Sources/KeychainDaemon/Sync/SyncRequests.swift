@@ -11,9 +11,9 @@ struct SyncRequests: RequestFamily {
 
     func respond(_ request: Request, caller: CallerIdentity) throws -> Response {
         let engine = daemon.sync.engine
-        let verb = request.options["verb"]?.stringValue ?? ""
-        let server = request.options["server"]?.stringValue ?? ""
-        let name = request.options["name"]?.stringValue ?? ""
+        let verb = request.options[.verb]?.stringValue ?? ""
+        let server = request.options[.server]?.stringValue ?? ""
+        let name = request.options[.name]?.stringValue ?? ""
         do {
             switch verb {
             case "init":
@@ -27,11 +27,11 @@ struct SyncRequests: RequestFamily {
                 daemon.sync.kick()
                 return Response(info: ["code": .string(code)])
             case "approve":
-                let code = request.options["code"]?.stringValue ?? ""
+                let code = request.options[.code]?.stringValue ?? ""
                 let joined = try auditedChange(.syncApprove, caller) { try engine.approve(code: code) }
                 return Response(info: ["name": .string(joined)])
             case "remove":
-                let host = request.options["host"]?.stringValue ?? ""
+                let host = request.options[.host]?.stringValue ?? ""
                 guard !host.isEmpty else { throw KeychainStatus.param }
                 let removed = try auditedChange(.syncRemove, caller) { try engine.remove(host: host) }
                 daemon.sync.kick()
@@ -64,9 +64,9 @@ extension SyncRequests {
     /// attributes, `history-at` (a date), `history-reason` and, with `secrets`, its secret.
     /// Options: `service`, `account` (each optional), `secrets`.
     func history(_ request: Request, caller: CallerIdentity) throws -> Response {
-        let service = request.options["service"]?.stringValue.map { Array($0.utf8) }
-        let account = request.options["account"]?.stringValue.map { Array($0.utf8) }
-        let secrets = request.options["secrets"] == .bool(true)
+        let service = request.options[.service]?.stringValue.map { Array($0.utf8) }
+        let account = request.options[.account]?.stringValue.map { Array($0.utf8) }
+        let secrets = request.options[.secrets] == .bool(true)
         let entries = try daemon.vault.history(service: service, account: account, secrets: secrets)
         try? daemon.audit(.syncHistory, caller, "versions=\(entries.count) secrets=\(secrets ? 1 : 0)")
         return Response(result: .array(entries.map { e in
