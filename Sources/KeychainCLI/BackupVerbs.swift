@@ -146,7 +146,7 @@ enum BackupVerbs {
             repeat {
                 let end = min(bytes.count, sent + BackupVerbs.pieceSize)
                 var options: Options = [.data: .data(Array(bytes[sent..<end])), .policy: .string(policy.rawValue),
-                                           "size": .number(Int64(bytes.count)), "groups": .string(groups)]
+                                           .size: .number(Int64(bytes.count)), .groups: .string(groups)]
                 if let transfer { options[.transfer] = transfer }
                 let last = end == bytes.count
                 if last {

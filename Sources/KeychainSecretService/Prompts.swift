@@ -41,7 +41,7 @@ extension SecretService {
         guard let prompt = prompts.take(number, for: m.sender) else { throw BusError.unknownObject(m.path) }
         var unlocked: [String]?
         if m.member == "Prompt", case .unlock(let objects) = prompt,
-           (try? vault.send(Request(.unlock, options: [.unlockBy: .string("approval-program")]))) != nil {
+           (try? vault.send(UnlockRequest.byApprovalProgram.request)) != nil {
             unlocked = objects.filter { path in
                 switch ObjectPath(path) {
                 case .collection(let g)?, .item(let g, _)?: return caller.readable.contains(g)

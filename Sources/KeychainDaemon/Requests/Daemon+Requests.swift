@@ -14,20 +14,33 @@ extension Daemon: RequestHandling {
         defer { noteActivity(of: request.operation, by: caller) }
         do {
             try authorize(OperationRule.of(request.operation).right, caller)
-            switch request.operation {
-            case .add, .copyMatching, .update, .delete:
-                return Reply(response: try ItemRequests(daemon: self).respond(request, caller: caller, onSlowWorker: onSlowWorker))
-            case .useKey:
-                return Reply(response: try KeyRequests(daemon: self).respond(request, caller: caller, onSlowWorker: onSlowWorker))
-            case .groupAdd, .groupSet, .groupRemove, .groupList:
-                return Reply(response: try GroupRequests(daemon: self).respond(request, caller: caller))
-            case .mount, .unmount:
-                return Reply(response: try MountRequests(daemon: self).respond(request, caller: caller))
-            case .sync:
-                return Reply(response: try SyncRequests(daemon: self).respond(request, caller: caller))
-            case .ping, .info, .unlock, .lock, .changePassphrase, .setSettings, .stop, .audit, .verify, .watch,
-                 .export, .import:
-                return try AdministrationRequests(daemon: self).respond(request, caller: caller)
+            // Typed after the right is checked: a caller without it learns nothing of its options.
+            switch try DaemonRequest(decoding: request) {
+            case .useKey(let use):
+                return Reply(response: try KeyRequests(daemon: self).respond(use, caller: caller, onSlowWorker: onSlowWorker))
+            case .sync(let sync):
+                return Reply(response: try SyncRequests(daemon: self).respond(sync, caller: caller))
+            case .unlock(let unlock):
+                return Reply(response: try AdministrationRequests(daemon: self).unlock(unlock, caller: caller))
+            case .changePassphrase(let change):
+                return Reply(response: try AdministrationRequests(daemon: self).changePassphrase(change, caller: caller))
+            case .setSettings(let change):
+                return Reply(response: try AdministrationRequests(daemon: self).setSettings(change))
+            case .audit(let audit):
+                return Reply(response: try AuditRequests(daemon: self).respond(audit, caller: caller))
+            case .untyped(let request):
+                switch request.operation {
+                case .add, .copyMatching, .update, .delete:
+                    return Reply(response: try ItemRequests(daemon: self).respond(request, caller: caller, onSlowWorker: onSlowWorker))
+                case .groupAdd, .groupSet, .groupRemove, .groupList:
+                    return Reply(response: try GroupRequests(daemon: self).respond(request, caller: caller))
+                case .mount, .unmount:
+                    return Reply(response: try MountRequests(daemon: self).respond(request, caller: caller))
+                case .ping, .info, .lock, .stop, .verify, .watch, .export, .import:
+                    return try AdministrationRequests(daemon: self).respond(request, caller: caller)
+                case .useKey, .sync, .unlock, .changePassphrase, .setSettings, .audit:
+                    throw KeychainStatus.badReq  // typed above
+                }
             }
         } catch let deferral as Deferral {
             throw deferral
