@@ -48,13 +48,12 @@ public enum Operation: UInt8, Sendable, CaseIterable {
     case verify = 22
     /// An operation with a stored private key, run by the daemon (`SecKeyCreateSignature`,
     /// `SecKeyCreateDecryptedData`, `SecKeyCopyKeyExchangeResult` on a key from the keychain).
-    /// Query: `v_PersistentRef` of the key item. Options: `use` (`sign`, `decrypt`,
-    /// `keyExchange`), `algorithm` (Apple's raw `SecKeyAlgorithm` name), and for a key exchange
-    /// `peer` (the other side's public key, Apple's external representation), `requestedSize`,
-    /// `sharedInfo`. One secret: the input (data to sign, ciphertext; empty for a key exchange).
+    /// A `KeyUseRequest`: query `v_PersistentRef` of the key item; options `use`, `algorithm`,
+    /// and for a key exchange `peer`, `requestedSize`, `sharedInfo` (OptionKey.swift). One
+    /// secret: the input (data to sign, ciphertext; empty for a key exchange).
     /// Reply: one data value, the signature, plaintext or shared secret.
     case useKey = 23
-    /// Fleet sync's circle verbs (`keychainfs sync`); options name the verb.
+    /// Fleet sync's circle verbs (`keychainfs sync`), a `SyncRequest`; option `verb` names it.
     case sync = 30
 }
 

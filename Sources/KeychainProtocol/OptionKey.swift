@@ -5,9 +5,10 @@ import KeychainModel
 /// and which operation reads it (docs/operations.md repeats it). A name means what its operation
 /// says; several operations share a name (`service`, `name`, `transfer`, `kdf`).
 ///
-/// An operation ignores options it does not name. The typed requests (`KeyUseRequest`,
-/// `AdministrationRequest`, `AuditRequest`, `SyncRequest`) are built from and read into these
-/// options; a missing or wrongly typed option they need is errSecParam.
+/// An operation ignores options it does not name. The typed requests (`DaemonRequest`:
+/// `KeyUseRequest`, `UnlockRequest`, `PassphraseChange`, `SettingsChange`, `AuditRequest`,
+/// `SyncRequest`, `MountRequest`, `WatchRequest`) are built from and read into these options;
+/// a missing or wrongly typed option they need is errSecParam.
 ///
 /// A string literal converts to a key, so tests may write the raw names; inside Sources every
 /// option is one of the named constants below.

@@ -13,9 +13,9 @@ public protocol TypedRequest {
     var request: Request { get }
 }
 
-/// Every request, typed where its family is: the daemon dispatches on this. Families still read
-/// their options by `OptionKey` (items, groups, mounts, watch, export and import) arrive as
-/// `.untyped`, with the request as sent.
+/// Every request, typed where its family is: the daemon dispatches on this. Families that still
+/// read their options by `OptionKey` (items and add's `generate`, groups, export and import)
+/// arrive as `.untyped`, with the request as sent.
 public enum DaemonRequest {
     case useKey(KeyUseRequest)
     case unlock(UnlockRequest)
@@ -23,6 +23,8 @@ public enum DaemonRequest {
     case setSettings(SettingsChange)
     case audit(AuditRequest)
     case sync(SyncRequest)
+    case mount(MountRequest)
+    case watch(WatchRequest)
     case untyped(Request)
 
     /// - Throws: errSecParam for a missing or wrongly typed option of a typed operation,
@@ -35,6 +37,8 @@ public enum DaemonRequest {
         case .setSettings: self = .setSettings(try SettingsChange(decoding: request))
         case .audit: self = .audit(try AuditRequest(decoding: request))
         case .sync: self = .sync(try SyncRequest(decoding: request))
+        case .mount, .unmount: self = .mount(try MountRequest(decoding: request))
+        case .watch: self = .watch(try WatchRequest(decoding: request))
         default: self = .untyped(request)
         }
     }
@@ -47,6 +51,8 @@ public enum DaemonRequest {
         case .setSettings(let r): return r.request
         case .audit(let r): return r.request
         case .sync(let r): return r.request
+        case .mount(let r): return r.request
+        case .watch(let r): return r.request
         case .untyped(let r): return r
         }
     }
@@ -431,5 +437,65 @@ public enum SyncRequest: TypedRequest {
             if secrets { o[.secrets] = .bool(true) }
         }
         return Request(.sync, options: o)
+    }
+}
+
+// MARK: mount, unmount, watch
+
+/// `mount` and `unmount`: a FUSE mount the daemon serves. The mount's `/dev/fuse` descriptor,
+/// when the caller mounted it itself, travels beside the request (`Request.descriptor`).
+public enum MountRequest: TypedRequest {
+    /// Serves `point` with `options` (comma-separated `MountOptions`, "" for none).
+    case mount(point: String, options: String)
+    case unmount(point: String)
+
+    /// - Throws: errSecParam without a `mountpoint` string, or `options` of another type.
+    public init(decoding request: Request) throws {
+        guard let point = try request.options.string(.mountpoint) else { throw KeychainStatus.param }
+        switch request.operation {
+        case .mount: self = .mount(point: point, options: try request.options.string(.mountOptions) ?? "")
+        case .unmount: self = .unmount(point: point)
+        default: throw KeychainStatus.param
+        }
+    }
+
+    public var point: String {
+        switch self {
+        case .mount(let point, _), .unmount(let point): return point
+        }
+    }
+
+    public var request: Request {
+        switch self {
+        case .mount(let point, let options):
+            return Request(.mount, options: [.mountpoint: .string(point), .mountOptions: .string(options)])
+        case .unmount(let point):
+            return Request(.unmount, options: [.mountpoint: .string(point)])
+        }
+    }
+}
+
+/// `watch`: the changes of a service and account (each optional); locks and unlocks always.
+public struct WatchRequest: TypedRequest {
+    public var service: String?
+    public var account: String?
+
+    public init(service: String? = nil, account: String? = nil) {
+        self.service = service
+        self.account = account
+    }
+
+    /// - Throws: errSecParam for `service` or `account` of another type than string.
+    public init(decoding request: Request) throws {
+        guard request.operation == .watch else { throw KeychainStatus.param }
+        service = try request.options.string(.service)
+        account = try request.options.string(.account)
+    }
+
+    public var request: Request {
+        var o: Options = [:]
+        if let service { o[.service] = .string(service) }
+        if let account { o[.account] = .string(account) }
+        return Request(.watch, options: o)
     }
 }

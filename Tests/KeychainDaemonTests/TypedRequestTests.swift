@@ -71,6 +71,10 @@ final class TypedRequestTests: XCTestCase {
         try check("sync status", .sync(.status), legacyBytes(.sync, options: ["verb": "status"]))
         try check("sync history", .sync(.history(service: "s", account: nil, secrets: true)),
                   legacyBytes(.sync, options: ["verb": "history", "service": "s", "secrets": .bool(true)]))
+        try check("mount", .mount(.mount(point: "/mnt/k", options: "ro")), legacyBytes(.mount, options: ["mountpoint": "/mnt/k", "options": "ro"]))
+        try check("unmount", .mount(.unmount(point: "/mnt/k")), legacyBytes(.unmount, options: ["mountpoint": "/mnt/k"]))
+        try check("watch", .watch(WatchRequest(service: "s")), legacyBytes(.watch, options: ["service": "s"]))
+        try check("watch all", .watch(WatchRequest()), legacyBytes(.watch, options: [:]))
     }
 
     private func check(_ name: String, _ typed: DaemonRequest, _ legacy: [UInt8]) throws {
@@ -128,6 +132,10 @@ final class TypedRequestTests: XCTestCase {
         try expect("sync init without server", Request(.sync, options: ["verb": "init", "name": "a"]), .param)
         try expect("sync join server as data", Request(.sync, options: ["verb": "join", "server": .data([1])]), .param)
         try expect("sync remove without host", Request(.sync, options: ["verb": "remove", "host": ""]), .param)
+        try expect("mount without mountpoint", Request(.mount), .param)
+        try expect("unmount mountpoint a number", Request(.unmount, options: ["mountpoint": .number(1)]), .param)
+        try expect("mount options as data", Request(.mount, options: ["mountpoint": .string(d.dir), "options": .data([1])]), .param)
+        try expect("watch account a number", Request(.watch, options: ["account": .number(1)]), .param)
         XCTAssertEqual(try d.call(Request(.info)).info["lock-timeout"], .number(0), "no refused setting was stored")
         XCTAssertNil(try d.daemon.vault.setting("approval-program"))
         XCTAssertEqual(try d.call(Request(.setSettings, options: ["lock-timeout": "5"]), as: InProcessDaemon.outsider).status,

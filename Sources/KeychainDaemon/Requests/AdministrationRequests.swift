@@ -24,10 +24,6 @@ struct AdministrationRequests: RequestFamily {
             return Reply(response: Response(), after: .stop)
         case .verify:
             return Reply(response: Response(info: try verify(caller: caller)))
-        case .watch:
-            // Anyone entitled to a group may watch; only administrators see names.
-            guard daemon.events.hasRoom(for: caller, administrator: isAdministrator(caller)) else { throw KeychainStatus.allocate }
-            return Reply(response: Response(info: ["names": .bool(isAdministrator(caller))]), after: .watch)
         case .export:
             return Reply(response: try daemon.exportBackup(request, caller: caller, log: daemon.log))
         case .import:
@@ -38,6 +34,13 @@ struct AdministrationRequests: RequestFamily {
             throw KeychainStatus.badReq  // the typed operations have their own entry points
         }
         return Reply(response: Response())
+    }
+
+    /// `watch`: the reply, then the connection is a watcher. Anyone entitled to a group may
+    /// watch; only administrators see names.
+    func watch(caller: CallerIdentity) throws -> Reply {
+        guard daemon.events.hasRoom(for: caller, administrator: isAdministrator(caller)) else { throw KeychainStatus.allocate }
+        return Reply(response: Response(info: ["names": .bool(isAdministrator(caller))]), after: .watch)
     }
 
     /// `unlock`, with the caller's passphrase or the approval program's.

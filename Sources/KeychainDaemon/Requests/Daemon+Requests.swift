@@ -28,17 +28,20 @@ extension Daemon: RequestHandling {
                 return Reply(response: try AdministrationRequests(daemon: self).setSettings(change))
             case .audit(let audit):
                 return Reply(response: try AuditRequests(daemon: self).respond(audit, caller: caller))
+            case .mount(let mount):
+                return Reply(response: try MountRequests(daemon: self).respond(mount, descriptor: request.descriptor, caller: caller))
+            case .watch:
+                // The filter is read again when the connection becomes a watcher (`adoptWatcher`).
+                return try AdministrationRequests(daemon: self).watch(caller: caller)
             case .untyped(let request):
                 switch request.operation {
                 case .add, .copyMatching, .update, .delete:
                     return Reply(response: try ItemRequests(daemon: self).respond(request, caller: caller, onSlowWorker: onSlowWorker))
                 case .groupAdd, .groupSet, .groupRemove, .groupList:
                     return Reply(response: try GroupRequests(daemon: self).respond(request, caller: caller))
-                case .mount, .unmount:
-                    return Reply(response: try MountRequests(daemon: self).respond(request, caller: caller))
-                case .ping, .info, .lock, .stop, .verify, .watch, .export, .import:
+                case .ping, .info, .lock, .stop, .verify, .export, .import:
                     return try AdministrationRequests(daemon: self).respond(request, caller: caller)
-                case .useKey, .sync, .unlock, .changePassphrase, .setSettings, .audit:
+                case .useKey, .sync, .unlock, .changePassphrase, .setSettings, .audit, .mount, .unmount, .watch:
                     throw KeychainStatus.badReq  // typed above
                 }
             }
@@ -97,8 +100,8 @@ extension Daemon: RequestHandling {
 
     /// From now on the hub owns the descriptor: it notices the client closing and closes it.
     func adoptWatcher(fd: Int32, caller: CallerIdentity, request: Request) {
-        events.adopt(fd: fd, caller: caller, administrator: isAdministrator(caller),
-                     service: request.options[.service]?.stringValue, account: request.options[.account]?.stringValue)
+        let filter = (try? WatchRequest(decoding: request)) ?? WatchRequest()  // decoded before its reply
+        events.adopt(fd: fd, caller: caller, administrator: isAdministrator(caller), service: filter.service, account: filter.account)
     }
 
     func stopAfterReply(_ caller: CallerIdentity) -> Never {
