@@ -499,3 +499,98 @@ public struct WatchRequest: TypedRequest {
         return Request(.watch, options: o)
     }
 }
+
+// MARK: groupAdd, groupSet, groupRemove, groupList
+
+/// The access group operations. The daemon reads a change inside its audited change, so a
+/// refused one keeps its `groups-changed-failed` line; the dispatch passes them on untyped.
+public enum GroupRequest: TypedRequest {
+    case add(GroupChange)
+    case set(GroupChange)
+    case remove(name: String)
+    case list
+
+    /// - Throws: errSecParam for a name missing or outside `SettingLimits.groupNameBytes`, an
+    ///   id or mode outside its range, a grant other than 0 or 1, an option of another type.
+    public init(decoding request: Request) throws {
+        switch request.operation {
+        case .groupList: self = .list
+        case .groupAdd: self = .add(try GroupChange(request.options))
+        case .groupSet: self = .set(try GroupChange(request.options))
+        case .groupRemove: self = .remove(name: try GroupChange.name(request.options))
+        default: throw KeychainStatus.param
+        }
+    }
+
+    public var request: Request {
+        switch self {
+        case .list: return Request(.groupList)
+        case .add(let change): return Request(.groupAdd, options: change.options)
+        case .set(let change): return Request(.groupSet, options: change.options)
+        case .remove(let name): return Request(.groupRemove, options: [.name: .string(name)])
+        }
+    }
+}
+
+/// A group's definition to add, or the parts of it to set; nil parts stay as they are (a new
+/// group has the daemon's user and group, mode 0400, no grants, no executables).
+public struct GroupChange: Sendable, Equatable {
+    public var name: String
+    public var owner: UInt32?
+    public var gid: UInt32?
+    /// Owner/group/other bits, at most 0o777.
+    public var mode: UInt32?
+    public var grantsLock: Bool?
+    public var grantsAudit: Bool?
+    /// The trusted executables; an empty list trusts none.
+    public var executables: [String]?
+
+    public init(name: String, owner: UInt32? = nil, gid: UInt32? = nil, mode: UInt32? = nil, grantsLock: Bool? = nil,
+                grantsAudit: Bool? = nil, executables: [String]? = nil) {
+        self.name = name
+        self.owner = owner
+        self.gid = gid
+        self.mode = mode
+        self.grantsLock = grantsLock
+        self.grantsAudit = grantsAudit
+        self.executables = executables
+    }
+
+    static func name(_ options: Options) throws -> String {
+        guard let name = try options.string(.name), SettingLimits.groupNameBytes.contains(name.utf8.count) else {
+            throw KeychainStatus.param
+        }
+        return name
+    }
+
+    init(_ options: Options) throws {
+        func bounded(_ key: OptionKey, _ range: ClosedRange<Int64>) throws -> UInt32? {
+            guard let n = try options.number(key) else { return nil }
+            guard range.contains(n) else { throw KeychainStatus.param }
+            return UInt32(n)
+        }
+        func grant(_ key: OptionKey) throws -> Bool? {
+            guard let n = try options.number(key) else { return nil }
+            guard n == 0 || n == 1 else { throw KeychainStatus.param }
+            return n == 1
+        }
+        name = try Self.name(options)
+        owner = try bounded(.owner, SettingLimits.id)
+        gid = try bounded(.gid, SettingLimits.id)
+        mode = try bounded(.mode, SettingLimits.groupMode)
+        grantsLock = try grant(.grantsLock)
+        grantsAudit = try grant(.grantsAudit)
+        executables = try options.string(.executables).map { $0.isEmpty ? [] : $0.split(separator: "\n").map(String.init) }
+    }
+
+    var options: Options {
+        var o: Options = [.name: .string(name)]
+        if let owner { o[.owner] = .number(Int64(owner)) }
+        if let gid { o[.gid] = .number(Int64(gid)) }
+        if let mode { o[.mode] = .number(Int64(mode)) }
+        if let grantsLock { o[.grantsLock] = .number(grantsLock ? 1 : 0) }
+        if let grantsAudit { o[.grantsAudit] = .number(grantsAudit ? 1 : 0) }
+        if let executables { o[.executables] = .string(executables.joined(separator: "\n")) }
+        return o
+    }
+}

@@ -75,6 +75,19 @@ final class TypedRequestTests: XCTestCase {
         try check("unmount", .mount(.unmount(point: "/mnt/k")), legacyBytes(.unmount, options: ["mountpoint": "/mnt/k"]))
         try check("watch", .watch(WatchRequest(service: "s")), legacyBytes(.watch, options: ["service": "s"]))
         try check("watch all", .watch(WatchRequest()), legacyBytes(.watch, options: [:]))
+        for (name, typed, legacy) in [
+            ("group add", GroupRequest.add(GroupChange(name: "team", owner: 1000, gid: 100, mode: 0o440, grantsLock: true,
+                                                        grantsAudit: false, executables: ["/usr/bin/a", "/usr/bin/b"])),
+             legacyBytes(.groupAdd, options: ["name": "team", "owner": .number(1000), "gid": .number(100), "mode": .number(0o440),
+                                              "lock": .number(1), "audit": .number(0), "exe": "/usr/bin/a\n/usr/bin/b"])),
+            ("group set", .set(GroupChange(name: "team", executables: [])), legacyBytes(.groupSet, options: ["name": "team", "exe": ""])),
+            ("group remove", .remove(name: "team"), legacyBytes(.groupRemove, options: ["name": "team"])),
+            ("group list", .list, legacyBytes(.groupList, options: [:])),
+        ] as [(String, GroupRequest, [UInt8])] {
+            XCTAssertEqual(try bytes(typed.request), legacy, name)
+            let decoded = try GroupRequest(decoding: Request.decode(try SecureBytes(copying: legacy)))
+            XCTAssertEqual(try bytes(decoded.request), legacy, "\(name) decodes to the same request")
+        }
     }
 
     private func check(_ name: String, _ typed: DaemonRequest, _ legacy: [UInt8]) throws {
@@ -136,6 +149,12 @@ final class TypedRequestTests: XCTestCase {
         try expect("unmount mountpoint a number", Request(.unmount, options: ["mountpoint": .number(1)]), .param)
         try expect("mount options as data", Request(.mount, options: ["mountpoint": .string(d.dir), "options": .data([1])]), .param)
         try expect("watch account a number", Request(.watch, options: ["account": .number(1)]), .param)
+        try expect("group without name", Request(.groupAdd, options: ["mode": .number(0o440)]), .param)
+        try expect("group name a number", Request(.groupSet, options: ["name": .number(1)]), .param)
+        try expect("group mode a string", Request(.groupAdd, options: ["name": "g", "mode": "440"]), .param)
+        try expect("group lock grant 2", Request(.groupAdd, options: ["name": "g", "lock": .number(2)]), .param)
+        try expect("group exe as data", Request(.groupAdd, options: ["name": "g", "exe": .data([1])]), .param)
+        try expect("group remove unknown", Request(.groupRemove, options: ["name": "g"]), .itemNotFound)
         XCTAssertEqual(try d.call(Request(.info)).info["lock-timeout"], .number(0), "no refused setting was stored")
         XCTAssertNil(try d.daemon.vault.setting("approval-program"))
         XCTAssertEqual(try d.call(Request(.setSettings, options: ["lock-timeout": "5"]), as: InProcessDaemon.outsider).status,
