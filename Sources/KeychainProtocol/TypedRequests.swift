@@ -13,9 +13,10 @@ public protocol TypedRequest {
     var request: Request { get }
 }
 
-/// Every request, typed where its family is: the daemon dispatches on this. Families that still
-/// read their options by `OptionKey` (items and add's `generate`, groups, export and import)
-/// arrive as `.untyped`, with the request as sent.
+/// Every request, typed where its family is: the daemon dispatches on this. The item operations
+/// (add's `generate` read by `KeyGeneration`), the group operations (`GroupRequest`, read inside
+/// their audited change) and ping, info, lock, stop and verify (no options) arrive as
+/// `.untyped`, with the request as sent.
 public enum DaemonRequest {
     case useKey(KeyUseRequest)
     case unlock(UnlockRequest)
@@ -25,6 +26,8 @@ public enum DaemonRequest {
     case sync(SyncRequest)
     case mount(MountRequest)
     case watch(WatchRequest)
+    case export(ExportRequest)
+    case `import`(ImportRequest)
     case untyped(Request)
 
     /// - Throws: errSecParam for a missing or wrongly typed option of a typed operation,
@@ -39,6 +42,8 @@ public enum DaemonRequest {
         case .sync: self = .sync(try SyncRequest(decoding: request))
         case .mount, .unmount: self = .mount(try MountRequest(decoding: request))
         case .watch: self = .watch(try WatchRequest(decoding: request))
+        case .export: self = .export(try ExportRequest(decoding: request))
+        case .import: self = .import(try ImportRequest(decoding: request))
         default: self = .untyped(request)
         }
     }
@@ -53,6 +58,8 @@ public enum DaemonRequest {
         case .sync(let r): return r.request
         case .mount(let r): return r.request
         case .watch(let r): return r.request
+        case .export(let r): return r.request
+        case .import(let r): return r.request
         case .untyped(let r): return r
         }
     }
@@ -592,5 +599,114 @@ public struct GroupChange: Sendable, Equatable {
         if let grantsAudit { o[.grantsAudit] = .number(grantsAudit ? 1 : 0) }
         if let executables { o[.executables] = .string(executables.joined(separator: "\n")) }
         return o
+    }
+}
+
+// MARK: export, import
+
+/// `export`: a new backup sealed with a passphrase, or the next piece of one larger than a frame.
+public enum ExportRequest: TypedRequest {
+    /// The first (or only) piece. `kdf` a preset name (moderate when nil).
+    case start(passphrase: SecureBytes, kdf: String?, synchronizableOnly: Bool)
+    /// The piece at `offset` of the numbered transfer the start reply gave.
+    case piece(transfer: Int64, offset: Int64)
+
+    /// - Throws: errSecParam for a piece without its offset, a start without a non-empty
+    ///   passphrase or with a `kdf` that names no preset, an option of another type.
+    public init(decoding request: Request) throws {
+        guard request.operation == .export, request.secrets.count <= 1 else { throw KeychainStatus.param }
+        let o = request.options
+        if let transfer = try o.number(.transfer) {
+            guard let offset = try o.number(.offset) else { throw KeychainStatus.param }
+            self = .piece(transfer: transfer, offset: offset)
+            return
+        }
+        guard let passphrase = request.secrets.first, passphrase.count > 0 else { throw KeychainStatus.param }
+        let kdf = try o.string(.kdf)
+        if let kdf, KDFParameters(presetName: kdf) == nil { throw KeychainStatus.param }
+        self = .start(passphrase: passphrase, kdf: kdf, synchronizableOnly: try o.flag(.synchronizableOnly))
+    }
+
+    public var request: Request {
+        switch self {
+        case .start(let passphrase, let kdf, let synchronizableOnly):
+            var o: Options = [:]
+            if let kdf { o[.kdf] = .string(kdf) }
+            if synchronizableOnly { o[.synchronizableOnly] = .bool(true) }
+            return Request(.export, options: o, secrets: [passphrase])
+        case .piece(let transfer, let offset):
+            return Request(.export, options: [.transfer: .number(transfer), .offset: .number(offset)])
+        }
+    }
+}
+
+/// `import`: a backup in pieces, or the purge of items bound to another machine.
+public enum ImportRequest: TypedRequest {
+    case piece(BackupPiece)
+    case purgeOtherDevice
+
+    /// - Throws: errSecParam for a piece without `data`, a policy or groups value the table
+    ///   does not name, an option of another type.
+    public init(decoding request: Request) throws {
+        guard request.operation == .import, request.secrets.count <= 1 else { throw KeychainStatus.param }
+        let o = request.options
+        if try o.flag(.purgeOtherDevice) {
+            self = .purgeOtherDevice
+            return
+        }
+        guard let data = try o.data(.data) else { throw KeychainStatus.param }
+        let policy = try o.string(.policy).map { name -> ImportPolicy in
+            guard let p = ImportPolicy(rawValue: name) else { throw KeychainStatus.param }
+            return p
+        }
+        let groups = try o.string(.groups).map { name -> BackupPiece.Groups in
+            guard let g = BackupPiece.Groups(rawValue: name) else { throw KeychainStatus.param }
+            return g
+        }
+        self = .piece(BackupPiece(data: data, size: try o.number(.size), transfer: try o.number(.transfer), policy: policy,
+                                  groups: groups, passphrase: request.secrets.first))
+    }
+
+    public var request: Request {
+        switch self {
+        case .purgeOtherDevice: return Request(.import, options: [.purgeOtherDevice: .bool(true)])
+        case .piece(let p):
+            var o: Options = [.data: .data(p.data)]
+            if let size = p.size { o[.size] = .number(size) }
+            if let transfer = p.transfer { o[.transfer] = .number(transfer) }
+            if let policy = p.policy { o[.policy] = .string(policy.rawValue) }
+            if let groups = p.groups { o[.groups] = .string(groups.rawValue) }
+            return Request(.import, options: o, secrets: p.passphrase.map { [$0] } ?? [])
+        }
+    }
+}
+
+/// One piece of a backup on its way to the daemon.
+public struct BackupPiece {
+    /// What to do with the backup's groups this vault lacks: create them, or name them.
+    public enum Groups: String, Sendable {
+        case keep, skip
+    }
+
+    public var data: [UInt8]
+    /// The whole backup's size; needed on the first piece.
+    public var size: Int64?
+    /// The numbered transfer the first piece's reply gave; nil on the first.
+    public var transfer: Int64?
+    /// keep-newer when nil.
+    public var policy: ImportPolicy?
+    /// keep when nil.
+    public var groups: Groups?
+    /// The backup's passphrase, with the last piece.
+    public var passphrase: SecureBytes?
+
+    public init(data: [UInt8], size: Int64? = nil, transfer: Int64? = nil, policy: ImportPolicy? = nil, groups: Groups? = nil,
+                passphrase: SecureBytes? = nil) {
+        self.data = data
+        self.size = size
+        self.transfer = transfer
+        self.policy = policy
+        self.groups = groups
+        self.passphrase = passphrase
     }
 }

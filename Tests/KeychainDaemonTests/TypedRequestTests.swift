@@ -75,6 +75,17 @@ final class TypedRequestTests: XCTestCase {
         try check("unmount", .mount(.unmount(point: "/mnt/k")), legacyBytes(.unmount, options: ["mountpoint": "/mnt/k"]))
         try check("watch", .watch(WatchRequest(service: "s")), legacyBytes(.watch, options: ["service": "s"]))
         try check("watch all", .watch(WatchRequest()), legacyBytes(.watch, options: [:]))
+        try check("export", .export(.start(passphrase: try secret("bp"), kdf: "interactive", synchronizableOnly: true)),
+                  legacyBytes(.export, options: ["kdf": "interactive", "synchronizable-only": .bool(true)], secrets: ["bp"]))
+        try check("export piece", .export(.piece(transfer: 7, offset: 16 << 20)),
+                  legacyBytes(.export, options: ["transfer": .number(7), "offset": .number(16 << 20)]))
+        try check("import first piece", .import(.piece(BackupPiece(data: [1, 2], size: 4, policy: .keepNewer, groups: .keep))),
+                  legacyBytes(.import, options: ["data": .data([1, 2]), "size": .number(4), "policy": "keep-newer", "groups": "keep"]))
+        try check("import last piece", .import(.piece(BackupPiece(data: [3, 4], size: 4, transfer: 7, policy: .replace, groups: .skip,
+                                                                  passphrase: try secret("bp")))),
+                  legacyBytes(.import, options: ["data": .data([3, 4]), "size": .number(4), "transfer": .number(7), "policy": "replace",
+                                                 "groups": "skip"], secrets: ["bp"]))
+        try check("purge", .import(.purgeOtherDevice), legacyBytes(.import, options: ["purge-other-device": .bool(true)]))
         for (name, typed, legacy) in [
             ("group add", GroupRequest.add(GroupChange(name: "team", owner: 1000, gid: 100, mode: 0o440, grantsLock: true,
                                                         grantsAudit: false, executables: ["/usr/bin/a", "/usr/bin/b"])),
@@ -149,6 +160,15 @@ final class TypedRequestTests: XCTestCase {
         try expect("unmount mountpoint a number", Request(.unmount, options: ["mountpoint": .number(1)]), .param)
         try expect("mount options as data", Request(.mount, options: ["mountpoint": .string(d.dir), "options": .data([1])]), .param)
         try expect("watch account a number", Request(.watch, options: ["account": .number(1)]), .param)
+        try expect("export without passphrase", Request(.export), .param)
+        try expect("export piece without offset", Request(.export, options: ["transfer": .number(1)]), .param)
+        try expect("export unknown kdf", Request(.export, options: ["kdf": "fast"], secrets: [try secret("bp")]), .param)
+        try expect("export transfer a string", Request(.export, options: ["transfer": "1", "offset": .number(0)]), .param)
+        try expect("import without data", Request(.import, options: ["size": .number(4)]), .param)
+        try expect("import data a string", Request(.import, options: ["data": "abcd", "size": .number(4)]), .param)
+        try expect("import unknown policy", Request(.import, options: ["data": .data([1]), "size": .number(1), "policy": "newest"]), .param)
+        try expect("import unknown groups", Request(.import, options: ["data": .data([1]), "size": .number(1), "groups": "all"]), .param)
+        try expect("import last piece without passphrase", Request(.import, options: ["data": .data([1]), "size": .number(1)]), .param)
         try expect("group without name", Request(.groupAdd, options: ["mode": .number(0o440)]), .param)
         try expect("group name a number", Request(.groupSet, options: ["name": .number(1)]), .param)
         try expect("group mode a string", Request(.groupAdd, options: ["name": "g", "mode": "440"]), .param)

@@ -24,16 +24,17 @@ struct AdministrationRequests: RequestFamily {
             return Reply(response: Response(), after: .stop)
         case .verify:
             return Reply(response: Response(info: try verify(caller: caller)))
-        case .export:
-            return Reply(response: try daemon.exportBackup(request, caller: caller, log: daemon.log))
-        case .import:
-            let r = try daemon.importBackup(request, caller: caller, log: daemon.log)
-            itemsChanged(ChangeEvent(kind: .update))
-            return Reply(response: r)
         default:
             throw KeychainStatus.badReq  // the typed operations have their own entry points
         }
         return Reply(response: Response())
+    }
+
+    /// `import`: a piece of a backup, or the purge of items bound to another machine.
+    func importBackup(_ request: ImportRequest, caller: CallerIdentity) throws -> Response {
+        let r = try daemon.importBackup(request, caller: caller, log: daemon.log)
+        itemsChanged(ChangeEvent(kind: .update))
+        return r
     }
 
     /// `watch`: the reply, then the connection is a watcher. Anyone entitled to a group may

@@ -30,6 +30,10 @@ extension Daemon: RequestHandling {
                 return Reply(response: try AuditRequests(daemon: self).respond(audit, caller: caller))
             case .mount(let mount):
                 return Reply(response: try MountRequests(daemon: self).respond(mount, descriptor: request.descriptor, caller: caller))
+            case .export(let export):
+                return Reply(response: try exportBackup(export, caller: caller, log: log))
+            case .import(let request):
+                return Reply(response: try AdministrationRequests(daemon: self).importBackup(request, caller: caller))
             case .watch:
                 // The filter is read again when the connection becomes a watcher (`adoptWatcher`).
                 return try AdministrationRequests(daemon: self).watch(caller: caller)
@@ -39,9 +43,10 @@ extension Daemon: RequestHandling {
                     return Reply(response: try ItemRequests(daemon: self).respond(request, caller: caller, onSlowWorker: onSlowWorker))
                 case .groupAdd, .groupSet, .groupRemove, .groupList:
                     return Reply(response: try GroupRequests(daemon: self).respond(request, caller: caller))
-                case .ping, .info, .lock, .stop, .verify, .export, .import:
+                case .ping, .info, .lock, .stop, .verify:
                     return try AdministrationRequests(daemon: self).respond(request, caller: caller)
-                case .useKey, .sync, .unlock, .changePassphrase, .setSettings, .audit, .mount, .unmount, .watch:
+                case .useKey, .sync, .unlock, .changePassphrase, .setSettings, .audit, .mount, .unmount, .watch,
+                     .export, .import:
                     throw KeychainStatus.badReq  // typed above
                 }
             }
