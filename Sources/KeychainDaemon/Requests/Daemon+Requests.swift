@@ -32,8 +32,8 @@ extension Daemon: RequestHandling {
                 return Reply(response: try MountRequests(daemon: self).respond(mount, descriptor: request.descriptor, caller: caller))
             case .export(let export):
                 return Reply(response: try exportBackup(export, caller: caller, log: log))
-            case .import(let request):
-                return Reply(response: try AdministrationRequests(daemon: self).importBackup(request, caller: caller))
+            case .import(let backup):
+                return Reply(response: try AdministrationRequests(daemon: self).importBackup(backup, caller: caller))
             case .watch:
                 // The filter is read again when the connection becomes a watcher (`adoptWatcher`).
                 return try AdministrationRequests(daemon: self).watch(caller: caller)
