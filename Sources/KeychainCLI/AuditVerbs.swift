@@ -41,16 +41,16 @@ enum AuditVerbs {
             if rotate && ctx.args.has("--verify") { throw UsageError("audit rotate takes no --verify") }
             for flag in filterFlags where ctx.args.has(flag) { throw UsageError("\(what) takes no \(flag)") }
         }
-        let options = try filterOptions(ctx.args)
+        let query = try filterQuery(ctx.args)
         let client = try Engine.connect(vault)
         if rotate {
-            let info = try client.send(Request(.audit, options: ["rotate": .bool(true)])).info
+            let info = try client.send(AuditRequest.rotate.request).info
             let path = info["rotated"]?.stringValue ?? ""
             Terminal.writeString(1, ctx.json ? "{\"rotated\":\(Output.jsonString(path))}\n" : "audit log rotated: \(path)\n")
             return 0
         }
         if ctx.args.has("--verify") {
-            let info = try client.send(Request(.audit, options: ["verify": .bool(true)])).info
+            let info = try client.send(AuditRequest.verify.request).info
             let lines = info["lines"].map(Output.json) ?? "0"
             let files: Int64 = { if case .number(let n)? = info["files"] { return n }; return 1 }()
             if let bad = info["first-bad"] {
@@ -64,8 +64,8 @@ enum AuditVerbs {
         }
         let info: Fields
         do {
-            info = try client.send(Request(.audit, options: options)).info
-        } catch KeychainStatus.itemNotFound where options["item-service"] != nil || options["item-account"] != nil {
+            info = try client.send(AuditRequest.read(query).request).info
+        } catch KeychainStatus.itemNotFound where { if case .named? = query.item { true } else { false } }() {
             throw StateError(message: "--item \(ctx.args.value("--item") ?? ""): no item of that name that you may see (a deleted item is found by its reference)", status: .itemNotFound)
         }
         if case .number(let omitted)? = info["omitted"] {
@@ -76,35 +76,34 @@ enum AuditVerbs {
     }
 
     /// The filters as the daemon takes them; a bad value is a usage error.
-    static func filterOptions(_ args: Arguments) throws -> Fields {
-        var options: Fields = [:]
+    static func filterQuery(_ args: Arguments) throws -> AuditQuery {
+        var query = AuditQuery()
         let now = Int64(time(nil))
-        if let s = args.value("--since") { options["since"] = .number(try AuditTimes.parse(s, flag: "--since", now: now)) }
-        if let u = args.value("--until") { options["until"] = .number(try AuditTimes.parse(u, flag: "--until", now: now)) }
-        if case .number(let s)? = options["since"], case .number(let u)? = options["until"], s > u {
+        if let s = args.value("--since") { query.since = try AuditTimes.parse(s, flag: "--since", now: now) }
+        if let u = args.value("--until") { query.until = try AuditTimes.parse(u, flag: "--until", now: now) }
+        if let s = query.since, let u = query.until, s > u {
             throw UsageError("--since is after --until")
         }
         if let u = args.value("--uid") {
-            options["uid"] = .number(Int64(GroupVerbs.isNumber(u) ? UInt32(try Arguments.number(u, flag: "--uid", in: SettingLimits.id, unit: "a user name or a uid")) : try GroupVerbs.uid(u)))
+            query.uid = (Int64(GroupVerbs.isNumber(u) ? UInt32(try Arguments.number(u, flag: "--uid", in: SettingLimits.id, unit: "a user name or a uid")) : try GroupVerbs.uid(u)))
         }
         if let e = args.value("--event") {
             let names = e.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
             for name in names where !AuditEvent.isRecorded(name) {
                 throw UsageError("--event takes audit event names (such as read, add, file-open-read, add-failed, read-repeated); \(Output.jsonString(name)) is not one")
             }
-            options["events"] = .string(names.joined(separator: ","))
+            query.events = names
         }
         if let item = args.value("--item") {
             if item.utf8.count == 40, let bytes = Hex.decode(item.lowercased()), PersistentRef(bytes: bytes) != nil {
-                options["item-ref"] = .string(item.lowercased())
+                query.item = .reference(item.lowercased())
             } else if let slash = item.lastIndex(of: "/"), item != "/" {
-                options["item-service"] = .string(String(item[..<slash]))
-                options["item-account"] = .string(String(item[item.index(after: slash)...]))
+                query.item = .named(service: String(item[..<slash]), account: String(item[item.index(after: slash)...]))
             } else {
                 throw UsageError("--item takes SERVICE/ACCOUNT or a persistent reference (40 hex digits); \(Output.jsonString(item)) is neither")
             }
         }
-        return options
+        return query
     }
 }
 

@@ -30,12 +30,8 @@ enum BackupVerbs {
         if ExportVerbs.isMacOSForm(ctx) { return Engine.exec(CommandLine.arguments) }  // libcrypto's work
         try ctx.checkPositionals()
         guard let out = ctx.args.value("--out"), !out.isEmpty else { throw UsageError("export needs --out FILE") }
-        var options: Fields = [:]
-        if let k = ctx.args.value("--kdf") {
-            guard KDFParameters(presetName: k) != nil else { throw UsageError("--kdf takes interactive, moderate or sensitive") }
-            options["kdf"] = .string(k)
-        }
-        if ctx.args.has("--synchronizable-only") { options["synchronizable-only"] = .bool(true) }
+        let kdf = ctx.args.value("--kdf")
+        if let k = kdf, KDFParameters(presetName: k) == nil { throw UsageError("--kdf takes interactive, moderate or sensitive") }
         let client = try ctx.client()
         let pass: SecureBytes
         if Terminal.stdinIsTerminal {
@@ -50,16 +46,17 @@ enum BackupVerbs {
         let progress = TransferProgress("export", ctx.args)
         defer { progress.finish() }
         progress.update("sealing the items...")
-        let first = try client.send(Request(.export, options: options, secrets: [pass])).info
+        let start = ExportRequest.start(passphrase: pass, kdf: kdf, synchronizableOnly: ctx.args.has("--synchronizable-only"))
+        let first = try client.send(start.request).info
         guard case .number(let size)? = first["size"], case .data(var bytes)? = first["data"] else {
             throw KeychainStatus.decode
         }
         if bytes.count < size {
-            guard let transfer = first["transfer"] else { throw KeychainStatus.decode }
+            guard case .number(let transfer)? = first["transfer"] else { throw KeychainStatus.decode }
             bytes.reserveCapacity(Int(size))
             while bytes.count < size {
                 progress.update(TransferProgress.amount(bytes.count, of: Int(size)))
-                let r = try client.send(Request(.export, options: ["transfer": transfer, "offset": .number(Int64(bytes.count))]))
+                let r = try client.send(ExportRequest.piece(transfer: transfer, offset: Int64(bytes.count)).request)
                 guard case .data(let piece)? = r.info["data"], !piece.isEmpty else { throw KeychainStatus.decode }
                 bytes += piece
             }
@@ -135,28 +132,28 @@ enum BackupVerbs {
         let client = try Engine.connect(vault)
         let pass = try Terminal.passphrase(ctx.args, prompt: "Backup passphrase: ")
         let policy: ImportPolicy = ctx.args.has("--replace") ? .replace : .keepNewer
-        let groups = ctx.args.value("--groups") ?? "keep"
-        guard groups == "keep" || groups == "skip" else { throw UsageError("--groups takes keep or skip") }
+        guard let groups = BackupPiece.Groups(rawValue: ctx.args.value("--groups") ?? "keep") else {
+            throw UsageError("--groups takes keep or skip")
+        }
         var info: Fields = [:]
         let progress = TransferProgress("import", ctx.args)
         do {
             defer { progress.finish() }  // before any error is printed
-            var transfer: AttributeValue?
+            var transfer: Int64?
             var sent = 0
             repeat {
                 let end = min(bytes.count, sent + BackupVerbs.pieceSize)
-                var options: Fields = ["data": .data(Array(bytes[sent..<end])), "policy": .string(policy.rawValue),
-                                           "size": .number(Int64(bytes.count)), "groups": .string(groups)]
-                if let transfer { options["transfer"] = transfer }
                 let last = end == bytes.count
+                let piece = BackupPiece(data: Array(bytes[sent..<end]), size: Int64(bytes.count), transfer: transfer, policy: policy,
+                                        groups: groups, passphrase: last ? pass : nil)
                 if last {
                     progress.update(TransferProgress.amount(bytes.count, of: bytes.count) + " sent, opening and restoring the items...")
                 } else if sent == 0 {
                     progress.update(TransferProgress.amount(0, of: bytes.count))
                 }
-                info = try client.send(Request(.import, options: options, secrets: last ? [pass] : [])).info
+                info = try client.send(ImportRequest.piece(piece).request).info
                 if transfer == nil && !last {
-                    guard let t = info["transfer"] else { throw KeychainStatus.decode }
+                    guard case .number(let t)? = info["transfer"] else { throw KeychainStatus.decode }
                     transfer = t
                 }
                 if !last { progress.update(TransferProgress.amount(end, of: bytes.count)) }
@@ -211,7 +208,7 @@ enum BackupVerbs {
             let answer = try Terminal.prompt("Delete \(count) item(s) bound to another device? Type yes: ")
             guard answer.withUnsafeBytes({ Array($0) }) == Array("yes".utf8) else { throw KeychainStatus.userCanceled }
         }
-        let r = try client.send(Request(.import, options: ["purge-other-device": .bool(true)]))
+        let r = try client.send(ImportRequest.purgeOtherDevice.request)
         Terminal.writeString(1, "deleted \(r.info["deleted"].map(Output.json) ?? "0") item(s) bound to another device\n")
         return 0
     }

@@ -41,33 +41,40 @@ enum GroupVerbs {
         let max = named ? 3 : 2
         guard ctx.args.positionals.count <= max else { throw UsageError("too many arguments") }
         let vault = ctx.args.positionals.count == max ? ctx.vault : Paths.canonical(Paths.defaultVault())
-        var options: Fields = [:]
+        var change = GroupChange(name: "")
         if named {
             guard ctx.args.positionals.count >= 2 else { throw UsageError("group \(sub) needs a NAME") }
             let name = ctx.args.positionals[1]
             guard !name.isEmpty else { throw UsageError("group \(sub) needs a NAME; the name is empty") }
             if op == .groupAdd { try checkNewName(name) }
-            options["name"] = .string(name)
+            change.name = name
         }
-        if let o = ctx.args.value("--owner") { options["owner"] = .number(Int64(try uid(o))) }
-        if let g = ctx.args.value("--group") { options["gid"] = .number(Int64(try gid(g))) }
-        if let mode = try ctx.args.octal("--mode", in: SettingLimits.groupMode) { options["mode"] = .number(mode) }
+        if let o = ctx.args.value("--owner") { change.owner = try uid(o) }
+        if let g = ctx.args.value("--group") { change.gid = try gid(g) }
+        if let mode = try ctx.args.octal("--mode", in: SettingLimits.groupMode) { change.mode = UInt32(mode) }
         if ctx.args.has("--may-lock") && ctx.args.has("--no-lock") { throw UsageError("--may-lock and --no-lock contradict each other") }
-        if ctx.args.has("--may-lock") { options["lock"] = .number(1) }
-        if ctx.args.has("--no-lock") { options["lock"] = .number(0) }
+        if ctx.args.has("--may-lock") { change.grantsLock = true }
+        if ctx.args.has("--no-lock") { change.grantsLock = false }
         if ctx.args.has("--may-audit") && ctx.args.has("--no-audit") { throw UsageError("--may-audit and --no-audit contradict each other") }
-        if ctx.args.has("--may-audit") { options["audit"] = .number(1) }
-        if ctx.args.has("--no-audit") { options["audit"] = .number(0) }
+        if ctx.args.has("--may-audit") { change.grantsAudit = true }
+        if ctx.args.has("--no-audit") { change.grantsAudit = false }
         if ctx.args.has("--exe") || ctx.args.has("--no-exe") {
             let exes = ctx.args.all("--exe")
             // The list travels one path a line: a newline would smuggle in a second program.
             for exe in exes where exe.isEmpty || exe.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) {
                 throw UsageError("--exe takes the path of a program; \(Output.jsonString(exe)) is not one")
             }
-            options["exe"] = .string(exes.map(Paths.canonical).joined(separator: "\n"))
+            change.executables = exes.map(Paths.canonical)
+        }
+        let request: GroupRequest
+        switch op {
+        case .groupAdd: request = .add(change)
+        case .groupSet: request = .set(change)
+        case .groupRemove: request = .remove(name: change.name)
+        default: request = .list
         }
         let client = try Engine.connect(vault)
-        let r = try client.send(Request(op, options: options))
+        let r = try client.send(request.request)
         if op == .groupList {
             let rows = (r.result.array ?? []).compactMap { $0.item?.attributes.fields }
             if ctx.json {

@@ -37,7 +37,7 @@ enum MountVerbs {
         var known = false
         if let client = try? DaemonClient.connect(vaultPath: vault) {
             do {
-                try client.send(Request(.unmount, options: ["mountpoint": .string(point)]))
+                try client.send(MountRequest.unmount(point: point).request)
                 known = true
             } catch KeychainStatus.itemNotFound {
                 // Not this daemon's mount (or its daemon is gone): the kernel's alone.

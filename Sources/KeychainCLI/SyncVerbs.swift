@@ -24,12 +24,9 @@ enum SyncVerbs {
         """
     ) { ctx in
         try ctx.checkPositionals()
-        var options: Fields = ["verb": .string("history")]
-        if let s = ctx.args.value("-s") { options["service"] = .string(s) }
-        if let a = ctx.args.value("-a") { options["account"] = .string(a) }
         let wantSecret = ctx.args.has("-w")
-        if wantSecret { options["secrets"] = .bool(true) }
-        let entries = (try ctx.client().send(Request(.sync, options: options)).result.array ?? []).compactMap(\.item)
+        let history = SyncRequest.history(service: ctx.args.value("-s"), account: ctx.args.value("-a"), secrets: wantSecret)
+        let entries = (try ctx.client().send(history.request).result.array ?? []).compactMap(\.item)
         var json: [String] = []
         for item in entries {
             var attributes = item.attributes
@@ -70,22 +67,22 @@ enum SyncVerbs {
         """
     ) { ctx in
         guard let sub = ctx.args.positionals.first else { throw UsageError("sync needs init, join, approve, remove, status or leave") }
-        var options: Fields = ["verb": .string(sub)]
+        let request: SyncRequest
         var rest = Array(ctx.args.positionals.dropFirst())
         switch sub {
         case "init", "join":
-            options["server"] = .string(try conninfo(ctx.args))
-            options["name"] = .string(ctx.args.value("--name") ?? hostName())
+            let server = try conninfo(ctx.args), name = ctx.args.value("--name") ?? hostName()
+            request = sub == "init" ? .initCircle(server: server, name: name) : .join(server: server, name: name)
         case "approve":
             guard let code = rest.first else { throw UsageError("sync approve needs the CODE the joining host printed") }
-            options["code"] = .string(code)
+            request = .approve(code: code)
             rest.removeFirst()
         case "remove":
             guard let host = rest.first else { throw UsageError("sync remove needs the HOST to remove (its name or id)") }
-            options["host"] = .string(host)
+            request = .remove(host: host)
             rest.removeFirst()
-        case "status", "leave":
-            break
+        case "status": request = .status
+        case "leave": request = .leave
         default:
             throw UsageError("unknown sync command \(sub)")
         }
@@ -97,7 +94,7 @@ enum SyncVerbs {
         guard rest.count <= 1 else { throw UsageError("too many arguments") }
         let vault = rest.first.map(Paths.canonical) ?? Paths.canonical(Paths.defaultVault())
         let client = try DaemonClient.connect(vaultPath: vault, startWith: [selfExecutable(), "daemon", vault])
-        let info = try client.send(Request(.sync, options: options)).info
+        let info = try client.send(request.request).info
         if ctx.json {
             Terminal.writeString(1, Output.json(info) + "\n")
             return 0

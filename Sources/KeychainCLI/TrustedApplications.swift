@@ -27,11 +27,11 @@ enum TrustedApplications {
             }
             programs.insert(path)
         }
-        let list = programs.sorted().joined(separator: "\n")
+        let list = programs.sorted().joined(separator: "\n")  // the group's executables, one a line
         let name = "trusted-" + Hex.encode(KeyedHash.hash(Array(list.utf8), key: nil, length: 16).prefix(6))
         let rows = (try client.send(Request(.groupList)).result.array ?? []).compactMap { $0.item?.attributes.fields }
         if !rows.contains(where: { $0["name"]?.stringValue == name }) {
-            try client.send(Request(.groupAdd, options: ["name": .string(name), "exe": .string(list)]))
+            try client.send(GroupRequest.add(GroupChange(name: name, executables: programs.sorted())).request)
         }
         return name
     }

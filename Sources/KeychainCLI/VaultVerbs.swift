@@ -54,7 +54,7 @@ enum VaultVerbs {
                 Progress.say(ctx.args, "deriving the key from the passphrase (Argon2id, \(mem >> 20) MiB)...")
             }
         }
-        try client.send(Request(.unlock, secrets: [pass]))
+        try client.send(UnlockRequest.passphrase(pass).request)
         return 0
     }
 
@@ -135,12 +135,12 @@ enum VaultVerbs {
     ) { ctx in
         try ctx.checkPositionals()
         if ctx.args.has("-l") { Terminal.warn("-l (lock when the system sleeps) has no effect here: keychainfs does not watch for suspend") }
-        var options: Fields = [:]
+        var change = SettingsChange()
         let approvalFlags = ["--approval-program", "--approval-timeout", "--approval-remember", "--audit-max-size"]
         if let n = try ctx.args.number("-t", in: SettingLimits.lockTimeout, unit: "a number of seconds") {
-            options["lock-timeout"] = .number(n)
+            change.lockTimeout = n
         } else if !approvalFlags.contains(where: ctx.args.has) {
-            options["lock-timeout"] = .number(0)  // as security: no -t means no timeout
+            change.lockTimeout = 0  // as security: no -t means no timeout
         }
         if let p = ctx.args.value("--approval-program") {
             let program = p.isEmpty ? "" : Paths.canonical(p)
@@ -149,19 +149,16 @@ enum VaultVerbs {
             guard program.isEmpty || (stat(program, &st) == 0 && st.st_mode & S_IFMT == S_IFREG && st.st_mode & 0o111 != 0) else {
                 throw UsageError("--approval-program takes an executable file (or \"\" to remove it); \(Output.jsonString(p)) is not one")
             }
-            options["approval-program"] = .string(program)
+            change.approvalProgram = program
         }
-        for (flag, range) in [("--approval-timeout", SettingLimits.approvalTimeout), ("--approval-remember", SettingLimits.approvalRemember)] {
-            if let n = try ctx.args.number(flag, in: range, unit: "a number of seconds") {
-                options[String(flag.dropFirst(2))] = .number(n)
-            }
-        }
+        change.approvalTimeout = try ctx.args.number("--approval-timeout", in: SettingLimits.approvalTimeout, unit: "a number of seconds")
+        change.approvalRemember = try ctx.args.number("--approval-remember", in: SettingLimits.approvalRemember, unit: "a number of seconds")
         if let text = ctx.args.value("--audit-max-size") {
             // 0, or a size a rotation's own line cannot fill.
-            options["audit-max-size"] = .number(text == "0" ? 0 : try Arguments.number(
+            change.auditMaxSize = (text == "0" ? 0 : try Arguments.number(
                 text, flag: "--audit-max-size", in: SettingLimits.auditMaxSize, unit: "0 or a number of bytes"))
         }
-        try ctx.client().send(Request(.setSettings, options: options))
+        try ctx.client().send(change.request)
         return 0
     }
 
@@ -177,11 +174,8 @@ enum VaultVerbs {
         """
     ) { ctx in
         try ctx.checkPositionals()
-        var options: Fields = [:]
-        if let k = ctx.args.value("--kdf") {
-            guard KDFParameters(presetName: k) != nil else { throw UsageError("--kdf takes interactive, moderate or sensitive") }
-            options["kdf"] = .string(k)
-        }
+        let kdf = ctx.args.value("--kdf")
+        if let k = kdf, KDFParameters(presetName: k) == nil { throw UsageError("--kdf takes interactive, moderate or sensitive") }
         let client = try ctx.client()
         let old = try Terminal.passphrase(ctx.args, flag: "-o", prompt: "Old passphrase: ")
         let new: SecureBytes
@@ -203,7 +197,7 @@ enum VaultVerbs {
                 Progress.say(ctx.args, "deriving keys from the passphrases (Argon2id, up to 1024 MiB)...")
             }
         }
-        let r = try client.send(Request(.changePassphrase, options: options, secrets: [old, new]))
+        let r = try client.send(PassphraseChange(old: old, new: new, kdf: kdf).request)
         if case .number(let n)? = r.info["deleted"], n > 0 {
             Terminal.writeString(2, "deleted \(n) WhenPasscodeSetThisDeviceOnly item(s)\n")
         }

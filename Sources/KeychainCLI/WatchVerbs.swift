@@ -20,11 +20,9 @@ enum WatchVerbs {
         """
     ) { ctx in
         try ctx.checkPositionals()
-        var options: Fields = [:]
-        if let s = ctx.args.value("-s") { options["service"] = .string(s) }
-        if let a = ctx.args.value("-a") { options["account"] = .string(a) }
+        let watch = WatchRequest(service: ctx.args.value("-s"), account: ctx.args.value("-a"))
         let client = try ctx.client()
-        try client.send(Request(.watch, options: options))
+        try client.send(watch.request)
         while let event = try client.receive() {
             let info = event.info
             if ctx.json {

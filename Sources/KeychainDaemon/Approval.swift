@@ -104,12 +104,10 @@ final class ApprovalAgent: Sendable {
     /// the Secret Service pinned for its D-Bus caller (its executable unknown). Nil without them.
     /// - Throws: errSecParam when the socket caller is not this daemon's own executable (the
     ///   provider runs as it): nobody else may name another caller to the approval program.
-    static func relayedAsker(_ options: Fields, relay: CallerIdentity) throws -> CallerIdentity? {
-        guard options["for-uid"] != nil || options["for-pid"] != nil else { return nil }
-        guard case .number(let uid)? = options["for-uid"], case .number(let pid)? = options["for-pid"],
-              let u = UInt32(exactly: uid), let p = Int32(exactly: pid),
-              let own = ownExecutable, relay.executable == own else { throw KeychainStatus.param }
-        return CallerIdentity(pid: p, uid: u, gid: UInt32.max, groups: [], executable: nil)
+    static func relayedAsker(_ relayed: RelayedCaller?, relay: CallerIdentity) throws -> CallerIdentity? {
+        guard let relayed else { return nil }
+        guard let own = ownExecutable, relay.executable == own else { throw KeychainStatus.param }
+        return CallerIdentity(pid: relayed.pid, uid: relayed.uid, gid: UInt32.max, groups: [], executable: nil)
     }
 
     enum Outcome { case exited(Int32, SecureBytes?), timedOut, failedToStart }

@@ -9,6 +9,7 @@ import Synchronization
 /// seals and opens backups; the CLI reads and writes the file. A backup larger than one frame
 /// travels in pieces of `BackupTransfers.pieceSize`, all on one numbered transfer.
 ///
+/// The requests are `ExportRequest` and `ImportRequest` (TypedRequests.swift):
 /// Export:  options kdf, synchronizable-only; secret: the backup passphrase.
 ///          → info size, items, damaged, data (first piece) [, transfer].
 ///          options transfer, offset → info data (the piece at offset).
@@ -18,18 +19,16 @@ import Synchronization
 ///          option purge-other-device → info deleted: ThisDeviceOnly items of another machine.
 /// Both are for administrators only; `Daemon.handle` checks that before calling.
 extension Daemon {
-    func exportBackup(_ request: Request, caller: CallerIdentity, log: @Sendable (String) -> Void) throws -> Response {
-        if let id = request.options["transfer"]?.integerValue {
-            guard let offset = request.options["offset"]?.integerValue else { throw KeychainStatus.param }
+    func exportBackup(_ request: ExportRequest, caller: CallerIdentity, log: @Sendable (String) -> Void) throws -> Response {
+        let passphrase: SecureBytes, kdf: KDFParameters, syncOnly: Bool
+        switch request {
+        case .piece(let id, let offset):
             return Response(info: ["data": .data(try BackupTransfers.shared.piece(id, offset: Int(offset), uid: caller.uid))])
+        case .start(let p, let preset, let synchronizableOnly):
+            passphrase = p
+            kdf = preset.flatMap(KDFParameters.init(presetName:)) ?? .moderate  // a preset decoding checked
+            syncOnly = synchronizableOnly
         }
-        guard let passphrase = request.secrets.first, passphrase.count > 0 else { throw KeychainStatus.param }
-        var kdf = KDFParameters.moderate
-        if case .string(let name)? = request.options["kdf"] {
-            guard let p = KDFParameters(presetName: name) else { throw KeychainStatus.param }
-            kdf = p
-        }
-        let syncOnly = request.options["synchronizable-only"] == .bool(true)
         let groups = state.withLock { $0.groupTable.groups.map(\.record) }
         let export: BackupExport
         do {
@@ -64,36 +63,24 @@ extension Daemon {
         return Response(info: info)
     }
 
-    func importBackup(_ request: Request, caller: CallerIdentity, log: @Sendable (String) -> Void) throws -> Response {
-        if request.options["purge-other-device"] == .bool(true) {
+    func importBackup(_ request: ImportRequest, caller: CallerIdentity, log: @Sendable (String) -> Void) throws -> Response {
+        guard case .piece(let received) = request else {
             let deleted = try auditedChange(.purgeOtherDevice, caller) { try vault.purgeOtherDeviceItems() }
             itemsChanged()
             log("purged \(deleted) items bound to another device, by uid=\(caller.uid) pid=\(caller.pid)")
             return Response(info: ["deleted": .number(Int64(deleted))])
         }
-        guard case .data(let piece)? = request.options["data"] else { throw KeychainStatus.param }
-        let policy: ImportPolicy
-        switch request.options["policy"] {
-        case nil: policy = .keepNewer
-        case .string(let name)?:
-            guard let p = ImportPolicy(rawValue: name) else { throw KeychainStatus.param }
-            policy = p
-        default: throw KeychainStatus.param
-        }
-        let keepGroups: Bool
-        switch request.options["groups"] {
-        case nil, .string("keep")?: keepGroups = true
-        case .string("skip")?: keepGroups = false
-        default: throw KeychainStatus.param
-        }
+        let piece = received.data
+        let policy = received.policy ?? .keepNewer
+        let keepGroups = received.groups != .skip
         let bytes: [UInt8]
-        if let id = request.options["transfer"]?.integerValue {
+        if let id = received.transfer {
             guard let whole = try BackupTransfers.shared.append(id, piece, uid: caller.uid) else {
                 return Response(info: ["transfer": .number(id)])
             }
             bytes = whole
         } else {
-            guard let size = request.options["size"]?.integerValue, size >= Int64(piece.count),
+            guard let size = received.size, size >= Int64(piece.count),
                   size <= Int64(BackupTransfers.maximumSize) else { throw KeychainStatus.param }
             if size > Int64(piece.count) {
                 let id = try BackupTransfers.shared.start(uid: caller.uid, outgoing: false, bytes: piece, expected: Int(size))
@@ -101,7 +88,7 @@ extension Daemon {
             }
             bytes = piece
         }
-        guard let passphrase = request.secrets.first else { throw KeychainStatus.param }
+        guard let passphrase = received.passphrase else { throw KeychainStatus.param }
         var summary = ImportSummary()
         var created: [String] = [], missing: [String] = []
         do {

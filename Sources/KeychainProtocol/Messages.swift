@@ -10,7 +10,8 @@ import KeychainCrypto
 ///                   u32 value count, values, record info.
 /// Value:            u8 kind (1 data, 2 persistent ref, 3 item), record attributes,
 ///                   u8 has-secret [u32 len + bytes], u8 has-ref [u32 len + bytes].
-/// A record is `AttributeCoding`'s encoding of an attribute dictionary.
+/// A record is `AttributeCoding`'s encoding of an attribute dictionary; the options record's
+/// names are `OptionKey`s (OptionKey.swift).
 public enum WireProtocol {
     /// Bumped on any incompatible change; the daemon answers other versions with errSecBadReq.
     public static let version: UInt16 = 1
@@ -47,13 +48,12 @@ public enum Operation: UInt8, Sendable, CaseIterable {
     case verify = 22
     /// An operation with a stored private key, run by the daemon (`SecKeyCreateSignature`,
     /// `SecKeyCreateDecryptedData`, `SecKeyCopyKeyExchangeResult` on a key from the keychain).
-    /// Query: `v_PersistentRef` of the key item. Options: `use` (`sign`, `decrypt`,
-    /// `keyExchange`), `algorithm` (Apple's raw `SecKeyAlgorithm` name), and for a key exchange
-    /// `peer` (the other side's public key, Apple's external representation), `requestedSize`,
-    /// `sharedInfo`. One secret: the input (data to sign, ciphertext; empty for a key exchange).
+    /// A `KeyUseRequest`: query `v_PersistentRef` of the key item; options `use`, `algorithm`,
+    /// and for a key exchange `peer`, `requestedSize`, `sharedInfo` (OptionKey.swift). One
+    /// secret: the input (data to sign, ciphertext; empty for a key exchange).
     /// Reply: one data value, the signature, plaintext or shared secret.
     case useKey = 23
-    /// Fleet sync's circle verbs (`keychainfs sync`); options name the verb.
+    /// Fleet sync's circle verbs (`keychainfs sync`), a `SyncRequest`; option `verb` names it.
     case sync = 30
 }
 
@@ -62,14 +62,15 @@ public struct Request {
     public var operation: Operation
     public var query: Attributes
     public var changes: Attributes
-    public var options: Fields
+    /// Named by `OptionKey` (the table of every option and the operation that reads it).
+    public var options: Options
     public var secrets: [SecureBytes]
     /// A descriptor passed with the request (SCM_RIGHTS), never encoded: the /dev/fuse of a
     /// mount the caller has made.
     public var descriptor: PassedDescriptor?
 
     public init(_ operation: Operation, query: Attributes = [:], changes: Attributes = [:],
-                options: Fields = [:], secrets: [SecureBytes] = []) {
+                options: Options = [:], secrets: [SecureBytes] = []) {
         self.operation = operation
         self.query = query
         self.changes = changes
@@ -80,14 +81,15 @@ public struct Request {
     /// Encodes into guarded memory (the payload may hold secrets).
     /// - Throws: `KeychainStatus.allocate` when no guarded memory is left.
     public func encoded() throws -> SecureBytes {
+        let record = options.fields  // by raw name, as the record has always been written
         let size = 3 + AttributeCoding.encodedSize(query) + AttributeCoding.encodedSize(changes)
-            + AttributeCoding.encodedSize(options) + 1 + secrets.reduce(0) { $0 + 4 + $1.count }
+            + AttributeCoding.encodedSize(record) + 1 + secrets.reduce(0) { $0 + 4 + $1.count }
         var w = ByteWriter(capacity: size)
         w.u16(WireProtocol.version)
         w.u8(operation.rawValue)
         AttributeCoding.write(query, into: &w)
         AttributeCoding.write(changes, into: &w)
-        AttributeCoding.write(options, into: &w)
+        AttributeCoding.write(record, into: &w)
         w.u8(UInt8(secrets.count))
         for s in secrets { s.withUnsafeBytes { w.lengthPrefixed($0) } }
         defer { wipeBytes(&w.bytes) }
@@ -104,7 +106,7 @@ public struct Request {
                 guard let op = Operation(rawValue: try r.u8()) else { throw KeychainStatus.badReq }
                 let query = try AttributeCoding.read(from: &r)
                 let changes = try AttributeCoding.read(from: &r)
-                let options = try AttributeCoding.readFields(from: &r)
+                let options = Options(fields: try AttributeCoding.readFields(from: &r))
                 var secrets: [SecureBytes] = []
                 for _ in 0..<Int(try r.u8()) { secrets.append(try readSecret(&r, buf)) }
                 guard r.remaining == 0 else { throw KeychainStatus.decode }

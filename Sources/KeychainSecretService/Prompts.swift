@@ -43,13 +43,9 @@ extension SecretService {
         var unlocked: [String]?
         // The approval program is told who asks: this caller's pinned uid and pid (the daemon
         // takes them from this process alone, which it names as the relay).
-        var options: Fields = ["by": .string("approval-program")]
-        if let asker = identities[m.sender] {
-            options["for-uid"] = .number(Int64(asker.uid))
-            options["for-pid"] = .number(Int64(asker.pid))
-        }
+        let asker = identities[m.sender].map { RelayedCaller(uid: $0.uid, pid: $0.pid) }
         if m.member == "Prompt", case .unlock(let objects) = prompt,
-           (try? vault.send(Request(.unlock, options: options))) != nil {
+           (try? vault.send(UnlockRequest.byApprovalProgram(for: asker).request)) != nil {
             unlocked = objects.filter { path in
                 switch ObjectPath(path) {
                 case .collection(let g)?, .item(let g, _)?: return caller.readable.contains(g)

@@ -10,7 +10,7 @@ import KeychainProtocol
 enum GeneratedKeys {
     /// The add's option (docs/security-api.md), as the daemon's `KeyGeneration` reads it.
     enum KeyGeneration {
-        static let option = "generate"
+        static let option = OptionKey.generate
         static let privateKey: AttributeValue = "private"
     }
 

@@ -40,7 +40,7 @@ public func SecKeyCreateSignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _
         let s = try spec(key, .sign, algorithm)
         let input = dataToSign as Data
         if let ref = key.storedReference {
-            return try StoredKeys.use(ref, "sign", algorithm, input: input).withUnsafeBytes { Data($0) } as NSData
+            return try StoredKeys.use(ref, .sign, algorithm, input: input).withUnsafeBytes { Data($0) } as NSData
         }
         return Data(try input.withUnsafeBytes { try s.sign($0, with: key.key) }) as NSData
     }
@@ -97,7 +97,7 @@ public func SecKeyCreateDecryptedData(_ key: SecKey, _ algorithm: SecKeyAlgorith
         let input = ciphertext as Data
         let plain: SecureBytes
         if let ref = key.storedReference {
-            plain = try StoredKeys.use(ref, "decrypt", algorithm, input: input)
+            plain = try StoredKeys.use(ref, .decrypt, algorithm, input: input)
         } else {
             plain = try input.withUnsafeBytes { try s.decrypt($0, with: key.key) }
         }

@@ -6,20 +6,17 @@ import KeychainProtocol
 /// persistent reference and public half, and each use is a `useKey` request that the daemon
 /// answers with the result only (as Apple's securityd does for keys it holds).
 enum StoredKeys {
-    /// Runs `use` ("sign", "decrypt") of `algorithm` with the key `ref` names on `input`.
+    /// Runs `use` (sign, decrypt) of `algorithm` with the key `ref` names on `input`.
     /// - Throws: the daemon's status (`KeychainStatus`).
-    static func use(_ ref: [UInt8], _ use: String, _ algorithm: SecKeyAlgorithm, input: Data) throws -> SecureBytes {
-        try send(ref, options: ["use": .string(use), "algorithm": .string(algorithm.rawValue as String)],
-                 input: try SecureBytes(copying: input))
+    static func use(_ ref: [UInt8], _ use: KeyUse, _ algorithm: SecKeyAlgorithm, input: Data) throws -> SecureBytes {
+        try send(KeyUseRequest(ref: ref, use: use, algorithm: algorithm.rawValue as String, input: try SecureBytes(copying: input)))
     }
 
     /// ECDH of the key `ref` names with `peer` (Apple's external representation).
     static func exchange(_ ref: [UInt8], _ algorithm: SecKeyAlgorithm, peer: [UInt8], requestedSize: Int?,
                          sharedInfo: [UInt8]) throws -> SecureBytes {
-        var options: Fields = ["use": "keyExchange", "algorithm": .string(algorithm.rawValue as String),
-                                   "peer": .data(peer), "sharedInfo": .data(sharedInfo)]
-        if let requestedSize { options["requestedSize"] = .number(Int64(requestedSize)) }
-        return try send(ref, options: options, input: try SecureBytes(count: 0))
+        try send(KeyUseRequest(ref: ref, use: .keyExchange, algorithm: algorithm.rawValue as String, peer: peer,
+                               requestedSize: requestedSize.map { Int64($0) }, sharedInfo: sharedInfo, input: try SecureBytes(count: 0)))
     }
 
     /// The key's bytes (`SecKeyCopyExternalRepresentation`), read as the item's secret: audited
@@ -31,9 +28,8 @@ enum StoredKeys {
         return secret
     }
 
-    private static func send(_ ref: [UInt8], options: Fields, input: SecureBytes) throws -> SecureBytes {
-        let request = Request(.useKey, query: [.valuePersistentRef: .data(ref)], options: options, secrets: [input])
-        let response = try KeychainConnection.shared.send(request)
+    private static func send(_ use: KeyUseRequest) throws -> SecureBytes {
+        let response = try KeychainConnection.shared.send(use.request)
         guard case .value(.data(let result)) = response.result else { throw KeychainStatus.decode }
         return result
     }

@@ -38,7 +38,7 @@ enum EngineVerbs {
         try AccessGroupTable(groups: [AccessGroup(name: "default", owner: getuid(), gid: getgid())]).save(to: vault)
         withExtendedLifetime(vault) {}
         // Start the daemon and hand it the passphrase while we still hold it.
-        try ctx.client().send(Request(.unlock, secrets: [pass]))
+        try ctx.client().send(UnlockRequest.passphrase(pass).request)
         Terminal.writeString(1, "created \(ctx.vault)\n")
         return 0
     }

@@ -53,7 +53,7 @@ enum MountVerb {
                                          owner: (uid, getpwuid(uid)?.pointee.pw_gid ?? 0))
         defer { close(device) }
         do {
-            try client.send(Request(.mount, options: ["mountpoint": .string(point), "options": .string(options)]), passing: device)
+            try client.send(MountRequest.mount(point: point, options: options).request, passing: device)
         } catch {
             FuseMount.unmount(point, lazy: true)
             if case KeychainStatus.duplicateItem = error { throw StateError.alreadyMounted(point) }

@@ -91,7 +91,7 @@ final class CLIInputBoundsTests: XCTestCase {
         let pid = try h.daemonPID()
         let socket = try FileManager.default.contentsOfDirectory(atPath: h.runtimeDir).first { $0.hasSuffix(".sock") }
         let client = try DaemonClient.connect(socketPath: h.runtimeDir + "/" + XCTUnwrap(socket))
-        let cases: [(String, Int64)] = [("lock-timeout", .max), ("lock-timeout", 31_536_001), ("lock-timeout", -1),
+        let cases: [(OptionKey, Int64)] = [("lock-timeout", .max), ("lock-timeout", 31_536_001), ("lock-timeout", -1),
                                         ("approval-timeout", 2_147_484), ("approval-timeout", 0), ("approval-remember", 86_401)]
         for (name, n) in cases {
             XCTAssertThrowsError(try client.send(Request(.setSettings, options: [name: .number(n)])), "\(name) \(n)") { error in

@@ -3,6 +3,7 @@ import Glibc
 import KeychainfsAccess
 import KeychainCore
 import KeychainCrypto
+import KeychainProtocol
 import XCTest
 @testable import KeychainDaemon
 
@@ -72,8 +73,8 @@ final class AuditLogFilesTests: XCTestCase {
         let ref = "67656e70" + String(repeating: "ab", count: 16)
         let lines: [Substring] = ["1\t100\t0\t1\tunlock\t-\t/bin/x\tc", "2\t200\t1000\t2\tread\t\(ref)\t/bin/y\tc",
                                   "3\t300\t1000\t2\tread-repeated\t\(ref) count=4\t/bin/y\tc", "4\t400\t-\t-\trotated\tfrom=a chain=b\t-\tc"]
-        func kept(_ options: Fields) throws -> [String] {
-            let f = try AuditFilter(options) { _, _ in [ref] }
+        func kept(_ options: Options) throws -> [String] {
+            let f = try AuditFilter(try AuditQuery(options)) { _, _ in [ref] }
             return lines.filter(f.keeps).map { String($0.prefix(1)) }
         }
         XCTAssertEqual(try kept([:]), ["1", "2", "3", "4"])

@@ -33,8 +33,8 @@ final class KeyUseRequestTests: XCTestCase {
     }
 
     func use(_ ref: [UInt8], _ use: String = "sign", algorithm: String? = nil, input: [UInt8] = Array("message".utf8),
-             options extra: Fields = [:], as caller: CallerIdentity = InProcessDaemon.owner) throws -> Response {
-        var options: Fields = ["use": .string(use), "algorithm": .string(algorithm ?? sign)]
+             options extra: Options = [:], as caller: CallerIdentity = InProcessDaemon.owner) throws -> Response {
+        var options: Options = ["use": .string(use), "algorithm": .string(algorithm ?? sign)]
         for (k, v) in extra { options[k] = v }
         return try d.call(Request(.useKey, query: ["v_PersistentRef": .data(ref)], options: options,
                                   secrets: [try SecureBytes(copying: input)]), as: caller)

@@ -74,7 +74,7 @@ final class RequestRulesTests: XCTestCase {
     }
 
     func testOutOfRangeSettingsAreRefusedAndNothingIsStored() throws {
-        for (name, value) in [("lock-timeout", Int64.max), ("lock-timeout", -1), ("lock-timeout", 31_536_001),
+        for (name, value): (OptionKey, Int64) in [("lock-timeout", Int64.max), ("lock-timeout", -1), ("lock-timeout", 31_536_001),
                               ("approval-timeout", 2_147_484), ("approval-timeout", 0),
                               ("approval-remember", Int64.max)] {
             let r = try d.call(Request(.setSettings, options: [name: .number(value), "approval-program": "/bin/true"]))

@@ -15,45 +15,49 @@ struct AdministrationRequests: RequestFamily {
             return Reply(response: Response(info: ["protocol": .number(Int64(WireProtocol.version)), "pid": .number(Int64(getpid()))]))
         case .info:
             return Reply(response: Response(info: try info(for: caller)))
-        case .unlock:
-            if let passphrase = request.secrets.first {
-                try unlock(passphrase, caller: caller)
-            } else {
-                guard request.options["by"]?.stringValue == "approval-program" else { throw KeychainStatus.param }
-                // Asked before the back-off and the one-unlock-at-a-time lock: it may take the
-                // program's whole timeout, and what it prints is checked as any passphrase.
-                let passphrase = try daemon.approvals.askUnlock(caller: caller, asker: try ApprovalAgent.relayedAsker(request.options, relay: caller),
-                                                                settings: ApprovalAgent.settings(of: vault))
-                defer { passphrase.wipe() }
-                try unlock(passphrase, caller: caller)
-            }
         case .lock:
             daemon.lockEverywhere(by: caller)
             log("locked by \(who(caller))")
-        case .changePassphrase:
-            return Reply(response: try changePassphrase(request, caller: caller))
-        case .setSettings:
-            try setSettings(request.options)
         case .stop:
             try? audit(.stop, caller)  // a stop stops whether or not its line can be written
             try? daemon.auditLog?.sync()
             return Reply(response: Response(), after: .stop)
-        case .audit:
-            return Reply(response: try AuditRequests(daemon: daemon).respond(request, caller: caller))
         case .verify:
             return Reply(response: Response(info: try verify(caller: caller)))
-        case .watch:
-            // Anyone entitled to a group may watch; only administrators see names.
-            guard daemon.events.hasRoom(for: caller, administrator: isAdministrator(caller)) else { throw KeychainStatus.allocate }
-            return Reply(response: Response(info: ["names": .bool(isAdministrator(caller))]), after: .watch)
-        case .export:
-            return Reply(response: try daemon.exportBackup(request, caller: caller, log: daemon.log))
         default:
-            let r = try daemon.importBackup(request, caller: caller, log: daemon.log)
-            itemsChanged(ChangeEvent(kind: .update))
-            return Reply(response: r)
+            throw KeychainStatus.badReq  // the typed operations have their own entry points
         }
         return Reply(response: Response())
+    }
+
+    /// `import`: a piece of a backup, or the purge of items bound to another machine.
+    func importBackup(_ request: ImportRequest, caller: CallerIdentity) throws -> Response {
+        let r = try daemon.importBackup(request, caller: caller, log: daemon.log)
+        itemsChanged(ChangeEvent(kind: .update))
+        return r
+    }
+
+    /// `watch`: the reply, then the connection is a watcher. Anyone entitled to a group may
+    /// watch; only administrators see names.
+    func watch(caller: CallerIdentity) throws -> Reply {
+        guard daemon.events.hasRoom(for: caller, administrator: isAdministrator(caller)) else { throw KeychainStatus.allocate }
+        return Reply(response: Response(info: ["names": .bool(isAdministrator(caller))]), after: .watch)
+    }
+
+    /// `unlock`, with the caller's passphrase or the approval program's.
+    func unlock(_ request: UnlockRequest, caller: CallerIdentity) throws -> Response {
+        switch request {
+        case .passphrase(let passphrase):
+            try unlock(passphrase, caller: caller)
+        case .byApprovalProgram(let relayed):
+            // Asked before the back-off and the one-unlock-at-a-time lock: it may take the
+            // program's whole timeout, and what it prints is checked as any passphrase.
+            let passphrase = try daemon.approvals.askUnlock(caller: caller, asker: try ApprovalAgent.relayedAsker(relayed, relay: caller),
+                                                            settings: ApprovalAgent.settings(of: vault))
+            defer { passphrase.wipe() }
+            try unlock(passphrase, caller: caller)
+        }
+        return Response()
     }
 
     /// Checks a passphrase once the caller's back-off has passed. A caller still in its back-off
@@ -109,19 +113,15 @@ struct AdministrationRequests: RequestFamily {
         }
     }
 
-    private func changePassphrase(_ request: Request, caller: CallerIdentity) throws -> Response {
-        var kdf: KDFParameters?
-        if case .string(let name)? = request.options["kdf"] {
-            guard let p = KDFParameters(presetName: name) else { throw KeychainStatus.param }
-            kdf = p
-        }
+    func changePassphrase(_ request: PassphraseChange, caller: CallerIdentity) throws -> Response {
+        let kdf = request.kdfParameters
         // The old passphrase is a guess like any unlock: the same back-off applies, and the
         // attempt is recorded before it is checked.
         let removed = try withBackOff(for: caller) { () -> Int in
             try daemon.lockout.recordAttempt(uid: caller.uid)
             do {
                 let n = try auditedChange(.passphraseChanged, caller) {
-                    try vault.changePassphrase(from: request.secrets[0], to: request.secrets[1], kdf: kdf)
+                    try vault.changePassphrase(from: request.old, to: request.new, kdf: kdf)
                 }
                 try? daemon.lockout.reset(uid: caller.uid)  // if this fails, the count stays: later attempts wait longer
                 return n
@@ -134,23 +134,12 @@ struct AdministrationRequests: RequestFamily {
         return Response(info: ["deleted": .number(Int64(removed))])
     }
 
-    /// Every numeric setting is bounded (`SettingLimits`, the CLI's ranges too); nothing is stored
-    /// unless all are valid.
-    private func setSettings(_ options: Fields) throws {
-        func bounded(_ name: String, _ range: ClosedRange<Int64>) throws -> Int? {
-            guard let v = options[name] else { return nil }
-            guard let n = v.integerValue, range.contains(n) else { throw KeychainStatus.param }
-            return Int(n)
-        }
-        let timeout = try bounded("lock-timeout", SettingLimits.lockTimeout)
-        let approvalTimeout = try bounded("approval-timeout", SettingLimits.approvalTimeout)
-        let remember = try bounded("approval-remember", SettingLimits.approvalRemember)
-        let auditMaxSize = options["audit-max-size"] == .number(0) ? 0 : try bounded("audit-max-size", SettingLimits.auditMaxSize)
-        var program: String?
-        if let v = options["approval-program"] {
-            guard case .string(let p) = v, p.isEmpty || p.hasPrefix("/") else { throw KeychainStatus.param }
-            program = p
-        }
+    /// Every numeric setting is bounded (`SettingLimits`, the CLI's ranges too), which decoding
+    /// the request checked: nothing is stored unless all are valid.
+    func setSettings(_ change: SettingsChange) throws -> Response {
+        let timeout = change.lockTimeout.map { Int($0) }
+        let approvalTimeout = change.approvalTimeout, remember = change.approvalRemember, auditMaxSize = change.auditMaxSize
+        let program = change.approvalProgram
         if let t = timeout {
             try vault.setSetting("lock-timeout", Array(String(t).utf8))
             daemon.state.withLock { $0.idleTimeout = t; $0.lastActivity = monotonicSeconds() }
@@ -160,8 +149,9 @@ struct AdministrationRequests: RequestFamily {
         if let n = remember { try vault.setSetting("approval-remember", Array(String(n).utf8)) }
         if let n = auditMaxSize {
             try vault.setSetting("audit-max-size", Array(String(n).utf8))
-            daemon.auditLog?.setMaxSize(Int64(n))
+            daemon.auditLog?.setMaxSize(n)
         }
+        return Response()
     }
 
     private func verify(caller: CallerIdentity) throws -> Fields {

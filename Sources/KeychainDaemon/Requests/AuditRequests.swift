@@ -10,13 +10,14 @@ import KeychainProtocol
 struct AuditRequests: RequestFamily {
     let daemon: Daemon
 
-    func respond(_ request: Request, caller: CallerIdentity) throws -> Response {
+    func respond(_ request: AuditRequest, caller: CallerIdentity) throws -> Response {
         guard let log = daemon.auditLog else { throw KeychainStatus.interactionNotAllowed }
-        let options = request.options
-        if options["verify"]?.isTrue == true || options["rotate"]?.isTrue == true {
+        if request.checksOrRotates {
             guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
         }
-        if options["verify"]?.isTrue == true {
+        let query: AuditQuery
+        switch request {
+        case .verify:
             let (lines, files, bad) = log.verify()
             var info: Fields = ["lines": .number(Int64(lines)), "files": .number(Int64(files))]
             if let bad {
@@ -24,11 +25,12 @@ struct AuditRequests: RequestFamily {
                 info["first-bad-file"] = .string(bad.file)
             }
             return Response(info: info)
-        }
-        if options["rotate"]?.isTrue == true {
+        case .rotate:
             return Response(info: ["rotated": .string(try log.rotate())])
+        case .read(let q):
+            query = q
         }
-        let filter = try AuditFilter(options, refsNamed: { try refs(service: $0, account: $1, caller: caller) })
+        let filter = try AuditFilter(query, refsNamed: { try refs(service: $0, account: $1, caller: caller) })
         var lines = log.contents(since: filter.since).split(separator: "\n").filter(filter.keeps)
         // One reply must fit a frame: the newest lines that fit, and how many older ones did not.
         var bytes = 0
@@ -90,8 +92,8 @@ struct AuditRequests: RequestFamily {
     }
 }
 
-/// Which lines `audit` shows: `since` and `until` (epoch seconds, inclusive), `uid`, `events`
-/// (names, comma-separated) and `item` (a reference in hex, or one found by service/account).
+/// Which lines `audit` shows (an `AuditQuery`): `since` and `until` (epoch seconds, inclusive),
+/// `uid`, `events` and `item` (a reference in hex, or the items found by service/account).
 struct AuditFilter {
     var since: Int64?
     var until: Int64?
@@ -99,20 +101,17 @@ struct AuditFilter {
     var events: Set<Substring>?
     var refs: Set<String>?
 
-    init(_ options: Fields, refsNamed: (String, String) throws -> Set<String>) throws {
-        since = options["since"]?.integerValue
-        until = options["until"]?.integerValue
-        uid = options["uid"]?.integerValue
-        if let e = options["events"]?.stringValue {
-            let names = e.split(separator: ",")
-            guard !names.isEmpty, names.allSatisfy({ AuditEvent.isRecorded(String($0)) }) else { throw KeychainStatus.param }
-            events = Set(names)
-        }
-        if let hex = options["item-ref"]?.stringValue {
-            guard let bytes = Hex.decode(hex), PersistentRef(bytes: bytes) != nil else { throw KeychainStatus.param }
-            refs = [hex.lowercased()]
-        } else if options["item-service"] != nil || options["item-account"] != nil {
-            refs = try refsNamed(options["item-service"]?.stringValue ?? "", options["item-account"]?.stringValue ?? "")
+    /// The query's names checked when it was decoded; `refsNamed` finds the items of a
+    /// service and account.
+    init(_ query: AuditQuery, refsNamed: (String, String) throws -> Set<String>) throws {
+        since = query.since
+        until = query.until
+        uid = query.uid
+        events = query.events.map { Set($0.map { Substring($0) }) }
+        switch query.item {
+        case .reference(let hex)?: refs = [hex]
+        case .named(let service, let account)?: refs = try refsNamed(service, account)
+        case nil: break
         }
     }
 

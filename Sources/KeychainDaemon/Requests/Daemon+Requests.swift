@@ -14,20 +14,41 @@ extension Daemon: RequestHandling {
         defer { noteActivity(of: request.operation, by: caller) }
         do {
             try authorize(OperationRule.of(request.operation).right, caller)
-            switch request.operation {
-            case .add, .copyMatching, .update, .delete:
-                return Reply(response: try ItemRequests(daemon: self).respond(request, caller: caller, onSlowWorker: onSlowWorker))
-            case .useKey:
-                return Reply(response: try KeyRequests(daemon: self).respond(request, caller: caller, onSlowWorker: onSlowWorker))
-            case .groupAdd, .groupSet, .groupRemove, .groupList:
-                return Reply(response: try GroupRequests(daemon: self).respond(request, caller: caller))
-            case .mount, .unmount:
-                return Reply(response: try MountRequests(daemon: self).respond(request, caller: caller))
-            case .sync:
-                return Reply(response: try SyncRequests(daemon: self).respond(request, caller: caller))
-            case .ping, .info, .unlock, .lock, .changePassphrase, .setSettings, .stop, .audit, .verify, .watch,
-                 .export, .import:
-                return try AdministrationRequests(daemon: self).respond(request, caller: caller)
+            // Typed after the right is checked: a caller without it learns nothing of its options.
+            switch try DaemonRequest(decoding: request) {
+            case .useKey(let use):
+                return Reply(response: try KeyRequests(daemon: self).respond(use, caller: caller, onSlowWorker: onSlowWorker))
+            case .sync(let sync):
+                return Reply(response: try SyncRequests(daemon: self).respond(sync, caller: caller))
+            case .unlock(let unlock):
+                return Reply(response: try AdministrationRequests(daemon: self).unlock(unlock, caller: caller))
+            case .changePassphrase(let change):
+                return Reply(response: try AdministrationRequests(daemon: self).changePassphrase(change, caller: caller))
+            case .setSettings(let change):
+                return Reply(response: try AdministrationRequests(daemon: self).setSettings(change))
+            case .audit(let audit):
+                return Reply(response: try AuditRequests(daemon: self).respond(audit, caller: caller))
+            case .mount(let mount):
+                return Reply(response: try MountRequests(daemon: self).respond(mount, descriptor: request.descriptor, caller: caller))
+            case .export(let export):
+                return Reply(response: try exportBackup(export, caller: caller, log: log))
+            case .import(let backup):
+                return Reply(response: try AdministrationRequests(daemon: self).importBackup(backup, caller: caller))
+            case .watch:
+                // The filter is read again when the connection becomes a watcher (`adoptWatcher`).
+                return try AdministrationRequests(daemon: self).watch(caller: caller)
+            case .untyped(let request):
+                switch request.operation {
+                case .add, .copyMatching, .update, .delete:
+                    return Reply(response: try ItemRequests(daemon: self).respond(request, caller: caller, onSlowWorker: onSlowWorker))
+                case .groupAdd, .groupSet, .groupRemove, .groupList:
+                    return Reply(response: try GroupRequests(daemon: self).respond(request, caller: caller))
+                case .ping, .info, .lock, .stop, .verify:
+                    return try AdministrationRequests(daemon: self).respond(request, caller: caller)
+                case .useKey, .sync, .unlock, .changePassphrase, .setSettings, .audit, .mount, .unmount, .watch,
+                     .export, .import:
+                    throw KeychainStatus.badReq  // typed above
+                }
             }
         } catch let deferral as Deferral {
             throw deferral
@@ -84,8 +105,8 @@ extension Daemon: RequestHandling {
 
     /// From now on the hub owns the descriptor: it notices the client closing and closes it.
     func adoptWatcher(fd: Int32, caller: CallerIdentity, request: Request) {
-        events.adopt(fd: fd, caller: caller, administrator: isAdministrator(caller),
-                     service: request.options["service"]?.stringValue, account: request.options["account"]?.stringValue)
+        let filter = (try? WatchRequest(decoding: request)) ?? WatchRequest()  // decoded before its reply
+        events.adopt(fd: fd, caller: caller, administrator: isAdministrator(caller), service: filter.service, account: filter.account)
     }
 
     func stopAfterReply(_ caller: CallerIdentity) -> Never {

@@ -8,7 +8,7 @@ import KeychainProtocol
 /// item's `type` and `bsiz`, made here by libcrypto and stored as the item's secret, so the
 /// private key never exists in the calling process.
 enum KeyGeneration {
-    static let option = "generate"
+    static let option = OptionKey.generate
 
     /// The add's attributes and secret: as given, or for a generated key its bytes (in guarded
     /// memory; the caller wipes them), with `klbl` (Apple's application label, SHA-1 of the

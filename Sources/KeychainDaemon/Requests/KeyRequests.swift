@@ -12,44 +12,38 @@ import KeychainProtocol
 struct KeyRequests: RequestFamily {
     let daemon: Daemon
 
-    func respond(_ request: Request, caller: CallerIdentity, onSlowWorker: Bool) throws -> Response {
-        guard case .data(let bytes)? = request.query[.valuePersistentRef], let ref = PersistentRef(bytes: bytes),
-              ref.itemClass == .key, let use = request.options["use"]?.stringValue,
-              let name = request.options["algorithm"]?.stringValue else { throw KeychainStatus.param }
-        guard let algorithm = AppleAlgorithm(rawName: name) else { throw KeychainStatus.unimplemented }
-        let (attributes, secret) = try openKey(ref, request.query, caller: caller, onSlowWorker: onSlowWorker)
+    func respond(_ request: KeyUseRequest, caller: CallerIdentity, onSlowWorker: Bool) throws -> Response {
+        guard let ref = PersistentRef(bytes: request.ref) else { throw KeychainStatus.param }
+        let use = request.use
+        guard let algorithm = AppleAlgorithm(rawName: request.algorithm) else { throw KeychainStatus.unimplemented }
+        let (attributes, secret) = try openKey(ref, request.interaction, caller: caller, onSlowWorker: onSlowWorker)
         defer { secret.wipe() }
         try Self.checkUsage(use, attributes)
         if TokenKeys.isTokenKey(attributes) {
-            let (event, result) = try TokenKeys.use(use, algorithm, blob: secret, input: request.secrets[0],
-                                                   options: request.options, log: log)
+            let (event, result) = try TokenKeys.use(request, algorithm, blob: secret, log: log)
             return try answer(result, event: event, caller: caller, ref: ref)
         }
         guard let type = attributes[.keyType]?.numberValue,
               let key = try? secret.withUnsafeBytes({ try AsymmetricKey.apple(type: type, isPrivate: true, $0) })
         else { throw KeychainStatus.decode }  // the item's bytes are not the key it says
-        let input = request.secrets[0]
+        let input = request.input
         let result: SecureBytes
         let event: AuditEvent
         switch use {
-        case "sign":
+        case .sign:
             event = .sign
             let signature = try input.withUnsafeBytes { try algorithm.sign($0, with: key) }
             result = try SecureBytes(copying: signature)
-        case "decrypt":
+        case .decrypt:
             event = .decrypt
             result = try input.withUnsafeBytes { try algorithm.decrypt($0, with: key) }
-        case "keyExchange":
+        case .keyExchange:
             event = .keyExchange
-            guard case .data(let peerBytes)? = request.options["peer"],
+            guard let peerBytes = request.peer,
                   let peer = try? peerBytes.withUnsafeBytes({ try AsymmetricKey.apple(type: type, isPrivate: false, $0) })
             else { throw KeychainStatus.param }
-            let size = request.options["requestedSize"]?.numberValue.map { Int(clamping: $0) }
-            var info: [UInt8] = []
-            if case .data(let d)? = request.options["sharedInfo"] { info = d }
-            result = try algorithm.exchange(with: key, peer: peer, requestedSize: size, sharedInfo: info)
-        default:
-            throw KeychainStatus.param
+            let size = request.requestedSize.map { Int(clamping: $0) }
+            result = try algorithm.exchange(with: key, peer: peer, requestedSize: size, sharedInfo: request.sharedInfo ?? [])
         }
         return try answer(result, event: event, caller: caller, ref: ref)
     }
@@ -71,13 +65,12 @@ struct KeyRequests: RequestFamily {
     /// (`CSSMERR_CSP_KEY_USAGE_INCORRECT`, "the key does not have the proper usage flags to
     /// perform the operation", cssmerr.h), which SecBase maps to errSecKeyUsageIncorrect. A key
     /// without the attribute (none is stored so) may be used.
-    static func checkUsage(_ use: String, _ attributes: Attributes) throws {
+    static func checkUsage(_ use: KeyUse, _ attributes: Attributes) throws {
         let flag: AttributeKey
         switch use {
-        case "sign": flag = .canSign
-        case "decrypt": flag = .canDecrypt
-        case "keyExchange": flag = .canDerive
-        default: return
+        case .sign: flag = .canSign
+        case .decrypt: flag = .canDecrypt
+        case .keyExchange: flag = .canDerive
         }
         switch attributes[flag] {
         case .bool(false)?, .number(0)?, .string("0")?: throw KeychainStatus.keyUsageIncorrect

@@ -9,23 +9,16 @@ import KeychainProtocol
 struct MountRequests: RequestFamily {
     let daemon: Daemon
 
-    func respond(_ request: Request, caller: CallerIdentity) throws -> Response {
-        guard case .string(let point)? = request.options["mountpoint"] else { throw KeychainStatus.param }
-        if request.operation == .unmount {
-            guard let server = daemon.state.withLock({ s -> MountServer? in
-                guard let i = s.mounts.firstIndex(where: { $0.mountpoint == point }) else { return nil }
-                return s.mounts.remove(at: i)
-            }) else { throw KeychainStatus.itemNotFound }
-            server.unmount()
-            daemon.forgetMount(point)
-            try? audit(.unmount, caller)  // an unmount ends reads, whether or not its line can be written
-            log("unmounted \(point) by \(who(caller))")
-            return Response()
+    /// `descriptor`: the /dev/fuse of a mount the caller made, passed with the request.
+    func respond(_ request: MountRequest, descriptor: PassedDescriptor?, caller: CallerIdentity) throws -> Response {
+        let point: String, raw: String
+        switch request {
+        case .unmount(let p): return try unmount(p, caller: caller)
+        case .mount(let p, let options): (point, raw) = (p, options)
         }
-        let raw = request.options["options"]?.stringValue ?? ""
         let options = try MountOptions(parsing: raw)
         guard point.hasPrefix("/") else { throw KeychainStatus.param }
-        if let device = request.descriptor {
+        if let device = descriptor {
             // The asker mounted it in its namespace already; stat here would wait for this very
             // daemon to answer the kernel's INIT. The descriptor must be the FUSE device itself.
             guard kcfs_is_fuse_device(device.value) == 1 else { throw KeychainStatus.param }
@@ -40,11 +33,23 @@ struct MountRequests: RequestFamily {
         }
         guard !taken else { throw KeychainStatus.duplicateItem }
         let server = MountServer(mountpoint: point, options: options, vault: vault, policy: daemon)
-        try server.start(device: request.descriptor?.take())
+        try server.start(device: descriptor?.take())
         daemon.state.withLock { $0.mounts.append(server) }
         daemon.recordMount(MountRecord(mountpoint: point, options: raw, uid: caller.uid))
         try? audit(.mount, caller, options.description)  // every open through it is logged or refused
         log("mounted at \(point) (\(options.description)) by \(who(caller))")
+        return Response()
+    }
+
+    private func unmount(_ point: String, caller: CallerIdentity) throws -> Response {
+        guard let server = daemon.state.withLock({ s -> MountServer? in
+            guard let i = s.mounts.firstIndex(where: { $0.mountpoint == point }) else { return nil }
+            return s.mounts.remove(at: i)
+        }) else { throw KeychainStatus.itemNotFound }
+        server.unmount()
+        daemon.forgetMount(point)
+        try? audit(.unmount, caller)  // an unmount ends reads, whether or not its line can be written
+        log("unmounted \(point) by \(who(caller))")
         return Response()
     }
 }

@@ -1,6 +1,7 @@
 import KeychainCore
 import KeychainCrypto
 import KeychainKeys
+import KeychainProtocol
 import KeychainTPM
 import Synchronization
 
@@ -75,25 +76,24 @@ enum TokenKeys {
     /// digest) or agrees on a secret (ECDH, bare or through the X9.63 KDF); returns the audit
     /// event and the result.
     /// - Throws: `unimplemented` for any other use or algorithm, `param` for a bad peer or size.
-    static func use(_ use: String, _ algorithm: AppleAlgorithm, blob: SecureBytes, input: SecureBytes, options: Fields,
+    static func use(_ request: KeyUseRequest, _ algorithm: AppleAlgorithm, blob: SecureBytes,
                     log: (String) -> Void) throws -> (event: AuditEvent, result: SecureBytes) {
+        let input = request.input
         let key = try blob.withUnsafeBytes { raw in
             do { return try TokenKey(blob: Array(raw)) } catch { throw KeychainStatus.decode }
         }
-        switch (use, algorithm) {
-        case ("sign", .ecdsa(let hash, let message)) where hash == .sha256 || (hash == nil && !message):
+        switch (request.use, algorithm) {
+        case (.sign, .ecdsa(let hash, let message)) where hash == .sha256 || (hash == nil && !message):
             let digest = try input.withUnsafeBytes { try AppleAlgorithm.digest($0, hash: hash, message: message) }
             guard digest.count == 32 else { throw KeychainStatus.param }
             return (.sign, try SecureBytes(copying: try tpmCall(log) { try TPM().sign(digest: digest, with: key) }))
-        case ("keyExchange", .ecdh(let kdf)):
-            guard case .data(let peer)? = options["peer"], peer.count == 65, peer[0] == 4 else { throw KeychainStatus.param }
+        case (.keyExchange, .ecdh(let kdf)):
+            guard let peer = request.peer, peer.count == 65, peer[0] == 4 else { throw KeychainStatus.param }
             let z = try tpmCall(log) { try TPM().sharedSecret(peer: peer, with: key) }
             guard let kdf else { return (.keyExchange, z) }
             defer { z.wipe() }
-            guard let size = options["requestedSize"]?.numberValue, size > 0, size <= 1 << 16 else { throw KeychainStatus.param }
-            var info: [UInt8] = []
-            if case .data(let d)? = options["sharedInfo"] { info = d }
-            return (.keyExchange, try x963KDF(kdf, secret: z, sharedInfo: info, count: Int(size)))
+            guard let size = request.requestedSize, size > 0, size <= 1 << 16 else { throw KeychainStatus.param }
+            return (.keyExchange, try x963KDF(kdf, secret: z, sharedInfo: request.sharedInfo ?? [], count: Int(size)))
         default:
             throw KeychainStatus.unimplemented
         }

@@ -4,50 +4,39 @@ import KeychainProtocol
 import KeychainSync
 
 /// `keychainfs sync init|join|approve|remove|status|leave`: the circle verbs, for administrators.
-/// Options: `verb`, and `server` (a libpq connection string without a password), `name`, `code`,
-/// `host` (the member to remove).
+/// The request is a `SyncRequest` (options `verb`, `server`, `name`, `code`, `host`).
 struct SyncRequests: RequestFamily {
     let daemon: Daemon
 
-    func respond(_ request: Request, caller: CallerIdentity) throws -> Response {
+    func respond(_ request: SyncRequest, caller: CallerIdentity) throws -> Response {
         let engine = daemon.sync.engine
-        let verb = request.options["verb"]?.stringValue ?? ""
-        let server = request.options["server"]?.stringValue ?? ""
-        let name = request.options["name"]?.stringValue ?? ""
         do {
-            switch verb {
-            case "init":
-                guard !server.isEmpty else { throw KeychainStatus.param }
-                let info = try auditedChange(.syncInit, caller) { try engine.initCircle(conninfo: server, name: name) }
+            switch request {
+            case .initCircle(let server, let name):
+                let info = try auditedChange(.syncInit, caller) { try engine.initCircle(conninfo: server, name: name ?? "") }
                 daemon.sync.kick()
                 return Response(info: info)
-            case "join":
-                guard !server.isEmpty else { throw KeychainStatus.param }
-                let code = try auditedChange(.syncJoin, caller) { try engine.join(conninfo: server, name: name) }
+            case .join(let server, let name):
+                let code = try auditedChange(.syncJoin, caller) { try engine.join(conninfo: server, name: name ?? "") }
                 daemon.sync.kick()
                 return Response(info: ["code": .string(code)])
-            case "approve":
-                let code = request.options["code"]?.stringValue ?? ""
+            case .approve(let code):
                 let joined = try auditedChange(.syncApprove, caller) { try engine.approve(code: code) }
                 return Response(info: ["name": .string(joined)])
-            case "remove":
-                let host = request.options["host"]?.stringValue ?? ""
-                guard !host.isEmpty else { throw KeychainStatus.param }
+            case .remove(let host):
                 let removed = try auditedChange(.syncRemove, caller) { try engine.remove(host: host) }
                 daemon.sync.kick()
                 return Response(info: ["name": .string(removed)])
-            case "leave":
+            case .leave:
                 try auditedChange(.syncLeave, caller) { try engine.leave() }
                 return Response()
-            case "status":
+            case .status:
                 return Response(info: engine.status())
-            case "history":
-                return try history(request, caller: caller)
-            default:
-                throw KeychainStatus.param
+            case .history(let service, let account, let secrets):
+                return try history(service: service, account: account, secrets: secrets, caller: caller)
             }
         } catch let e as SyncError {
-            log("sync \(verb) by \(who(caller)): \(e)")
+            log("sync \(request.verb) by \(who(caller)): \(e)")
             switch e {
             case .noSuchJoin, .noSuchMember: throw KeychainStatus.itemNotFound
             case .circleChanged: throw KeychainStatus.notAvailable
@@ -62,12 +51,10 @@ struct SyncRequests: RequestFamily {
 extension SyncRequests {
     /// `keychainfs history`: the versions fleet sync set aside, newest first, each with its
     /// attributes, `history-at` (a date), `history-reason` and, with `secrets`, its secret.
-    /// Options: `service`, `account` (each optional), `secrets`.
-    func history(_ request: Request, caller: CallerIdentity) throws -> Response {
-        let service = request.options["service"]?.stringValue.map { Array($0.utf8) }
-        let account = request.options["account"]?.stringValue.map { Array($0.utf8) }
-        let secrets = request.options["secrets"] == .bool(true)
-        let entries = try daemon.vault.history(service: service, account: account, secrets: secrets)
+    /// Of one service and account (each optional).
+    func history(service: String?, account: String?, secrets: Bool, caller: CallerIdentity) throws -> Response {
+        let entries = try daemon.vault.history(service: service.map { Array($0.utf8) }, account: account.map { Array($0.utf8) },
+                                               secrets: secrets)
         try? daemon.audit(.syncHistory, caller, "versions=\(entries.count) secrets=\(secrets ? 1 : 0)")
         return Response(result: .array(entries.map { e in
             var attributes = e.attributes

@@ -1,0 +1,739 @@
+import KeychainModel
+import KeychainCrypto
+
+/// Requests of one operation with their payload typed, on top of the codec: `init(decoding:)`
+/// reads a decoded `Request` and refuses a missing or wrongly typed option with errSecParam
+/// (`KeychainStatus.param`); `request` is the `Request` a client sends, whose bytes are those
+/// the string-keyed options always gave (options are written sorted by name).
+///
+/// The daemon reads these after the operation's right is checked (`Daemon.respond`), so a
+/// caller without the right learns errSecAuthFailed before anything about its options.
+public protocol TypedRequest {
+    init(decoding request: Request) throws
+    var request: Request { get }
+}
+
+/// Every request, typed where its family is: the daemon dispatches on this. The item operations
+/// (add's `generate` read by `KeyGeneration`), the group operations (`GroupRequest`, read inside
+/// their audited change) and ping, info, lock, stop and verify (no options) arrive as
+/// `.untyped`, with the request as sent.
+public enum DaemonRequest {
+    case useKey(KeyUseRequest)
+    case unlock(UnlockRequest)
+    case changePassphrase(PassphraseChange)
+    case setSettings(SettingsChange)
+    case audit(AuditRequest)
+    case sync(SyncRequest)
+    case mount(MountRequest)
+    case watch(WatchRequest)
+    case export(ExportRequest)
+    case `import`(ImportRequest)
+    case untyped(Request)
+
+    /// - Throws: errSecParam for a missing or wrongly typed option of a typed operation,
+    ///   errSecUnimplemented for a key use of an algorithm name the keychain does not know.
+    public init(decoding request: Request) throws {
+        switch request.operation {
+        case .useKey: self = .useKey(try KeyUseRequest(decoding: request))
+        case .unlock: self = .unlock(try UnlockRequest(decoding: request))
+        case .changePassphrase: self = .changePassphrase(try PassphraseChange(decoding: request))
+        case .setSettings: self = .setSettings(try SettingsChange(decoding: request))
+        case .audit: self = .audit(try AuditRequest(decoding: request))
+        case .sync: self = .sync(try SyncRequest(decoding: request))
+        case .mount, .unmount: self = .mount(try MountRequest(decoding: request))
+        case .watch: self = .watch(try WatchRequest(decoding: request))
+        case .export: self = .export(try ExportRequest(decoding: request))
+        case .import: self = .import(try ImportRequest(decoding: request))
+        default: self = .untyped(request)
+        }
+    }
+
+    public var request: Request {
+        switch self {
+        case .useKey(let r): return r.request
+        case .unlock(let r): return r.request
+        case .changePassphrase(let r): return r.request
+        case .setSettings(let r): return r.request
+        case .audit(let r): return r.request
+        case .sync(let r): return r.request
+        case .mount(let r): return r.request
+        case .watch(let r): return r.request
+        case .export(let r): return r.request
+        case .import(let r): return r.request
+        case .untyped(let r): return r
+        }
+    }
+}
+
+// MARK: Typed reads of options
+
+extension Dictionary where Key == OptionKey, Value == AttributeValue {
+    /// The string option `key`; nil when absent. - Throws: errSecParam for another type.
+    package func string(_ key: OptionKey) throws -> String? {
+        switch self[key] {
+        case nil: return nil
+        case .string(let s)?: return s
+        default: throw KeychainStatus.param
+        }
+    }
+
+    /// The number option `key`; nil when absent. - Throws: errSecParam for another type.
+    package func number(_ key: OptionKey) throws -> Int64? {
+        switch self[key] {
+        case nil: return nil
+        case .number(let n)?: return n
+        default: throw KeychainStatus.param
+        }
+    }
+
+    /// The data option `key`; nil when absent. - Throws: errSecParam for another type.
+    package func data(_ key: OptionKey) throws -> [UInt8]? {
+        switch self[key] {
+        case nil: return nil
+        case .data(let d)?: return d
+        default: throw KeychainStatus.param
+        }
+    }
+
+    /// The flag option `key`: a bool, or a number (non-zero is true); false when absent.
+    /// - Throws: errSecParam for another type.
+    package func flag(_ key: OptionKey) throws -> Bool {
+        switch self[key] {
+        case nil: return false
+        case .bool(let b)?: return b
+        case .number(let n)?: return n != 0
+        default: throw KeychainStatus.param
+        }
+    }
+}
+
+// MARK: useKey
+
+/// What a stored private key is used for (option `use`).
+public enum KeyUse: String, Sendable, CaseIterable {
+    case sign
+    case decrypt
+    case keyExchange
+}
+
+/// `useKey`: an operation with a stored private key, run by the daemon.
+public struct KeyUseRequest: TypedRequest {
+    /// The key item's persistent reference (query `v_PersistentRef`).
+    public var ref: [UInt8]
+    /// The query's other keys: how the daemon may ask for presence (`u_AuthUI`, `u_NoAuthUI`).
+    public var interaction: Attributes
+    public var use: KeyUse
+    /// Apple's raw `SecKeyAlgorithm` name.
+    public var algorithm: String
+    /// A key exchange's other side, Apple's external representation of its public key.
+    public var peer: [UInt8]?
+    /// A key exchange's shared secret length, for a KDF algorithm.
+    public var requestedSize: Int64?
+    /// A key exchange's KDF shared info.
+    public var sharedInfo: [UInt8]?
+    /// The data to sign, the ciphertext; empty for a key exchange.
+    public var input: SecureBytes
+
+    public init(ref: [UInt8], use: KeyUse, algorithm: String, peer: [UInt8]? = nil, requestedSize: Int64? = nil,
+                sharedInfo: [UInt8]? = nil, input: SecureBytes, interaction: Attributes = [:]) {
+        self.ref = ref
+        self.use = use
+        self.algorithm = algorithm
+        self.peer = peer
+        self.requestedSize = requestedSize
+        self.sharedInfo = sharedInfo
+        self.input = input
+        self.interaction = interaction
+    }
+
+    /// - Throws: errSecParam when the reference is not a key item's, `use` or `algorithm` is
+    ///   missing, `use` names no use, an option has another type, a key exchange has no `peer`,
+    ///   or the request does not carry exactly one secret.
+    public init(decoding request: Request) throws {
+        guard request.operation == .useKey, request.secrets.count == 1,
+              case .data(let bytes)? = request.query[.valuePersistentRef],
+              PersistentRef(bytes: bytes)?.itemClass == .key,
+              let use = try request.options.string(.use).flatMap(KeyUse.init(rawValue:)),
+              let algorithm = try request.options.string(.algorithm) else { throw KeychainStatus.param }
+        ref = bytes
+        interaction = request.query.filter { $0.key != .valuePersistentRef }
+        self.use = use
+        self.algorithm = algorithm
+        peer = try request.options.data(.peer)
+        requestedSize = try request.options.number(.requestedSize)
+        sharedInfo = try request.options.data(.sharedInfo)
+        if use == .keyExchange && peer == nil { throw KeychainStatus.param }
+        input = request.secrets[0]
+    }
+
+    public var request: Request {
+        var options: Options = [.use: .string(use.rawValue), .algorithm: .string(algorithm)]
+        if let peer { options[.peer] = .data(peer) }
+        if let requestedSize { options[.requestedSize] = .number(requestedSize) }
+        if let sharedInfo { options[.sharedInfo] = .data(sharedInfo) }
+        var query = interaction
+        query[.valuePersistentRef] = .data(ref)
+        return Request(.useKey, query: query, options: options, secrets: [input])
+    }
+}
+
+// MARK: unlock, changePassphrase, setSettings
+
+/// The caller a relay asks for (the Secret Service provider for its D-Bus caller), as the bus
+/// pinned it.
+public struct RelayedCaller: Equatable, Sendable {
+    public var uid: UInt32
+    public var pid: Int32
+    public init(uid: UInt32, pid: Int32) {
+        self.uid = uid
+        self.pid = pid
+    }
+}
+
+/// `unlock`: with a passphrase, or with the one the approval program gives (option `by`),
+/// optionally for a caller a relay names (`for-uid`, `for-pid`).
+public enum UnlockRequest: TypedRequest {
+    case passphrase(SecureBytes)
+    case byApprovalProgram(for: RelayedCaller?)
+
+    /// The `by` value that asks the approval program.
+    static let approvalProgram = "approval-program"
+
+    /// - Throws: errSecParam without a passphrase and without `by` `approval-program`, or with
+    ///   one of `for-uid` and `for-pid` alone or out of range.
+    public init(decoding request: Request) throws {
+        guard request.operation == .unlock, request.secrets.count <= 1 else { throw KeychainStatus.param }
+        if let passphrase = request.secrets.first {
+            self = .passphrase(passphrase)
+        } else {
+            guard try request.options.string(.unlockBy) == Self.approvalProgram else { throw KeychainStatus.param }
+            switch (try request.options.number(.forUID), try request.options.number(.forPID)) {
+            case (nil, nil):
+                self = .byApprovalProgram(for: nil)
+            case (let uid?, let pid?):
+                guard let u = UInt32(exactly: uid), let p = Int32(exactly: pid) else { throw KeychainStatus.param }
+                self = .byApprovalProgram(for: RelayedCaller(uid: u, pid: p))
+            default:
+                throw KeychainStatus.param
+            }
+        }
+    }
+
+    public var request: Request {
+        switch self {
+        case .passphrase(let p): return Request(.unlock, secrets: [p])
+        case .byApprovalProgram(let relayed):
+            var options: Options = [.unlockBy: .string(Self.approvalProgram)]
+            if let relayed {
+                options[.forUID] = .number(Int64(relayed.uid))
+                options[.forPID] = .number(Int64(relayed.pid))
+            }
+            return Request(.unlock, options: options)
+        }
+    }
+}
+
+/// `changePassphrase`: the old and the new passphrase (empty removes it), and a KDF preset.
+public struct PassphraseChange: TypedRequest {
+    public var old: SecureBytes
+    public var new: SecureBytes
+    /// `interactive`, `moderate` or `sensitive`; the vault's own when nil.
+    public var kdf: String?
+
+    public init(old: SecureBytes, new: SecureBytes, kdf: String? = nil) {
+        self.old = old
+        self.new = new
+        self.kdf = kdf
+    }
+
+    /// - Throws: errSecParam for a `kdf` that names no preset, or without both passphrases.
+    public init(decoding request: Request) throws {
+        guard request.operation == .changePassphrase, request.secrets.count == 2 else { throw KeychainStatus.param }
+        kdf = try request.options.string(.kdf)
+        if let kdf, KDFParameters(presetName: kdf) == nil { throw KeychainStatus.param }
+        old = request.secrets[0]
+        new = request.secrets[1]
+    }
+
+    /// The preset's parameters, when one is named.
+    public var kdfParameters: KDFParameters? { kdf.flatMap(KDFParameters.init(presetName:)) }
+
+    public var request: Request {
+        Request(.changePassphrase, options: kdf.map { [.kdf: .string($0)] } ?? [:], secrets: [old, new])
+    }
+}
+
+/// `setSettings`: the settings to change; the others stay. Every value is bounded
+/// (`SettingLimits`); a request with one out of range changes none.
+public struct SettingsChange: TypedRequest {
+    public var lockTimeout: Int64?
+    /// An absolute path, or "" to remove the program.
+    public var approvalProgram: String?
+    public var approvalTimeout: Int64?
+    public var approvalRemember: Int64?
+    /// 0 (never rotate) or a size in `SettingLimits.auditMaxSize`.
+    public var auditMaxSize: Int64?
+
+    public init(lockTimeout: Int64? = nil, approvalProgram: String? = nil, approvalTimeout: Int64? = nil,
+                approvalRemember: Int64? = nil, auditMaxSize: Int64? = nil) {
+        self.lockTimeout = lockTimeout
+        self.approvalProgram = approvalProgram
+        self.approvalTimeout = approvalTimeout
+        self.approvalRemember = approvalRemember
+        self.auditMaxSize = auditMaxSize
+    }
+
+    /// - Throws: errSecParam for a value of another type or out of its range, or a program that
+    ///   is neither "" nor an absolute path.
+    public init(decoding request: Request) throws {
+        guard request.operation == .setSettings else { throw KeychainStatus.param }
+        let o = request.options
+        func bounded(_ key: OptionKey, _ range: ClosedRange<Int64>) throws -> Int64? {
+            guard let n = try o.number(key) else { return nil }
+            guard range.contains(n) else { throw KeychainStatus.param }
+            return n
+        }
+        lockTimeout = try bounded(.lockTimeout, SettingLimits.lockTimeout)
+        approvalTimeout = try bounded(.approvalTimeout, SettingLimits.approvalTimeout)
+        approvalRemember = try bounded(.approvalRemember, SettingLimits.approvalRemember)
+        auditMaxSize = try o.number(.auditMaxSize) == 0 ? 0 : try bounded(.auditMaxSize, SettingLimits.auditMaxSize)
+        approvalProgram = try o.string(.approvalProgram)
+        if let p = approvalProgram, !p.isEmpty && !p.hasPrefix("/") { throw KeychainStatus.param }
+    }
+
+    public var request: Request {
+        var options: Options = [:]
+        if let lockTimeout { options[.lockTimeout] = .number(lockTimeout) }
+        if let approvalProgram { options[.approvalProgram] = .string(approvalProgram) }
+        if let approvalTimeout { options[.approvalTimeout] = .number(approvalTimeout) }
+        if let approvalRemember { options[.approvalRemember] = .number(approvalRemember) }
+        if let auditMaxSize { options[.auditMaxSize] = .number(auditMaxSize) }
+        return Request(.setSettings, options: options)
+    }
+}
+
+// MARK: audit
+
+/// `audit`: read the log's lines, check its chain, or rotate it.
+public enum AuditRequest: TypedRequest {
+    case read(AuditQuery)
+    /// Administrators only.
+    case verify
+    /// Administrators only.
+    case rotate
+
+    /// - Throws: errSecParam for an option of another type or a filter `AuditQuery` refuses.
+    public init(decoding request: Request) throws {
+        guard request.operation == .audit else { throw KeychainStatus.param }
+        let verify = try request.options.flag(.verify), rotate = try request.options.flag(.rotate)
+        if verify { self = .verify } else if rotate { self = .rotate } else { self = .read(try AuditQuery(request.options)) }
+    }
+
+    public var request: Request {
+        switch self {
+        case .read(let q): return Request(.audit, options: q.options)
+        case .verify: return Request(.audit, options: [.verify: .bool(true)])
+        case .rotate: return Request(.audit, options: [.rotate: .bool(true)])
+        }
+    }
+
+    /// Whether the request needs an administrator.
+    public var checksOrRotates: Bool {
+        if case .read = self { return false }
+        return true
+    }
+}
+
+/// Which audit lines to read; every part is optional and all given must hold.
+public struct AuditQuery: Sendable, Equatable {
+    /// Epoch seconds, inclusive.
+    public var since: Int64?
+    public var until: Int64?
+    public var uid: Int64?
+    /// Recorded event names (`AuditEvent.isRecorded`).
+    public var events: [String]?
+    public var item: Item?
+
+    /// An item by its reference, or the passwords of a service (or server) and account; an
+    /// empty part matches any.
+    public enum Item: Sendable, Equatable {
+        /// 40 lowercase hex digits.
+        case reference(String)
+        case named(service: String, account: String)
+    }
+
+    public init(since: Int64? = nil, until: Int64? = nil, uid: Int64? = nil, events: [String]? = nil, item: Item? = nil) {
+        self.since = since
+        self.until = until
+        self.uid = uid
+        self.events = events
+        self.item = item
+    }
+
+    /// - Throws: errSecParam for an option of another type, an empty or unknown event name, or
+    ///   an `item-ref` that is not a persistent reference.
+    public init(_ options: Options) throws {
+        since = try options.number(.since)
+        until = try options.number(.until)
+        uid = try options.number(.uid)
+        if let e = try options.string(.events) {
+            let names = e.split(separator: ",").map(String.init)
+            guard !names.isEmpty, names.allSatisfy(AuditEvent.isRecorded) else { throw KeychainStatus.param }
+            events = names
+        }
+        let service = try options.string(.itemService), account = try options.string(.itemAccount)
+        if let hex = try options.string(.itemRef) {
+            guard let bytes = Hex.decode(hex), PersistentRef(bytes: bytes) != nil else { throw KeychainStatus.param }
+            item = .reference(hex.lowercased())
+        } else if service != nil || account != nil {
+            item = .named(service: service ?? "", account: account ?? "")
+        }
+    }
+
+    public var options: Options {
+        var o: Options = [:]
+        if let since { o[.since] = .number(since) }
+        if let until { o[.until] = .number(until) }
+        if let uid { o[.uid] = .number(uid) }
+        if let events { o[.events] = .string(events.joined(separator: ",")) }
+        switch item {
+        case .reference(let hex)?: o[.itemRef] = .string(hex)
+        case .named(let service, let account)?: o[.itemService] = .string(service); o[.itemAccount] = .string(account)
+        case nil: break
+        }
+        return o
+    }
+}
+
+// MARK: sync
+
+/// `sync`: fleet sync's circle verbs (option `verb`) and the history of set-aside versions.
+public enum SyncRequest: TypedRequest {
+    /// Makes this host the first of a circle on `server` (a libpq connection string).
+    case initCircle(server: String, name: String?)
+    /// Asks to join the circle on `server`; the reply's `code` is for a member to approve.
+    case join(server: String, name: String?)
+    case approve(code: String)
+    /// Removes the member named `host` (a name, or 8 or more hex digits of its id).
+    case remove(host: String)
+    case leave
+    case status
+    /// The versions sync set aside, of a service and account (each optional), with secrets.
+    case history(service: String?, account: String?, secrets: Bool)
+
+    /// The verb's name on the wire.
+    public var verb: String {
+        switch self {
+        case .initCircle: return "init"
+        case .join: return "join"
+        case .approve: return "approve"
+        case .remove: return "remove"
+        case .leave: return "leave"
+        case .status: return "status"
+        case .history: return "history"
+        }
+    }
+
+    /// - Throws: errSecParam for a missing or unknown verb, init or join without a server,
+    ///   remove without a host, an option of another type.
+    public init(decoding request: Request) throws {
+        guard request.operation == .sync else { throw KeychainStatus.param }
+        let o = request.options
+        switch try o.string(.verb) {
+        case "init"?, "join"?:
+            guard let server = try o.string(.server), !server.isEmpty else { throw KeychainStatus.param }
+            let name = try o.string(.name)
+            self = try o.string(.verb) == "init" ? .initCircle(server: server, name: name) : .join(server: server, name: name)
+        case "approve"?: self = .approve(code: try o.string(.code) ?? "")
+        case "remove"?:
+            guard let host = try o.string(.host), !host.isEmpty else { throw KeychainStatus.param }
+            self = .remove(host: host)
+        case "leave"?: self = .leave
+        case "status"?: self = .status
+        case "history"?:
+            self = .history(service: try o.string(.service), account: try o.string(.account), secrets: try o.flag(.secrets))
+        default: throw KeychainStatus.param
+        }
+    }
+
+    public var request: Request {
+        var o: Options = [.verb: .string(verb)]
+        switch self {
+        case .initCircle(let server, let name), .join(let server, let name):
+            o[.server] = .string(server)
+            if let name { o[.name] = .string(name) }
+        case .approve(let code): o[.code] = .string(code)
+        case .remove(let host): o[.host] = .string(host)
+        case .leave, .status: break
+        case .history(let service, let account, let secrets):
+            if let service { o[.service] = .string(service) }
+            if let account { o[.account] = .string(account) }
+            if secrets { o[.secrets] = .bool(true) }
+        }
+        return Request(.sync, options: o)
+    }
+}
+
+// MARK: mount, unmount, watch
+
+/// `mount` and `unmount`: a FUSE mount the daemon serves. The mount's `/dev/fuse` descriptor,
+/// when the caller mounted it itself, travels beside the request (`Request.descriptor`).
+public enum MountRequest: TypedRequest {
+    /// Serves `point` with `options` (comma-separated `MountOptions`, "" for none).
+    case mount(point: String, options: String)
+    case unmount(point: String)
+
+    /// - Throws: errSecParam without a `mountpoint` string, or `options` of another type.
+    public init(decoding request: Request) throws {
+        guard let point = try request.options.string(.mountpoint) else { throw KeychainStatus.param }
+        switch request.operation {
+        case .mount: self = .mount(point: point, options: try request.options.string(.mountOptions) ?? "")
+        case .unmount: self = .unmount(point: point)
+        default: throw KeychainStatus.param
+        }
+    }
+
+    public var point: String {
+        switch self {
+        case .mount(let point, _), .unmount(let point): return point
+        }
+    }
+
+    public var request: Request {
+        switch self {
+        case .mount(let point, let options):
+            return Request(.mount, options: [.mountpoint: .string(point), .mountOptions: .string(options)])
+        case .unmount(let point):
+            return Request(.unmount, options: [.mountpoint: .string(point)])
+        }
+    }
+}
+
+/// `watch`: the changes of a service and account (each optional); locks and unlocks always.
+public struct WatchRequest: TypedRequest {
+    public var service: String?
+    public var account: String?
+
+    public init(service: String? = nil, account: String? = nil) {
+        self.service = service
+        self.account = account
+    }
+
+    /// - Throws: errSecParam for `service` or `account` of another type than string.
+    public init(decoding request: Request) throws {
+        guard request.operation == .watch else { throw KeychainStatus.param }
+        service = try request.options.string(.service)
+        account = try request.options.string(.account)
+    }
+
+    public var request: Request {
+        var o: Options = [:]
+        if let service { o[.service] = .string(service) }
+        if let account { o[.account] = .string(account) }
+        return Request(.watch, options: o)
+    }
+}
+
+// MARK: groupAdd, groupSet, groupRemove, groupList
+
+/// The access group operations. The daemon reads a change inside its audited change, so a
+/// refused one keeps its `groups-changed-failed` line; the dispatch passes them on untyped.
+public enum GroupRequest: TypedRequest {
+    case add(GroupChange)
+    case set(GroupChange)
+    case remove(name: String)
+    case list
+
+    /// - Throws: errSecParam for a name missing or outside `SettingLimits.groupNameBytes`, an
+    ///   id or mode outside its range, a grant other than 0 or 1, an option of another type.
+    public init(decoding request: Request) throws {
+        switch request.operation {
+        case .groupList: self = .list
+        case .groupAdd: self = .add(try GroupChange(request.options))
+        case .groupSet: self = .set(try GroupChange(request.options))
+        case .groupRemove: self = .remove(name: try GroupChange.name(request.options))
+        default: throw KeychainStatus.param
+        }
+    }
+
+    public var request: Request {
+        switch self {
+        case .list: return Request(.groupList)
+        case .add(let change): return Request(.groupAdd, options: change.options)
+        case .set(let change): return Request(.groupSet, options: change.options)
+        case .remove(let name): return Request(.groupRemove, options: [.name: .string(name)])
+        }
+    }
+}
+
+/// A group's definition to add, or the parts of it to set; nil parts stay as they are (a new
+/// group has the daemon's user and group, mode 0400, no grants, no executables).
+public struct GroupChange: Sendable, Equatable {
+    public var name: String
+    public var owner: UInt32?
+    public var gid: UInt32?
+    /// Owner/group/other bits, at most 0o777.
+    public var mode: UInt32?
+    public var grantsLock: Bool?
+    public var grantsAudit: Bool?
+    /// The trusted executables; an empty list trusts none.
+    public var executables: [String]?
+
+    public init(name: String, owner: UInt32? = nil, gid: UInt32? = nil, mode: UInt32? = nil, grantsLock: Bool? = nil,
+                grantsAudit: Bool? = nil, executables: [String]? = nil) {
+        self.name = name
+        self.owner = owner
+        self.gid = gid
+        self.mode = mode
+        self.grantsLock = grantsLock
+        self.grantsAudit = grantsAudit
+        self.executables = executables
+    }
+
+    static func name(_ options: Options) throws -> String {
+        guard let name = try options.string(.name), SettingLimits.groupNameBytes.contains(name.utf8.count) else {
+            throw KeychainStatus.param
+        }
+        return name
+    }
+
+    init(_ options: Options) throws {
+        func bounded(_ key: OptionKey, _ range: ClosedRange<Int64>) throws -> UInt32? {
+            guard let n = try options.number(key) else { return nil }
+            guard range.contains(n) else { throw KeychainStatus.param }
+            return UInt32(n)
+        }
+        func grant(_ key: OptionKey) throws -> Bool? {
+            guard let n = try options.number(key) else { return nil }
+            guard n == 0 || n == 1 else { throw KeychainStatus.param }
+            return n == 1
+        }
+        name = try Self.name(options)
+        owner = try bounded(.owner, SettingLimits.id)
+        gid = try bounded(.gid, SettingLimits.id)
+        mode = try bounded(.mode, SettingLimits.groupMode)
+        grantsLock = try grant(.grantsLock)
+        grantsAudit = try grant(.grantsAudit)
+        executables = try options.string(.executables).map { $0.isEmpty ? [] : $0.split(separator: "\n").map(String.init) }
+    }
+
+    var options: Options {
+        var o: Options = [.name: .string(name)]
+        if let owner { o[.owner] = .number(Int64(owner)) }
+        if let gid { o[.gid] = .number(Int64(gid)) }
+        if let mode { o[.mode] = .number(Int64(mode)) }
+        if let grantsLock { o[.grantsLock] = .number(grantsLock ? 1 : 0) }
+        if let grantsAudit { o[.grantsAudit] = .number(grantsAudit ? 1 : 0) }
+        if let executables { o[.executables] = .string(executables.joined(separator: "\n")) }
+        return o
+    }
+}
+
+// MARK: export, import
+
+/// `export`: a new backup sealed with a passphrase, or the next piece of one larger than a frame.
+public enum ExportRequest: TypedRequest {
+    /// The first (or only) piece. `kdf` a preset name (moderate when nil).
+    case start(passphrase: SecureBytes, kdf: String?, synchronizableOnly: Bool)
+    /// The piece at `offset` of the numbered transfer the start reply gave.
+    case piece(transfer: Int64, offset: Int64)
+
+    /// - Throws: errSecParam for a piece without its offset, a start without a non-empty
+    ///   passphrase or with a `kdf` that names no preset, an option of another type.
+    public init(decoding request: Request) throws {
+        guard request.operation == .export, request.secrets.count <= 1 else { throw KeychainStatus.param }
+        let o = request.options
+        if let transfer = try o.number(.transfer) {
+            guard let offset = try o.number(.offset) else { throw KeychainStatus.param }
+            self = .piece(transfer: transfer, offset: offset)
+            return
+        }
+        guard let passphrase = request.secrets.first, passphrase.count > 0 else { throw KeychainStatus.param }
+        let kdf = try o.string(.kdf)
+        if let kdf, KDFParameters(presetName: kdf) == nil { throw KeychainStatus.param }
+        self = .start(passphrase: passphrase, kdf: kdf, synchronizableOnly: try o.flag(.synchronizableOnly))
+    }
+
+    public var request: Request {
+        switch self {
+        case .start(let passphrase, let kdf, let synchronizableOnly):
+            var o: Options = [:]
+            if let kdf { o[.kdf] = .string(kdf) }
+            if synchronizableOnly { o[.synchronizableOnly] = .bool(true) }
+            return Request(.export, options: o, secrets: [passphrase])
+        case .piece(let transfer, let offset):
+            return Request(.export, options: [.transfer: .number(transfer), .offset: .number(offset)])
+        }
+    }
+}
+
+/// `import`: a backup in pieces, or the purge of items bound to another machine.
+public enum ImportRequest: TypedRequest {
+    case piece(BackupPiece)
+    case purgeOtherDevice
+
+    /// - Throws: errSecParam for a piece without `data`, a policy or groups value the table
+    ///   does not name, an option of another type.
+    public init(decoding request: Request) throws {
+        guard request.operation == .import, request.secrets.count <= 1 else { throw KeychainStatus.param }
+        let o = request.options
+        if try o.flag(.purgeOtherDevice) {
+            self = .purgeOtherDevice
+            return
+        }
+        guard let data = try o.data(.data) else { throw KeychainStatus.param }
+        let policy = try o.string(.policy).map { name -> ImportPolicy in
+            guard let p = ImportPolicy(rawValue: name) else { throw KeychainStatus.param }
+            return p
+        }
+        let groups = try o.string(.groups).map { name -> BackupPiece.Groups in
+            guard let g = BackupPiece.Groups(rawValue: name) else { throw KeychainStatus.param }
+            return g
+        }
+        self = .piece(BackupPiece(data: data, size: try o.number(.size), transfer: try o.number(.transfer), policy: policy,
+                                  groups: groups, passphrase: request.secrets.first))
+    }
+
+    public var request: Request {
+        switch self {
+        case .purgeOtherDevice: return Request(.import, options: [.purgeOtherDevice: .bool(true)])
+        case .piece(let p):
+            var o: Options = [.data: .data(p.data)]
+            if let size = p.size { o[.size] = .number(size) }
+            if let transfer = p.transfer { o[.transfer] = .number(transfer) }
+            if let policy = p.policy { o[.policy] = .string(policy.rawValue) }
+            if let groups = p.groups { o[.groups] = .string(groups.rawValue) }
+            return Request(.import, options: o, secrets: p.passphrase.map { [$0] } ?? [])
+        }
+    }
+}
+
+/// One piece of a backup on its way to the daemon.
+public struct BackupPiece {
+    /// What to do with the backup's groups this vault lacks: create them, or name them.
+    public enum Groups: String, Sendable {
+        case keep, skip
+    }
+
+    public var data: [UInt8]
+    /// The whole backup's size; needed on the first piece.
+    public var size: Int64?
+    /// The numbered transfer the first piece's reply gave; nil on the first.
+    public var transfer: Int64?
+    /// keep-newer when nil.
+    public var policy: ImportPolicy?
+    /// keep when nil.
+    public var groups: Groups?
+    /// The backup's passphrase, with the last piece.
+    public var passphrase: SecureBytes?
+
+    public init(data: [UInt8], size: Int64? = nil, transfer: Int64? = nil, policy: ImportPolicy? = nil, groups: Groups? = nil,
+                passphrase: SecureBytes? = nil) {
+        self.data = data
+        self.size = size
+        self.transfer = transfer
+        self.policy = policy
+        self.groups = groups
+        self.passphrase = passphrase
+    }
+}
