@@ -32,6 +32,11 @@ static inline TSS2_RC kc_rc_base(TSS2_RC rc) {
     return (rc & TPM2_RC_FMT1) ? (rc & (TPM2_RC_FMT1 | 0x3F)) : rc;
 }
 static inline int kc_rc_is_tpm(TSS2_RC rc) { return (rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER; }
+// A TPM format-one code about a command parameter (P set): what the TPM says of a blob it cannot
+// take. Warnings (out of object memory, retry) and handle or session codes are not about the blob.
+static inline int kc_rc_is_parameter_error(TSS2_RC rc) {
+    return kc_rc_is_tpm(rc) && (rc & TPM2_RC_FMT1) && (rc & TPM2_RC_P);
+}
 
 // The storage root key: ECC P-256 with AES-128-CFB, as tpm2_createprimary's ECC default, so the
 // same TPM always derives the same key from its owner seed (nothing is made persistent).

@@ -120,8 +120,11 @@ extension TPM {
         var handle: ESYS_TR = kc_tr_none
         let rc = Esys_Load(context, parent, kc_tr_password, kc_tr_none, kc_tr_none, &priv, &pub, &handle)
         // The private area is integrity-protected by the parent's key: another TPM's storage root
-        // key (another owner seed) fails that check, whatever code the TPM reports for it.
-        if rc != 0 && kc_rc_is_tpm(rc) != 0 { throw TPMError.otherTPM }
+        // key (another owner seed) fails that check, whatever code the TPM reports for the
+        // private or public area. A warning (no object memory left, retry) or any other code says
+        // nothing of the blob: it is that failure, never "another TPM", which `device-key forget`
+        // takes as a key gone for good.
+        if rc != 0 && kc_rc_is_parameter_error(rc) != 0 { throw TPMError.otherTPM }
         if let e = TPMError.check(rc, "Esys_Load") { throw e }
         defer { Esys_FlushContext(context, handle) }
         return try body(handle)

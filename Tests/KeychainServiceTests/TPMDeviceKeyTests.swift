@@ -1,4 +1,6 @@
 import Foundation
+import KeychainCrypto
+import KeychainTPM
 import KeychainTestSupport
 import XCTest
 
@@ -274,5 +276,42 @@ final class TPMDeviceKeyTests: XCTestCase {
             XCTAssertNotEqual(find.status, 0, "\(find)")
             XCTAssertEqual(FileManager.default.contents(atPath: keyPath), Data(bytes))
         }
+    }
+
+    /// Runs a tpm2-tools program against `tpm` in `dir`.
+    func tpm2(_ tpm: SoftwareTPM, _ argv: [String], in dir: String) throws {
+        let r = try Spawn.run(["/usr/bin/env", "-C", dir] + argv,
+                              environment: ["TPM2TOOLS_TCTI": tpm.tcti, "PATH": "/usr/bin:/bin"], input: Data(), timeout: 60)
+        XCTAssertEqual(r.status, 0, "\(argv): \(String(decoding: r.err, as: UTF8.self))")
+    }
+
+    /// A TPM without a resource manager serves every program on the machine: one that left its
+    /// objects loaded can fill the TPM's few object slots. Loading the sealed key then fails
+    /// with "out of memory for object contexts", which is no sign of another TPM: the error
+    /// names the TPM's reason, and `device-key forget` (for keys gone for good) changes nothing.
+    func testATPMOutOfObjectMemoryIsNotAnotherTPMAndForgetKeepsTheKey() throws {
+        let tpm = try startTPM()
+        let h = try machine(tpm)
+        try createSealed(h)
+        try addItems(h)
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        let sealed = deviceKeyFile(h)
+        // Two objects left loaded by another program; the storage root key takes the third slot.
+        for i in 0..<2 { try tpm2(tpm, ["tpm2_createprimary", "-C", "o", "-c", "other\(i).ctx"], in: h.dir) }
+
+        let status = try h.run(["device-key", "status", "--json"])
+        XCTAssertNotEqual(status.status, 0, "\(status)")
+        let error = h.jsonObject(status.stdout)["error"] as? String ?? ""
+        XCTAssertFalse(error.contains("another TPM"), "a full TPM is not another TPM: \(error)")
+        XCTAssertTrue(error.contains("Esys_Load"), "the failing call is named: \(error)")
+        let forget = try h.run(["device-key", "forget", "--yes"])
+        XCTAssertNotEqual(forget.status, 0, "\(forget)")
+        XCTAssertEqual(deviceKeyFile(h), sealed, "the sealed key stays")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: h.dir + "/device.key.unsealable"))
+        XCTAssertEqual(h.jsonObject(try h.run(["device-key", "status", "--json"]).stdout)["vault-records"] as? String, "tpm2")
+
+        // Once the other program's objects are gone the key unseals again.
+        try tpm2(tpm, ["tpm2_flushcontext", "-t"], in: h.dir)
+        XCTAssertEqual(try find(h, "always").stdout, "always-secret\n")
     }
 }
