@@ -68,12 +68,23 @@ public enum DeviceKeyStore {
     public static func unseal(_ sealed: SealedKey, path: String) throws -> DeviceKey {
         do {
             let tpm = try TPM()
-            let key = try tpm.unseal(sealed)
-            guard key.count == DeviceKey.length else { throw TPMError.otherTPM }
-            return DeviceKey(key: key)
+            return try deviceKey(unsealed: try tpm.unseal(sealed), path: path)
         } catch let e as TPMError {
             throw DeviceKeyError("device key \(path): \(e)", status: e.status)
         }
+    }
+
+    /// The device key the TPM unsealed from `path`'s primary or recovery copy.
+    /// - Throws: `DeviceKeyError` (errSecDecode) when it is not 32 bytes: the sealed object is
+    ///   not a device key (sealed by another tool or damaged), and nothing may use it as one.
+    public static func deviceKey(unsealed bytes: SecureBytes, path: String) throws -> DeviceKey {
+        let count = bytes.count
+        guard count == DeviceKey.length else {
+            bytes.wipe()
+            throw DeviceKeyError("device key \(path): the TPM unsealed \(count) bytes, not a \(DeviceKey.length)-byte device key",
+                                 status: .decode)
+        }
+        return DeviceKey(key: bytes)
     }
 
     /// Writes `sealed` to `path` atomically (a 0400 file beside it, fsynced, renamed over it),

@@ -73,13 +73,13 @@ enum DeviceKeyVerb {
         let pcrs = requested ?? old.pcrs
         let tpm = try TPM()
         var key: DeviceKey?
-        do { key = DeviceKey(key: try tpm.unseal(old)) } catch TPMError.pcrMismatch(_) where old.hasRecoveryCopy {}
+        do { key = try DeviceKeyStore.deviceKey(unsealed: try tpm.unseal(old), path: keyPath) } catch TPMError.pcrMismatch(_) where old.hasRecoveryCopy {}
         let vault = try Vault.open(at: path, deviceKey: try key ?? DeviceKey(key: .random(count: DeviceKey.length)))
         var recovery: SecureBytes?
         defer { recovery?.wipe() }
         if key == nil || !pcrs.isEmpty {
             let auth = try recoverySecret(ctx, vault: vault)
-            if key == nil { key = DeviceKey(key: try tpm.unsealRecovery(old, auth: auth)) }
+            if key == nil { key = try DeviceKeyStore.deviceKey(unsealed: try tpm.unsealRecovery(old, auth: auth), path: keyPath) }
             recovery = auth
         }
         guard let key, vault.wasMade(with: key) else {

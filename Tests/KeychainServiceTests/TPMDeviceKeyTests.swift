@@ -314,4 +314,28 @@ final class TPMDeviceKeyTests: XCTestCase {
         try tpm2(tpm, ["tpm2_flushcontext", "-t"], in: h.dir)
         XCTAssertEqual(try find(h, "always").stdout, "always-secret\n")
     }
+
+    /// A sealed object that unseals to other than 32 bytes (a file sealed by another tool, or
+    /// by a damaged build) is not a device key: every verb names it, none stops on a trap.
+    func testAnUnsealedSecretOfAnotherLengthIsRefusedByName() throws {
+        let tpm = try startTPM()
+        let h = try machine(tpm)
+        try createSealed(h, pcrs: ["--tpm-pcrs", "7"])
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        let keyPath = h.dir + "/device.key"
+        let short = try TPM(tcti: tpm.tcti).seal(try SecureBytes.random(count: 16), pcrs: [7],
+                                                 recoveryAuth: try SecureBytes.random(count: 32))
+        chmod(keyPath, 0o600)
+        try Data(short.encoded()).write(to: URL(fileURLWithPath: keyPath))
+        chmod(keyPath, 0o400)
+        for args in [["device-key", "reseal"], ["device-key", "status"]] {
+            let r = try h.run(args, input: pass + "\n")
+            XCTAssertEqual(r.status, 93, "errSecDecode: \(args) \(r)")
+            XCTAssertTrue((r.stdout + r.stderr).contains("the TPM unsealed 16 bytes, not a 32-byte device key"), "\(args) \(r)")
+        }
+        XCTAssertEqual(deviceKeyFile(h), Data(short.encoded()), "nothing was resealed")
+        let r = try find(h, "always")
+        XCTAssertNotEqual(r.status, 0, "\(r)")
+        XCTAssertTrue(daemonLog(h).contains("the TPM unsealed 16 bytes, not a 32-byte device key"), daemonLog(h))
+    }
 }
