@@ -87,16 +87,19 @@ public enum DeviceKeyStore {
         return DeviceKey(key: bytes)
     }
 
-    /// Writes `sealed` to `path` atomically (a 0400 file beside it, fsynced, renamed over it),
-    /// after checking that this TPM unseals it to `expected`.
+    /// Writes `sealed` to `path` atomically (a 0400 file beside it, fsynced, renamed over it,
+    /// the directory fsynced), after checking that this TPM unseals it to `expected`. The file
+    /// beside it is this process's own (`PATH.new.PID.RANDOM`): two writers at once (two
+    /// reseals, a seal and a create-keychain) never remove or rename each other's half-written
+    /// file, so `path` always holds a whole sealed key.
     public static func install(_ sealed: SealedKey, expected: DeviceKey, with tpm: TPM, at path: String) throws {
         let check = try tpm.unseal(sealed)
         defer { check.wipe() }
         guard check.constantTimeEquals(expected.key) else {
             throw DeviceKeyError("the TPM unsealed another key than it sealed; nothing was changed", status: .internalComponent)
         }
-        let temporary = path + ".new"
-        unlink(temporary)
+        let nonce = try SecureBytes.random(count: 8).withUnsafeBytes { $0.map { String($0, radix: 16) }.joined() }
+        let temporary = path + ".new.\(getpid()).\(nonce)"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o400)
         guard fd >= 0 else { throw DeviceKeyError("cannot write \(temporary): \(String(cString: strerror(errno)))", status: .io) }
         let bytes = sealed.encoded()

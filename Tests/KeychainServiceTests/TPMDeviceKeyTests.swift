@@ -338,4 +338,26 @@ final class TPMDeviceKeyTests: XCTestCase {
         XCTAssertNotEqual(r.status, 0, "\(r)")
         XCTAssertTrue(daemonLog(h).contains("the TPM unsealed 16 bytes, not a 32-byte device key"), daemonLog(h))
     }
+
+    /// Each writer of the sealed file (seal, reseal, create-keychain) writes a temporary file of
+    /// its own: a reseal neither removes nor renames the one another writer is still filling,
+    /// so that writer's rename installs a whole file, never an empty one.
+    func testAResealLeavesAnotherWritersTemporaryFileAlone() throws {
+        let tpm = try startTPM()
+        let h = try machine(tpm)
+        try createSealed(h)
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        let keyPath = h.dir + "/device.key"
+        let theirs = Data("another writer's sealed file, half written".utf8)
+        XCTAssertTrue(FileManager.default.createFile(atPath: keyPath + ".new", contents: theirs, attributes: [.posixPermissions: 0o400]))
+        let reseal = try h.run(["device-key", "reseal"], input: pass + "\n")
+        XCTAssertEqual(reseal.status, 0, "\(reseal)")
+        XCTAssertEqual(FileManager.default.contents(atPath: keyPath + ".new"), theirs, "the other writer's file is untouched")
+        XCTAssertTrue(deviceKeyFile(h).starts(with: sealedMagic))
+        let status = h.jsonObject(try h.run(["device-key", "status", "--json"]).stdout)
+        XCTAssertEqual(status["unseals"] as? Bool, true)
+        XCTAssertEqual(status["vault-made-with-it"] as? Bool, true)
+        let names = try FileManager.default.contentsOfDirectory(atPath: h.dir).filter { $0.hasPrefix("device.key") }
+        XCTAssertEqual(names.sorted(), ["device.key", "device.key.new"], "no temporary file of the reseal is left")
+    }
 }
