@@ -133,6 +133,29 @@ final class SecKeyTokenTests: SecItemConformanceCase {
         XCTAssertEqual(secureEnclaveKey(Data(unique().utf8), permanent: false).1, Int(errSecUnimplemented))
     }
 
+    /// The wrapped key is never returned, and no update makes it returnable: not `extr` true,
+    /// not another key class (a public key's bytes are returned), type or size. Whoever holds the
+    /// blob and can reach the TPM would sign with it outside the daemon, past its access groups,
+    /// its lock and the approval program.
+    func testNoUpdateMakesTheWrappedKeyReadable() throws {
+        let tag = Data(unique().utf8)
+        let key = try XCTUnwrap(secureEnclaveKey(tag).0)
+        let query: [String: Any] = [kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag]
+        for change: [String: Any] in [[kSecAttrIsExtractable as String: true],
+                                      [kSecAttrKeyClass as String: kSecAttrKeyClassPublic],
+                                      [kSecAttrKeyType as String: kSecAttrKeyTypeRSA],
+                                      [kSecAttrKeySizeInBits as String: 384]] {
+            XCTAssertEqual(SecItemUpdate(query as CFDictionary, change as CFDictionary), errSecParam, "\(change)")
+            XCTAssertNil(dataOf(query).data, "after \(change): the wrapped key is never returned")
+        }
+        let attrs = try XCTUnwrap(attributesOf(query))
+        XCTAssertEqual(attrs[kSecAttrIsExtractable as String] as? Bool, false)
+        XCTAssertEqual(attrs[kSecAttrKeyClass as String].map { "\($0)" }, "\(kSecAttrKeyClassPrivate)")
+        var signError: Unmanaged<CFError>?
+        XCTAssertNotNil(SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, Data("still signs".utf8) as CFData, &signError),
+                        "\(String(describing: signError?.takeRetainedValue()))")
+    }
+
     /// The private scalar never leaves the TPM, so the test cannot know it: it looks for any
     /// 32-byte value d with d·G equal to the key's public point (ScalarSearch, docs/testing.md)
     /// in the daemon's writable memory after the key was made and used, and in the vault file.
