@@ -93,6 +93,36 @@ final class TPMSealTests: XCTestCase {
         XCTAssertFalse(try tpm.sign(digest: digest, with: unnamed).isEmpty)
     }
 
+    /// swtpm here has no resource manager and three object slots: an object or session left
+    /// loaded by a failing call would stay until the TPM restarts. A hundred failures of each
+    /// kind (changed PCRs, another TPM's blob, a pinned name that differs, a peer point off the
+    /// curve), each on a new connection as the daemon makes them, leave room for a working call.
+    func testFailingCallsLeaveNothingLoadedInTheTPM() throws {
+        let sw = try SoftwareTPM()
+        addTeardownBlock { sw.stop() }
+        let other = try startTPM()
+        let secret = try SecureBytes.random(count: 32)
+        let sealed = try TPM(tcti: sw.tcti).seal(secret, pcrs: [16], recoveryAuth: try SecureBytes.random(count: 32))
+        let key = try TPM(tcti: sw.tcti).createTokenKey()
+        let foreign = try other.createTokenKey()
+        var renamed = key.blob
+        renamed[renamed.count - 1] ^= 1
+        let pinnedElsewhere = try TokenKey(blob: renamed)
+        try TPM(tcti: sw.tcti).extendPCR(16, with: Array(repeating: 0x5a, count: 32))
+        let offCurve = [UInt8(4)] + Array(repeating: 1, count: 64)
+        for _ in 0..<100 {
+            let tpm = try TPM(tcti: sw.tcti)
+            XCTAssertThrowsError(try tpm.unseal(sealed))
+            XCTAssertThrowsError(try tpm.sign(digest: Array(repeating: 1, count: 32), with: foreign))
+            XCTAssertThrowsError(try tpm.sign(digest: Array(repeating: 1, count: 32), with: pinnedElsewhere))
+            XCTAssertThrowsError(try tpm.sharedSecret(peer: offCurve, with: key))
+        }
+        let tpm = try TPM(tcti: sw.tcti)
+        XCTAssertFalse(try tpm.sign(digest: Array(repeating: 1, count: 32), with: key).isEmpty)
+        let again = try tpm.seal(secret, pcrs: [], recoveryAuth: nil)
+        XCTAssertEqual(bytes(try tpm.unseal(again)), bytes(secret))
+    }
+
     func testMalformedFilesAndPCRListsAreRefused() throws {
         XCTAssertThrowsError(try SealedKey.parse(Array("KCFSTPM".utf8) + [0, 0, 1]))
         XCTAssertThrowsError(try SealedKey.parse(Array("KCFSTPM".utf8) + [0, 0, 3] + Array(repeating: 0, count: 20))) {
