@@ -6,8 +6,10 @@ extension TPM {
     /// Seals `secret` (at most 128 bytes) under this TPM's storage root key: a primary copy
     /// bound to `pcrs` at their current values (TPM2_PolicyPCR, SHA-256 bank) and, when PCRs are
     /// given, a recovery copy whose auth value is `recoveryAuth` (Esys_Create, keyedhash).
+    /// - Throws: `TPMError.failed` for `SealedKey.resettablePCRs`, which bind nothing.
     public func seal(_ secret: SecureBytes, pcrs: [Int], recoveryAuth: SecureBytes?) throws -> SealedKey {
-        try withPrimary { srk in
+        if let refusal = SealedKey.refusal(of: pcrs) { throw TPMError.failed(call: "seal", code: 0, text: refusal) }
+        return try withPrimary { srk in
             let mask = pcrs.reduce(UInt32(0)) { $0 | 1 << UInt32($1) }
             let policy = pcrs.isEmpty ? [] : try pcrPolicyDigest(mask: mask, pcrs: pcrs)
             let primary = try create(under: srk, secret: secret, policy: policy, auth: nil)

@@ -33,6 +33,7 @@ enum DeviceKeyVerb {
         guard let list = SealedKey.pcrList(text) else {
             throw UsageError("--tpm-pcrs takes PCR numbers 0-23 separated by commas, such as 7 or 0,2,7, or none")
         }
+        if let refusal = SealedKey.refusal(of: list) { throw UsageError(refusal) }
         return list
     }
 

@@ -360,4 +360,28 @@ final class TPMDeviceKeyTests: XCTestCase {
         let names = try FileManager.default.contentsOfDirectory(atPath: h.dir).filter { $0.hasPrefix("device.key") }
         XCTAssertEqual(names.sorted(), ["device.key", "device.key.new"], "no temporary file of the reseal is left")
     }
+
+    /// PCR 16 (debug) and PCR 23 (application) can be reset by any program at locality 0
+    /// (TPM2_PCR_Reset) and extended again: after a change anyone puts back the value a key was
+    /// sealed to (usually the reset value, zeros), so a policy on them binds nothing. Every way
+    /// to seal refuses them, naming them.
+    func testPCRsAnyProgramCanResetAreRefused() throws {
+        let tpm = try startTPM()
+        let h = try machine(tpm)
+        for list in ["16", "7,23"] {
+            let r = try h.run(["create-keychain", "--kdf", "interactive", "--device-key", "tpm2", "--tpm-pcrs", list], input: pass + "\n")
+            XCTAssertEqual(r.status, 2, "\(list): \(r)")
+            XCTAssertTrue(r.stderr.contains("PCR 16 and 23 can be reset by any program"), "\(r)")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: h.vault))
+            XCTAssertFalse(FileManager.default.fileExists(atPath: h.dir + "/device.key"))
+        }
+        try h.createVault(passphrase: pass)
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        let plain = deviceKeyFile(h)
+        let seal = try h.run(["device-key", "seal", "--tpm-pcrs", "16"], input: pass + "\n")
+        XCTAssertEqual(seal.status, 2, "\(seal)")
+        XCTAssertEqual(deviceKeyFile(h), plain, "still the plain key")
+        XCTAssertThrowsError(try TPM(tcti: tpm.tcti).seal(try SecureBytes.random(count: 32), pcrs: [23],
+                                                          recoveryAuth: try SecureBytes.random(count: 32)))
+    }
 }

@@ -19,14 +19,14 @@ final class TPMSealTests: XCTestCase {
         let tpm = try startTPM()
         let secret = try SecureBytes.random(count: 32)
         let auth = try SecureBytes.random(count: 32)
-        let sealed = try tpm.seal(secret, pcrs: [7, 16], recoveryAuth: auth)
-        XCTAssertEqual(sealed.pcrs, [7, 16])
+        let sealed = try tpm.seal(secret, pcrs: [7, 8], recoveryAuth: auth)
+        XCTAssertEqual(sealed.pcrs, [7, 8])
         XCTAssertTrue(sealed.hasRecoveryCopy)
         XCTAssertEqual(try SealedKey.parse(sealed.encoded()), sealed, "the file form reads back")
         XCTAssertEqual(bytes(try tpm.unseal(sealed)), bytes(secret))
 
-        try tpm.extendPCR(16, with: Array(repeating: 0x5a, count: 32))
-        XCTAssertThrowsError(try tpm.unseal(sealed)) { XCTAssertEqual($0 as? TPMError, .pcrMismatch(pcrs: [7, 16])) }
+        try tpm.extendPCR(8, with: Array(repeating: 0x5a, count: 32))
+        XCTAssertThrowsError(try tpm.unseal(sealed)) { XCTAssertEqual($0 as? TPMError, .pcrMismatch(pcrs: [7, 8])) }
         XCTAssertThrowsError(try tpm.unsealRecovery(sealed, auth: try SecureBytes.random(count: 32))) {
             XCTAssertEqual($0 as? TPMError, .wrongPassphrase)
         }
@@ -102,13 +102,13 @@ final class TPMSealTests: XCTestCase {
         addTeardownBlock { sw.stop() }
         let other = try startTPM()
         let secret = try SecureBytes.random(count: 32)
-        let sealed = try TPM(tcti: sw.tcti).seal(secret, pcrs: [16], recoveryAuth: try SecureBytes.random(count: 32))
+        let sealed = try TPM(tcti: sw.tcti).seal(secret, pcrs: [8], recoveryAuth: try SecureBytes.random(count: 32))
         let key = try TPM(tcti: sw.tcti).createTokenKey()
         let foreign = try other.createTokenKey()
         var renamed = key.blob
         renamed[renamed.count - 1] ^= 1
         let pinnedElsewhere = try TokenKey(blob: renamed)
-        try TPM(tcti: sw.tcti).extendPCR(16, with: Array(repeating: 0x5a, count: 32))
+        try TPM(tcti: sw.tcti).extendPCR(8, with: Array(repeating: 0x5a, count: 32))
         let offCurve = [UInt8(4)] + Array(repeating: 1, count: 64)
         for _ in 0..<100 {
             let tpm = try TPM(tcti: sw.tcti)
