@@ -121,14 +121,28 @@ enum DeviceKeyVerb {
             guard answer.withUnsafeBytes({ Array($0) }) == Array("yes".utf8) else { throw KeychainStatus.userCanceled }
         }
         let vault = try Vault.open(at: path, deviceKey: try DeviceKey(key: .random(count: DeviceKey.length)))
-        if access(keyPath, F_OK) == 0 {
-            guard rename(keyPath, keyPath + ".unsealable") == 0 else {
-                throw StateError(message: "cannot move \(keyPath) aside: \(String(cString: strerror(errno)))", status: .io)
-            }
-        }
+        let aside = access(keyPath, F_OK) == 0 ? try moveAside(keyPath) : nil
         try vault.setSetting(Vault.deviceKeyKindSetting, Array("file".utf8))
-        Terminal.writeString(1, "forgot the device key of \(path)" + (access(keyPath + ".unsealable", F_OK) == 0 ? " (moved to \(keyPath).unsealable)" : "") + "\n")
+        Terminal.writeString(1, "forgot the device key of \(path)" + (aside.map { " (moved to \($0))" } ?? "") + "\n")
         return 0
+    }
+
+    /// Moves `keyPath` to the first free name of `PATH.unsealable`, `PATH.unsealable.2`, ...
+    /// (a hard link, which never replaces a file, then the unlink), and fsyncs the directory: an
+    /// earlier forgotten key is never overwritten. - Returns: the new name.
+    static func moveAside(_ keyPath: String) throws -> String {
+        for n in 1...1000 {
+            let aside = keyPath + ".unsealable" + (n == 1 ? "" : ".\(n)")
+            if link(keyPath, aside) == 0 {
+                unlink(keyPath)
+                let dir = keyPath.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(keyPath[..<$0]) } ?? "."
+                let dfd = open(dir.isEmpty ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                if dfd >= 0 { fsync(dfd); close(dfd) }
+                return aside
+            }
+            guard errno == EEXIST else { break }
+        }
+        throw StateError(message: "cannot move \(keyPath) aside: \(String(cString: strerror(errno)))", status: .io)
     }
 
     /// Where the key is, and whether it can be had here. Exits with the failure's status when not.

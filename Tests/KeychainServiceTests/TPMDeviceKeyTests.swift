@@ -384,4 +384,27 @@ final class TPMDeviceKeyTests: XCTestCase {
         XCTAssertThrowsError(try TPM(tcti: tpm.tcti).seal(try SecureBytes.random(count: 32), pcrs: [23],
                                                           recoveryAuth: try SecureBytes.random(count: 32)))
     }
+
+    /// Each sealed key given up keeps a name of its own (`PATH.unsealable`, then
+    /// `PATH.unsealable.2`, ...): a second forget does not overwrite the first one's file, which
+    /// still opens the ThisDeviceOnly items on the machine whose TPM sealed it.
+    func testForgetNeverOverwritesAnEarlierForgottenKey() throws {
+        let a = try machine(try startTPM())
+        try createSealed(a)
+        XCTAssertEqual(try a.run(["stop"]).status, 0)
+        let b = try machine(try startTPM())
+        let fm = FileManager.default
+        for name in try fm.contentsOfDirectory(atPath: a.dir) where name.hasPrefix("test.vault") && !name.hasSuffix(".audit") {
+            try fm.copyItem(atPath: a.dir + "/" + name, toPath: b.dir + "/" + name)
+        }
+        try fm.copyItem(atPath: a.dir + "/device.key", toPath: b.dir + "/device.key")
+        let earlier = Data("an earlier forgotten sealed key".utf8)
+        XCTAssertTrue(fm.createFile(atPath: b.dir + "/device.key.unsealable", contents: earlier, attributes: [.posixPermissions: 0o400]))
+        let forget = try b.run(["device-key", "forget", "--yes"])
+        XCTAssertEqual(forget.status, 0, "\(forget)")
+        XCTAssertEqual(fm.contents(atPath: b.dir + "/device.key.unsealable"), earlier, "the earlier key is kept")
+        XCTAssertEqual(fm.contents(atPath: b.dir + "/device.key.unsealable.2"), deviceKeyFile(a))
+        XCTAssertTrue(forget.stdout.contains("(moved to \(b.dir)/device.key.unsealable.2)"), "\(forget)")
+        XCTAssertFalse(fm.fileExists(atPath: b.dir + "/device.key"))
+    }
 }
