@@ -6,10 +6,15 @@ extension TPM {
     /// Seals `secret` (at most 128 bytes) under this TPM's storage root key: a primary copy
     /// bound to `pcrs` at their current values (TPM2_PolicyPCR, SHA-256 bank) and, when PCRs are
     /// given, a recovery copy whose auth value is `recoveryAuth` (Esys_Create, keyedhash).
-    /// - Throws: `TPMError.failed` for `SealedKey.resettablePCRs`, which bind nothing.
-    public func seal(_ secret: SecureBytes, pcrs: [Int], recoveryAuth: SecureBytes?) throws -> SealedKey {
+    /// `rootName`, when given (a reseal: the old file's), is the storage root key the secret may
+    /// be sealed under: another one (an interposer's, which would learn the salt of the session
+    /// that hides the secret) is refused before anything is sent to it.
+    /// - Throws: `TPMError.failed` for `SealedKey.resettablePCRs`, which bind nothing;
+    ///   `.otherTPM` for a storage root key other than `rootName`.
+    public func seal(_ secret: SecureBytes, pcrs: [Int], recoveryAuth: SecureBytes?, under rootName: [UInt8]? = nil) throws -> SealedKey {
         if let refusal = SealedKey.refusal(of: pcrs) { throw TPMError.failed(call: "seal", code: 0, text: refusal) }
         return try withPrimary { srk in
+            try checkRoot(srk, rootName)
             let mask = pcrs.reduce(UInt32(0)) { $0 | 1 << UInt32($1) }
             let policy = pcrs.isEmpty ? [] : try pcrPolicyDigest(mask: mask, pcrs: pcrs)
             let primary = try create(under: srk, secret: secret, policy: policy, auth: nil)

@@ -86,7 +86,8 @@ enum DeviceKeyVerb {
         guard let key, vault.wasMade(with: key) else {
             throw StateError(message: "\(path) was not made with the device key at \(keyPath); nothing was changed", status: .param)
         }
-        let sealed = try tpm.seal(key.key, pcrs: pcrs, recoveryAuth: pcrs.isEmpty ? nil : recovery)
+        // Under the storage root key the old file names (when it names one): the one it unsealed under.
+        let sealed = try tpm.seal(key.key, pcrs: pcrs, recoveryAuth: pcrs.isEmpty ? nil : recovery, under: old.rootName)
         try DeviceKeyStore.install(sealed, expected: key, with: tpm, at: keyPath)
         Terminal.writeString(1, "resealed \(keyPath) by the TPM\(describe(pcrs))\n")
         return 0

@@ -407,4 +407,24 @@ final class TPMDeviceKeyTests: XCTestCase {
         XCTAssertTrue(forget.stdout.contains("(moved to \(b.dir)/device.key.unsealable.2)"), "\(forget)")
         XCTAssertFalse(fm.fileExists(atPath: b.dir + "/device.key"))
     }
+
+    /// An active interposer that lets the unseal of a reseal through to the real TPM and then
+    /// answers the sealing itself, with its own storage root key, would learn the device key
+    /// from the encrypted Create (the session is salted to its key). Reseal seals only under the
+    /// storage root key the old file names: it refuses, and the file stays as it was.
+    func testResealRefusesAnotherStorageRootKeyThanTheOldFileNames() throws {
+        let tpm = try startTPM()
+        let h = try machine(tpm)
+        try createSealed(h)
+        try addItems(h)
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        let before = deviceKeyFile(h)
+        let attacker = try startTPM()
+        let interposer = try TPMInterposer(first: tpm, second: attacker, switchAfter: 1)
+        addTeardownBlock { interposer.stop() }
+        let reseal = try h.run(["device-key", "reseal"], input: pass + "\n", env: ["KEYCHAINFS_TCTI": interposer.tcti])
+        XCTAssertEqual(reseal.status, 93, "errSecDecode, as another TPM: \(reseal)")
+        XCTAssertEqual(deviceKeyFile(h), before, "nothing was sealed to the interposer's key")
+        XCTAssertEqual(try find(h, "always").status, 0, "the real TPM still unseals it")
+    }
 }
