@@ -48,13 +48,18 @@ public enum DeviceKeyStore {
     }
 
     /// The device key for the vault at `vault`: unsealed by the TPM when the file is sealed; the
-    /// plain file (made when missing) otherwise, unless the vault records a TPM-sealed key.
+    /// plain file (made when missing) otherwise, unless the vault records a TPM-sealed key, which
+    /// neither a missing file nor a plain one stands in for.
     /// - Throws: `DeviceKeyError` naming the file, the TCTI and the reason.
     public static func load(forVault vault: String, path: String = DeviceKey.defaultPath()) throws -> DeviceKey {
         switch try read(at: path) {
         case .missing where Vault.recordedDeviceKeyKind(at: vault) == "tpm2":
             throw DeviceKeyError("this vault's device key is sealed by a TPM, but \(path) is missing: "
                                  + "its ThisDeviceOnly items cannot be opened; restore the file (no new key is made)", status: .notAvailable)
+        case .plain where Vault.recordedDeviceKeyKind(at: vault) == "tpm2":
+            // Not the TPM's key: new ThisDeviceOnly items would be wrapped under whatever was put there.
+            throw DeviceKeyError("this vault's device key is sealed by a TPM, but \(path) holds a plain key: "
+                                 + "it is not used in the sealed key's place; restore the sealed file", status: .notAvailable)
         case .missing, .plain:
             do { return try DeviceKey.loadOrCreate(at: path) } catch {
                 throw DeviceKeyError("cannot read or create the device key file \(path)", status: .io)

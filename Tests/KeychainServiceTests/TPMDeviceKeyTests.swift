@@ -427,4 +427,28 @@ final class TPMDeviceKeyTests: XCTestCase {
         XCTAssertEqual(deviceKeyFile(h), before, "nothing was sealed to the interposer's key")
         XCTAssertEqual(try find(h, "always").status, 0, "the real TPM still unseals it")
     }
+
+    /// A vault that records a TPM-sealed key never runs on a plain key file found in the sealed
+    /// file's place (restored from an old backup, or planted by someone who can write there): the
+    /// daemon refuses to start, as when the file is missing, instead of wrapping new
+    /// ThisDeviceOnly items under a key that is not the TPM's.
+    func testAVaultThatRecordsASealedKeyRefusesAPlainKeyFile() throws {
+        let tpm = try startTPM()
+        let h = try machine(tpm)
+        try createSealed(h)
+        try addItems(h)
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        let keyPath = h.dir + "/device.key"
+        let planted = Data((0..<32).map { _ in UInt8.random(in: 0...255) })
+        chmod(keyPath, 0o600)
+        try planted.write(to: URL(fileURLWithPath: keyPath))
+        chmod(keyPath, 0o400)
+        let r = try find(h, "plain")
+        XCTAssertEqual(r.status, 53, "errSecNotAvailable: \(r)")
+        XCTAssertTrue(daemonLog(h).contains("holds a plain key"), daemonLog(h))
+        let add = try h.run(["add-generic-password", "-s", "svc", "-a", "new", "-w", "-", "--accessible", "WhenUnlockedThisDeviceOnly"],
+                            input: "new-secret\n")
+        XCTAssertNotEqual(add.status, 0, "nothing is wrapped under the planted key: \(add)")
+        XCTAssertEqual(deviceKeyFile(h), planted, "the file is left for the user to restore")
+    }
 }
