@@ -100,6 +100,18 @@ static inline void kc_pcr_selection(TPML_PCR_SELECTION *out, uint32_t mask) {
         if (mask & (1u << i)) out->pcrSelections[0].pcrSelect[i / 8] |= (uint8_t)(1u << (i % 8));
 }
 
+// The PCRs of the SHA-256 bank a selection names (TPM2_PCR_Read's pcrSelectionOut: the PCRs the
+// TPM read, none of a bank it has not allocated).
+static inline uint32_t kc_pcr_sha256_mask(const TPML_PCR_SELECTION *s) {
+    uint32_t mask = 0;
+    for (UINT32 i = 0; i < s->count && i < TPM2_NUM_PCR_BANKS; i++) {
+        if (s->pcrSelections[i].hash != TPM2_ALG_SHA256) continue;
+        for (int b = 0; b < 24 && b / 8 < s->pcrSelections[i].sizeofSelect; b++)
+            if (s->pcrSelections[i].pcrSelect[b / 8] & (1u << (b % 8))) mask |= 1u << b;
+    }
+    return mask;
+}
+
 static inline void kc_sym_null(TPMT_SYM_DEF *out) {
     memset(out, 0, sizeof *out);
     out->algorithm = TPM2_ALG_NULL;

@@ -451,4 +451,25 @@ final class TPMDeviceKeyTests: XCTestCase {
         XCTAssertNotEqual(add.status, 0, "nothing is wrapped under the planted key: \(add)")
         XCTAssertEqual(deviceKeyFile(h), planted, "the file is left for the user to restore")
     }
+
+    /// A TPM may have no SHA-256 bank allocated (firmware that allocates SHA-1 only): then
+    /// TPM2_PolicyPCR over that bank covers no value, and a key "bound to PCR 7" would unseal
+    /// after any change. Sealing checks that the TPM reads each listed PCR in the SHA-256 bank and
+    /// refuses by name otherwise, with nothing created.
+    func testSealingRefusesPCRsTheSHA256BankDoesNotHave() throws {
+        let tpm = try startTPM()
+        let h = try machine(tpm)
+        try tpm2(tpm, ["tpm2_pcrallocate", "sha1:all+sha256:none"], in: h.dir)
+        // The new allocation holds from the next power-on.
+        let cycle = try Spawn.run(["/usr/bin/swtpm_ioctl", "-i", "--tcp", "127.0.0.1:\(tpm.port + 1)"],
+                                  environment: ["PATH": "/usr/bin:/bin"], input: Data(), timeout: 60)
+        XCTAssertEqual(cycle.status, 0, String(decoding: cycle.err, as: UTF8.self))
+        let r = try h.run(["create-keychain", "--kdf", "interactive", "--device-key", "tpm2", "--tpm-pcrs", "7"], input: pass + "\n")
+        XCTAssertNotEqual(r.status, 0, "\(r)")
+        XCTAssertTrue(r.stderr.contains("no PCR 7 in its SHA-256 bank"), "\(r)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: h.vault))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: h.dir + "/device.key"))
+        // Bound to the TPM only, the key can still be sealed there.
+        try createSealed(h, pcrs: ["--tpm-pcrs", "none"])
+    }
 }

@@ -31,6 +31,9 @@ final class TPMSealTests: XCTestCase {
             XCTAssertEqual($0 as? TPMError, .wrongPassphrase)
         }
         XCTAssertEqual(bytes(try tpm.unsealRecovery(sealed, auth: auth)), bytes(secret), "the recovery copy ignores PCRs")
+        // More PCRs than one TPM2_PCR_Read returns: each is checked to be in the SHA-256 bank.
+        let wide = try tpm.seal(secret, pcrs: Array(0..<12), recoveryAuth: nil)
+        XCTAssertEqual(bytes(try tpm.unseal(wide)), bytes(secret))
     }
 
     func testWithoutPCRsThereIsNoRecoveryCopyAndAnotherTPMCannotLoadTheObject() throws {
