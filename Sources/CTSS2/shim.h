@@ -32,6 +32,11 @@ static inline TSS2_RC kc_rc_base(TSS2_RC rc) {
     return (rc & TPM2_RC_FMT1) ? (rc & (TPM2_RC_FMT1 | 0x3F)) : rc;
 }
 static inline int kc_rc_is_tpm(TSS2_RC rc) { return (rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER; }
+// A TPM format-one code about a command parameter (P set): what the TPM says of a blob it cannot
+// take. Warnings (out of object memory, retry) and handle or session codes are not about the blob.
+static inline int kc_rc_is_parameter_error(TSS2_RC rc) {
+    return kc_rc_is_tpm(rc) && (rc & TPM2_RC_FMT1) && (rc & TPM2_RC_P);
+}
 
 // The storage root key: ECC P-256 with AES-128-CFB, as tpm2_createprimary's ECC default, so the
 // same TPM always derives the same key from its owner seed (nothing is made persistent).
@@ -93,6 +98,18 @@ static inline void kc_pcr_selection(TPML_PCR_SELECTION *out, uint32_t mask) {
     out->pcrSelections[0].sizeofSelect = 3;
     for (int i = 0; i < 24; i++)
         if (mask & (1u << i)) out->pcrSelections[0].pcrSelect[i / 8] |= (uint8_t)(1u << (i % 8));
+}
+
+// The PCRs of the SHA-256 bank a selection names (TPM2_PCR_Read's pcrSelectionOut: the PCRs the
+// TPM read, none of a bank it has not allocated).
+static inline uint32_t kc_pcr_sha256_mask(const TPML_PCR_SELECTION *s) {
+    uint32_t mask = 0;
+    for (UINT32 i = 0; i < s->count && i < TPM2_NUM_PCR_BANKS; i++) {
+        if (s->pcrSelections[i].hash != TPM2_ALG_SHA256) continue;
+        for (int b = 0; b < 24 && b / 8 < s->pcrSelections[i].sizeofSelect; b++)
+            if (s->pcrSelections[i].pcrSelect[b / 8] & (1u << (b % 8))) mask |= 1u << b;
+    }
+    return mask;
 }
 
 static inline void kc_sym_null(TPMT_SYM_DEF *out) {

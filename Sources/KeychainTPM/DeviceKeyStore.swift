@@ -48,13 +48,18 @@ public enum DeviceKeyStore {
     }
 
     /// The device key for the vault at `vault`: unsealed by the TPM when the file is sealed; the
-    /// plain file (made when missing) otherwise, unless the vault records a TPM-sealed key.
+    /// plain file (made when missing) otherwise, unless the vault records a TPM-sealed key, which
+    /// neither a missing file nor a plain one stands in for.
     /// - Throws: `DeviceKeyError` naming the file, the TCTI and the reason.
     public static func load(forVault vault: String, path: String = DeviceKey.defaultPath()) throws -> DeviceKey {
         switch try read(at: path) {
         case .missing where Vault.recordedDeviceKeyKind(at: vault) == "tpm2":
             throw DeviceKeyError("this vault's device key is sealed by a TPM, but \(path) is missing: "
                                  + "its ThisDeviceOnly items cannot be opened; restore the file (no new key is made)", status: .notAvailable)
+        case .plain where Vault.recordedDeviceKeyKind(at: vault) == "tpm2":
+            // Not the TPM's key: new ThisDeviceOnly items would be wrapped under whatever was put there.
+            throw DeviceKeyError("this vault's device key is sealed by a TPM, but \(path) holds a plain key: "
+                                 + "it is not used in the sealed key's place; restore the sealed file", status: .notAvailable)
         case .missing, .plain:
             do { return try DeviceKey.loadOrCreate(at: path) } catch {
                 throw DeviceKeyError("cannot read or create the device key file \(path)", status: .io)
@@ -68,24 +73,38 @@ public enum DeviceKeyStore {
     public static func unseal(_ sealed: SealedKey, path: String) throws -> DeviceKey {
         do {
             let tpm = try TPM()
-            let key = try tpm.unseal(sealed)
-            guard key.count == DeviceKey.length else { throw TPMError.otherTPM }
-            return DeviceKey(key: key)
+            return try deviceKey(unsealed: try tpm.unseal(sealed), path: path)
         } catch let e as TPMError {
             throw DeviceKeyError("device key \(path): \(e)", status: e.status)
         }
     }
 
-    /// Writes `sealed` to `path` atomically (a 0400 file beside it, fsynced, renamed over it),
-    /// after checking that this TPM unseals it to `expected`.
+    /// The device key the TPM unsealed from `path`'s primary or recovery copy.
+    /// - Throws: `DeviceKeyError` (errSecDecode) when it is not 32 bytes: the sealed object is
+    ///   not a device key (sealed by another tool or damaged), and nothing may use it as one.
+    public static func deviceKey(unsealed bytes: SecureBytes, path: String) throws -> DeviceKey {
+        let count = bytes.count
+        guard count == DeviceKey.length else {
+            bytes.wipe()
+            throw DeviceKeyError("device key \(path): the TPM unsealed \(count) bytes, not a \(DeviceKey.length)-byte device key",
+                                 status: .decode)
+        }
+        return DeviceKey(key: bytes)
+    }
+
+    /// Writes `sealed` to `path` atomically (a 0400 file beside it, fsynced, renamed over it,
+    /// the directory fsynced), after checking that this TPM unseals it to `expected`. The file
+    /// beside it is this process's own (`PATH.new.PID.RANDOM`): two writers at once (two
+    /// reseals, a seal and a create-keychain) never remove or rename each other's half-written
+    /// file, so `path` always holds a whole sealed key.
     public static func install(_ sealed: SealedKey, expected: DeviceKey, with tpm: TPM, at path: String) throws {
         let check = try tpm.unseal(sealed)
         defer { check.wipe() }
         guard check.constantTimeEquals(expected.key) else {
             throw DeviceKeyError("the TPM unsealed another key than it sealed; nothing was changed", status: .internalComponent)
         }
-        let temporary = path + ".new"
-        unlink(temporary)
+        let nonce = try SecureBytes.random(count: 8).withUnsafeBytes { $0.map { String($0, radix: 16) }.joined() }
+        let temporary = path + ".new.\(getpid()).\(nonce)"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o400)
         guard fd >= 0 else { throw DeviceKeyError("cannot write \(temporary): \(String(cString: strerror(errno)))", status: .io) }
         let bytes = sealed.encoded()

@@ -91,6 +91,13 @@ public struct SealedKey: Equatable, Sendable {
         }
     }
 
+    /// PCR 16 (debug) and PCR 23 (application) of the PC Client profile: any program may reset
+    /// them at locality 0 (TPM2_PCR_Reset) and extend them to any value again, so a policy on
+    /// them binds nothing. Nothing is sealed to them.
+    public static let resettablePCRs = [16, 23]
+    static let resettableRefusal = "PCR 16 and 23 can be reset by any program, so a key bound to them is bound to nothing; "
+        + "choose others, such as 7"
+
     /// Parses a `--tpm-pcrs` list ("7", "0,2,7", or "none" for no PCR policy); nil when malformed.
     public static func pcrList(_ text: String) -> [Int]? {
         if text == "none" { return [] }
@@ -101,5 +108,10 @@ public struct SealedKey: Equatable, Sendable {
             out.append(n)
         }
         return out.isEmpty ? nil : out.sorted()
+    }
+
+    /// Why `pcrs` may not be sealed to, or nil when they may.
+    public static func refusal(of pcrs: [Int]) -> String? {
+        pcrs.contains(where: resettablePCRs.contains) ? resettableRefusal : nil
     }
 }

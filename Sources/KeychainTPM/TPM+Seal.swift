@@ -6,8 +6,15 @@ extension TPM {
     /// Seals `secret` (at most 128 bytes) under this TPM's storage root key: a primary copy
     /// bound to `pcrs` at their current values (TPM2_PolicyPCR, SHA-256 bank) and, when PCRs are
     /// given, a recovery copy whose auth value is `recoveryAuth` (Esys_Create, keyedhash).
-    public func seal(_ secret: SecureBytes, pcrs: [Int], recoveryAuth: SecureBytes?) throws -> SealedKey {
-        try withPrimary { srk in
+    /// `rootName`, when given (a reseal: the old file's), is the storage root key the secret may
+    /// be sealed under: another one (an interposer's, which would learn the salt of the session
+    /// that hides the secret) is refused before anything is sent to it.
+    /// - Throws: `TPMError.failed` for `SealedKey.resettablePCRs`, which bind nothing;
+    ///   `.otherTPM` for a storage root key other than `rootName`.
+    public func seal(_ secret: SecureBytes, pcrs: [Int], recoveryAuth: SecureBytes?, under rootName: [UInt8]? = nil) throws -> SealedKey {
+        if let refusal = SealedKey.refusal(of: pcrs) { throw TPMError.failed(call: "seal", code: 0, text: refusal) }
+        return try withPrimary { srk in
+            try checkRoot(srk, rootName)
             let mask = pcrs.reduce(UInt32(0)) { $0 | 1 << UInt32($1) }
             let policy = pcrs.isEmpty ? [] : try pcrPolicyDigest(mask: mask, pcrs: pcrs)
             let primary = try create(under: srk, secret: secret, policy: policy, auth: nil)
@@ -120,8 +127,11 @@ extension TPM {
         var handle: ESYS_TR = kc_tr_none
         let rc = Esys_Load(context, parent, kc_tr_password, kc_tr_none, kc_tr_none, &priv, &pub, &handle)
         // The private area is integrity-protected by the parent's key: another TPM's storage root
-        // key (another owner seed) fails that check, whatever code the TPM reports for it.
-        if rc != 0 && kc_rc_is_tpm(rc) != 0 { throw TPMError.otherTPM }
+        // key (another owner seed) fails that check, whatever code the TPM reports for the
+        // private or public area. A warning (no object memory left, retry) or any other code says
+        // nothing of the blob: it is that failure, never "another TPM", which `device-key forget`
+        // takes as a key gone for good.
+        if rc != 0 && kc_rc_is_parameter_error(rc) != 0 { throw TPMError.otherTPM }
         if let e = TPMError.check(rc, "Esys_Load") { throw e }
         defer { Esys_FlushContext(context, handle) }
         return try body(handle)

@@ -151,9 +151,36 @@ public final class TPM {
         return try body(session)
     }
 
-    /// The policy digest that binds `pcrs` at their current values (a trial session).
+    /// Checks that the TPM has each PCR of `mask` in its SHA-256 bank (TPM2_PCR_Read, which reads
+    /// at most 8 a call and none of a bank that is not allocated): TPM2_PolicyPCR over PCRs it
+    /// does not have covers no value, so a key sealed to them would unseal after any change.
+    /// - Throws: `TPMError.failed` naming the missing PCRs.
+    func checkPCRsAllocated(mask: UInt32) throws {
+        var remaining = mask
+        while remaining != 0 {
+            var selection = TPML_PCR_SELECTION()
+            kc_pcr_selection(&selection, remaining)
+            var counter: UInt32 = 0
+            var out: UnsafeMutablePointer<TPML_PCR_SELECTION>?
+            var values: UnsafeMutablePointer<TPML_DIGEST>?
+            let rc = Esys_PCR_Read(context, kc_tr_none, kc_tr_none, kc_tr_none, &selection, &counter, &out, &values)
+            defer { Esys_Free(out); Esys_Free(values) }
+            if let e = TPMError.check(rc, "Esys_PCR_Read") { throw e }
+            let read = out.map { kc_pcr_sha256_mask($0) } ?? 0
+            guard read & remaining != 0 else {
+                let missing = (0..<24).filter { remaining & (1 << UInt32($0)) != 0 }.map(String.init).joined(separator: ",")
+                throw TPMError.failed(call: "seal", code: 0, text: "the TPM has no PCR \(missing) in its SHA-256 bank (not allocated): "
+                                      + "a policy on it would bind nothing; allocate the bank or seal with --tpm-pcrs none")
+            }
+            remaining &= ~read
+        }
+    }
+
+    /// The policy digest that binds `pcrs` at their current values (a trial session), after
+    /// checking that the TPM has them.
     func pcrPolicyDigest(mask: UInt32, pcrs: [Int]) throws -> [UInt8] {
-        try withPCRPolicy(mask: mask, pcrs: pcrs, trial: true) { session in
+        try checkPCRsAllocated(mask: mask)
+        return try withPCRPolicy(mask: mask, pcrs: pcrs, trial: true) { session in
             var digest: UnsafeMutablePointer<TPM2B_DIGEST>?
             let rc = Esys_PolicyGetDigest(context, session, kc_tr_none, kc_tr_none, kc_tr_none, &digest)
             defer { Esys_Free(digest) }

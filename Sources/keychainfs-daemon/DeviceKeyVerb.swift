@@ -33,6 +33,7 @@ enum DeviceKeyVerb {
         guard let list = SealedKey.pcrList(text) else {
             throw UsageError("--tpm-pcrs takes PCR numbers 0-23 separated by commas, such as 7 or 0,2,7, or none")
         }
+        if let refusal = SealedKey.refusal(of: list) { throw UsageError(refusal) }
         return list
     }
 
@@ -73,19 +74,20 @@ enum DeviceKeyVerb {
         let pcrs = requested ?? old.pcrs
         let tpm = try TPM()
         var key: DeviceKey?
-        do { key = DeviceKey(key: try tpm.unseal(old)) } catch TPMError.pcrMismatch(_) where old.hasRecoveryCopy {}
+        do { key = try DeviceKeyStore.deviceKey(unsealed: try tpm.unseal(old), path: keyPath) } catch TPMError.pcrMismatch(_) where old.hasRecoveryCopy {}
         let vault = try Vault.open(at: path, deviceKey: try key ?? DeviceKey(key: .random(count: DeviceKey.length)))
         var recovery: SecureBytes?
         defer { recovery?.wipe() }
         if key == nil || !pcrs.isEmpty {
             let auth = try recoverySecret(ctx, vault: vault)
-            if key == nil { key = DeviceKey(key: try tpm.unsealRecovery(old, auth: auth)) }
+            if key == nil { key = try DeviceKeyStore.deviceKey(unsealed: try tpm.unsealRecovery(old, auth: auth), path: keyPath) }
             recovery = auth
         }
         guard let key, vault.wasMade(with: key) else {
             throw StateError(message: "\(path) was not made with the device key at \(keyPath); nothing was changed", status: .param)
         }
-        let sealed = try tpm.seal(key.key, pcrs: pcrs, recoveryAuth: pcrs.isEmpty ? nil : recovery)
+        // Under the storage root key the old file names (when it names one): the one it unsealed under.
+        let sealed = try tpm.seal(key.key, pcrs: pcrs, recoveryAuth: pcrs.isEmpty ? nil : recovery, under: old.rootName)
         try DeviceKeyStore.install(sealed, expected: key, with: tpm, at: keyPath)
         Terminal.writeString(1, "resealed \(keyPath) by the TPM\(describe(pcrs))\n")
         return 0
@@ -120,14 +122,28 @@ enum DeviceKeyVerb {
             guard answer.withUnsafeBytes({ Array($0) }) == Array("yes".utf8) else { throw KeychainStatus.userCanceled }
         }
         let vault = try Vault.open(at: path, deviceKey: try DeviceKey(key: .random(count: DeviceKey.length)))
-        if access(keyPath, F_OK) == 0 {
-            guard rename(keyPath, keyPath + ".unsealable") == 0 else {
-                throw StateError(message: "cannot move \(keyPath) aside: \(String(cString: strerror(errno)))", status: .io)
-            }
-        }
+        let aside = access(keyPath, F_OK) == 0 ? try moveAside(keyPath) : nil
         try vault.setSetting(Vault.deviceKeyKindSetting, Array("file".utf8))
-        Terminal.writeString(1, "forgot the device key of \(path)" + (access(keyPath + ".unsealable", F_OK) == 0 ? " (moved to \(keyPath).unsealable)" : "") + "\n")
+        Terminal.writeString(1, "forgot the device key of \(path)" + (aside.map { " (moved to \($0))" } ?? "") + "\n")
         return 0
+    }
+
+    /// Moves `keyPath` to the first free name of `PATH.unsealable`, `PATH.unsealable.2`, ...
+    /// (a hard link, which never replaces a file, then the unlink), and fsyncs the directory: an
+    /// earlier forgotten key is never overwritten. - Returns: the new name.
+    static func moveAside(_ keyPath: String) throws -> String {
+        for n in 1...1000 {
+            let aside = keyPath + ".unsealable" + (n == 1 ? "" : ".\(n)")
+            if link(keyPath, aside) == 0 {
+                unlink(keyPath)
+                let dir = keyPath.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(keyPath[..<$0]) } ?? "."
+                let dfd = open(dir.isEmpty ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                if dfd >= 0 { fsync(dfd); close(dfd) }
+                return aside
+            }
+            guard errno == EEXIST else { break }
+        }
+        throw StateError(message: "cannot move \(keyPath) aside: \(String(cString: strerror(errno)))", status: .io)
     }
 
     /// Where the key is, and whether it can be had here. Exits with the failure's status when not.

@@ -1,4 +1,6 @@
 import Foundation
+import KeychainCrypto
+import KeychainTPM
 import KeychainTestSupport
 import XCTest
 
@@ -274,5 +276,200 @@ final class TPMDeviceKeyTests: XCTestCase {
             XCTAssertNotEqual(find.status, 0, "\(find)")
             XCTAssertEqual(FileManager.default.contents(atPath: keyPath), Data(bytes))
         }
+    }
+
+    /// Runs a tpm2-tools program against `tpm` in `dir`.
+    func tpm2(_ tpm: SoftwareTPM, _ argv: [String], in dir: String) throws {
+        let r = try Spawn.run(["/usr/bin/env", "-C", dir] + argv,
+                              environment: ["TPM2TOOLS_TCTI": tpm.tcti, "PATH": "/usr/bin:/bin"], input: Data(), timeout: 60)
+        XCTAssertEqual(r.status, 0, "\(argv): \(String(decoding: r.err, as: UTF8.self))")
+    }
+
+    /// A TPM without a resource manager serves every program on the machine: one that left its
+    /// objects loaded can fill the TPM's few object slots. Loading the sealed key then fails
+    /// with "out of memory for object contexts", which is no sign of another TPM: the error
+    /// names the TPM's reason, and `device-key forget` (for keys gone for good) changes nothing.
+    func testATPMOutOfObjectMemoryIsNotAnotherTPMAndForgetKeepsTheKey() throws {
+        let tpm = try startTPM()
+        let h = try machine(tpm)
+        try createSealed(h)
+        try addItems(h)
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        let sealed = deviceKeyFile(h)
+        // Two objects left loaded by another program; the storage root key takes the third slot.
+        for i in 0..<2 { try tpm2(tpm, ["tpm2_createprimary", "-C", "o", "-c", "other\(i).ctx"], in: h.dir) }
+
+        let status = try h.run(["device-key", "status", "--json"])
+        XCTAssertNotEqual(status.status, 0, "\(status)")
+        let error = h.jsonObject(status.stdout)["error"] as? String ?? ""
+        XCTAssertFalse(error.contains("another TPM"), "a full TPM is not another TPM: \(error)")
+        XCTAssertTrue(error.contains("Esys_Load"), "the failing call is named: \(error)")
+        let forget = try h.run(["device-key", "forget", "--yes"])
+        XCTAssertNotEqual(forget.status, 0, "\(forget)")
+        XCTAssertEqual(deviceKeyFile(h), sealed, "the sealed key stays")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: h.dir + "/device.key.unsealable"))
+        XCTAssertEqual(h.jsonObject(try h.run(["device-key", "status", "--json"]).stdout)["vault-records"] as? String, "tpm2")
+
+        // Once the other program's objects are gone the key unseals again.
+        try tpm2(tpm, ["tpm2_flushcontext", "-t"], in: h.dir)
+        XCTAssertEqual(try find(h, "always").stdout, "always-secret\n")
+    }
+
+    /// A sealed object that unseals to other than 32 bytes (a file sealed by another tool, or
+    /// by a damaged build) is not a device key: every verb names it, none stops on a trap.
+    func testAnUnsealedSecretOfAnotherLengthIsRefusedByName() throws {
+        let tpm = try startTPM()
+        let h = try machine(tpm)
+        try createSealed(h, pcrs: ["--tpm-pcrs", "7"])
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        let keyPath = h.dir + "/device.key"
+        let short = try TPM(tcti: tpm.tcti).seal(try SecureBytes.random(count: 16), pcrs: [7],
+                                                 recoveryAuth: try SecureBytes.random(count: 32))
+        chmod(keyPath, 0o600)
+        try Data(short.encoded()).write(to: URL(fileURLWithPath: keyPath))
+        chmod(keyPath, 0o400)
+        for args in [["device-key", "reseal"], ["device-key", "status"]] {
+            let r = try h.run(args, input: pass + "\n")
+            XCTAssertEqual(r.status, 93, "errSecDecode: \(args) \(r)")
+            XCTAssertTrue((r.stdout + r.stderr).contains("the TPM unsealed 16 bytes, not a 32-byte device key"), "\(args) \(r)")
+        }
+        XCTAssertEqual(deviceKeyFile(h), Data(short.encoded()), "nothing was resealed")
+        let r = try find(h, "always")
+        XCTAssertNotEqual(r.status, 0, "\(r)")
+        XCTAssertTrue(daemonLog(h).contains("the TPM unsealed 16 bytes, not a 32-byte device key"), daemonLog(h))
+    }
+
+    /// Each writer of the sealed file (seal, reseal, create-keychain) writes a temporary file of
+    /// its own: a reseal neither removes nor renames the one another writer is still filling,
+    /// so that writer's rename installs a whole file, never an empty one.
+    func testAResealLeavesAnotherWritersTemporaryFileAlone() throws {
+        let tpm = try startTPM()
+        let h = try machine(tpm)
+        try createSealed(h)
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        let keyPath = h.dir + "/device.key"
+        let theirs = Data("another writer's sealed file, half written".utf8)
+        XCTAssertTrue(FileManager.default.createFile(atPath: keyPath + ".new", contents: theirs, attributes: [.posixPermissions: 0o400]))
+        let reseal = try h.run(["device-key", "reseal"], input: pass + "\n")
+        XCTAssertEqual(reseal.status, 0, "\(reseal)")
+        XCTAssertEqual(FileManager.default.contents(atPath: keyPath + ".new"), theirs, "the other writer's file is untouched")
+        XCTAssertTrue(deviceKeyFile(h).starts(with: sealedMagic))
+        let status = h.jsonObject(try h.run(["device-key", "status", "--json"]).stdout)
+        XCTAssertEqual(status["unseals"] as? Bool, true)
+        XCTAssertEqual(status["vault-made-with-it"] as? Bool, true)
+        let names = try FileManager.default.contentsOfDirectory(atPath: h.dir).filter { $0.hasPrefix("device.key") }
+        XCTAssertEqual(names.sorted(), ["device.key", "device.key.new"], "no temporary file of the reseal is left")
+    }
+
+    /// PCR 16 (debug) and PCR 23 (application) can be reset by any program at locality 0
+    /// (TPM2_PCR_Reset) and extended again: after a change anyone puts back the value a key was
+    /// sealed to (usually the reset value, zeros), so a policy on them binds nothing. Every way
+    /// to seal refuses them, naming them.
+    func testPCRsAnyProgramCanResetAreRefused() throws {
+        let tpm = try startTPM()
+        let h = try machine(tpm)
+        for list in ["16", "7,23"] {
+            let r = try h.run(["create-keychain", "--kdf", "interactive", "--device-key", "tpm2", "--tpm-pcrs", list], input: pass + "\n")
+            XCTAssertEqual(r.status, 2, "\(list): \(r)")
+            XCTAssertTrue(r.stderr.contains("PCR 16 and 23 can be reset by any program"), "\(r)")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: h.vault))
+            XCTAssertFalse(FileManager.default.fileExists(atPath: h.dir + "/device.key"))
+        }
+        try h.createVault(passphrase: pass)
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        let plain = deviceKeyFile(h)
+        let seal = try h.run(["device-key", "seal", "--tpm-pcrs", "16"], input: pass + "\n")
+        XCTAssertEqual(seal.status, 2, "\(seal)")
+        XCTAssertEqual(deviceKeyFile(h), plain, "still the plain key")
+        XCTAssertThrowsError(try TPM(tcti: tpm.tcti).seal(try SecureBytes.random(count: 32), pcrs: [23],
+                                                          recoveryAuth: try SecureBytes.random(count: 32)))
+    }
+
+    /// Each sealed key given up keeps a name of its own (`PATH.unsealable`, then
+    /// `PATH.unsealable.2`, ...): a second forget does not overwrite the first one's file, which
+    /// still opens the ThisDeviceOnly items on the machine whose TPM sealed it.
+    func testForgetNeverOverwritesAnEarlierForgottenKey() throws {
+        let a = try machine(try startTPM())
+        try createSealed(a)
+        XCTAssertEqual(try a.run(["stop"]).status, 0)
+        let b = try machine(try startTPM())
+        let fm = FileManager.default
+        for name in try fm.contentsOfDirectory(atPath: a.dir) where name.hasPrefix("test.vault") && !name.hasSuffix(".audit") {
+            try fm.copyItem(atPath: a.dir + "/" + name, toPath: b.dir + "/" + name)
+        }
+        try fm.copyItem(atPath: a.dir + "/device.key", toPath: b.dir + "/device.key")
+        let earlier = Data("an earlier forgotten sealed key".utf8)
+        XCTAssertTrue(fm.createFile(atPath: b.dir + "/device.key.unsealable", contents: earlier, attributes: [.posixPermissions: 0o400]))
+        let forget = try b.run(["device-key", "forget", "--yes"])
+        XCTAssertEqual(forget.status, 0, "\(forget)")
+        XCTAssertEqual(fm.contents(atPath: b.dir + "/device.key.unsealable"), earlier, "the earlier key is kept")
+        XCTAssertEqual(fm.contents(atPath: b.dir + "/device.key.unsealable.2"), deviceKeyFile(a))
+        XCTAssertTrue(forget.stdout.contains("(moved to \(b.dir)/device.key.unsealable.2)"), "\(forget)")
+        XCTAssertFalse(fm.fileExists(atPath: b.dir + "/device.key"))
+    }
+
+    /// An active interposer that lets the unseal of a reseal through to the real TPM and then
+    /// answers the sealing itself, with its own storage root key, would learn the device key
+    /// from the encrypted Create (the session is salted to its key). Reseal seals only under the
+    /// storage root key the old file names: it refuses, and the file stays as it was.
+    func testResealRefusesAnotherStorageRootKeyThanTheOldFileNames() throws {
+        let tpm = try startTPM()
+        let h = try machine(tpm)
+        try createSealed(h)
+        try addItems(h)
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        let before = deviceKeyFile(h)
+        let attacker = try startTPM()
+        let interposer = try TPMInterposer(first: tpm, second: attacker, switchAfter: 1)
+        addTeardownBlock { interposer.stop() }
+        let reseal = try h.run(["device-key", "reseal"], input: pass + "\n", env: ["KEYCHAINFS_TCTI": interposer.tcti])
+        XCTAssertEqual(reseal.status, 93, "errSecDecode, as another TPM: \(reseal)")
+        XCTAssertEqual(deviceKeyFile(h), before, "nothing was sealed to the interposer's key")
+        XCTAssertEqual(try find(h, "always").status, 0, "the real TPM still unseals it")
+    }
+
+    /// A vault that records a TPM-sealed key never runs on a plain key file found in the sealed
+    /// file's place (restored from an old backup, or planted by someone who can write there): the
+    /// daemon refuses to start, as when the file is missing, instead of wrapping new
+    /// ThisDeviceOnly items under a key that is not the TPM's.
+    func testAVaultThatRecordsASealedKeyRefusesAPlainKeyFile() throws {
+        let tpm = try startTPM()
+        let h = try machine(tpm)
+        try createSealed(h)
+        try addItems(h)
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        let keyPath = h.dir + "/device.key"
+        let planted = Data((0..<32).map { _ in UInt8.random(in: 0...255) })
+        chmod(keyPath, 0o600)
+        try planted.write(to: URL(fileURLWithPath: keyPath))
+        chmod(keyPath, 0o400)
+        let r = try find(h, "plain")
+        XCTAssertEqual(r.status, 53, "errSecNotAvailable: \(r)")
+        XCTAssertTrue(daemonLog(h).contains("holds a plain key"), daemonLog(h))
+        let add = try h.run(["add-generic-password", "-s", "svc", "-a", "new", "-w", "-", "--accessible", "WhenUnlockedThisDeviceOnly"],
+                            input: "new-secret\n")
+        XCTAssertNotEqual(add.status, 0, "nothing is wrapped under the planted key: \(add)")
+        XCTAssertEqual(deviceKeyFile(h), planted, "the file is left for the user to restore")
+    }
+
+    /// A TPM may have no SHA-256 bank allocated (firmware that allocates SHA-1 only): then
+    /// TPM2_PolicyPCR over that bank covers no value, and a key "bound to PCR 7" would unseal
+    /// after any change. Sealing checks that the TPM reads each listed PCR in the SHA-256 bank and
+    /// refuses by name otherwise, with nothing created.
+    func testSealingRefusesPCRsTheSHA256BankDoesNotHave() throws {
+        let tpm = try startTPM()
+        let h = try machine(tpm)
+        try tpm2(tpm, ["tpm2_pcrallocate", "sha1:all+sha256:none"], in: h.dir)
+        // The new allocation holds from the next power-on.
+        let cycle = try Spawn.run(["/usr/bin/swtpm_ioctl", "-i", "--tcp", "127.0.0.1:\(tpm.port + 1)"],
+                                  environment: ["PATH": "/usr/bin:/bin"], input: Data(), timeout: 60)
+        XCTAssertEqual(cycle.status, 0, String(decoding: cycle.err, as: UTF8.self))
+        let r = try h.run(["create-keychain", "--kdf", "interactive", "--device-key", "tpm2", "--tpm-pcrs", "7"], input: pass + "\n")
+        XCTAssertNotEqual(r.status, 0, "\(r)")
+        XCTAssertTrue(r.stderr.contains("no PCR 7 in its SHA-256 bank"), "\(r)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: h.vault))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: h.dir + "/device.key"))
+        // Bound to the TPM only, the key can still be sealed there.
+        try createSealed(h, pcrs: ["--tpm-pcrs", "none"])
     }
 }

@@ -19,18 +19,21 @@ final class TPMSealTests: XCTestCase {
         let tpm = try startTPM()
         let secret = try SecureBytes.random(count: 32)
         let auth = try SecureBytes.random(count: 32)
-        let sealed = try tpm.seal(secret, pcrs: [7, 16], recoveryAuth: auth)
-        XCTAssertEqual(sealed.pcrs, [7, 16])
+        let sealed = try tpm.seal(secret, pcrs: [7, 8], recoveryAuth: auth)
+        XCTAssertEqual(sealed.pcrs, [7, 8])
         XCTAssertTrue(sealed.hasRecoveryCopy)
         XCTAssertEqual(try SealedKey.parse(sealed.encoded()), sealed, "the file form reads back")
         XCTAssertEqual(bytes(try tpm.unseal(sealed)), bytes(secret))
 
-        try tpm.extendPCR(16, with: Array(repeating: 0x5a, count: 32))
-        XCTAssertThrowsError(try tpm.unseal(sealed)) { XCTAssertEqual($0 as? TPMError, .pcrMismatch(pcrs: [7, 16])) }
+        try tpm.extendPCR(8, with: Array(repeating: 0x5a, count: 32))
+        XCTAssertThrowsError(try tpm.unseal(sealed)) { XCTAssertEqual($0 as? TPMError, .pcrMismatch(pcrs: [7, 8])) }
         XCTAssertThrowsError(try tpm.unsealRecovery(sealed, auth: try SecureBytes.random(count: 32))) {
             XCTAssertEqual($0 as? TPMError, .wrongPassphrase)
         }
         XCTAssertEqual(bytes(try tpm.unsealRecovery(sealed, auth: auth)), bytes(secret), "the recovery copy ignores PCRs")
+        // More PCRs than one TPM2_PCR_Read returns: each is checked to be in the SHA-256 bank.
+        let wide = try tpm.seal(secret, pcrs: Array(0..<12), recoveryAuth: nil)
+        XCTAssertEqual(bytes(try tpm.unseal(wide)), bytes(secret))
     }
 
     func testWithoutPCRsThereIsNoRecoveryCopyAndAnotherTPMCannotLoadTheObject() throws {
@@ -91,6 +94,36 @@ final class TPMSealTests: XCTestCase {
         let unnamed = try TokenKey(blob: old)
         XCTAssertEqual(unnamed.blob, old)
         XCTAssertFalse(try tpm.sign(digest: digest, with: unnamed).isEmpty)
+    }
+
+    /// swtpm here has no resource manager and three object slots: an object or session left
+    /// loaded by a failing call would stay until the TPM restarts. A hundred failures of each
+    /// kind (changed PCRs, another TPM's blob, a pinned name that differs, a peer point off the
+    /// curve), each on a new connection as the daemon makes them, leave room for a working call.
+    func testFailingCallsLeaveNothingLoadedInTheTPM() throws {
+        let sw = try SoftwareTPM()
+        addTeardownBlock { sw.stop() }
+        let other = try startTPM()
+        let secret = try SecureBytes.random(count: 32)
+        let sealed = try TPM(tcti: sw.tcti).seal(secret, pcrs: [8], recoveryAuth: try SecureBytes.random(count: 32))
+        let key = try TPM(tcti: sw.tcti).createTokenKey()
+        let foreign = try other.createTokenKey()
+        var renamed = key.blob
+        renamed[renamed.count - 1] ^= 1
+        let pinnedElsewhere = try TokenKey(blob: renamed)
+        try TPM(tcti: sw.tcti).extendPCR(8, with: Array(repeating: 0x5a, count: 32))
+        let offCurve = [UInt8(4)] + Array(repeating: 1, count: 64)
+        for _ in 0..<100 {
+            let tpm = try TPM(tcti: sw.tcti)
+            XCTAssertThrowsError(try tpm.unseal(sealed))
+            XCTAssertThrowsError(try tpm.sign(digest: Array(repeating: 1, count: 32), with: foreign))
+            XCTAssertThrowsError(try tpm.sign(digest: Array(repeating: 1, count: 32), with: pinnedElsewhere))
+            XCTAssertThrowsError(try tpm.sharedSecret(peer: offCurve, with: key))
+        }
+        let tpm = try TPM(tcti: sw.tcti)
+        XCTAssertFalse(try tpm.sign(digest: Array(repeating: 1, count: 32), with: key).isEmpty)
+        let again = try tpm.seal(secret, pcrs: [], recoveryAuth: nil)
+        XCTAssertEqual(bytes(try tpm.unseal(again)), bytes(secret))
     }
 
     func testMalformedFilesAndPCRListsAreRefused() throws {

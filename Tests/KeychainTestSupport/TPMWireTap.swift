@@ -132,3 +132,163 @@ package final class TPMWireTap: @unchecked Sendable {
         return fd
     }
 }
+
+/// An active interposer on the bus: passes whole TPM commands to the `first` TPM until it has
+/// passed `switchAfter` TPM2_CreatePrimary commands, and every later command to `second`, which
+/// then answers in the first one's place with its own storage root key. The control port goes to
+/// `first`. `stop()` closes everything; tests register it as a teardown.
+package final class TPMInterposer: @unchecked Sendable {
+    package let port: UInt16
+    private let first: UInt16, second: UInt16, switchAfter: Int
+    private let lock = NSLock()
+    private var createPrimaries = 0
+    private var listeners: [Int32] = []
+    private var open: Set<Int32> = []
+    private var threads = 0
+    private let done = NSCondition()
+
+    package var tcti: String { "swtpm:host=127.0.0.1,port=\(port)" }
+
+    package init(first: SoftwareTPM, second: SoftwareTPM, switchAfter: Int) throws {
+        self.first = first.port
+        self.second = second.port
+        self.switchAfter = switchAfter
+        var bound: (UInt16, [Int32])?
+        for _ in 0..<5 where bound == nil {
+            guard let p = SoftwareTPM.freePortPair() else { continue }
+            let fds = [Self.listen(p), Self.listen(p + 1)]
+            if fds.allSatisfy({ $0 >= 0 }) { bound = (p, fds) } else { fds.filter { $0 >= 0 }.forEach { close($0) } }
+        }
+        guard let (p, fds) = bound else { throw XCTSkip("no free loopback ports for the TPM interposer") }
+        port = p
+        listeners = fds
+        start { self.accept(fds[0], control: false) }
+        start { self.accept(fds[1], control: true) }
+    }
+
+    package func stop() {
+        lock.withLock {
+            for fd in listeners { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
+            listeners = []
+            for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
+        }
+        done.lock()
+        while threads > 0 { done.wait() }
+        done.unlock()
+    }
+
+    private func start(_ body: @escaping @Sendable () -> Void) {
+        done.lock(); threads += 1; done.unlock()
+        Thread {
+            body()
+            self.done.lock(); self.threads -= 1; self.done.broadcast(); self.done.unlock()
+        }.start()
+    }
+
+    private func accept(_ listener: Int32, control: Bool) {
+        while true {
+            let client = Glibc.accept(listener, nil, nil)
+            guard client >= 0 else { return }
+            let upstream = control ? [Self.connect(first + 1)] : [Self.connect(first), Self.connect(second)]
+            guard upstream.allSatisfy({ $0 >= 0 }) else { ([client] + upstream).filter { $0 >= 0 }.forEach { close($0) }; continue }
+            let accepted = lock.withLock {
+                guard !listeners.isEmpty else { return false }
+                open.formUnion([client] + upstream)
+                return true
+            }
+            guard accepted else { ([client] + upstream).forEach { close($0) }; return }
+            start { control ? self.relayBytes(client, upstream[0]) : self.relayCommands(client, upstream) }
+        }
+    }
+
+    /// One command from the client, to the TPM chosen for it; its response back.
+    private func relayCommands(_ client: Int32, _ tpms: [Int32]) {
+        while let command = Self.readFrame(client) {
+            let code = command[6..<10].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            let target: Int32 = lock.withLock {
+                if code == 0x131 { createPrimaries += 1 }
+                return createPrimaries > switchAfter ? tpms[1] : tpms[0]
+            }
+            guard Self.writeAll(target, command), let response = Self.readFrame(target), Self.writeAll(client, response) else { break }
+        }
+        finish([client] + tpms)
+    }
+
+    private func relayBytes(_ client: Int32, _ server: Int32) {
+        var fds = [pollfd(fd: client, events: Int16(POLLIN), revents: 0), pollfd(fd: server, events: Int16(POLLIN), revents: 0)]
+        var buf = [UInt8](repeating: 0, count: 1 << 16)
+        loop: while poll(&fds, 2, -1) >= 0 || errno == EINTR {
+            for (i, (from, to)) in [(client, server), (server, client)].enumerated() where fds[i].revents != 0 {
+                let n = buf.withUnsafeMutableBytes { read(from, $0.baseAddress, $0.count) }
+                guard n > 0, Self.writeAll(to, Array(buf[..<n])) else { break loop }
+            }
+        }
+        finish([client, server])
+    }
+
+    private func finish(_ fds: [Int32]) {
+        lock.withLock { open.subtract(fds) }
+        fds.forEach { close($0) }
+    }
+
+    /// A TPM command or response: tag, a 4-byte size that counts the whole frame, the rest.
+    private static func readFrame(_ fd: Int32) -> [UInt8]? {
+        guard let header = readExactly(fd, 10) else { return nil }
+        let size = Int(header[2..<6].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+        guard size >= 10, size <= 1 << 16, let rest = readExactly(fd, size - 10) else { return nil }
+        return header + rest
+    }
+
+    private static func readExactly(_ fd: Int32, _ count: Int) -> [UInt8]? {
+        var out = [UInt8](repeating: 0, count: count)
+        var got = 0
+        while got < count {
+            let n = out.withUnsafeMutableBytes { read(fd, $0.baseAddress! + got, count - got) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return nil }
+            got += n
+        }
+        return out
+    }
+
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        var sent = 0
+        while sent < bytes.count {
+            let w = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + sent, bytes.count - sent) }
+            if w < 0 && errno == EINTR { continue }
+            guard w > 0 else { return false }
+            sent += w
+        }
+        return true
+    }
+
+    private static func listen(_ port: UInt16) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return -1 }
+        var addr = address(port)
+        let ok = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0 && Glibc.listen(fd, 16) == 0
+        if !ok { close(fd); return -1 }
+        return fd
+    }
+
+    private static func connect(_ port: UInt16) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return -1 }
+        var addr = address(port)
+        let ok = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+        if !ok { close(fd); return -1 }
+        return fd
+    }
+
+    private static func address(_ port: UInt16) -> sockaddr_in {
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = port.bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return addr
+    }
+}

@@ -9,6 +9,7 @@ import XCTest
 final class SecKeyTokenTests: SecItemConformanceCase {
     nonisolated(unsafe) static var tpm: SoftwareTPM?
     var dir: URL!
+    let accounts = TestAccounts()
 
     override class func setUp() {
         // The daemon the base class starts inherits KEYCHAINFS_TCTI from the harness's environment.
@@ -31,6 +32,7 @@ final class SecKeyTokenTests: SecItemConformanceCase {
     }
 
     override func tearDown() {
+        accounts.remove()
         if let dir { try? FileManager.default.removeItem(at: dir) }
     }
 
@@ -131,6 +133,29 @@ final class SecKeyTokenTests: SecItemConformanceCase {
         XCTAssertEqual(SecItemAdd(add as CFDictionary, nil), errSecParam)
         // Not permanent: there is nowhere else for it to live.
         XCTAssertEqual(secureEnclaveKey(Data(unique().utf8), permanent: false).1, Int(errSecUnimplemented))
+    }
+
+    /// The wrapped key is never returned, and no update makes it returnable: not `extr` true,
+    /// not another key class (a public key's bytes are returned), type or size. Whoever holds the
+    /// blob and can reach the TPM would sign with it outside the daemon, past its access groups,
+    /// its lock and the approval program.
+    func testNoUpdateMakesTheWrappedKeyReadable() throws {
+        let tag = Data(unique().utf8)
+        let key = try XCTUnwrap(secureEnclaveKey(tag).0)
+        let query: [String: Any] = [kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag]
+        for change: [String: Any] in [[kSecAttrIsExtractable as String: true],
+                                      [kSecAttrKeyClass as String: kSecAttrKeyClassPublic],
+                                      [kSecAttrKeyType as String: kSecAttrKeyTypeRSA],
+                                      [kSecAttrKeySizeInBits as String: 384]] {
+            XCTAssertEqual(SecItemUpdate(query as CFDictionary, change as CFDictionary), errSecParam, "\(change)")
+            XCTAssertNil(dataOf(query).data, "after \(change): the wrapped key is never returned")
+        }
+        let attrs = try XCTUnwrap(attributesOf(query))
+        XCTAssertEqual(attrs[kSecAttrIsExtractable as String] as? Bool, false)
+        XCTAssertEqual(attrs[kSecAttrKeyClass as String].map { "\($0)" }, "\(kSecAttrKeyClassPrivate)")
+        var signError: Unmanaged<CFError>?
+        XCTAssertNotNil(SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, Data("still signs".utf8) as CFData, &signError),
+                        "\(String(describing: signError?.takeRetainedValue()))")
     }
 
     /// The private scalar never leaves the TPM, so the test cannot know it: it looks for any
@@ -241,6 +266,64 @@ final class SecKeyTokenTests: SecItemConformanceCase {
         let lines = audit.split(separator: "\n")
         XCTAssertEqual(lines.filter { $0.contains("\tpresence-approved\t") }.count, 2, audit)
         XCTAssertEqual(lines.filter { $0.contains("\tpresence-denied\t") }.count, 2, audit)
+    }
+
+    /// Attackers/use_key.py run by `user` (nil: this process's own user) against the daemon's
+    /// socket: the status it printed.
+    func handMadeUse(_ ref: Data, _ use: String, as user: TestUser?) throws -> String? {
+        let socket = try XCTUnwrap(ProcessInfo.processInfo.environment["KEYCHAINFS_SOCKET"])
+        let args = [socket, ref.map { String(format: "%02x", $0) }.joined(), use]
+        if let user {
+            let attacker = try Attackers.start("use_key.py", args, as: user, scratch: dir.path)
+            defer { attacker.stop() }
+            return attacker.line(within: 20)
+        }
+        let r = try Spawn.run(["/usr/bin/python3", "-u", "-B", Attackers.directory + "/use_key.py"] + args,
+                              environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], input: Data(), timeout: 30)
+        return String(decoding: r.out, as: UTF8.self).split(separator: "\n").first.map(String.init)
+    }
+
+    /// useKey requests made by hand over the socket, without the client library: the owner's
+    /// signature and key agreement with a presence-gated key still ask the approval program
+    /// (denied: errSecUserCanceled), and a local user outside the key's access group who knows
+    /// its persistent reference finds no key, for either use.
+    func testHandMadeUseKeyRequestsAreGatedAndStayInTheKeysGroup() throws {
+        guard getuid() == 0 else { throw XCTSkip("needs root: a test user and setpriv") }
+        guard access("/usr/bin/python3", X_OK) == 0 else { throw XCTSkip("needs /usr/bin/python3") }
+        try useApprovalProgram()
+        let tag = Data(unique().utf8)
+        let key = try XCTUnwrap(secureEnclaveKey(tag, control: try control([.privateKeyUsage, .userPresence])).0)
+        let ref = try XCTUnwrap(copyMatching([kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag,
+                                              kSecReturnPersistentRef as String: true]).result as? Data)
+        try say("no")
+        for use in ["sign", "keyExchange"] {
+            XCTAssertEqual(try handMadeUse(ref, use, as: nil), "status \(errSecUserCanceled)", use)
+        }
+        XCTAssertEqual(callLines.count, 2, "each hand-made use asked: \(callLines)")
+        try say("yes")
+        XCTAssertEqual(try handMadeUse(ref, "keyExchange", as: nil), "status 0", "approved, the TPM agrees")
+        XCTAssertEqual(callLines.count, 3)
+
+        let outsider = try accounts.makeUser()
+        chmod(h.runtimeDir, 0o755)  // the outsider may reach the socket; the daemon decides
+        for use in ["sign", "keyExchange"] {
+            XCTAssertEqual(try handMadeUse(ref, use, as: outsider), "status \(errSecItemNotFound)", use)
+        }
+        XCTAssertEqual(callLines.count, 3, "nobody was asked for the outsider")
+        XCTAssertEqual(signStatus(key), 0)
+    }
+
+    /// Taking presence off a gated key by an update is itself gated: refused without an
+    /// approval (the update reads the item as a use does), and the key still asks each time.
+    func testAnUpdateCannotTakePresenceOffAGatedKey() throws {
+        try useApprovalProgram()
+        let tag = Data(unique().utf8)
+        let key = try XCTUnwrap(secureEnclaveKey(tag, control: try control([.privateKeyUsage, .userPresence])).0)
+        let query: [String: Any] = [kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag]
+        try say("no")
+        let status = SecItemUpdate(query as CFDictionary, [kSecAttrAccessControl as String: try control([.privateKeyUsage])] as CFDictionary)
+        XCTAssertNotEqual(status, errSecSuccess)
+        XCTAssertEqual(signStatus(key), Int(errSecUserCanceled), "still gated")
     }
 
     /// biometryAny and biometryCurrentSet are presence (the program is asked, `--reason

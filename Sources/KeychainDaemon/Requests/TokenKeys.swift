@@ -44,15 +44,23 @@ enum TokenKeys {
         return (q, try SecureBytes(copying: key.blob))
     }
 
-    /// An update may not give a token key other bytes, another token or a class that lets it
-    /// leave the machine: the wrapped key would stop working or be copied where it cannot.
-    /// `matching` finds the keys the update would change (only asked when it could matter).
+    /// What a token key's add fixes and no update may change: `extr` true, or another key class
+    /// (a public key's bytes are returned), would hand out the wrapped key, which anyone who can
+    /// reach the TPM loads and uses outside the daemon; another type or size would misname it.
+    static let fixedAttributes: [AttributeKey] = [.isExtractable, .keyClass, .keyType, .keySizeInBits, .effectiveKeySize,
+                                                  .isSensitive, .alwaysSensitive, .neverExtractable]
+
+    /// An update may not give a token key other bytes, another token, a class that lets it
+    /// leave the machine or another of `fixedAttributes`: the wrapped key would stop working,
+    /// be copied where it cannot, or be returned. `matching` finds the keys the update would
+    /// change (only asked when it could matter).
     /// - Throws: `param` for such an update.
     static func checkUpdate(query: Attributes, changes: Attributes, secret: SecureBytes?,
                             matching: (Attributes) throws -> QueryResult) throws {
+        let fixedChange = fixedAttributes.contains { changes[$0] != nil }
         guard StoredKeyFacts.isKeyItem(query),
               secret != nil || changes[.tokenID] != nil || changes[.accessible] != nil || changes[.accessControl] != nil
-                || changes[.synchronizable] != nil else { return }
+                || changes[.synchronizable] != nil || fixedChange else { return }
         var probe = query.filter { !$0.key.hasPrefix(.match) && !$0.key.hasPrefix(.return) }
         probe[.returnAttributes] = .bool(true)
         probe[.matchLimit] = .matchLimitAll
@@ -64,7 +72,9 @@ enum TokenKeys {
         }
         let tokens = found.filter { $0.item.map { isTokenKey($0.attributes) } ?? false }
         guard !tokens.isEmpty || changes[.tokenID] != nil else { return }
-        guard secret == nil, changes[.tokenID] == nil, changes[.synchronizable]?.isTrue != true else { throw KeychainStatus.param }
+        guard secret == nil, changes[.tokenID] == nil, changes[.synchronizable]?.isTrue != true, !fixedChange else {
+            throw KeychainStatus.param
+        }
         if let p = changes[.accessible]?.stringValue, ProtectionClass(rawValue: p)?.isThisDeviceOnly != true { throw KeychainStatus.param }
         if let value = changes[.accessControl] {
             guard let control = AccessControl(value), control.protection.isThisDeviceOnly,
