@@ -6,27 +6,14 @@ import XCTest
 /// decides the read, as PRODUCT 2 and issue 3 describe.
 final class CLIApprovalTests: XCTestCase {
     var h: CLIHarness!
-    var program: String { h.dir + "/approve.sh" }
-    var answer: String { h.dir + "/answer" }
-    var calls: String { h.dir + "/calls" }
+    var approval: ScriptedApprovalProgram!
+    var program: String { approval.path }
+    var calls: String { approval.calls }
 
     override func setUpWithError() throws {
         h = try CLIHarness()
         try h.createVault()
-        // A stand-in for a confirmation dialog: answers from a file, records its arguments.
-        let script = """
-            #!/bin/sh
-            echo "$@" >> \(calls)
-            case "$(cat \(answer) 2>/dev/null)" in
-              yes) exit 0;;
-              passphrase) echo "pass phrase 1"; exit 0;;
-              wrong-passphrase) echo "guess"; exit 0;;
-              hang) sleep 30; exit 0;;
-              *) exit 1;;
-            esac
-            """
-        try script.write(toFile: program, atomically: true, encoding: .utf8)
-        chmod(program, 0o755)
+        approval = try ScriptedApprovalProgram(in: h.dir)
         let add = try h.run(["add-generic-password", "-s", "gated", "-a", "app", "-l", "Gated label", "-w", "-",
                              "--access-control", "userPresence"], input: "gated-secret")
         XCTAssertEqual(add.status, 0, "\(add)")
@@ -38,7 +25,7 @@ final class CLIApprovalTests: XCTestCase {
         super.tearDown()
     }
 
-    func say(_ text: String) throws { try text.write(toFile: answer, atomically: true, encoding: .utf8) }
+    func say(_ text: String) throws { try approval.say(text) }
 
     func testWithoutAProgramTheSecretIsNotAllowed() throws {
         let r = try h.run(["find-generic-password", "-s", "gated", "-w"])

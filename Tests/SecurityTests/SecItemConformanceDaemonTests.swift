@@ -132,34 +132,20 @@ final class SecItemConformanceDiscoveryTests: SecItemConformanceCase {
 /// PRODUCT 2: presence-gated items through SecItem once an approval program is configured; the
 /// kSecUseAuthenticationUI values as Apple documents them.
 final class SecItemConformanceApprovalTests: SecItemConformanceCase {
-    var program: String { h.dir + "/approve.sh" }
-    var answer: String { h.dir + "/answer" }
-    var calls: String { h.dir + "/calls" }
+    var approval: ScriptedApprovalProgram!
+    var program: String { approval.path }
+    var calls: String { approval.calls }
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        // A stand-in for a confirmation dialog: answers from a file, counts its calls.
-        let script = """
-            #!/bin/sh
-            echo "$@" >> \(calls)
-            case "$(cat \(answer) 2>/dev/null)" in
-              yes) exit 0;;
-              passphrase) echo "pass phrase 1"; exit 0;;
-              *) exit 1;;
-            esac
-            """
-        try script.write(toFile: program, atomically: true, encoding: .utf8)
-        chmod(program, 0o755)
-        try? FileManager.default.removeItem(atPath: calls)
+        approval = try ScriptedApprovalProgram(in: h.dir)
         let r = try h.run(["set-keychain-settings", "--approval-program", program, "--approval-timeout", "10"])
         XCTAssertEqual(r.status, 0, "set-keychain-settings: \(r)")
     }
 
-    func say(_ text: String) throws { try text.write(toFile: answer, atomically: true, encoding: .utf8) }
+    func say(_ text: String) throws { try approval.say(text) }
 
-    var callCount: Int {
-        ((try? String(contentsOfFile: calls, encoding: .utf8)) ?? "").split(separator: "\n").count
-    }
+    var callCount: Int { approval.callLines.count }
 
     /// A presence-gated generic password of a fresh service.
     func addGated(_ flags: SecAccessControlCreateFlags, _ tag: String = #function,

@@ -196,30 +196,20 @@ final class SecKeyTokenTests: SecItemConformanceCase {
 
     // MARK: Access control: privateKeyUsage and presence
 
-    var program: String { dir.path + "/approve.sh" }
-    var answer: String { dir.path + "/answer" }
-    var calls: String { dir.path + "/calls" }
+    var approval: ScriptedApprovalProgram!
+    var program: String { approval.path }
+    var calls: String { approval.calls }
 
     /// An approval program that answers from a file and notes each call, set on the vault.
     func useApprovalProgram() throws {
-        let script = """
-            #!/bin/sh
-            echo "$@" >> \(calls)
-            case "$(cat \(answer) 2>/dev/null)" in
-              yes) exit 0;;
-              passphrase) echo "pass phrase 1"; exit 0;;
-              *) exit 1;;
-            esac
-            """
-        try script.write(toFile: program, atomically: true, encoding: .utf8)
-        chmod(program, 0o755)
+        approval = try ScriptedApprovalProgram(in: dir.path)
         let r = try h.run(["set-keychain-settings", "--approval-program", program, "--approval-timeout", "10"])
         XCTAssertEqual(r.status, 0, "set-keychain-settings: \(r)")
         addTeardownBlock { [h] in _ = try? h.run(["set-keychain-settings", "--approval-program", ""]) }
     }
 
-    func say(_ text: String) throws { try text.write(toFile: answer, atomically: true, encoding: .utf8) }
-    var callLines: [String] { ((try? String(contentsOfFile: calls, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+    func say(_ text: String) throws { try approval.say(text) }
+    var callLines: [String] { approval.callLines }
 
     func control(_ flags: SecAccessControlCreateFlags, _ protection: CFString = kSecAttrAccessibleWhenUnlockedThisDeviceOnly) throws -> SecAccessControl {
         try XCTUnwrap(SecAccessControlCreateWithFlags(kCFAllocatorDefault, protection, flags, nil))
