@@ -33,7 +33,7 @@ let package = Package(
                        providers: [.apt(["libtss2-dev"])]),
 
         // libsodium wrappers: guarded memory, AEAD, Argon2id, keyed BLAKE2b.
-        .target(name: "KeychainCrypto", dependencies: ["CSodium"]),
+        .target(name: "KeychainCrypto", dependencies: ["CSodium", "KeychainSystem"]),
         // Public-key cryptography from OpenSSL 3: EC and RSA keys, signatures, encryption, ECDH,
         // Apple's encodings. The only importer of COpenSSL.
         .target(name: "KeychainKeys", dependencies: ["COpenSSL", "KeychainCrypto"]),

@@ -14,6 +14,15 @@ public enum CurrentProcess {
     /// The size of a memory page (sysconf(3) `_SC_PAGESIZE`).
     public static var pageSize: Int { Int(sysconf(Int32(_SC_PAGESIZE))) }
 
+    /// How many bytes the process may lock in memory (getrlimit(2) `RLIMIT_MEMLOCK`, the soft
+    /// limit); nil when unlimited or unreadable.
+    public static var lockedMemoryLimit: Int? {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(__RLIMIT_MEMLOCK.rawValue), &limit) == 0,
+              limit.rlim_cur != rlim_t.max else { return nil }  // RLIM_INFINITY
+        return Int(clamping: limit.rlim_cur)
+    }
+
     /// The path of the running program (`/proc/self/exe`).
     public static func executablePath() throws(Errno) -> String {
         try FileSystem.destination(ofLink: "/proc/self/exe")

@@ -3,7 +3,7 @@ import XCTest
 
 /// The targets the thin binaries link reach the C library only through KeychainSystem.
 final class ClientBoundaryTests: XCTestCase {
-    static let clientTargets = ["KeychainModel", "KeychainProtocol", "KeychainClient", "KeychainCLI", "Security",
+    static let clientTargets = ["KeychainCrypto", "KeychainModel", "KeychainProtocol", "KeychainClient", "KeychainCLI", "Security",
                                 "KeychainCredentialHelpers", "keychainfs", "git-credential-keychainfs",
                                 "docker-credential-keychainfs"]
 

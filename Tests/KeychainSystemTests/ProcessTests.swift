@@ -20,6 +20,22 @@ final class ProcessTests: XCTestCase {
             .trimmingCharacters(in: .newlines))
     }
 
+    func testTheLockedMemoryLimitIsTheSoftOneAndNilWhenUnlimited() throws {
+        let memlock = __rlimit_resource_t(__RLIMIT_MEMLOCK.rawValue)
+        var saved = rlimit()
+        XCTAssertEqual(getrlimit(memlock, &saved), 0)
+        defer { setrlimit(memlock, &saved) }
+        try XCTSkipIf(saved.rlim_max < 1 << 16, "the hard RLIMIT_MEMLOCK is below 64 KiB")
+        var lowered = rlimit(rlim_cur: 1 << 16, rlim_max: saved.rlim_max)
+        XCTAssertEqual(setrlimit(memlock, &lowered), 0)
+        XCTAssertEqual(CurrentProcess.lockedMemoryLimit, 1 << 16)
+        if saved.rlim_max == rlim_t.max {
+            var unlimited = rlimit(rlim_cur: rlim_t.max, rlim_max: rlim_t.max)
+            XCTAssertEqual(setrlimit(memlock, &unlimited), 0)
+            XCTAssertNil(CurrentProcess.lockedMemoryLimit)
+        }
+    }
+
     func testEnvironmentValuesAreNilWhenUnsetOrEmpty() {
         let name = "KEYCHAINFS_SYSTEM_TEST_\(getpid())"
         defer { unsetenv(name) }
