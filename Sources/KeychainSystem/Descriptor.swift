@@ -9,6 +9,7 @@ public enum Descriptor {
     }
 
     /// Reads until `buffer` is full or the stream ends; returns how many bytes arrived.
+    /// `socket` changes nothing: read(2) on a stream socket is recv(2) without flags.
     public static func readAll(into buffer: UnsafeMutableRawBufferPointer, from fd: Int32, socket: Bool = false) throws(Errno) -> Int {
         try FileDescriptor(rawValue: fd).readAll(into: buffer)
     }
