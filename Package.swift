@@ -33,7 +33,7 @@ let package = Package(
                        providers: [.apt(["libtss2-dev"])]),
 
         // libsodium wrappers: guarded memory, AEAD, Argon2id, keyed BLAKE2b.
-        .target(name: "KeychainCrypto", dependencies: ["CSodium"]),
+        .target(name: "KeychainCrypto", dependencies: ["CSodium", "KeychainSystem"]),
         // Public-key cryptography from OpenSSL 3: EC and RSA keys, signatures, encryption, ECDH,
         // Apple's encodings. The only importer of COpenSSL.
         .target(name: "KeychainKeys", dependencies: ["COpenSSL", "KeychainCrypto"]),
@@ -42,7 +42,7 @@ let package = Package(
         // The keychain's vocabulary, shared by the engine and its clients without the engine:
         // attribute keys and values, classes, protection classes, statuses, persistent
         // references, change and audit events, the attribute and backup encodings.
-        .target(name: "KeychainModel", dependencies: ["KeychainCrypto"]),
+        .target(name: "KeychainModel", dependencies: ["KeychainCrypto", "KeychainSystem"]),
         // The vault engine and Apple's item semantics.
         .target(name: "KeychainCore", dependencies: ["KeychainCrypto", "KeychainModel", "SQLiteStore"]),
 
@@ -56,7 +56,7 @@ let package = Package(
         .target(name: "KeychainProtocol", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainSystem"]),
 
         // The client side of the socket, for the CLI and the Security module.
-        .target(name: "KeychainClient", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainProtocol", "KeychainSystem", "CProcess"]),
+        .target(name: "KeychainClient", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainProtocol", "KeychainSystem"]),
         // `import Security`: Apple's SecItem API over the daemon.
         .target(name: "Security", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainKeys", "KeychainProtocol", "KeychainClient"]),
         // The few Linux calls Glibc's module map does not expose (prctl, accept4).
@@ -82,7 +82,7 @@ let package = Package(
         // The command line: verbs, option parsing, passphrase input, output formats. A client of
         // the daemon: it links neither the daemon nor libfuse (docs/cli.md, "The daemon").
         .target(name: "KeychainCLI", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainProtocol", "KeychainClient", "KeychainSystem"]),
-        .executableTarget(name: "keychainfs", dependencies: ["KeychainCLI"],
+        .executableTarget(name: "keychainfs", dependencies: ["KeychainCLI", "KeychainSystem"],
                           // The Swift runtime linked in (release builds): a command starts without loading
                           // and binding a dozen shared libraries, a third of a Swift process start here.
                           linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
@@ -95,9 +95,9 @@ let package = Package(
         // thin clients of the daemon, as `keychainfs` (no libfuse, no sd-bus, no OpenSSL).
         .target(name: "KeychainCredentialHelpers", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainProtocol", "KeychainClient",
                                                                   "KeychainSystem"]),
-        .executableTarget(name: "git-credential-keychainfs", dependencies: ["KeychainCredentialHelpers"],
+        .executableTarget(name: "git-credential-keychainfs", dependencies: ["KeychainCredentialHelpers", "KeychainSystem"],
                           linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
-        .executableTarget(name: "docker-credential-keychainfs", dependencies: ["KeychainCredentialHelpers"],
+        .executableTarget(name: "docker-credential-keychainfs", dependencies: ["KeychainCredentialHelpers", "KeychainSystem"],
                           linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
         .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainClient", "KeychainKeys",
                                                                   "KeychainProtocol", "Security", "KeychainSync"]),

@@ -1,12 +1,12 @@
-import Glibc
 import KeychainModel
+import KeychainSystem
 
 /// The times `audit --since` and `--until` take: ISO 8601 in UTC (`2026-12-02T01:30:00Z`, or a
 /// day, `2026-12-02`, meaning its midnight), or a span back from now (`90s`, `15m`, `2h`, `7d`).
 enum AuditTimes {
     /// `text` as Unix seconds, `now` being the current time.
     /// - Throws: `UsageError` naming `flag` and the accepted forms.
-    static func parse(_ text: String, flag: String, now: Int64 = Int64(time(nil))) throws -> Int64 {
+    static func parse(_ text: String, flag: String, now: Int64 = SystemClock.realtime().seconds) throws -> Int64 {
         if let span = relative(text) { return now - span }
         if let t = iso(text) { return t }
         throw UsageError("\(flag) takes an ISO 8601 time in UTC (2026-12-02T01:30:00Z or 2026-12-02) or a span back from now (90s, 15m, 2h, 7d); \(Output.jsonString(text)) is neither")

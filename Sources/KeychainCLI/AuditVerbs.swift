@@ -1,8 +1,8 @@
-import Glibc
 import KeychainClient
 import KeychainCrypto
 import KeychainModel
 import KeychainProtocol
+import KeychainSystem
 
 /// `keychainfs audit [rotate] [--verify] [filters] [--json]`: the daemon's hash-chained audit log.
 enum AuditVerbs {
@@ -78,7 +78,7 @@ enum AuditVerbs {
     /// The filters as the daemon takes them; a bad value is a usage error.
     static func filterQuery(_ args: Arguments) throws -> AuditQuery {
         var query = AuditQuery()
-        let now = Int64(time(nil))
+        let now = SystemClock.realtime().seconds
         if let s = args.value("--since") { query.since = try AuditTimes.parse(s, flag: "--since", now: now) }
         if let u = args.value("--until") { query.until = try AuditTimes.parse(u, flag: "--until", now: now) }
         if let s = query.since, let u = query.until, s > u {

@@ -1,4 +1,3 @@
-import Glibc
 import KeychainClient
 import KeychainModel
 import KeychainCrypto
@@ -166,7 +165,7 @@ enum BackupVerbs {
             progress.finish(TransferProgress.amount(bytes.count, of: bytes.count) + ", \(restored) items")
         } catch KeychainStatus.authFailed {
             // The daemon answers a caller who may not administer the vault the same way.
-            let administrator = geteuid() == 0 || geteuid() == Paths.vaultOwner(vault)
+            let administrator = CurrentProcess.effectiveUserID == 0 || CurrentProcess.effectiveUserID == Paths.vaultOwner(vault)
             return nothingImported(.authFailed, administrator ? "the backup passphrase is wrong"
                                                               : "only root and the vault's owner may import")
         } catch KeychainStatus.decode {
@@ -225,20 +224,20 @@ enum BackupVerbs {
 
     struct FileFailure: Error {
         let message: String
-        init(_ code: Int32) { message = Errno(rawValue: code).description }
+        init(_ errno: Errno) { message = errno.description }
     }
 
     static func readFile(_ path: String) -> Result<[UInt8], FileFailure> {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return .failure(FileFailure(errno)) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { return .failure(FileFailure(errno)) }
-        guard st.st_mode & S_IFMT == S_IFREG else { return .failure(FileFailure(EINVAL)) }
-        var out = [UInt8](repeating: 0, count: Int(st.st_size))
+        let fd: FileDescriptor
+        do { fd = try FileDescriptor.open(path, .readOnly) } catch { return .failure(FileFailure(error)) }
+        defer { try? fd.close() }
+        let st: FileStatus
+        do { st = try fd.status() } catch { return .failure(FileFailure(error)) }
+        guard st.kind == .regular else { return .failure(FileFailure(.invalidArgument)) }
+        var out = [UInt8](repeating: 0, count: Int(st.size))
         let done: Int
-        do { done = try out.withUnsafeMutableBytes { try Descriptor.readAll(into: $0, from: fd) } } catch {
-            return .failure(FileFailure(Errno(error).rawValue))
+        do { done = try out.withUnsafeMutableBytes { try fd.readAll(into: $0) } } catch {
+            return .failure(FileFailure(Errno(error)))
         }
         out.removeSubrange(done...)
         return .success(out)
@@ -250,24 +249,26 @@ enum BackupVerbs {
         let slash = path.lastIndex(of: "/")
         let dir = slash.map { String(path[..<$0]) } ?? "."
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
-        var template = Array(((dir.isEmpty ? "" : dir) + "/." + name + ".XXXXXX").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }  // mode 0600
-        guard fd >= 0 else { return String(cString: strerror(errno)) }
-        let temp = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        var failure: String?
-        if fchmod(fd, 0o600) != 0 { failure = String(cString: strerror(errno)) }
+        let fd: FileDescriptor, temp: String  // mode 0600
+        do { (fd, temp) = try FileSystem.makeTemporaryFile(prefix: (dir.isEmpty ? "" : dir) + "/." + name + ".") } catch {
+            return error.description
+        }
+        var failure: Errno?
+        do { try fd.setPermissions(.ownerReadWrite) } catch { failure = error }
         if failure == nil {
-            do { try bytes.withUnsafeBytes { try Descriptor.writeAll($0, to: fd) } } catch { failure = Errno(error).description }
+            do { try bytes.withUnsafeBytes { try fd.writeAll($0) } } catch { failure = Errno(error) }
         }
-        if failure == nil && fsync(fd) != 0 { failure = String(cString: strerror(errno)) }
-        if close(fd) != 0 && failure == nil { failure = String(cString: strerror(errno)) }
-        if failure == nil && rename(temp, path) != 0 { failure = String(cString: strerror(errno)) }
+        if failure == nil { do { try fd.sync() } catch { failure = error } }
+        do { try fd.close() } catch { if failure == nil { failure = error } }
+        if failure == nil { do { try FileSystem.rename(temp, to: path) } catch { failure = error } }
         if let failure {
-            unlink(temp)
-            return failure
+            try? FileSystem.remove(temp)
+            return failure.description
         }
-        let dfd = open(dir.isEmpty ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 { fsync(dfd); close(dfd) }
+        if let directory = try? FileDescriptor.open(dir.isEmpty ? "/" : dir, .readOnly, options: .directory) {
+            try? directory.sync()
+            try? directory.close()
+        }
         return nil
     }
 }

@@ -1,8 +1,8 @@
-import Glibc
 import KeychainClient
 import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
+import KeychainSystem
 
 /// The `keychainfs` command line. Item verbs follow macOS's `security` tool.
 public enum CLI {
@@ -17,7 +17,7 @@ public enum CLI {
     public static func main(_ argv: [String]) -> Int32 {
         // A command holds a few small buffers for a moment: a page per size class, not 256 KiB
         // locked and zeroed each (about a third of a millisecond per command).
-        SecureBytes.smallestRegion = Int(sysconf(Int32(_SC_PAGESIZE)))
+        SecureBytes.smallestRegion = CurrentProcess.pageSize
         return main(argv, engine: nil)
     }
 
@@ -47,7 +47,7 @@ public enum CLI {
             return Exit.success
         }
         // The mount.fuse3 form: keychainfs VAULT MOUNTPOINT [-o OPTIONS]
-        if Verb.named(verbName) == nil, args.count >= 2, access(verbName, F_OK) == 0, !args[1].hasPrefix("-") {
+        if Verb.named(verbName) == nil, args.count >= 2, FileSystem.exists(verbName), !args[1].hasPrefix("-") {
             guard let engine else { return Engine.exec(argv) }
             do {
                 let parsed = try Arguments(Array(args.dropFirst(2)), valued: ["-o"], flags: ["-n", "-v", "-f", "-s"])
@@ -75,8 +75,7 @@ public enum CLI {
             // positional when it is a file (group, sync, mount take other words), else the default.
             let parsed = try? Arguments(rest, valued: verb.valued, flags: verb.flags.union(["--json"]), optionalValue: verb.optionalValue)
             let named = parsed?.positionals.last.map(Paths.canonical).flatMap { path -> String? in
-                var st = stat()
-                return stat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG ? path : nil
+                (try? FileSystem.status(of: path))?.kind == .regular ? path : nil
             }
             return report(error, help: verb.help, vault: named ?? Paths.canonical(Paths.defaultVault()))
         }
@@ -134,7 +133,6 @@ package struct Context: Sendable {
 }
 
 func selfExecutable() -> String {
-    var buf = [CChar](repeating: 0, count: 4096)
-    let n = readlink("/proc/self/exe", &buf, buf.count - 1)
-    return n > 0 ? String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+    guard let path = try? CurrentProcess.executablePath(), !path.isEmpty else { return CommandLine.arguments[0] }
+    return path
 }

@@ -1,6 +1,6 @@
-import Glibc
 import KeychainClient
 import KeychainModel
+import KeychainSystem
 
 /// The verbs that need the engine in-process, and the executable that has it.
 ///
@@ -42,11 +42,8 @@ package struct Engine: Sendable {
     /// when that fails: errSecNotAvailable, exit 53.
     static func exec(_ argv: [String]) -> Int32 {
         let path = executable
-        var cArgs: [UnsafeMutablePointer<CChar>?] = ([path] + argv.dropFirst()).map { strdup($0) } + [nil]
-        execv(path, &cArgs)
-        let code = errno
-        for p in cArgs { free(p) }
-        Terminal.writeString(2, "keychainfs: \(KeychainStatus.notAvailable.message)\nkeychainfs: cannot run \(path): \(String(cString: strerror(code)))\n")
+        let failure = CurrentProcess.replace(with: path, arguments: [path] + argv.dropFirst())
+        Terminal.writeString(2, "keychainfs: \(KeychainStatus.notAvailable.message)\nkeychainfs: cannot run \(path): \(failure)\n")
         return KeychainStatus.notAvailable.exitCode
     }
 }

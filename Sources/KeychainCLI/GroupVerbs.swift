@@ -1,7 +1,7 @@
-import Glibc
 import KeychainClient
 import KeychainModel
 import KeychainProtocol
+import KeychainSystem
 
 /// `keychainfs group add|set|list|remove`: access groups as Unix owner, group and mode.
 enum GroupVerbs {
@@ -102,11 +102,11 @@ enum GroupVerbs {
     /// owner's uid and the gid (`getpwuid`, `getgrgid`); the numbers stay.
     static func withNames(_ row: Fields) -> Fields {
         var out = row
-        if case .number(let uid)? = row["owner"], let id = UInt32(exactly: uid), let pw = getpwuid(id) {
-            out["owner-name"] = .string(String(cString: pw.pointee.pw_name))
+        if case .number(let uid)? = row["owner"], let id = UInt32(exactly: uid), let name = UserDatabase.userName(of: id) {
+            out["owner-name"] = .string(name)
         }
-        if case .number(let gid)? = row["gid"], let id = UInt32(exactly: gid), let gr = getgrgid(id) {
-            out["group-name"] = .string(String(cString: gr.pointee.gr_name))
+        if case .number(let gid)? = row["gid"], let id = UInt32(exactly: gid), let name = UserDatabase.groupName(of: id) {
+            out["group-name"] = .string(name)
         }
         return out
     }
@@ -123,15 +123,15 @@ enum GroupVerbs {
     /// A user name, or a uid from 0 to 4294967294.
     static func uid(_ s: String) throws -> UInt32 {
         if isNumber(s) { return UInt32(try Arguments.number(s, flag: "--owner", in: SettingLimits.id, unit: "a user name or a uid")) }
-        guard let pw = getpwnam(s) else { throw UsageError("no such user \(s)") }
-        return pw.pointee.pw_uid
+        guard let uid = UserDatabase.userID(named: s) else { throw UsageError("no such user \(s)") }
+        return uid
     }
 
     /// A group name, or a gid from 0 to 4294967294.
     static func gid(_ s: String) throws -> UInt32 {
         if isNumber(s) { return UInt32(try Arguments.number(s, flag: "--group", in: SettingLimits.id, unit: "a group name or a gid")) }
-        guard let gr = getgrnam(s) else { throw UsageError("no such group \(s)") }
-        return gr.pointee.gr_gid
+        guard let gid = UserDatabase.groupID(named: s) else { throw UsageError("no such group \(s)") }
+        return gid
     }
 
     /// Digits with an optional sign: meant as a number, never looked up as a name.

@@ -1,8 +1,8 @@
-import Glibc
 import KeychainClient
 import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
+import KeychainSystem
 
 /// `import FILE` of keys and certificates, as macOS `security import`: PEM (one or many
 /// blocks) or DER private keys (PKCS#8, SEC 1 EC, PKCS#1 RSA), public keys and X.509
@@ -37,11 +37,11 @@ package enum ImportVerbs {
 
     /// Whether the file at `path` starts as a keychainfs backup does (read without the rest).
     static func isBackup(_ path: String) -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return true }  // the backup import reports why it cannot be read
-        defer { close(fd) }
+        // One that cannot be opened goes to the backup import, which reports why.
+        guard let fd = try? FileDescriptor.open(path, .readOnly) else { return true }
+        defer { try? fd.close() }
         var head = [UInt8](repeating: 0, count: BackupFormat.magic.count)
-        let n = head.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        let n = (try? head.withUnsafeMutableBytes { try fd.read(into: $0) }) ?? -1
         return n == head.count && head == BackupFormat.magic
     }
 
@@ -180,24 +180,22 @@ package enum ImportVerbs {
     struct ReadFailure: Error, CustomStringConvertible {
         let description: String
         init(_ description: String) { self.description = description }
-        static func errno() -> ReadFailure { ReadFailure(String(cString: strerror(Glibc.errno))) }
+        init(_ errno: Errno) { description = errno.description }
     }
 
     static func readSecretFile(_ path: String, limit: Int = 4 << 20) -> Result<SecureBytes, ReadFailure> {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return .failure(.errno()) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { return .failure(.errno()) }
-        guard st.st_mode & S_IFMT == S_IFREG else { return .failure(ReadFailure("not a regular file")) }
-        guard st.st_size <= limit else { return .failure(ReadFailure("larger than \(limit >> 20) MiB")) }
-        guard let buffer = try? SecureBytes(count: Int(st.st_size)) else { return .failure(ReadFailure(KeychainStatus.allocate.message)) }
-        var done = 0
-        while done < buffer.count {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 { if errno == EINTR { continue }; let failure = ReadFailure.errno(); buffer.wipe(); return .failure(failure) }
-            if n == 0 { break }
-            done += n
+        let fd: FileDescriptor
+        do { fd = try FileDescriptor.open(path, .readOnly) } catch { return .failure(ReadFailure(error)) }
+        defer { try? fd.close() }
+        let st: FileStatus
+        do { st = try fd.status() } catch { return .failure(ReadFailure(error)) }
+        guard st.kind == .regular else { return .failure(ReadFailure("not a regular file")) }
+        guard st.size <= limit else { return .failure(ReadFailure("larger than \(limit >> 20) MiB")) }
+        guard let buffer = try? SecureBytes(count: Int(st.size)) else { return .failure(ReadFailure(KeychainStatus.allocate.message)) }
+        let done: Int
+        do { done = try buffer.withUnsafeMutableBytes { try fd.readAll(into: $0) } } catch {
+            buffer.wipe()
+            return .failure(ReadFailure(Errno(error)))
         }
         guard done == buffer.count else {
             buffer.wipe()

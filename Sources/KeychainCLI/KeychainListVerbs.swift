@@ -1,7 +1,7 @@
-import Glibc
 import KeychainClient
 import KeychainModel
 import KeychainProtocol
+import KeychainSystem
 
 /// macOS's keychain-list verbs. Here the search list is one vault: the default one
 /// (`$KEYCHAINFS_VAULT`, else the per-user vault), so each of them prints that path.
@@ -60,7 +60,7 @@ enum KeychainListVerbs {
             let message = KeychainStatus(rawValue: code).message
             // security prints cssmErrorString's "unknown error N=HEX" for a code it has no sentence for.
             // Statuses 100000 to 100255 are errno values (errSecErrnoBase): `UNIX[strerror]`.
-            let shown = (100_000...100_255).contains(code) ? "UNIX[\(String(cString: strerror(code - 100_000)))]"
+            let shown = (100_000...100_255).contains(code) ? "UNIX[\(Errno(rawValue: code - 100_000))]"
                 : !message.hasPrefix("OSStatus ") ? message
                 : "unknown error \(code)=\(String(UInt64(bitPattern: Int64(code)), radix: 16))"
             out += "Error: 0x" + String(repeating: "0", count: 8 - hex.count) + hex + " \(code) \(shown)\n"
@@ -85,15 +85,7 @@ enum KeychainListVerbs {
 enum LockAll {
     /// The `*.sock` files in `directory`, sorted.
     static func sockets(in directory: String) -> [String] {
-        guard let dir = opendir(directory) else { return [] }
-        defer { closedir(dir) }
-        var found: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name.hasSuffix(".sock") { found.append(directory + "/" + name) }
-        }
-        return found.sorted()
+        let names = (try? FileSystem.entries(of: directory)) ?? []
+        return names.filter { $0.hasSuffix(".sock") }.map { directory + "/" + $0 }.sorted()
     }
 }

@@ -1,7 +1,7 @@
-import Glibc
 import KeychainClient
 import KeychainModel
 import KeychainProtocol
+import KeychainSystem
 
 /// `mount` and `unmount`: the vault's daemon serves the mount.
 enum MountVerbs {
@@ -48,7 +48,7 @@ enum MountVerbs {
             return KeychainStatus.itemNotFound.exitCode
         }
         guard FuseMount.unmount(point, lazy: FuseMount.isDead(point)) else {
-            Terminal.writeString(2, "keychainfs: cannot unmount \(point): \(String(cString: strerror(errno)))\n")
+            Terminal.writeString(2, "keychainfs: cannot unmount \(point): \(Errno.current)\n")
             return KeychainStatus.io.exitCode
         }
         return 0
@@ -70,6 +70,6 @@ package struct StateError: Error {
     }
 
     package static func cannotUnmount(_ point: String, _ code: Int32) -> StateError {
-        StateError(message: "cannot unmount the dead mount at \(point): \(String(cString: strerror(code)))", status: .io)
+        StateError(message: "cannot unmount the dead mount at \(point): \(Errno(rawValue: code))", status: .io)
     }
 }

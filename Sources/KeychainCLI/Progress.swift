@@ -1,11 +1,11 @@
-import Glibc
 import KeychainProtocol
+import KeychainSystem
 
 /// One line on standard error before a wait a person would otherwise sit through in silence
 /// (a sensitive key derivation, an unlock back-off); only on a terminal, never with `--quiet`,
 /// so scripts and logs see nothing.
 package enum Progress {
-    package static func enabled(_ args: Arguments) -> Bool { isatty(2) == 1 && !args.has("--quiet") }
+    package static func enabled(_ args: Arguments) -> Bool { FileDescriptor.standardError.isTerminal && !args.has("--quiet") }
 
     package static func say(_ args: Arguments, _ text: String) {
         if enabled(args) { Terminal.warn(text) }
@@ -18,18 +18,16 @@ package enum Progress {
     /// keeps beside its socket (`UID FAILURES LAST-FAILURE-UNIX-MILLIS` lines); 0 when none or
     /// unreadable. Only for the message: the daemon enforces the wait.
     static func backOffSeconds(vault: String) -> Int {
-        let fd = open(Paths.lockoutFile(forVault: vault), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return 0 }
-        defer { close(fd) }
+        guard let fd = try? FileDescriptor.open(Paths.lockoutFile(forVault: vault), .readOnly, options: .noFollow) else { return 0 }
+        defer { try? fd.close() }
         var buf = [UInt8](repeating: 0, count: 4096)
-        let n = read(fd, &buf, buf.count)
+        let n = (try? buf.withUnsafeMutableBytes { try fd.read(into: $0) }) ?? -1
         guard n > 0 else { return 0 }
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let nowMillis = now.tv_sec * 1000 + now.tv_nsec / 1_000_000
+        let now = SystemClock.realtime()
+        let nowMillis = Int(now.seconds * 1000 + now.nanoseconds / 1_000_000)
         for line in String(decoding: buf[0..<n], as: UTF8.self).split(separator: "\n") {
             let f = line.split(separator: " ").compactMap { Int($0) }
-            guard f.count == 3, f[0] == Int(getuid()), f[1] > 0 else { continue }
+            guard f.count == 3, f[0] == Int(CurrentProcess.userID), f[1] > 0 else { continue }
             let until = f[2] + min(1 << min(f[1] - 1, 6), 60) * 1000
             return max(0, (until - nowMillis + 999) / 1000)
         }

@@ -1,8 +1,8 @@
-import Glibc
 import KeychainClient
 import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
+import KeychainSystem
 
 /// `keychainfs sync init|join|approve|remove|status|leave`: fleet sync's circle (docs/sync.md).
 enum SyncVerbs {
@@ -151,19 +151,17 @@ enum SyncVerbs {
     }
 
     static func readSmallFile(_ path: String) throws -> SecureBytes {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw UsageError("cannot read \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
+        let fd: FileDescriptor
+        do { fd = try FileDescriptor.open(path, .readOnly) } catch { throw UsageError("cannot read \(path): \(error)") }
+        defer { try? fd.close() }
         var buf = [UInt8](repeating: 0, count: 1 << 16)
-        let n = read(fd, &buf, buf.count)
         defer { wipeBytes(&buf) }
-        guard n >= 0 else { throw UsageError("cannot read \(path): \(String(cString: strerror(errno)))") }
+        let n: Int
+        do { n = try buf.withUnsafeMutableBytes { try fd.read(into: $0) } } catch { throw UsageError("cannot read \(path): \(Errno(error))") }
         return try SecureBytes(copying: buf[0..<n])
     }
 
     static func hostName() -> String {
-        var buf = [CChar](repeating: 0, count: 256)
-        guard gethostname(&buf, buf.count - 1) == 0 else { return "host" }
-        return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        (try? CurrentProcess.hostName()) ?? "host"
     }
 }

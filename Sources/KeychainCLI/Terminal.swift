@@ -1,11 +1,10 @@
-import Glibc
 import KeychainModel
 import KeychainCrypto
 import KeychainSystem
 
 /// Reading passphrases and secrets without echo, from standard input or the terminal.
 package enum Terminal {
-    package static var stdinIsTerminal: Bool { isatty(0) == 1 }
+    package static var stdinIsTerminal: Bool { FileDescriptor.standardInput.isTerminal }
 
     package static func warn(_ text: String) { writeString(2, "keychainfs: " + text + "\n") }
 
@@ -26,8 +25,9 @@ package enum Terminal {
         var sawAny = false
         let ok: Bool = buf.withUnsafeMutableBytes { b in
             while count < limit {
-                let n = retryingOnInterrupt { read(fd, b.baseAddress! + count, 1) }
-                if n < 0 { return false }
+                guard let n = try? FileDescriptor(rawValue: fd).read(into: UnsafeMutableRawBufferPointer(rebasing: b[count..<count + 1])) else {
+                    return false
+                }
                 if n == 0 { return sawAny }
                 sawAny = true
                 if b[count] == 10 { b[count] = 0; return true }
@@ -52,8 +52,14 @@ package enum Terminal {
                 buf = bigger
                 capacity *= 2
             }
-            let n = buf.withUnsafeMutableBytes { b in retryingOnInterrupt { read(0, b.baseAddress! + count, capacity - count) } }
-            if n < 0 { throw KeychainStatus.io }
+            let n: Int
+            do {
+                n = try buf.withUnsafeMutableBytes { b throws(Errno) in
+                    try FileDescriptor.standardInput.read(into: UnsafeMutableRawBufferPointer(rebasing: b[count..<capacity]))
+                }
+            } catch {
+                throw KeychainStatus.io
+            }
             if n == 0 { break }
             count += n
         }
@@ -63,22 +69,14 @@ package enum Terminal {
 
     /// Prompts on the controlling terminal with echo off.
     package static func prompt(_ text: String) throws -> SecureBytes {
-        let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
-        guard tty >= 0 else { throw UsageError("no terminal to ask for a passphrase; give it on standard input") }
-        defer { close(tty) }
-        writeString(tty, text)
-        var saved = termios()
-        let haveTermios = tcgetattr(tty, &saved) == 0
-        if haveTermios {
-            var quiet = saved
-            quiet.c_lflag &= ~tcflag_t(ECHO)
-            tcsetattr(tty, TCSAFLUSH, &quiet)
+        guard let tty = try? FileDescriptor.open("/dev/tty", .readWrite) else {
+            throw UsageError("no terminal to ask for a passphrase; give it on standard input")
         }
-        defer {
-            if haveTermios { tcsetattr(tty, TCSAFLUSH, &saved) }
-            writeString(tty, "\n")
-        }
-        guard let line = try readLine(tty) else { throw KeychainStatus.userCanceled }
+        defer { try? tty.close() }
+        writeString(tty.rawValue, text)
+        defer { writeString(tty.rawValue, "\n") }
+        let line = try tty.withEchoOff { try readLine(tty.rawValue) }
+        guard let line else { throw KeychainStatus.userCanceled }
         return line
     }
 
@@ -100,9 +98,8 @@ package enum Terminal {
 extension Terminal {
     /// True when this process has a controlling terminal to prompt on.
     package static var hasTerminal: Bool {
-        let tty = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
-        guard tty >= 0 else { return false }
-        close(tty)
+        guard let tty = try? FileDescriptor.open("/dev/tty", .readWrite, options: .noControllingTerminal) else { return false }
+        try? tty.close()
         return true
     }
 }

@@ -1,8 +1,8 @@
-import Glibc
 import KeychainClient
 import KeychainCrypto
 import KeychainModel
 import KeychainProtocol
+import KeychainSystem
 
 /// `-T APP` of `add-*-password`: macOS lists the applications that may use the item in its
 /// access control list; here an item's access is its access group's, so the item goes into the
@@ -21,8 +21,7 @@ enum TrustedApplications {
         var programs: Set<String> = [Paths.canonical(selfExecutable())]
         for value in values {
             let path = Paths.canonical(value)
-            var st = stat()
-            guard stat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_mode & 0o111 != 0 else {
+            guard let st = try? FileSystem.status(of: path), st.isExecutableFile else {
                 throw UsageError("-T takes the path of a program; \(Output.jsonString(value)) is not one")
             }
             programs.insert(path)

@@ -1,8 +1,8 @@
-import Glibc
 import KeychainClient
 import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
+import KeychainSystem
 
 enum VaultVerbs {
     static let all: [Verb] = [create, unlock, lock, info, settings, password, status, daemon, stop]
@@ -145,8 +145,7 @@ enum VaultVerbs {
         if let p = ctx.args.value("--approval-program") {
             let program = p.isEmpty ? "" : Paths.canonical(p)
             // A program that cannot run would deny every gated read later, far from the cause.
-            var st = stat()
-            guard program.isEmpty || (stat(program, &st) == 0 && st.st_mode & S_IFMT == S_IFREG && st.st_mode & 0o111 != 0) else {
+            guard program.isEmpty || (try? FileSystem.status(of: program))?.isExecutableFile == true else {
                 throw UsageError("--approval-program takes an executable file (or \"\" to remove it); \(Output.jsonString(p)) is not one")
             }
             change.approvalProgram = program
@@ -264,12 +263,11 @@ enum VaultVerbs {
         try client.send(Request(.stop))
         // Wait until the daemon has exited (its lock is free), so a following command starts a
         // fresh one.
-        let lockFD = open(Paths.socket(forVault: ctx.vault) + ".lock", O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        if lockFD >= 0 {
-            defer { close(lockFD) }
+        if let lock = try? FileDescriptor.open(Paths.socket(forVault: ctx.vault) + ".lock", .readOnly, options: .noFollow) {
+            defer { try? lock.close() }
             for _ in 0..<300 {
-                if flock(lockFD, LOCK_SH | LOCK_NB) == 0 { flock(lockFD, LOCK_UN); break }
-                usleep(10_000)
+                if (try? lock.tryLockShared()) == true { try? lock.unlock(); break }
+                SystemClock.sleep(microseconds: 10_000)
             }
         }
         return 0

@@ -1,5 +1,3 @@
-import CProcess
-import Glibc
 import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
@@ -19,12 +17,12 @@ public final class DaemonClient {
         do {
             frames = try FrameReader(fd: fd)
         } catch {
-            close(fd)
+            try? FileDescriptor(rawValue: fd).close()
             throw error
         }
     }
 
-    deinit { close(fd) }
+    deinit { try? FileDescriptor(rawValue: fd).close() }
 
     /// Connects to the daemon of `vaultPath`.
     /// - Parameter start: a program to start the daemon with (`[path, "daemon", vault]`) when
@@ -36,11 +34,11 @@ public final class DaemonClient {
         try checkDirectory(of: socket, vault: vaultPath)
         if let fd = try UnixSocket.connect(to: socket) { return try verified(fd, vault: vaultPath) }
         guard let start else { throw KeychainStatus.notAvailable }
-        guard access(vaultPath, F_OK) == 0 else { throw KeychainStatus.noSuchKeychain }
+        guard FileSystem.exists(vaultPath) else { throw KeychainStatus.noSuchKeychain }
         // A daemon runs as the vault's owner: root starting one for someone else's vault would
         // hold the wrong device key and lock the owner out of administering it.
         let owner = Paths.vaultOwner(vaultPath)
-        guard geteuid() == owner else { throw KeychainStatus.notAvailable }
+        guard CurrentProcess.effectiveUserID == owner else { throw KeychainStatus.notAvailable }
         let pid = try spawnDetached(start, log: Paths.logFile(forVault: vaultPath))
         try checkDirectory(of: socket, vault: vaultPath)
         // The daemon opens the vault and binds within milliseconds; allow for a slow machine.
@@ -49,8 +47,7 @@ public final class DaemonClient {
             if let fd = try UnixSocket.connect(to: socket) { return try verified(fd, vault: vaultPath) }
             // A daemon that exited says why in its status (a damaged or foreign vault file);
             // status 1 means another client's daemon won the vault: wait for that one instead.
-            var status: Int32 = 0
-            if ours, waitpid(pid, &status, WNOHANG) == pid {
+            if ours, let status = ChildProcess.statusIfEnded(pid) {
                 let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 0
                 guard code == Self.anotherDaemonServes else {
                     let why = Self.lastLine(of: Paths.logFile(forVault: vaultPath))
@@ -59,7 +56,7 @@ public final class DaemonClient {
                 }
                 ours = false
             }
-            usleep(attempt < 50 ? 2_000 : 10_000)
+            SystemClock.sleep(microseconds: attempt < 50 ? 2_000 : 10_000)
         }
         throw KeychainStatus.notAvailable
     }
@@ -69,8 +66,8 @@ public final class DaemonClient {
     /// - Throws: `notAvailable` when nothing (acceptable) answers there.
     public static func connect(socketPath: String) throws -> DaemonClient {
         guard let fd = try UnixSocket.connect(to: socketPath) else { throw KeychainStatus.notAvailable }
-        guard let peer = try? UnixSocket.peerCredentials(fd), peer.uid == 0 || peer.uid == geteuid() else {
-            close(fd)
+        guard let peer = try? UnixSocket.peerCredentials(fd), peer.uid == 0 || peer.uid == CurrentProcess.effectiveUserID else {
+            try? FileDescriptor(rawValue: fd).close()
             throw KeychainStatus.notAvailable
         }
         return try DaemonClient(vaultPath: socketPath, fd: fd)
@@ -88,7 +85,7 @@ public final class DaemonClient {
     /// owner, so nobody else can stand in for the daemon and collect passphrases or secrets.
     private static func verified(_ fd: Int32, vault: String) throws -> DaemonClient {
         guard let peer = try? UnixSocket.peerCredentials(fd), peer.uid == 0 || peer.uid == Paths.vaultOwner(vault) else {
-            close(fd)
+            try? FileDescriptor(rawValue: fd).close()
             throw KeychainStatus.notAvailable
         }
         return try DaemonClient(vaultPath: vault, fd: fd)
@@ -114,7 +111,9 @@ public final class DaemonClient {
         let payload = try request.encoded()
         defer { payload.wipe() }
         let header = Frame.header(for: payload)
-        let sent = header.withUnsafeBytes { kcfs_send_with_fd(fd, $0.baseAddress, $0.count, descriptor) }
+        let sent = try? header.withUnsafeBytes { head in
+            Result { () throws(Errno) in try FileDescriptor(rawValue: fd).send(head, passing: FileDescriptor(rawValue: descriptor)) }
+        }.get()
         guard sent == header.count else { throw KeychainStatus.io }
         try Frame.writeBody(payload, to: fd)
         guard let reply = try frames.read() else { throw KeychainStatus.notAvailable }
@@ -147,13 +146,13 @@ public final class DaemonClient {
 
     /// The last line of a daemon log (its last 4 KiB), without the program's prefix.
     static func lastLine(of path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        let end = lseek(fd, 0, SEEK_END)
-        guard end > 0 else { return nil }
+        guard let fd = try? FileDescriptor.open(path, .readOnly, options: .noFollow) else { return nil }
+        defer { try? fd.close() }
+        guard let end = try? fd.seek(offset: 0, from: .end), end > 0 else { return nil }
         var tail = [UInt8](repeating: 0, count: Int(min(end, 4096)))
-        let n = pread(fd, &tail, tail.count, end - off_t(tail.count))
+        let n = (try? tail.withUnsafeMutableBytes { b in
+            Result { () throws(Errno) in try fd.read(fromAbsoluteOffset: end - Int64(b.count), into: b) }
+        }.get()) ?? 0
         guard n > 0 else { return nil }
         let lines = String(decoding: tail[..<n], as: UTF8.self).split(separator: "\n")
         guard var line = lines.last.map(String.init) else { return nil }
@@ -167,34 +166,24 @@ public final class DaemonClient {
     }
 
     @discardableResult
-    static func spawnDetached(_ argv: [String], log: String) throws -> pid_t {
+    static func spawnDetached(_ argv: [String], log: String) throws -> Int32 {
         let dir = String(log[..<(log.lastIndex(of: "/") ?? log.startIndex)])
-        mkdir(dir, 0o755)
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        // Nothing else of the starter's: a daemon holding a caller's pipe would make
-        // `$(keychainfs ...)` wait for the daemon to exit.
-        kcfs_spawn_actions_closefrom(&actions, 3)
-        kcfs_spawn_actions_chdir(&actions, "/")
-        var attr = posix_spawnattr_t()
-        posix_spawnattr_init(&attr)
-        defer { posix_spawnattr_destroy(&attr) }
-        posix_spawnattr_setflags(&attr, ChildProcess.newSessionFlag)
-        var cargs = argv.map { strdup($0) } + [nil]
-        defer { for p in cargs { free(p) } }
+        try? FileSystem.createDirectory(dir, permissions: FilePermissions(rawValue: 0o755))
         var env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
         for name in ["HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "KEYCHAINFS_RUNTIME_DIR", "KEYCHAINFS_DEVICE_KEY", "KEYCHAINFS_VAULT", "KEYCHAINFS_TCTI"] {
             if let v = Paths.environment(name) { env.append(name + "=" + v) }
         }
-        var cenv = env.map { strdup($0) } + [nil]
-        defer { for p in cenv { free(p) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, argv[0], &actions, &attr, &cargs, &cenv)
-        guard rc == 0 else { throw KeychainStatus.notAvailable }
-        return pid
+        let setup: [ChildProcess.Setup] = [
+            .open(0, path: "/dev/null", .readOnly),
+            .open(1, path: log, .writeOnly, options: [.create, .append, .noFollow], permissions: .ownerReadWrite),
+            .duplicate(FileDescriptor(rawValue: 1), as: 2),
+            // Nothing else of the starter's: a daemon holding a caller's pipe would make
+            // `$(keychainfs ...)` wait for the daemon to exit.
+            .closeFrom(3),
+            .changeDirectory("/"),
+        ]
+        do { return try ChildProcess.spawn(argv, environment: env, setup: setup, newSession: true) } catch {
+            throw KeychainStatus.notAvailable
+        }
     }
 }

@@ -1,7 +1,7 @@
-import Glibc
 import KeychainClient
 import KeychainModel
 import KeychainProtocol
+import KeychainSystem
 
 /// How a helper reaches the vault: `$KEYCHAINFS_SOCKET` when set, else the daemon of
 /// `$KEYCHAINFS_VAULT` or the default vault, started with the `keychainfs-daemon` installed
@@ -15,10 +15,7 @@ enum DaemonConnection {
 
     /// `keychainfs-daemon` in the directory of the running executable.
     static func engineBeside() -> String {
-        var buf = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/exe", &buf, buf.count - 1)
-        guard n > 0 else { return "keychainfs-daemon" }
-        let me = String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let me = try? CurrentProcess.executablePath(), !me.isEmpty else { return "keychainfs-daemon" }
         guard let slash = me.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "keychainfs-daemon" }
         return String(me[...slash]) + "keychainfs-daemon"
     }

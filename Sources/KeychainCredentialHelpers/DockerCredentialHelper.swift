@@ -1,7 +1,7 @@
-import Glibc
 import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
+import KeychainSystem
 
 /// `docker-credential-keychainfs store|get|erase|list|version`: docker's credential helper
 /// protocol (docker-credential-helpers) over the vault's internet passwords, with the attributes
@@ -15,7 +15,7 @@ public enum DockerCredentialHelper {
     struct Failure: Error { var message: String }
 
     public static func main(_ argv: [String]) -> Int32 {
-        SecureBytes.smallestRegion = Int(sysconf(Int32(_SC_PAGESIZE)))
+        SecureBytes.smallestRegion = CurrentProcess.pageSize
         do {
             guard argv.count == 2 else { throw Failure(message: "Usage: docker-credential-keychainfs <store|get|erase|list|version>") }
             switch argv[1] {

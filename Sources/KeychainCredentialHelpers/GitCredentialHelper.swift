@@ -1,6 +1,6 @@
-import Glibc
 import KeychainModel
 import KeychainCrypto
+import KeychainSystem
 
 /// `git-credential-keychainfs get|store|erase`: git's credential helper protocol over the
 /// vault's internet passwords, with the attributes of macOS's git-credential-osxkeychain, so an
@@ -10,7 +10,7 @@ public enum GitCredentialHelper {
 
     /// Runs one helper action; returns the exit status (0, or 1 with a message on standard error).
     public static func main(_ argv: [String]) -> Int32 {
-        SecureBytes.smallestRegion = Int(sysconf(Int32(_SC_PAGESIZE)))
+        SecureBytes.smallestRegion = CurrentProcess.pageSize
         guard argv.count >= 2 else {
             HelperIO.complain(usage)
             return 1

@@ -1,4 +1,3 @@
-import Glibc
 import KeychainModel
 import KeychainCrypto
 import KeychainSystem

@@ -1,5 +1,5 @@
 import CSodium
-import Glibc
+import KeychainSystem
 import Synchronization
 
 /// Guarded memory for `SecureBytes` from a bounded number of `sodium_malloc` allocations.
@@ -123,16 +123,14 @@ final class SecurePool: Sendable {
 
     /// What an own allocation counts against the budget: its pages.
     private static func ownBytes(_ count: Int) -> Int {
-        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let page = CurrentProcess.pageSize
         return count > Int.max - page ? Int.max : (count + page - 1) / page * page
     }
 
     /// 1 GiB, or RLIMIT_MEMLOCK when that is finite and larger.
     private static func defaultBudget() -> Int {
         let oneGiB = 1 << 30
-        var limit = rlimit()
-        guard getrlimit(__rlimit_resource_t(__RLIMIT_MEMLOCK.rawValue), &limit) == 0,
-              limit.rlim_cur != rlim_t.max else { return oneGiB }  // RLIM_INFINITY
-        return max(oneGiB, Int(clamping: limit.rlim_cur))
+        guard let limit = CurrentProcess.lockedMemoryLimit else { return oneGiB }
+        return max(oneGiB, limit)
     }
 }

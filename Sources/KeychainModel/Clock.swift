@@ -1,4 +1,4 @@
-import Glibc
+import KeychainSystem
 
 /// Apple's absolute time: seconds since 2001-01-01 00:00:00 UTC, what `cdat`, `mdat` and the
 /// vault's dates hold.
@@ -7,9 +7,8 @@ public enum AbsoluteTime {
     public static let unixOffset: Double = 978_307_200
 
     public static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Double(ts.tv_sec) - unixOffset + Double(ts.tv_nsec) / 1e9
+        let t = SystemClock.realtime()
+        return Double(t.seconds) - unixOffset + Double(t.nanoseconds) / 1e9
     }
 
     public static func unix(_ absolute: Double) -> Double { absolute + unixOffset }
@@ -18,14 +17,12 @@ public enum AbsoluteTime {
 
 /// Seconds on the monotonic clock: for intervals and deadlines, never for dates.
 public func monotonicSeconds() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    let t = SystemClock.monotonic()
+    return Double(t.seconds) + Double(t.nanoseconds) / 1e9
 }
 
 /// Whole milliseconds on the monotonic clock, for deadlines kept in integer atomics.
 public func monotonicMillis() -> Int64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    let t = SystemClock.monotonic()
+    return t.seconds * 1000 + t.nanoseconds / 1_000_000
 }

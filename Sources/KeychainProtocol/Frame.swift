@@ -1,4 +1,3 @@
-import Glibc
 import KeychainModel
 import KeychainCrypto
 import KeychainSystem
@@ -15,16 +14,7 @@ public enum Frame {
         // Header and payload in one sendmsg: one system call and one wake-up of the reader.
         let sent = try header.bytes.withUnsafeBytes { head in
             try payload.withUnsafeBytes { body -> Int in
-                var parts = [iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress), iov_len: head.count),
-                             iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress), iov_len: body.count)]
-                return try parts.withUnsafeMutableBufferPointer { iov -> Int in
-                    var message = msghdr()
-                    message.msg_iov = iov.baseAddress
-                    message.msg_iovlen = body.count > 0 ? 2 : 1
-                    let n = retryingOnInterrupt { sendmsg(fd, &message, Int32(MSG_NOSIGNAL)) }
-                    if n < 0 { throw KeychainStatus.io }
-                    return n
-                }
+                do { return try FileDescriptor(rawValue: fd).send(head, body) } catch { throw KeychainStatus.io }
             }
         }
         // A short send (a full socket buffer) finishes with plain sends.
@@ -160,8 +150,14 @@ public final class FrameReader {
             start = 0
             end = unread
         }
-        let n = buffer.withUnsafeMutableBytes { b in retryingOnInterrupt { recv(fd, b.baseAddress! + end, b.count - end, 0) } }
-        if n < 0 { throw KeychainStatus.io }
+        let n: Int
+        do {
+            n = try buffer.withUnsafeMutableBytes { (b) throws(Errno) in
+                try FileDescriptor(rawValue: fd).read(into: UnsafeMutableRawBufferPointer(rebasing: b[end...]))
+            }
+        } catch {
+            throw KeychainStatus.io
+        }
         end += n
         return n
     }

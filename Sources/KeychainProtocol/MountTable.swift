@@ -1,16 +1,12 @@
-import Glibc
+import KeychainSystem
 
 /// What the kernel says about mounts in this process's mount namespace.
 public enum MountTable {
     /// True when this namespace has a keychainfs mount at `point` (/proc/self/mountinfo).
     public static func isMounted(_ point: String) -> Bool {
-        guard let file = fopen("/proc/self/mountinfo", "r") else { return false }
-        defer { fclose(file) }
-        var line: UnsafeMutablePointer<CChar>?
-        var capacity = 0
-        defer { free(line) }
-        while getline(&line, &capacity, file) > 0, let line {
-            let fields = String(cString: line).split(separator: " ")
+        guard let table = try? FileSystem.contents(of: "/proc/self/mountinfo", limit: Int.max) else { return false }
+        for line in String(decoding: table, as: UTF8.self).split(separator: "\n") {
+            let fields = line.split(separator: " ")
             guard fields.count > 4, let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count else { continue }
             if unescape(fields[4]) == point && fields[dash + 1] == "fuse.keychainfs" { return true }
         }
@@ -22,10 +18,10 @@ public enum MountTable {
     /// statfs (statvfs) first: the kernel always asks the server for it, while stat may answer from
     /// attributes it cached before the server died.
     public static func isDead(_ point: String) -> Bool {
-        var fs = statvfs()
-        if statvfs(point, &fs) != 0 && (errno == ENOTCONN || errno == ECONNABORTED) { return true }
-        var st = stat()
-        return stat(point, &st) != 0 && (errno == ENOTCONN || errno == ECONNABORTED)
+        let gone: Set<Errno> = [.notConnected, .connectionAborted]
+        do { try FileSystem.checkFileSystem(at: point) } catch { if gone.contains(error) { return true } }
+        do { _ = try FileSystem.status(of: point) } catch { return gone.contains(error) }
+        return false
     }
 
     /// mountinfo writes space, tab, newline and backslash as octal escapes.
@@ -76,15 +72,7 @@ public struct MountRecord: Sendable, Equatable {
 
     /// The records at `path`; none when it is missing or unreadable.
     public static func read(_ path: String) -> [MountRecord] {
-        guard let file = fopen(path, "r") else { return [] }
-        defer { fclose(file) }
-        var text: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 4096)
-        while text.count < 1 << 20 {
-            let n = fread(&buf, 1, buf.count, file)
-            if n <= 0 { break }
-            text += buf[0..<n]
-        }
+        guard let text = try? FileSystem.contents(of: path, limit: 1 << 20) else { return [] }
         return decode(String(decoding: text, as: UTF8.self))
     }
 }

@@ -1,5 +1,5 @@
-import Glibc
 import KeychainCrypto
+import KeychainSystem
 
 /// Where vaults and daemon sockets live.
 public enum Paths {
@@ -8,24 +8,19 @@ public enum Paths {
     /// (default `~/.local/share/keychainfs/login.vault`).
     public static func defaultVault() -> String {
         if let v = environment("KEYCHAINFS_VAULT") { return v }
-        if geteuid() == 0 { return "/var/lib/keychainfs/login.vault" }
+        if CurrentProcess.effectiveUserID == 0 { return "/var/lib/keychainfs/login.vault" }
         if let d = environment("XDG_DATA_HOME") { return d + "/keychainfs/login.vault" }
         return (environment("HOME") ?? "/tmp") + "/.local/share/keychainfs/login.vault"
     }
 
     /// An absolute, symlink-free form of `path` (its directory must exist).
     public static func canonical(_ path: String) -> String {
-        if let resolved = realpath(path, nil) {
-            defer { free(resolved) }
-            return String(cString: resolved)
-        }
+        if let resolved = try? FileSystem.canonicalPath(path) { return resolved }
         // The file may not exist yet: resolve the directory and keep the name.
         let slash = path.lastIndex(of: "/")
         let dir = slash.map { String(path[..<$0]) } ?? "."
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
-        if let resolved = realpath(dir.isEmpty ? "/" : dir, nil) {
-            defer { free(resolved) }
-            let d = String(cString: resolved)
+        if let d = try? FileSystem.canonicalPath(dir.isEmpty ? "/" : dir) {
             return (d == "/" ? "" : d) + "/" + name
         }
         return path
@@ -64,12 +59,11 @@ public enum Paths {
 
     /// The owner of the vault file, or of its directory when the file does not exist yet.
     public static func vaultOwner(_ vault: String) -> UInt32 {
-        var st = stat()
-        if stat(vault, &st) == 0 { return st.st_uid }
+        if let st = try? FileSystem.status(of: vault) { return st.owner }
         let path = canonical(vault)
         let dir = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
-        if stat(dir.isEmpty ? "/" : dir, &st) == 0 { return st.st_uid }
-        return geteuid()
+        if let st = try? FileSystem.status(of: dir.isEmpty ? "/" : dir) { return st.owner }
+        return CurrentProcess.effectiveUserID
     }
 
     static func hexHash(_ s: String) -> String {
@@ -79,8 +73,6 @@ public enum Paths {
         }.joined()
     }
 
-    public static func environment(_ name: String) -> String? {
-        guard let v = getenv(name), v.pointee != 0 else { return nil }
-        return String(cString: v)
-    }
+    /// An environment variable's value; nil when unset or empty.
+    public static func environment(_ name: String) -> String? { CurrentProcess.environment(name) }
 }

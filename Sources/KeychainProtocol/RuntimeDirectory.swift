@@ -1,4 +1,4 @@
-import Glibc
+import KeychainSystem
 
 /// Where a vault's daemon socket, lock, log and back-off file live, and why a directory there
 /// cannot be trusted.
@@ -17,7 +17,7 @@ public enum RuntimeDirectory {
     static func forVault(owner: UInt32, name: String) -> String {
         if owner == 0 { return "/run/keychainfs" }
         let shared = "/tmp/keychainfs-\(owner)"
-        guard geteuid() == owner || geteuid() == 0, let own = ownerDirectory(owner) else { return shared }
+        guard CurrentProcess.effectiveUserID == owner || CurrentProcess.effectiveUserID == 0, let own = ownerDirectory(owner) else { return shared }
         // A daemon that fell back stays there until it stops, even once the squat is removed,
         // so the vault never has two.
         if problem(with: shared, owner: owner) != nil || isSocket(own + "/" + name + ".sock") { return own }
@@ -28,15 +28,14 @@ public enum RuntimeDirectory {
     /// (also when it does not exist yet). Only root or the owner may own it, it must be a real
     /// directory, and nobody else may write to it, or another user could stand in for the daemon.
     public static func problem(with dir: String, owner: UInt32) -> String? {
-        var st = stat()
-        guard lstat(dir, &st) == 0 else { return nil }
-        if st.st_mode & S_IFMT == S_IFLNK { return "it is a symbolic link" }
-        if st.st_mode & S_IFMT != S_IFDIR { return "it is not a directory" }
-        if st.st_uid != 0 && st.st_uid != owner {
-            return "it belongs to uid \(st.st_uid), not to the vault's owner (uid \(owner))"
+        guard let st = try? FileSystem.status(of: dir, followingLinks: false) else { return nil }
+        if st.kind == .symbolicLink { return "it is a symbolic link" }
+        if st.kind != .directory { return "it is not a directory" }
+        if st.owner != 0 && st.owner != owner {
+            return "it belongs to uid \(st.owner), not to the vault's owner (uid \(owner))"
         }
-        if st.st_mode & 0o022 != 0 {
-            return "other users may write to it (mode 0\(String(st.st_mode & 0o7777, radix: 8)))"
+        if !st.permissions.isDisjoint(with: .groupOrOtherWrite) {
+            return "other users may write to it (mode \(st.permissions))"
         }
         return nil
     }
@@ -44,15 +43,14 @@ public enum RuntimeDirectory {
     /// `/run/user/UID/keychainfs` when `/run/user/UID` is the owner's private directory.
     static func ownerDirectory(_ owner: UInt32) -> String? {
         let base = "/run/user/\(owner)"
-        var st = stat()
-        guard lstat(base, &st) == 0, st.st_mode & S_IFMT == S_IFDIR, st.st_uid == owner, st.st_mode & 0o022 == 0 else {
+        guard let st = try? FileSystem.status(of: base, followingLinks: false), st.kind == .directory, st.owner == owner,
+              st.permissions.isDisjoint(with: .groupOrOtherWrite) else {
             return nil
         }
         return base + "/keychainfs"
     }
 
     static func isSocket(_ path: String) -> Bool {
-        var st = stat()
-        return lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFSOCK
+        (try? FileSystem.status(of: path, followingLinks: false))?.kind == .socket
     }
 }

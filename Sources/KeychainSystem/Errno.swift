@@ -14,8 +14,11 @@ public struct Errno: Error, Hashable, Sendable, RawRepresentable, CustomStringCo
     /// loses the error's type), else `EIO`.
     public init(_ error: any Error) { self = error as? Errno ?? .ioError }
 
-    /// The C library's sentence for it ("No space left on device").
+    /// The C library's sentence for it ("No space left on device", `strerror`).
     public var description: String { String(cString: strerror(rawValue)) }
+
+    /// Lets `catch Errno.noSuchFile` match an error thrown as `any Error`.
+    public static func ~= (pattern: Errno, error: any Error) -> Bool { (error as? Errno) == pattern }
 
     public static let interrupted = Errno(rawValue: EINTR)
     public static let wouldBlock = Errno(rawValue: EAGAIN)
@@ -29,5 +32,15 @@ public struct Errno: Error, Hashable, Sendable, RawRepresentable, CustomStringCo
     public static let readOnlyFileSystem = Errno(rawValue: EROFS)
     public static let ioError = Errno(rawValue: EIO)
     public static let connectionAborted = Errno(rawValue: ECONNABORTED)
+    public static let connectionRefused = Errno(rawValue: ECONNREFUSED)
+    public static let notConnected = Errno(rawValue: ENOTCONN)
+    public static let addressInUse = Errno(rawValue: EADDRINUSE)
+    public static let brokenPipe = Errno(rawValue: EPIPE)
+    public static let badDescriptor = Errno(rawValue: EBADF)
+    public static let notSocket = Errno(rawValue: ENOTSOCK)
+    public static let nameTooLong = Errno(rawValue: ENAMETOOLONG)
+    public static let notDirectory = Errno(rawValue: ENOTDIR)
+    public static let isDirectory = Errno(rawValue: EISDIR)
+    public static let tooManySymbolicLinks = Errno(rawValue: ELOOP)
     public static let noChild = Errno(rawValue: ECHILD)
 }

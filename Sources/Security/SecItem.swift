@@ -1,4 +1,3 @@
-import Glibc
 import KeychainClient
 import KeychainModel
 import KeychainCrypto

@@ -1,4 +1,4 @@
-import Glibc
 import KeychainCredentialHelpers
+import KeychainSystem
 
-exit(DockerCredentialHelper.main(CommandLine.arguments))
+CurrentProcess.exit(DockerCredentialHelper.main(CommandLine.arguments))

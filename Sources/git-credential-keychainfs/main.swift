@@ -1,4 +1,4 @@
-import Glibc
 import KeychainCredentialHelpers
+import KeychainSystem
 
-exit(GitCredentialHelper.main(CommandLine.arguments))
+CurrentProcess.exit(GitCredentialHelper.main(CommandLine.arguments))

@@ -1,4 +1,4 @@
-import Glibc
 import KeychainCLI
+import KeychainSystem
 
-exit(CLI.main(CommandLine.arguments))
+CurrentProcess.exit(CLI.main(CommandLine.arguments))

@@ -64,4 +64,9 @@ long kcfs_recv_with_fd(int sock, void *buf, size_t len, int flags, int *fd);
 /// 1 when `fd` is the FUSE device (character device 10,229, /dev/fuse), 0 when it is
 /// something else, -1 with errno set when fstat fails.
 int kcfs_is_fuse_device(int fd);
+/// A new pseudo-terminal pair (posix_openpt, grantpt, unlockpt, ptsname_r), both ends
+/// close-on-exec and neither the controlling terminal. Returns the controller and stores the
+/// terminal end in `*terminal`, or returns -1 with errno set.
+int kcfs_open_pty(int *terminal);
+
 #endif

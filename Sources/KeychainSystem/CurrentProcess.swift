@@ -1,0 +1,56 @@
+import Glibc
+
+/// The running process: who it runs as, its program, its environment, how it ends.
+public enum CurrentProcess {
+    /// The real user id (getuid(2)).
+    public static var userID: UInt32 { getuid() }
+
+    /// The effective user id, the one permission checks use (geteuid(2)).
+    public static var effectiveUserID: UInt32 { geteuid() }
+
+    /// The process id (getpid(2)).
+    public static var id: Int32 { getpid() }
+
+    /// The size of a memory page (sysconf(3) `_SC_PAGESIZE`).
+    public static var pageSize: Int { Int(sysconf(Int32(_SC_PAGESIZE))) }
+
+    /// How many bytes the process may lock in memory (getrlimit(2) `RLIMIT_MEMLOCK`, the soft
+    /// limit); nil when unlimited or unreadable.
+    public static var lockedMemoryLimit: Int? {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(__RLIMIT_MEMLOCK.rawValue), &limit) == 0,
+              limit.rlim_cur != rlim_t.max else { return nil }  // RLIM_INFINITY
+        return Int(clamping: limit.rlim_cur)
+    }
+
+    /// The path of the running program (`/proc/self/exe`).
+    public static func executablePath() throws(Errno) -> String {
+        try FileSystem.destination(ofLink: "/proc/self/exe")
+    }
+
+    /// The machine's host name (gethostname(2)).
+    public static func hostName() throws(Errno) -> String {
+        var buf = [CChar](repeating: 0, count: 256)
+        _ = try systemCall { gethostname(&buf, buf.count - 1) }
+        return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The value of an environment variable, nil when it is unset or empty (getenv(3)).
+    public static func environment(_ name: String) -> String? {
+        guard let v = getenv(name), v.pointee != 0 else { return nil }
+        return String(cString: v)
+    }
+
+    /// Ends the process with `status` (exit(3)).
+    public static func exit(_ status: Int32) -> Never { Glibc.exit(status) }
+
+    /// Replaces this process with the program at `path` (execv(2)), keeping its pid and
+    /// environment; `arguments` starts with the name the program sees as `argv[0]`.
+    /// Returns only when that fails, with why.
+    public static func replace(with path: String, arguments: [String]) -> Errno {
+        var cArgs: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for p in cArgs { free(p) } }
+        execv(path, &cArgs)
+        return Errno.current
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+import XCTest
+
+/// The targets the thin binaries link reach the C library only through KeychainSystem.
+final class ClientBoundaryTests: XCTestCase {
+    static let clientTargets = ["KeychainCrypto", "KeychainModel", "KeychainProtocol", "KeychainClient", "KeychainCLI", "Security",
+                                "KeychainCredentialHelpers", "keychainfs", "git-credential-keychainfs",
+                                "docker-credential-keychainfs"]
+
+    func testNoClientTargetImportsTheCLibrary() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources")
+        // Foundation re-exports Glibc on Linux; CProcess is KeychainSystem's own.
+        let forbidden: Set<String> = ["import Glibc", "import CProcess", "import Foundation"]
+        var offenders: [String] = []
+        var files = 0
+        for target in Self.clientTargets {
+            let dir = sources.appendingPathComponent(target)
+            let enumerator = try XCTUnwrap(FileManager.default.enumerator(atPath: dir.path))
+            for case let name as String in enumerator where name.hasSuffix(".swift") {
+                files += 1
+                let text = try String(contentsOf: dir.appendingPathComponent(name), encoding: .utf8)
+                for line in text.split(separator: "\n") where forbidden.contains(line.trimmingCharacters(in: .whitespaces)) {
+                    offenders.append("\(target)/\(name): \(line)")
+                }
+            }
+        }
+        XCTAssertGreaterThan(files, 50)
+        XCTAssertEqual(offenders, [])
+    }
+}

@@ -1,0 +1,110 @@
+import Glibc
+import KeychainSystem
+import XCTest
+
+final class FileDescriptorTests: XCTestCase {
+    private var scratch: ScratchDirectory!
+
+    override func setUpWithError() throws { scratch = try ScratchDirectory() }
+    override func tearDown() { scratch?.remove() }
+
+    func testOpeningAMissingFileIsNoSuchFile() {
+        XCTAssertEqual(thrownErrno { try FileDescriptor.open(scratch.file("missing"), .readOnly) }, .noSuchFile)
+        // And a catch can name it.
+        do {
+            _ = try FileDescriptor.open(scratch.file("missing"), .readOnly)
+            XCTFail("opened a missing file")
+        } catch Errno.noSuchFile {
+        } catch {
+            XCTFail("\(error)")
+        }
+    }
+
+    func testExclusiveCreateOfAnExistingFileIsFileExists() throws {
+        let path = scratch.file("once")
+        let fd = try FileDescriptor.open(path, .writeOnly, options: [.create, .exclusiveCreate], permissions: .ownerReadWrite)
+        try fd.close()
+        XCTAssertEqual(thrownErrno { try FileDescriptor.open(path, .writeOnly, options: [.create, .exclusiveCreate]) }, .fileExists)
+    }
+
+    func testNoFollowRefusesASymbolicLink() throws {
+        try Data("x".utf8).write(to: URL(fileURLWithPath: scratch.file("target")))
+        XCTAssertEqual(symlink(scratch.file("target"), scratch.file("link")), 0)
+        XCTAssertEqual(thrownErrno { try FileDescriptor.open(scratch.file("link"), .readOnly, options: .noFollow) }, .tooManySymbolicLinks)
+        try FileDescriptor.open(scratch.file("link"), .readOnly).close()  // followed without it
+    }
+
+    func testSyncedBytesReadBackWithTheirStatus() throws {
+        let path = scratch.file("data")
+        let bytes = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let out = try FileDescriptor.open(path, .writeOnly, options: [.create, .truncate], permissions: .ownerReadWrite)
+        try bytes.withUnsafeBytes { try out.writeAll($0) }
+        try out.sync()
+        try out.close()
+
+        let fd = try FileDescriptor.open(path, .readOnly)
+        defer { try? fd.close() }
+        let status = try fd.status()
+        XCTAssertEqual(status.kind, .regular)
+        XCTAssertEqual(status.size, Int64(bytes.count))
+        XCTAssertEqual(status.permissions, .ownerReadWrite)
+        XCTAssertEqual(status.owner, geteuid())
+        XCTAssertEqual(status.permissions.description, "0600")
+        var back = [UInt8](repeating: 0, count: bytes.count + 1)
+        XCTAssertEqual(try back.withUnsafeMutableBytes { try fd.readAll(into: $0) }, bytes.count)
+        XCTAssertEqual(Array(back.prefix(bytes.count)), bytes)
+    }
+
+    func testSeekAndPositionalReads() throws {
+        let path = scratch.file("text")
+        try Data("0123456789".utf8).write(to: URL(fileURLWithPath: path))
+        let fd = try FileDescriptor.open(path, .readOnly)
+        defer { try? fd.close() }
+        XCTAssertEqual(try fd.seek(offset: 0, from: .end), 10)
+        var tail = [UInt8](repeating: 0, count: 3)
+        XCTAssertEqual(try tail.withUnsafeMutableBytes { try fd.read(fromAbsoluteOffset: 7, into: $0) }, 3)
+        XCTAssertEqual(String(decoding: tail, as: UTF8.self), "789")
+        XCTAssertEqual(try tail.withUnsafeMutableBytes { try fd.read(into: $0) }, 0)  // still at the end
+        XCTAssertEqual(try fd.seek(offset: 2, from: .start), 2)
+        XCTAssertEqual(try fd.readToEnd(limit: 5), Array("23456".utf8))
+    }
+
+    func testOpenedDescriptorsAreCloseOnExec() throws {
+        let fd = try FileDescriptor.open("/dev/null", .readWrite)
+        defer { try? fd.close() }
+        XCTAssertNotEqual(fcntl(fd.rawValue, F_GETFD) & FD_CLOEXEC, 0)
+    }
+
+    func testPermissionsAreSetOnTheOpenFile() throws {
+        let fd = try FileDescriptor.open(scratch.file("mode"), .writeOnly, options: .create, permissions: .ownerReadWrite)
+        defer { try? fd.close() }
+        try fd.setPermissions([.ownerRead, .groupRead])
+        XCTAssertEqual(try fd.status().permissions.rawValue, 0o440)
+        XCTAssertEqual(try FileSystem.status(of: scratch.file("mode")).permissions.rawValue, 0o440)
+    }
+
+    func testASharedLockWaitsForAnExclusiveHolder() throws {
+        let path = scratch.file("lock")
+        let holder = try FileDescriptor.open(path, .readWrite, options: .create, permissions: .ownerReadWrite)
+        defer { try? holder.close() }
+        let other = try FileDescriptor.open(path, .readOnly)
+        defer { try? other.close() }
+        XCTAssertEqual(flock(holder.rawValue, LOCK_EX), 0)
+        XCTAssertFalse(try other.tryLockShared())
+        XCTAssertEqual(flock(holder.rawValue, LOCK_UN), 0)
+        XCTAssertTrue(try other.tryLockShared())
+        try other.unlock()
+    }
+
+    func testClosingTwiceIsABadDescriptor() throws {
+        let fd = try FileDescriptor.open("/dev/null", .readOnly)
+        try fd.close()
+        XCTAssertEqual(thrownErrno { try fd.close() }, .badDescriptor)
+    }
+
+    func testCloseAfterClosesWhenTheBodyThrows() throws {
+        let fd = try FileDescriptor.open("/dev/null", .readOnly)
+        XCTAssertEqual(thrownErrno { try fd.closeAfter { () throws(Errno) in throw Errno.ioError } }, .ioError)
+        XCTAssertEqual(fcntl(fd.rawValue, F_GETFD), -1)  // closed
+    }
+}
