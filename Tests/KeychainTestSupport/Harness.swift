@@ -213,8 +213,9 @@ package func processAlive(_ pid: Int32) -> Bool {
 /// Runs a program with posix_spawn, passing it only standard input, output and error.
 ///
 /// Foundation's `Process` hands every child an extra socket and notices the child's exit only
-/// when that socket closes; the CLI's detached daemon inherits it (DaemonClient.spawnDetached
-/// keeps every inherited descriptor), so `Process` would wait for the daemon instead of the CLI.
+/// when that socket closes, so a long-lived process the child starts and that keeps it makes
+/// `Process` wait for that process instead of the child (`DaemonClient.spawnDetached` closes it
+/// in the daemons the CLI starts; the other programs the tests run promise nothing).
 package enum Spawn {
     package struct Outcome {
         package var status: Int32
