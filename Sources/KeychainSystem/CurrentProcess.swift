@@ -41,6 +41,12 @@ public enum CurrentProcess {
         return String(cString: v)
     }
 
+    /// Sets an environment variable (setenv(3)); with `replacing` false a value already set,
+    /// even an empty one, is kept. Not safe while other threads read the environment.
+    public static func setEnvironment(_ name: String, to value: String, replacing: Bool) throws(Errno) {
+        _ = try systemCall { setenv(name, value, replacing ? 1 : 0) }
+    }
+
     /// Ends the process with `status` (exit(3)).
     public static func exit(_ status: Int32) -> Never { Glibc.exit(status) }
 

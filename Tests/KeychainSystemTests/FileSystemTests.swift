@@ -42,6 +42,23 @@ final class FileSystemTests: XCTestCase {
         XCTAssertEqual(thrownErrno { try FileSystem.remove(scratch.file("old")) }, .noSuchFile)
     }
 
+    func testAccessIsCheckedForTheRealUser() throws {
+        let file = scratch.file("file")
+        try Data("abc".utf8).write(to: URL(fileURLWithPath: file))
+        try FileSystem.setPermissions(of: file, to: .ownerReadWrite)
+        XCTAssertTrue(FileSystem.isAccessible(file, for: .read))
+        XCTAssertTrue(FileSystem.isAccessible(file, for: [.read, .write]))
+        XCTAssertFalse(FileSystem.isAccessible(file, for: .execute))  // no execute bit: not even for root
+        XCTAssertFalse(FileSystem.isAccessible(file, for: [.read, .execute]))
+        try FileSystem.setPermissions(of: file, to: [.ownerRead, .ownerWrite, .ownerExecute])
+        XCTAssertTrue(FileSystem.isAccessible(file, for: [.read, .write, .execute]))
+        if getuid() != 0 {
+            try FileSystem.setPermissions(of: file, to: [])
+            XCTAssertFalse(FileSystem.isAccessible(file, for: .read))
+        }
+        XCTAssertFalse(FileSystem.isAccessible(scratch.file("missing"), for: .read))
+    }
+
     func testCanonicalPathsHaveNoLinks() throws {
         try FileSystem.createDirectory(scratch.file("real"), permissions: [.ownerRead, .ownerWrite, .ownerExecute])
         XCTAssertEqual(symlink(scratch.file("real"), scratch.file("alias")), 0)

@@ -46,6 +46,21 @@ final class ProcessTests: XCTestCase {
         XCTAssertEqual(CurrentProcess.environment(name), "value")
     }
 
+    func testSettingTheEnvironmentKeepsAValueUnlessToldToReplaceIt() throws {
+        let name = "KEYCHAINFS_SYSTEM_TEST_SET_\(getpid())"
+        defer { unsetenv(name) }
+        try CurrentProcess.setEnvironment(name, to: "first", replacing: false)
+        XCTAssertEqual(CurrentProcess.environment(name), "first")
+        try CurrentProcess.setEnvironment(name, to: "second", replacing: false)
+        XCTAssertEqual(String(cString: getenv(name)), "first")
+        try CurrentProcess.setEnvironment(name, to: "second", replacing: true)
+        XCTAssertEqual(String(cString: getenv(name)), "second")
+        setenv(name, "", 1)
+        try CurrentProcess.setEnvironment(name, to: "third", replacing: false)
+        XCTAssertEqual(String(cString: getenv(name)), "")  // set, though empty: kept
+        XCTAssertEqual(thrownErrno { try CurrentProcess.setEnvironment("A=B", to: "x", replacing: true) }, .invalidArgument)
+    }
+
     func testASpawnedChildGetsItsEnvironmentDescriptorsAndDirectory() throws {
         let out = scratch.file("out")
         let pid = try ChildProcess.spawn(["/bin/sh", "-c", "echo \"$GREETING\"; pwd; ls /proc/self/fd | wc -l"],
@@ -103,5 +118,11 @@ final class ProcessTests: XCTestCase {
         XCTAssertNil(UserDatabase.userID(named: "no-such-user-\(getpid())"))
         XCTAssertNil(UserDatabase.groupID(named: "no-such-group-\(getpid())"))
         XCTAssertNil(UserDatabase.userName(of: 4_000_000_000))
+        // root's home as /etc/passwd gives it (field 6).
+        let passwd = (try? String(contentsOfFile: "/etc/passwd", encoding: .utf8)) ?? ""
+        if let root = passwd.split(separator: "\n").first(where: { $0.hasPrefix("root:") }) {
+            XCTAssertEqual(UserDatabase.homeDirectory(of: 0), String(root.split(separator: ":", omittingEmptySubsequences: false)[5]))
+        }
+        XCTAssertNil(UserDatabase.homeDirectory(of: 4_000_000_000))
     }
 }
