@@ -9,9 +9,10 @@ extension Vault {
     public static let deviceKeyKindSetting = "device-key-kind"
 
     /// The recorded kind ("file" or "tpm2") of the vault at `path`, read without a device key;
-    /// nil when none is recorded or the file cannot be read (`open` then says why).
+    /// nil when none is recorded or the file cannot be read (`open` then says why). A file cut
+    /// short is not opened here: SQLite would make its -wal and -shm beside it.
     public static func recordedDeviceKeyKind(at path: String) -> String? {
-        guard FileSystem.isAccessible(path, for: .read), let db = try? Connection(path: path, create: false, readOnly: true),
+        guard FileSystem.isAccessible(path, for: .read), (try? checkNotTruncated(path)) != nil, let db = try? Connection(path: path, create: false, readOnly: true),
               let bytes = try? ItemStore(db: db).readMeta("setting." + deviceKeyKindSetting) else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }
