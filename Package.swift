@@ -90,7 +90,8 @@ let package = Package(
         // and `secret-service` (sd-bus stays out of the thin client too).
         .executableTarget(name: "keychainfs-daemon", dependencies: ["KeychainCLI", "KeychainClient", "KeychainCore", "KeychainCrypto",
                                                                    "KeychainDaemon", "KeychainfsAccess", "KeychainFS", "KeychainProtocol",
-                                                                   "KeychainSecretService", "CProcess", "KeychainTPM", "KeychainKeys"]),
+                                                                   "KeychainSecretService", "CProcess", "KeychainTPM", "KeychainKeys",
+                                                                   "KeychainSystem"]),
         // git's and docker's credential helpers over internet passwords (docs/credential-helpers.md):
         // thin clients of the daemon, as `keychainfs` (no libfuse, no sd-bus, no OpenSSL).
         .target(name: "KeychainCredentialHelpers", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainProtocol", "KeychainClient",

@@ -8,6 +8,9 @@ public enum CurrentProcess {
     /// The effective user id, the one permission checks use (geteuid(2)).
     public static var effectiveUserID: UInt32 { geteuid() }
 
+    /// The real group id (getgid(2)).
+    public static var groupID: UInt32 { getgid() }
+
     /// The process id (getpid(2)).
     public static var id: Int32 { getpid() }
 

@@ -24,12 +24,20 @@ final class ClientBoundaryTests: XCTestCase {
         XCTAssertEqual(offenders, [])
     }
 
+    /// keychainfs-daemon's verbs; `secret-service` still hardens the process through CProcess,
+    /// as KeychainDaemon does.
+    func testTheDaemonExecutableDoesNotImportGlibc() throws {
+        let (files, offenders) = try filesAndOffenders(["keychainfs-daemon"], forbidden: ["import Glibc", "import Foundation"])
+        XCTAssertGreaterThan(files, 5)
+        XCTAssertEqual(offenders, [])
+    }
+
     /// How many Swift files `targets` have, and their lines that import the C library.
-    private func filesAndOffenders(_ targets: [String]) throws -> (Int, [String]) {
+    /// Foundation re-exports Glibc on Linux; CProcess is KeychainSystem's own.
+    private func filesAndOffenders(_ targets: [String], forbidden: Set<String> = ["import Glibc", "import CProcess", "import Foundation"])
+        throws -> (Int, [String]) {
         let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Sources")
-        // Foundation re-exports Glibc on Linux; CProcess is KeychainSystem's own.
-        let forbidden: Set<String> = ["import Glibc", "import CProcess", "import Foundation"]
         var offenders: [String] = []
         var files = 0
         for target in targets {

@@ -59,6 +59,17 @@ final class FileSystemTests: XCTestCase {
         XCTAssertFalse(FileSystem.isAccessible(scratch.file("missing"), for: .read))
     }
 
+    func testALinkGivesAFurtherNameAndNeverReplacesOne() throws {
+        try Data("key".utf8).write(to: URL(fileURLWithPath: scratch.file("a")))
+        try Data("other".utf8).write(to: URL(fileURLWithPath: scratch.file("taken")))
+        try FileSystem.link(scratch.file("a"), as: scratch.file("b"))
+        try FileSystem.remove(scratch.file("a"))
+        XCTAssertEqual(try FileSystem.contents(of: scratch.file("b"), limit: 100), Array("key".utf8))
+        XCTAssertEqual(thrownErrno { try FileSystem.link(scratch.file("b"), as: scratch.file("taken")) }, .fileExists)
+        XCTAssertEqual(try FileSystem.contents(of: scratch.file("taken"), limit: 100), Array("other".utf8))
+        XCTAssertEqual(thrownErrno { try FileSystem.link(scratch.file("a"), as: scratch.file("c")) }, .noSuchFile)
+    }
+
     func testCanonicalPathsHaveNoLinks() throws {
         try FileSystem.createDirectory(scratch.file("real"), permissions: [.ownerRead, .ownerWrite, .ownerExecute])
         XCTAssertEqual(symlink(scratch.file("real"), scratch.file("alias")), 0)

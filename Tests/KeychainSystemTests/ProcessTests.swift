@@ -12,6 +12,7 @@ final class ProcessTests: XCTestCase {
         XCTAssertEqual(CurrentProcess.id, getpid())
         XCTAssertEqual(CurrentProcess.userID, getuid())
         XCTAssertEqual(CurrentProcess.effectiveUserID, geteuid())
+        XCTAssertEqual(CurrentProcess.groupID, getgid())
         XCTAssertEqual(CurrentProcess.pageSize, Int(getpagesize()))
         let exe = try CurrentProcess.executablePath()
         XCTAssertTrue(exe.hasPrefix("/"))
@@ -118,11 +119,14 @@ final class ProcessTests: XCTestCase {
         XCTAssertNil(UserDatabase.userID(named: "no-such-user-\(getpid())"))
         XCTAssertNil(UserDatabase.groupID(named: "no-such-group-\(getpid())"))
         XCTAssertNil(UserDatabase.userName(of: 4_000_000_000))
-        // root's home as /etc/passwd gives it (field 6).
+        // root's home and group as /etc/passwd gives them.
         let passwd = (try? String(contentsOfFile: "/etc/passwd", encoding: .utf8)) ?? ""
         if let root = passwd.split(separator: "\n").first(where: { $0.hasPrefix("root:") }) {
-            XCTAssertEqual(UserDatabase.homeDirectory(of: 0), String(root.split(separator: ":", omittingEmptySubsequences: false)[5]))
+            let fields = root.split(separator: ":", omittingEmptySubsequences: false)
+            XCTAssertEqual(UserDatabase.homeDirectory(of: 0), String(fields[5]))
+            XCTAssertEqual(UserDatabase.primaryGroup(of: 0), UInt32(fields[3]))
         }
         XCTAssertNil(UserDatabase.homeDirectory(of: 4_000_000_000))
+        XCTAssertNil(UserDatabase.primaryGroup(of: 4_000_000_000))
     }
 }
