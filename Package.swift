@@ -44,13 +44,13 @@ let package = Package(
         // references, change and audit events, the attribute and backup encodings.
         .target(name: "KeychainModel", dependencies: ["KeychainCrypto", "KeychainSystem"]),
         // The vault engine and Apple's item semantics.
-        .target(name: "KeychainCore", dependencies: ["KeychainCrypto", "KeychainModel", "SQLiteStore"]),
+        .target(name: "KeychainCore", dependencies: ["KeychainCrypto", "KeychainModel", "KeychainSystem", "SQLiteStore"]),
 
         // Fleet sync: end-to-end encrypted records through PostgreSQL. The only importer of CPostgres.
-        .target(name: "KeychainSync", dependencies: ["CPostgres", "KeychainCore", "KeychainCrypto"]),
+        .target(name: "KeychainSync", dependencies: ["CPostgres", "KeychainCore", "KeychainCrypto", "KeychainSystem"]),
 
         // The TPM 2.0 through the TCG software stack (ESYS): seals the device key. The only importer of CTSS2.
-        .target(name: "KeychainTPM", dependencies: ["CTSS2", "KeychainCore", "KeychainCrypto"]),
+        .target(name: "KeychainTPM", dependencies: ["CTSS2", "KeychainCore", "KeychainCrypto", "KeychainSystem"]),
 
         // The daemon's socket protocol, framing and paths; shared by the daemon and its clients.
         .target(name: "KeychainProtocol", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainSystem"]),
@@ -65,7 +65,7 @@ let package = Package(
         // whole-buffer reads and writes, waiting for children.
         .target(name: "KeychainSystem", dependencies: ["CProcess"]),
         // Access groups as Unix owner/group/mode, and callers' kernel identities.
-        .target(name: "KeychainfsAccess", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol"]),
+        .target(name: "KeychainfsAccess", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "KeychainSystem"]),
         // The FUSE mount: items as files, served from the daemon; keys and certificates as PEM
         // (KeychainKeys writes it).
         .target(name: "KeychainFS", dependencies: ["CFuse", "CProcess", "KeychainCore", "KeychainCrypto", "KeychainKeys",
@@ -90,7 +90,8 @@ let package = Package(
         // and `secret-service` (sd-bus stays out of the thin client too).
         .executableTarget(name: "keychainfs-daemon", dependencies: ["KeychainCLI", "KeychainClient", "KeychainCore", "KeychainCrypto",
                                                                    "KeychainDaemon", "KeychainfsAccess", "KeychainFS", "KeychainProtocol",
-                                                                   "KeychainSecretService", "CProcess", "KeychainTPM", "KeychainKeys"]),
+                                                                   "KeychainSecretService", "CProcess", "KeychainTPM", "KeychainKeys",
+                                                                   "KeychainSystem"]),
         // git's and docker's credential helpers over internet passwords (docs/credential-helpers.md):
         // thin clients of the daemon, as `keychainfs` (no libfuse, no sd-bus, no OpenSSL).
         .target(name: "KeychainCredentialHelpers", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainProtocol", "KeychainClient",

@@ -1,5 +1,5 @@
-import Glibc
 import KeychainCrypto
+import KeychainSystem
 
 /// The per-machine key kept outside the vault file (PRODUCT 4). ThisDeviceOnly and Always class
 /// keys are wrapped with it, so a copied vault or a backup never opens them elsewhere.
@@ -24,9 +24,9 @@ public final class DeviceKey: Sendable {
     /// `/var/lib/keychainfs/device.key` for root, else `$XDG_STATE_HOME/keychainfs/device.key`
     /// (default `~/.local/state/keychainfs/device.key`).
     public static func defaultPath() -> String {
-        if let p = getenv("KEYCHAINFS_DEVICE_KEY"), p.pointee != 0 { return String(cString: p) }
-        if geteuid() == 0 { return "/var/lib/keychainfs/device.key" }
-        if let s = getenv("XDG_STATE_HOME"), s.pointee != 0 { return String(cString: s) + "/keychainfs/device.key" }
+        if let p = CurrentProcess.environment("KEYCHAINFS_DEVICE_KEY") { return p }
+        if CurrentProcess.effectiveUserID == 0 { return "/var/lib/keychainfs/device.key" }
+        if let s = CurrentProcess.environment("XDG_STATE_HOME") { return s + "/keychainfs/device.key" }
         return homeDirectory() + "/.local/state/keychainfs/device.key"
     }
 
@@ -36,15 +36,17 @@ public final class DeviceKey: Sendable {
         if let existing = try load(at: path) { return existing }
         try makeDirectories(for: path)
         let fresh = try SecureBytes.random(count: length)
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o400)
-        if fd < 0 {
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(path, .writeOnly, options: [.create, .exclusiveCreate], permissions: .ownerRead)
+        } catch {
             // Another process created it first: use theirs.
-            if errno == EEXIST, let existing = try load(at: path) { return existing }
+            if Errno(error) == .fileExists, let existing = try load(at: path) { return existing }
             throw KeychainStatus.io
         }
-        defer { close(fd) }
-        let ok = fresh.withUnsafeBytes { write(fd, $0.baseAddress, length) == length }
-        guard ok, fsync(fd) == 0 else { unlink(path); throw KeychainStatus.io }
+        defer { try? fd.close() }
+        let ok = fresh.withUnsafeBytes { (try? fd.writeAll($0)) != nil }
+        guard ok, (try? fd.sync()) != nil else { try? FileSystem.remove(path); throw KeychainStatus.io }
         return DeviceKey(key: fresh)
     }
 
@@ -52,33 +54,33 @@ public final class DeviceKey: Sendable {
     /// - Throws: `io` when the file is not exactly 32 bytes, or is owned by another user than
     ///   the caller or root, or is writable by group or others (someone could plant a known key).
     static func load(at path: String) throws -> DeviceKey? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
+        let fd: FileDescriptor
+        do { fd = try FileDescriptor.open(path, .readOnly, options: .noFollow) } catch {
+            if Errno(error) == .noSuchFile { return nil }
             throw KeychainStatus.io
         }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_size == off_t(length), st.st_uid == geteuid() || st.st_uid == 0,
-              st.st_mode & 0o022 == 0 else { throw KeychainStatus.io }
+        defer { try? fd.close() }
+        guard let st = try? fd.status(), st.size == Int64(length),
+              st.owner == CurrentProcess.effectiveUserID || st.owner == 0,
+              st.permissions.isDisjoint(with: .groupOrOtherWrite) else { throw KeychainStatus.io }
         let key = try SecureBytes(count: length)
-        let n = key.withUnsafeMutableBytes { read(fd, $0.baseAddress, length) }
+        let n = key.withUnsafeMutableBytes { (try? fd.read(into: $0)) ?? -1 }
         guard n == length else { throw KeychainStatus.io }
         return DeviceKey(key: key)
     }
 
     /// `$HOME`, else the password database's home for this user.
     private static func homeDirectory() -> String {
-        if let h = getenv("HOME"), h.pointee != 0 { return String(cString: h) }
-        if let pw = getpwuid(geteuid()), let dir = pw.pointee.pw_dir { return String(cString: dir) }
-        return "/"
+        CurrentProcess.environment("HOME") ?? UserDatabase.homeDirectory(of: CurrentProcess.effectiveUserID) ?? "/"
     }
 
     private static func makeDirectories(for path: String) throws {
         let chars = Array(path.utf8)
         for (i, c) in chars.enumerated() where c == UInt8(ascii: "/") && i > 0 {
             let prefix = String(decoding: chars[0..<i], as: UTF8.self)
-            if mkdir(prefix, 0o700) != 0 && errno != EEXIST { throw KeychainStatus.io }
+            do { try FileSystem.createDirectory(prefix, permissions: [.ownerRead, .ownerWrite, .ownerExecute]) } catch {
+                if Errno(error) != .fileExists { throw KeychainStatus.io }
+            }
         }
     }
 }

@@ -1,16 +1,15 @@
-import Glibc
+import Synchronization
 
-/// A plain pthread mutex; the vault serialises every operation through one.
-public final class PThreadMutex: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
+/// A lock around a body of code; the vault serialises every operation through one. The standard
+/// library's `Synchronization.Mutex` underneath (a futex on Linux); the name is older than that.
+/// Not recursive: a body that takes the same lock again never returns.
+public final class PThreadMutex: Sendable {
+    private let mutex = Mutex<Void>(())
 
-    public init() { pthread_mutex_init(&mutex, nil) }
-    deinit { pthread_mutex_destroy(&mutex) }
+    public init() {}
 
     public func withLock<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return try body()
+        try mutex.withLock { _ in try body() }
     }
 }
 

@@ -1,5 +1,5 @@
-import Glibc
 import KeychainCrypto
+import KeychainSystem
 import SQLiteStore
 
 /// Where a vault's device key is kept, recorded in the vault (a clear setting) so a daemon
@@ -9,10 +9,10 @@ extension Vault {
     public static let deviceKeyKindSetting = "device-key-kind"
 
     /// The recorded kind ("file" or "tpm2") of the vault at `path`, read without a device key;
-    /// nil when none is recorded or the file cannot be read (`open` then says why). A file
-    /// `open` refuses is not opened here either: SQLite would make -wal and -shm beside it.
+    /// nil when none is recorded or the file cannot be read (`open` then says why). A file cut
+    /// short is not opened here: SQLite would make its -wal and -shm beside it.
     public static func recordedDeviceKeyKind(at path: String) -> String? {
-        guard access(path, R_OK) == 0, (try? checkNotTruncated(path)) != nil, let db = try? Connection(path: path, create: false, readOnly: true),
+        guard FileSystem.isAccessible(path, for: .read), (try? checkNotTruncated(path)) != nil, let db = try? Connection(path: path, create: false, readOnly: true),
               let bytes = try? ItemStore(db: db).readMeta("setting." + deviceKeyKindSetting) else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }

@@ -1,5 +1,5 @@
-import Glibc
 import KeychainCrypto
+import KeychainSystem
 import SQLiteStore
 
 /// An open vault: one SQLite file, its header and the keys currently unlocked. All item
@@ -44,9 +44,10 @@ public final class Vault: @unchecked Sendable {
     public static func create(at path: String, passphrase: SecureBytes?, kdf: KDFParameters = .moderate,
                               deviceKey: DeviceKey) throws -> Vault {
         guard kdf.isValid else { throw KeychainStatus.param }
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        if fd < 0 { throw errno == EEXIST ? VaultFileError.exists : VaultFileError.io }
-        close(fd)
+        do {
+            let fd = try FileDescriptor.open(path, .writeOnly, options: [.create, .exclusiveCreate], permissions: .ownerReadWrite)
+            try? fd.close()
+        } catch { throw Errno(error) == .fileExists ? VaultFileError.exists : VaultFileError.io }
         do {
             let db = try Connection(path: path, create: false)
             let store = ItemStore(db: db)
@@ -68,7 +69,7 @@ public final class Vault: @unchecked Sendable {
             try vault.keys.unlock(header: header, passphraseKey: passKey, device: deviceKey)
             return vault
         } catch {
-            unlink(path); unlink(path + "-wal"); unlink(path + "-shm")
+            for name in [path, path + "-wal", path + "-shm"] { try? FileSystem.remove(name) }
             if error is SQLiteError { throw VaultFileError.io }
             if error is CryptoError { throw KeychainStatus.allocate }
             throw error
@@ -79,8 +80,8 @@ public final class Vault: @unchecked Sendable {
     /// format version) without changing it, and without the device key.
     /// - Throws: `VaultFileError.missing`, `.notAVault`, `.corruptHeader` or `.io`.
     public static func checkIsVault(at path: String) throws {
-        guard access(path, F_OK) == 0 else { throw VaultFileError.missing }
-        guard access(path, R_OK) == 0 else { throw VaultFileError.io }
+        guard FileSystem.exists(path) else { throw VaultFileError.missing }
+        guard FileSystem.isAccessible(path, for: .read) else { throw VaultFileError.io }
         try checkNotTruncated(path)
         do {
             let db = try Connection(path: path, create: false)
@@ -97,8 +98,8 @@ public final class Vault: @unchecked Sendable {
     /// Never writes to a file that is not a vault of a supported format.
     /// - Throws: `VaultFileError` for a missing, foreign, damaged or newer file.
     public static func open(at path: String, deviceKey: DeviceKey) throws -> Vault {
-        guard access(path, F_OK) == 0 else { throw VaultFileError.missing }
-        guard access(path, R_OK | W_OK) == 0 else { throw VaultFileError.io }
+        guard FileSystem.exists(path) else { throw VaultFileError.missing }
+        guard FileSystem.isAccessible(path, for: [.read, .write]) else { throw VaultFileError.io }
         try checkNotTruncated(path)
         let db: Connection
         let header: VaultHeader
@@ -133,13 +134,11 @@ public final class Vault: @unchecked Sendable {
     /// would open. Its header records the page size and, when current, the page count: the file
     /// must be at least that long.
     static func checkNotTruncated(_ path: String) throws {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw VaultFileError.io }
-        defer { close(fd) }
+        guard let fd = try? FileDescriptor.open(path, .readOnly) else { throw VaultFileError.io }
+        defer { try? fd.close() }
         var header = [UInt8](repeating: 0, count: 100)
-        let n = read(fd, &header, 100)
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw VaultFileError.io }
+        let n = header.withUnsafeMutableBytes { (try? fd.read(into: $0)) ?? -1 }
+        guard let st = try? fd.status() else { throw VaultFileError.io }
         guard n == 100, header.starts(with: Array("SQLite format 3".utf8) + [0]) else { throw VaultFileError.notAVault }
         let be32 = { (o: Int) in header[o..<o + 4].reduce(0) { $0 << 8 | Int($1) } }
         let rawPageSize = Int(header[16]) << 8 | Int(header[17])
@@ -147,7 +146,7 @@ public final class Vault: @unchecked Sendable {
         let pages = be32(28)
         // The page count is valid when the "version-valid-for" number equals the change counter.
         guard pages > 0, be32(92) == be32(24) else { return }
-        if Int(st.st_size) < pageSize * pages { throw VaultFileError.notAVault }
+        if Int(st.size) < pageSize * pages { throw VaultFileError.notAVault }
     }
 
     // MARK: Lock state

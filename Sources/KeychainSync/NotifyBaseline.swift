@@ -1,5 +1,5 @@
-import Glibc
 import KeychainCore
+import KeychainSystem
 
 /// The floor under fleet sync's propagation latency, for the benchmark (bench/sync.sh): one
 /// connection LISTENs, another INSERTs a row and NOTIFYs in one transaction, as a sync write
@@ -10,7 +10,7 @@ public enum NotifyBaseline {
     /// - Returns: seconds per round trip. - Throws: `PostgresError`.
     public static func roundTrips(conninfo: String, count: Int) throws -> [Double] {
         let listener = try PGConnection(conninfo: conninfo), writer = try PGConnection(conninfo: conninfo)
-        let channel = "keychainfs_bench_\(getpid())"
+        let channel = "keychainfs_bench_\(CurrentProcess.id)"
         try writer.exec("CREATE TABLE IF NOT EXISTS keychainfs_bench_notify(n int8 PRIMARY KEY, payload bytea NOT NULL)")
         defer { _ = try? writer.exec("DROP TABLE IF EXISTS keychainfs_bench_notify") }
         try listener.exec("LISTEN \(channel)")
@@ -24,8 +24,7 @@ public enum NotifyBaseline {
             }
             var heard = false
             while !heard {
-                var p = pollfd(fd: listener.socket, events: Int16(POLLIN), revents: 0)
-                _ = poll(&p, 1, 1000)
+                _ = try? FileDescriptor(rawValue: listener.socket).waitUntilReadable(timeoutMilliseconds: 1000)
                 heard = !(try listener.notifications()).isEmpty
             }
             out.append(monotonicSeconds() - t0)

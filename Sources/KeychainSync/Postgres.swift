@@ -1,5 +1,4 @@
 import CPostgres
-import Glibc
 
 /// A failure talking to PostgreSQL. The text is libpq's or the server's message, which names
 /// no parameter value (values are sent out of line, never spliced into SQL).
@@ -174,9 +173,14 @@ final class PGResult {
 
 /// `strings` as a NULL-terminated array of C strings, valid during `body`.
 private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
-    let copies = strings.map { strdup($0) }
-    defer { copies.forEach { free($0) } }
-    let pointers: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } } + [nil]
+    let copies = strings.map { string in
+        let bytes = string.utf8CString
+        let copy = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count)
+        bytes.withUnsafeBufferPointer { copy.initialize(from: $0.baseAddress!, count: bytes.count) }
+        return copy
+    }
+    defer { copies.forEach { $0.deallocate() } }
+    let pointers: [UnsafePointer<CChar>?] = copies.map { UnsafePointer($0) } + [nil]
     return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
 }
 

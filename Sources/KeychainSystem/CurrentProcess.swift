@@ -8,6 +8,9 @@ public enum CurrentProcess {
     /// The effective user id, the one permission checks use (geteuid(2)).
     public static var effectiveUserID: UInt32 { geteuid() }
 
+    /// The real group id (getgid(2)).
+    public static var groupID: UInt32 { getgid() }
+
     /// The process id (getpid(2)).
     public static var id: Int32 { getpid() }
 
@@ -39,6 +42,12 @@ public enum CurrentProcess {
     public static func environment(_ name: String) -> String? {
         guard let v = getenv(name), v.pointee != 0 else { return nil }
         return String(cString: v)
+    }
+
+    /// Sets an environment variable (setenv(3)); with `replacing` false a value already set,
+    /// even an empty one, is kept. Not safe while other threads read the environment.
+    public static func setEnvironment(_ name: String, to value: String, replacing: Bool) throws(Errno) {
+        _ = try systemCall { setenv(name, value, replacing ? 1 : 0) }
     }
 
     /// Ends the process with `status` (exit(3)).

@@ -82,6 +82,13 @@ extension FileDescriptor {
         return true
     }
 
+    /// Takes an exclusive advisory lock on the file without waiting (flock(2), `LOCK_EX |
+    /// LOCK_NB`). Returns false when another holds a lock on it.
+    public func tryLockExclusive() throws(Errno) -> Bool {
+        do { _ = try systemCall { flock(rawValue, LOCK_EX | LOCK_NB) } } catch let e where e == .wouldBlock { return false }
+        return true
+    }
+
     /// Releases this descriptor's advisory lock (flock(2), `LOCK_UN`).
     public func unlock() throws(Errno) {
         _ = try systemCall { flock(rawValue, LOCK_UN) }

@@ -30,6 +30,12 @@ public enum FileSystem {
         _ = try systemCall { Glibc.rename(source, destination) }
     }
 
+    /// Gives the file at `existing` the further name `newName` (link(2)), which it never
+    /// replaces. - Throws: `.fileExists` when `newName` is taken.
+    public static func link(_ existing: String, as newName: String) throws(Errno) {
+        _ = try systemCall { Glibc.link(existing, newName) }
+    }
+
     /// Removes a file's name (unlink(2)).
     public static func remove(_ path: String) throws(Errno) {
         _ = try systemCall { unlink(path) }

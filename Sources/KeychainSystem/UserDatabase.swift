@@ -9,6 +9,16 @@ public enum UserDatabase {
     /// The name of the user `uid`; nil when the machine does not know it.
     public static func userName(of uid: UInt32) -> String? { getpwuid(uid).map { String(cString: $0.pointee.pw_name) } }
 
+    /// The home directory the password database gives the user `uid`; nil when the machine
+    /// does not know the user.
+    public static func homeDirectory(of uid: UInt32) -> String? {
+        getpwuid(uid)?.pointee.pw_dir.map { String(cString: $0) }
+    }
+
+    /// The primary group the password database gives the user `uid`; nil when the machine
+    /// does not know the user.
+    public static func primaryGroup(of uid: UInt32) -> UInt32? { getpwuid(uid)?.pointee.pw_gid }
+
     /// The gid of the group called `name`; nil when there is none.
     public static func groupID(named name: String) -> UInt32? { getgrnam(name)?.pointee.gr_gid }
 

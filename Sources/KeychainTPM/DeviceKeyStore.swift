@@ -1,6 +1,6 @@
-import Glibc
 import KeychainCore
 import KeychainCrypto
+import KeychainSystem
 
 /// Why no device key could be had. The description names the file and the TCTI, never a secret.
 public struct DeviceKeyError: Error, CustomStringConvertible {
@@ -26,19 +26,20 @@ public enum DeviceKeyStore {
     /// Reads the file with the checks `DeviceKey` applies to a plain key: not a symlink, owned by
     /// the caller or root, not writable by group or others.
     public static func read(at path: String = DeviceKey.defaultPath()) throws -> Contents {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        if fd < 0 {
-            if errno == ENOENT { return .missing }
-            throw DeviceKeyError("cannot read the device key file \(path): \(String(cString: strerror(errno)))", status: .io)
+        let fd: FileDescriptor
+        do { fd = try FileDescriptor.open(path, .readOnly, options: .noFollow) } catch {
+            let reason = Errno(error)
+            if reason == .noSuchFile { return .missing }
+            throw DeviceKeyError("cannot read the device key file \(path): \(reason)", status: .io)
         }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_uid == geteuid() || st.st_uid == 0, st.st_mode & 0o022 == 0, st.st_size < 65536 else {
+        defer { try? fd.close() }
+        guard let st = try? fd.status(), st.owner == CurrentProcess.effectiveUserID || st.owner == 0,
+              st.permissions.isDisjoint(with: .groupOrOtherWrite), st.size < 65536 else {
             throw DeviceKeyError("the device key file \(path) has an unsafe owner, mode or size", status: .io)
         }
-        if st.st_size == off_t(DeviceKey.length) { return .plain }
-        var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
-        let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        if st.size == Int64(DeviceKey.length) { return .plain }
+        var bytes = [UInt8](repeating: 0, count: Int(st.size))
+        let n = bytes.withUnsafeMutableBytes { (try? fd.read(into: $0)) ?? -1 }
         guard n == bytes.count, SealedKey.looksSealed(bytes) else {
             throw DeviceKeyError("the device key file \(path) is neither a plain key nor a TPM-sealed one", status: .io)
         }
@@ -104,19 +105,23 @@ public enum DeviceKeyStore {
             throw DeviceKeyError("the TPM unsealed another key than it sealed; nothing was changed", status: .internalComponent)
         }
         let nonce = try SecureBytes.random(count: 8).withUnsafeBytes { $0.map { String($0, radix: 16) }.joined() }
-        let temporary = path + ".new.\(getpid()).\(nonce)"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o400)
-        guard fd >= 0 else { throw DeviceKeyError("cannot write \(temporary): \(String(cString: strerror(errno)))", status: .io) }
+        let temporary = path + ".new.\(CurrentProcess.id).\(nonce)"
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(temporary, .writeOnly, options: [.create, .exclusiveCreate, .noFollow], permissions: .ownerRead)
+        } catch { throw DeviceKeyError("cannot write \(temporary): \(Errno(error))", status: .io) }
         let bytes = sealed.encoded()
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == bytes.count, synced, rename(temporary, path) == 0 else {
-            unlink(temporary)
+        let written = bytes.withUnsafeBytes { (try? fd.writeAll($0)) != nil }
+        let synced = (try? fd.sync()) != nil
+        try? fd.close()
+        guard written, synced, (try? FileSystem.rename(temporary, to: path)) != nil else {
+            try? FileSystem.remove(temporary)
             throw DeviceKeyError("cannot write \(path)", status: .io)
         }
         let dir = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(path[..<$0]) } ?? "."
-        let dfd = open(dir.isEmpty ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 { fsync(dfd); close(dfd) }
+        if let dfd = try? FileDescriptor.open(dir.isEmpty ? "/" : dir, .readOnly, options: .directory) {
+            try? dfd.sync()
+            try? dfd.close()
+        }
     }
 }

@@ -1,5 +1,4 @@
 import CTSS2
-import Glibc
 import KeychainCrypto
 
 extension TPM {

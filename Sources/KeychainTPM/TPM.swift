@@ -1,6 +1,6 @@
 import CTSS2
-import Glibc
 import KeychainCrypto
+import KeychainSystem
 
 /// A connection to a TPM 2.0 through a TCTI (Esys_Initialize over Tss2_TctiLdr_Initialize).
 /// Every object it loads is flushed before the call that loaded it returns, so the TPM holds
@@ -16,8 +16,7 @@ public final class TPM {
 
     /// `$KEYCHAINFS_TCTI`, or nil for the TSS default (tabrmd, then /dev/tpmrm0, then /dev/tpm0).
     public static var configuredTCTI: String? {
-        guard let v = getenv("KEYCHAINFS_TCTI"), v.pointee != 0 else { return nil }
-        return String(cString: v)
+        CurrentProcess.environment("KEYCHAINFS_TCTI")
     }
 
     /// Opens the TPM and starts it if nothing has (a simulator fresh from power-on).
@@ -52,7 +51,7 @@ public final class TPM {
     /// The TSS logs its errors to standard error; keychainfs reports them itself (`TPMError`).
     /// Call once at start, before other threads run (it sets `TSS2_LOG` unless the user did).
     public static func quietTSSLog() {
-        setenv("TSS2_LOG", "all+NONE", 0)
+        try? CurrentProcess.setEnvironment("TSS2_LOG", to: "all+NONE", replacing: false)
     }
 
     private func close() {

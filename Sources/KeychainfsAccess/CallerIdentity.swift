@@ -1,5 +1,5 @@
-import Glibc
 import KeychainProtocol
+import KeychainSystem
 
 /// Who is calling, as the kernel reports it: never what the caller says about itself.
 public struct CallerIdentity: Sendable, Equatable {
@@ -52,10 +52,8 @@ public struct CallerIdentity: Sendable, Equatable {
 
 
     public static func executablePath(pid: Int32) -> String? {
-        var buf = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/\(pid)/exe", &buf, buf.count - 1)
-        guard n > 0 else { return nil }
-        return String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let target = try? FileSystem.destination(ofLink: "/proc/\(pid)/exe"), !target.isEmpty else { return nil }
+        return target
     }
 }
 
@@ -65,14 +63,14 @@ public func readSmallFile(_ path: String) -> String? {
 
 /// The bytes of a small file (a /proc entry, a state file); nil when it cannot be opened.
 public func readSmallBytes(_ path: String) -> [UInt8]? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
+    guard let fd = try? FileDescriptor.open(path, .readOnly) else { return nil }
+    defer { try? fd.close() }
     var out: [UInt8] = []
     var buf = [UInt8](repeating: 0, count: 4096)
     while true {
-        let n = read(fd, &buf, buf.count)
-        if n <= 0 { break }
+        // A read that fails ends the bytes as the end of the file does.
+        let n = buf.withUnsafeMutableBytes { (try? fd.read(into: $0)) ?? 0 }
+        if n == 0 { break }
         out += buf[0..<n]
     }
     return out

@@ -1,8 +1,8 @@
-import Glibc
 import KeychainCLI
 import KeychainCore
 import KeychainModel
 import KeychainProtocol
+import KeychainSystem
 
 /// `delete-keychain`: the vault file and what belongs to it only, never a file that is not a
 /// vault nor one a daemon has open.
@@ -13,10 +13,9 @@ enum DeleteKeychainVerb {
         try Vault.checkIsVault(at: vault)
         // Every daemon holds a lock on the vault file for its life (VaultClaim), whatever its
         // runtime directory; holding it here also keeps one from starting while we delete.
-        let fd = open(vault, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw VaultFileError.io }
-        defer { close(fd) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+        guard let fd = try? FileDescriptor.open(vault, .readOnly) else { throw VaultFileError.io }
+        defer { try? fd.close() }
+        guard (try? fd.tryLockExclusive()) == true else {
             throw StateError(message: "a daemon serves \(vault): run keychainfs stop \(vault) first", status: .interactionNotAllowed)
         }
         if !ctx.args.has("--yes") {
@@ -26,8 +25,8 @@ enum DeleteKeychainVerb {
         }
         var files = [vault, vault + "-wal", vault + "-shm", vault + ".audit", Paths.lockoutFile(forVault: vault)]
         var n = 1
-        while access("\(vault).audit.\(n)", F_OK) == 0 { files.append("\(vault).audit.\(n)"); n += 1 }
-        for f in files { unlink(f) }
+        while FileSystem.exists("\(vault).audit.\(n)") { files.append("\(vault).audit.\(n)"); n += 1 }
+        for f in files { try? FileSystem.remove(f) }
         return 0
     }
 }

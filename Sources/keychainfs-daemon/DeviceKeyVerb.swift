@@ -1,8 +1,8 @@
-import Glibc
 import KeychainCLI
 import KeychainCore
 import KeychainCrypto
 import KeychainProtocol
+import KeychainSystem
 import KeychainTPM
 
 /// The bodies of `device-key` and of `create-keychain --device-key tpm2` (declared in KeychainCLI).
@@ -122,7 +122,7 @@ enum DeviceKeyVerb {
             guard answer.withUnsafeBytes({ Array($0) }) == Array("yes".utf8) else { throw KeychainStatus.userCanceled }
         }
         let vault = try Vault.open(at: path, deviceKey: try DeviceKey(key: .random(count: DeviceKey.length)))
-        let aside = access(keyPath, F_OK) == 0 ? try moveAside(keyPath) : nil
+        let aside = FileSystem.exists(keyPath) ? try moveAside(keyPath) : nil
         try vault.setSetting(Vault.deviceKeyKindSetting, Array("file".utf8))
         Terminal.writeString(1, "forgot the device key of \(path)" + (aside.map { " (moved to \($0))" } ?? "") + "\n")
         return 0
@@ -132,18 +132,24 @@ enum DeviceKeyVerb {
     /// (a hard link, which never replaces a file, then the unlink), and fsyncs the directory: an
     /// earlier forgotten key is never overwritten. - Returns: the new name.
     static func moveAside(_ keyPath: String) throws -> String {
+        var reason = Errno.fileExists
         for n in 1...1000 {
             let aside = keyPath + ".unsealable" + (n == 1 ? "" : ".\(n)")
-            if link(keyPath, aside) == 0 {
-                unlink(keyPath)
+            do {
+                try FileSystem.link(keyPath, as: aside)
+                try? FileSystem.remove(keyPath)
                 let dir = keyPath.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(keyPath[..<$0]) } ?? "."
-                let dfd = open(dir.isEmpty ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-                if dfd >= 0 { fsync(dfd); close(dfd) }
+                if let dfd = try? FileDescriptor.open(dir.isEmpty ? "/" : dir, .readOnly, options: .directory) {
+                    try? dfd.sync()
+                    try? dfd.close()
+                }
                 return aside
+            } catch {
+                reason = Errno(error)
             }
-            guard errno == EEXIST else { break }
+            guard reason == .fileExists else { break }
         }
-        throw StateError(message: "cannot move \(keyPath) aside: \(String(cString: strerror(errno)))", status: .io)
+        throw StateError(message: "cannot move \(keyPath) aside: \(reason)", status: .io)
     }
 
     /// Where the key is, and whether it can be had here. Exits with the failure's status when not.
@@ -160,7 +166,7 @@ enum DeviceKeyVerb {
             do {
                 let key = try DeviceKeyStore.unseal(sealed, path: keyPath)
                 fields.append(("unseals", "true"))
-                if access(path, F_OK) == 0, let vault = try? Vault.open(at: path, deviceKey: key) {
+                if FileSystem.exists(path), let vault = try? Vault.open(at: path, deviceKey: key) {
                     fields.append(("vault-made-with-it", vault.wasMade(with: key) ? "true" : "false"))
                 }
             } catch let e as DeviceKeyError {
@@ -214,7 +220,7 @@ enum DeviceKeyVerb {
                     try DeviceKeyStore.install(sealed, expected: key, with: tpm, at: keyPath)
                     try vault.setSetting(Vault.deviceKeyKindSetting, Array("tpm2".utf8))
                 } catch {
-                    for suffix in ["", "-wal", "-shm"] { unlink(ctx.vault + suffix) }
+                    for suffix in ["", "-wal", "-shm"] { try? FileSystem.remove(ctx.vault + suffix) }
                     throw error
                 }
                 return vault

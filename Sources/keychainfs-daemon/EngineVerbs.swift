@@ -1,10 +1,10 @@
-import Glibc
 import KeychainCLI
 import KeychainCore
 import KeychainCrypto
 import KeychainDaemon
 import KeychainfsAccess
 import KeychainProtocol
+import KeychainSystem
 
 /// The bodies of `create-keychain` and `daemon` (declared, with their help, in KeychainCLI).
 enum EngineVerbs {
@@ -35,7 +35,7 @@ enum EngineVerbs {
         }
         let vault = deviceKind == "tpm2" ? try DeviceKeyVerb.createSealed(ctx, passphrase: pass, kdf: kdf)
             : try Vault.create(at: ctx.vault, passphrase: pass, kdf: kdf, deviceKey: try DeviceKey.loadOrCreate())
-        try AccessGroupTable(groups: [AccessGroup(name: "default", owner: getuid(), gid: getgid())]).save(to: vault)
+        try AccessGroupTable(groups: [AccessGroup(name: "default", owner: CurrentProcess.userID, gid: CurrentProcess.groupID)]).save(to: vault)
         withExtendedLifetime(vault) {}
         // Start the daemon and hand it the passphrase while we still hold it.
         try ctx.client().send(UnlockRequest.passphrase(pass).request)
@@ -53,7 +53,8 @@ enum EngineVerbs {
     static func makeParentDirectory(_ path: String) {
         let bytes = Array(path.utf8)
         for (i, c) in bytes.enumerated() where c == UInt8(ascii: "/") && i > 0 {
-            mkdir(String(decoding: bytes[0..<i], as: UTF8.self), 0o700)
+            try? FileSystem.createDirectory(String(decoding: bytes[0..<i], as: UTF8.self),
+                                            permissions: [.ownerRead, .ownerWrite, .ownerExecute])
         }
     }
 }

@@ -1,9 +1,9 @@
-import Glibc
 import KeychainCLI
 import KeychainClient
 import KeychainCore
 import KeychainFS
 import KeychainProtocol
+import KeychainSystem
 
 /// The body of `mount` (declared, with its help, in KeychainCLI) and the mount.fuse3 form.
 enum MountVerb {
@@ -35,23 +35,25 @@ enum MountVerb {
     /// daemon, which serves it. A mount whose daemon died is replaced.
     @Sendable static func mountVault(_ vault: String, at point: String, options: String) throws -> Int32 {
         let parsed = try checkOptions(options)
-        var st = stat()
-        if stat(point, &st) != 0 {
-            guard errno == ENOTCONN || errno == ECONNABORTED else {
-                throw UsageError(errno == ENOENT ? "\(point): no such directory" : "\(point): \(String(cString: strerror(errno)))")
+        // A mount whose server died answers ENOTCONN (ECONNABORTED once aborted): replaced below.
+        let pointStatus: FileStatus?
+        do { pointStatus = try FileSystem.status(of: point) } catch {
+            let reason = Errno(error)
+            guard reason == .notConnected || reason == .connectionAborted else {
+                throw UsageError(reason == .noSuchFile ? "\(point): no such directory" : "\(point): \(reason)")
             }
-        } else if st.st_mode & S_IFMT != S_IFDIR {
-            throw UsageError("\(point) is not a directory")
+            pointStatus = nil
         }
+        if let pointStatus, pointStatus.kind != .directory { throw UsageError("\(point) is not a directory") }
         if FuseMount.isMounted(point) {
             guard FuseMount.isDead(point) else { throw StateError.alreadyMounted(point) }
-            guard FuseMount.unmount(point, lazy: true) else { throw StateError.cannotUnmount(point, errno) }
+            guard FuseMount.unmount(point, lazy: true) else { throw StateError.cannotUnmount(point, Errno.current.rawValue) }
         }
         let client = try Engine.connect(vault)
         let uid = Paths.vaultOwner(vault)
         let device = try FuseMount.mount(at: point, allowOther: parsed.allowOther, readOnly: parsed.readOnly,
-                                         owner: (uid, getpwuid(uid)?.pointee.pw_gid ?? 0))
-        defer { close(device) }
+                                         owner: (uid, UserDatabase.primaryGroup(of: uid) ?? 0))
+        defer { try? FileDescriptor(rawValue: device).close() }
         do {
             try client.send(MountRequest.mount(point: point, options: options).request, passing: device)
         } catch {

@@ -96,6 +96,23 @@ final class FileDescriptorTests: XCTestCase {
         try other.unlock()
     }
 
+    func testAnExclusiveLockIsRefusedWhileAnyOtherIsHeld() throws {
+        let path = scratch.file("lock")
+        let first = try FileDescriptor.open(path, .readWrite, options: .create, permissions: .ownerReadWrite)
+        defer { try? first.close() }
+        let second = try FileDescriptor.open(path, .readOnly)
+        defer { try? second.close() }
+        XCTAssertTrue(try first.tryLockExclusive())
+        XCTAssertFalse(try second.tryLockExclusive())
+        XCTAssertFalse(try second.tryLockShared())
+        try first.unlock()
+        XCTAssertTrue(try second.tryLockShared())
+        XCTAssertFalse(try first.tryLockExclusive())  // a shared holder keeps it out too
+        try second.unlock()
+        XCTAssertTrue(try first.tryLockExclusive())
+        try first.unlock()
+    }
+
     func testClosingTwiceIsABadDescriptor() throws {
         let fd = try FileDescriptor.open("/dev/null", .readOnly)
         try fd.close()

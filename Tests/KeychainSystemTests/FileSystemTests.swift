@@ -42,6 +42,34 @@ final class FileSystemTests: XCTestCase {
         XCTAssertEqual(thrownErrno { try FileSystem.remove(scratch.file("old")) }, .noSuchFile)
     }
 
+    func testAccessIsCheckedForTheRealUser() throws {
+        let file = scratch.file("file")
+        try Data("abc".utf8).write(to: URL(fileURLWithPath: file))
+        try FileSystem.setPermissions(of: file, to: .ownerReadWrite)
+        XCTAssertTrue(FileSystem.isAccessible(file, for: .read))
+        XCTAssertTrue(FileSystem.isAccessible(file, for: [.read, .write]))
+        XCTAssertFalse(FileSystem.isAccessible(file, for: .execute))  // no execute bit: not even for root
+        XCTAssertFalse(FileSystem.isAccessible(file, for: [.read, .execute]))
+        try FileSystem.setPermissions(of: file, to: [.ownerRead, .ownerWrite, .ownerExecute])
+        XCTAssertTrue(FileSystem.isAccessible(file, for: [.read, .write, .execute]))
+        if getuid() != 0 {
+            try FileSystem.setPermissions(of: file, to: [])
+            XCTAssertFalse(FileSystem.isAccessible(file, for: .read))
+        }
+        XCTAssertFalse(FileSystem.isAccessible(scratch.file("missing"), for: .read))
+    }
+
+    func testALinkGivesAFurtherNameAndNeverReplacesOne() throws {
+        try Data("key".utf8).write(to: URL(fileURLWithPath: scratch.file("a")))
+        try Data("other".utf8).write(to: URL(fileURLWithPath: scratch.file("taken")))
+        try FileSystem.link(scratch.file("a"), as: scratch.file("b"))
+        try FileSystem.remove(scratch.file("a"))
+        XCTAssertEqual(try FileSystem.contents(of: scratch.file("b"), limit: 100), Array("key".utf8))
+        XCTAssertEqual(thrownErrno { try FileSystem.link(scratch.file("b"), as: scratch.file("taken")) }, .fileExists)
+        XCTAssertEqual(try FileSystem.contents(of: scratch.file("taken"), limit: 100), Array("other".utf8))
+        XCTAssertEqual(thrownErrno { try FileSystem.link(scratch.file("a"), as: scratch.file("c")) }, .noSuchFile)
+    }
+
     func testCanonicalPathsHaveNoLinks() throws {
         try FileSystem.createDirectory(scratch.file("real"), permissions: [.ownerRead, .ownerWrite, .ownerExecute])
         XCTAssertEqual(symlink(scratch.file("real"), scratch.file("alias")), 0)

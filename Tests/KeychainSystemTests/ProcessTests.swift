@@ -12,6 +12,7 @@ final class ProcessTests: XCTestCase {
         XCTAssertEqual(CurrentProcess.id, getpid())
         XCTAssertEqual(CurrentProcess.userID, getuid())
         XCTAssertEqual(CurrentProcess.effectiveUserID, geteuid())
+        XCTAssertEqual(CurrentProcess.groupID, getgid())
         XCTAssertEqual(CurrentProcess.pageSize, Int(getpagesize()))
         let exe = try CurrentProcess.executablePath()
         XCTAssertTrue(exe.hasPrefix("/"))
@@ -44,6 +45,21 @@ final class ProcessTests: XCTestCase {
         XCTAssertNil(CurrentProcess.environment(name))
         setenv(name, "value", 1)
         XCTAssertEqual(CurrentProcess.environment(name), "value")
+    }
+
+    func testSettingTheEnvironmentKeepsAValueUnlessToldToReplaceIt() throws {
+        let name = "KEYCHAINFS_SYSTEM_TEST_SET_\(getpid())"
+        defer { unsetenv(name) }
+        try CurrentProcess.setEnvironment(name, to: "first", replacing: false)
+        XCTAssertEqual(CurrentProcess.environment(name), "first")
+        try CurrentProcess.setEnvironment(name, to: "second", replacing: false)
+        XCTAssertEqual(String(cString: getenv(name)), "first")
+        try CurrentProcess.setEnvironment(name, to: "second", replacing: true)
+        XCTAssertEqual(String(cString: getenv(name)), "second")
+        setenv(name, "", 1)
+        try CurrentProcess.setEnvironment(name, to: "third", replacing: false)
+        XCTAssertEqual(String(cString: getenv(name)), "")  // set, though empty: kept
+        XCTAssertEqual(thrownErrno { try CurrentProcess.setEnvironment("A=B", to: "x", replacing: true) }, .invalidArgument)
     }
 
     func testASpawnedChildGetsItsEnvironmentDescriptorsAndDirectory() throws {
@@ -103,5 +119,14 @@ final class ProcessTests: XCTestCase {
         XCTAssertNil(UserDatabase.userID(named: "no-such-user-\(getpid())"))
         XCTAssertNil(UserDatabase.groupID(named: "no-such-group-\(getpid())"))
         XCTAssertNil(UserDatabase.userName(of: 4_000_000_000))
+        // root's home and group as /etc/passwd gives them.
+        let passwd = (try? String(contentsOfFile: "/etc/passwd", encoding: .utf8)) ?? ""
+        if let root = passwd.split(separator: "\n").first(where: { $0.hasPrefix("root:") }) {
+            let fields = root.split(separator: ":", omittingEmptySubsequences: false)
+            XCTAssertEqual(UserDatabase.homeDirectory(of: 0), String(fields[5]))
+            XCTAssertEqual(UserDatabase.primaryGroup(of: 0), UInt32(fields[3]))
+        }
+        XCTAssertNil(UserDatabase.homeDirectory(of: 4_000_000_000))
+        XCTAssertNil(UserDatabase.primaryGroup(of: 4_000_000_000))
     }
 }

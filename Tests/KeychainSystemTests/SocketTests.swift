@@ -32,6 +32,20 @@ final class SocketTests: XCTestCase {
         XCTAssertNil(plain.descriptor)
     }
 
+    func testWaitingUntilReadableSeesBytesAndTheEndOfTheStream() throws {
+        let (a, b) = try FileDescriptor.unixStreamPair()
+        defer { try? b.close() }
+        XCTAssertFalse(try b.waitUntilReadable(timeoutMilliseconds: 0))
+        try Array("z".utf8).withUnsafeBytes { try a.sendAll($0) }
+        XCTAssertTrue(try b.waitUntilReadable(timeoutMilliseconds: 0))
+        var byte = [UInt8](repeating: 0, count: 1)
+        XCTAssertEqual(try byte.withUnsafeMutableBytes { try b.read(into: $0) }, 1)
+        XCTAssertFalse(try b.waitUntilReadable(timeoutMilliseconds: 0))
+        try a.close()
+        XCTAssertTrue(try b.waitUntilReadable(timeoutMilliseconds: -1))  // the end of the stream is readable
+        XCTAssertEqual(try byte.withUnsafeMutableBytes { try b.read(into: $0) }, 0)
+    }
+
     func testPeerCredentialsNameThisProcess() throws {
         let (a, b) = try FileDescriptor.unixStreamPair()
         defer { try? a.close(); try? b.close() }
