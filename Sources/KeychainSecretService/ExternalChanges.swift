@@ -111,6 +111,7 @@ extension SecretService {
 
     /// Looks at the whole vault again and signals what changed since the last look.
     func compareWithVault() {
+        vaultComparisons += 1
         guard let found = try? vault.search(group: nil, service: nil) else { return }
         var now: [String: (group: String, entry: ItemSnapshot.Entry)] = [:]
         for item in found {
