@@ -136,12 +136,29 @@ final class SecretServiceSignalTests: XCTestCase {
         XCTAssertEqual(log.signals.count, 30, read(log))
     }
 
-    /// The provider's count of whole-vault comparisons (`VaultComparisons` of its own interface).
-    func vaultComparisons() -> Int? {
+    /// One of the provider's counts (`VaultComparisons`, `DaemonRequests` of its own interface).
+    func providerCount(_ name: String) -> Int? {
         let r = bus.run(["/usr/bin/dbus-send", "--session", "--print-reply=literal", "--dest=org.freedesktop.secrets",
                          "/org/freedesktop/secrets", "org.freedesktop.DBus.Properties.Get",
-                         "string:org.keychainfs.SecretService", "string:VaultComparisons"])
+                         "string:org.keychainfs.SecretService", "string:" + name])
         return r.stdout.split(separator: " ").last.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
+    func vaultComparisons() -> Int? { providerCount("VaultComparisons") }
+
+    /// A `secret-tool lookup` (GetAll of the service, OpenSession, SearchItems, GetSecrets) costs
+    /// the provider two requests to the daemon, the search and the read of the secret: the group
+    /// table is kept while the daemon's stream brings no change of it.
+    func testALookupCostsTheProviderOneDaemonRequestPerCallThatReadsTheVault() throws {
+        try bus.startProvider()
+        let service = "rt-\(UUID().uuidString.prefix(8))"
+        XCTAssertEqual(bus.run(["/usr/bin/secret-tool", "store", "--label", "L", "service", service, "account", "a"], input: "x").status, 0)
+        // The first look and the one after the stream started are done: nothing else runs now.
+        XCTAssertTrue(harness.waitUntil(20) { vaultComparisons() == 2 }, "\(String(describing: vaultComparisons()))")
+        let before = try XCTUnwrap(providerCount("DaemonRequests"))
+        XCTAssertEqual(bus.run(["/usr/bin/secret-tool", "lookup", "service", service, "account", "a"]).stdout, "x")
+        XCTAssertEqual(providerCount("DaemonRequests"), before + 2)
+        XCTAssertEqual(vaultComparisons(), 2)
     }
 
     /// A change made over D-Bus by reference (SetSecret) comes back on the daemon's stream named
