@@ -34,6 +34,10 @@ public final class SecretService {
     var signalTable: [AccessGroup]?
     /// The table as read while the change stream had this number for it (`groupTable()`).
     private var keptTable: (generation: Int, table: [AccessGroup])?
+    /// Tables read from the daemon so far, and each caller's access as decided from the table
+    /// of that number (decided again from a table read later).
+    private var tableReads = 0
+    private var keptAccess: [String: (table: Int, access: CallerAccess)] = [:]
     /// What the caller of the call being handled may reach (one thread: set by `handle`).
     var caller = CallerAccess.none
     /// This process as the daemon sees it (uid, groups, executable), read once from /proc/self.
@@ -54,6 +58,7 @@ public final class SecretService {
             sessions.closeAll(of: name)
             prompts.closeAll(of: name)
             identities[name] = nil
+            keptAccess[name] = nil
         }
         // The first look, before any client can call: changes from here on are signalled.
         compareWithVault()
@@ -108,7 +113,10 @@ public final class SecretService {
         }
         let table = try vaultCall { try groupTable() }
         signalTable = table
-        return CallerAccess(caller: identity, table: table, provider: provider, owner: try vaultCall { try vault.owner() })
+        if let kept = keptAccess[sender], kept.table == tableReads { return kept.access }
+        let access = CallerAccess(caller: identity, table: table, provider: provider, owner: try vaultCall { try vault.owner() })
+        keptAccess[sender] = (tableReads, access)
+        return access
     }
 
     /// The vault's group table, kept while the daemon's change stream runs and brings no
@@ -120,6 +128,7 @@ public final class SecretService {
         if let generation, let kept = keptTable, kept.generation == generation { return kept.table }
         let table = try vault.groupTable()
         keptTable = generation.map { ($0, table) }
+        tableReads += 1
         return table
     }
 
