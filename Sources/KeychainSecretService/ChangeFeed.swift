@@ -111,9 +111,15 @@ final class ChangeFeed: @unchecked Sendable {
     /// The number of the group table as the stream has it, once every event the daemon sent
     /// before this call is taken: the same number means no table change since (a new stream, a
     /// `groups` or `unlock` event, the stream's end all change it). Nil without a stream, or
-    /// when the reader is not done within `wait` seconds: read the table from the daemon then.
-    func tableGeneration(wait: Double = 0.5) -> Int? {
-        var waited = 0.0
+    /// when the reader is not done within `wait` seconds (a burst of changes keeps it reading):
+    /// read the table from the daemon then, which costs a round trip and nothing else.
+    func tableGeneration(wait: Double = 0.02) -> Int? {
+        func now() -> Double {
+            var t = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &t)
+            return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+        }
+        let deadline = now() + wait
         while true {
             let state = stream.withLock { s -> (Int?, Bool) in
                 guard s.descriptor >= 0 else { return (nil, false) }
@@ -124,9 +130,8 @@ final class ChangeFeed: @unchecked Sendable {
             }
             guard let generation = state.0 else { return nil }
             if !state.1 { return generation }
-            guard waited < wait else { return nil }
+            guard now() < deadline else { return nil }
             usleep(200)
-            waited += 0.0002
         }
     }
 
