@@ -73,6 +73,13 @@ public final class DaemonClient {
         return try DaemonClient(vaultPath: socketPath, fd: fd)
     }
 
+    /// The connection's socket, to poll for events after `watch` (read them with `receive`).
+    public var descriptor: Int32 { fd }
+
+    /// Whether part of the daemon's next frame was received already: `receive` returns (or
+    /// finishes) it without the socket being readable.
+    public var hasBufferedBytes: Bool { frames.hasBufferedBytes }
+
     /// Waits for the next response the daemon sends unasked (events after `watch`); nil when
     /// the daemon closed the connection.
     public func receive() throws -> Response? {

@@ -7,6 +7,15 @@ struct Match {
     var secret: SecureBytes?
 }
 
+/// The service and account of an item a change touched, after it and before it (the same for a
+/// delete), so that a change made by reference can say which item it was (watchers, mounts).
+public struct ChangedItemName: Sendable {
+    public var service: AttributeValue?
+    public var account: AttributeValue?
+    public var previousService: AttributeValue?
+    public var previousAccount: AttributeValue?
+}
+
 extension Vault {
     // MARK: Add
 
@@ -157,8 +166,10 @@ extension Vault {
     @discardableResult
     /// - Parameter beforeChange: called with the references of the changed items once they are
     ///   written and before the commit (the daemon's audit lines); a throw rolls the change back.
+    /// - Parameter named: called once the change is committed with the names of the changed items.
     public func update(_ query: Attributes, changes: Attributes, secret: SecureBytes? = nil,
-                       accessGroups: [String], beforeChange: ([PersistentRef]) throws -> Void = { _ in }) throws -> Set<String> {
+                       accessGroups: [String], beforeChange: ([PersistentRef]) throws -> Void = { _ in },
+                       named: ([ChangedItemName]) -> Void = { _ in }) throws -> Set<String> {
         let q = try ParsedQuery(query, operation: .update)
         var newSecret = secret
         var set: Attributes = [:]
@@ -193,8 +204,11 @@ extension Vault {
             let now = absoluteTimeNow()
             var rewritten: [(StoredItem, [[UInt8]])] = []
             var groups = Set<String>()
+            var names: [ChangedItemName] = []
             for m in matches {
                 var attributes = m.attributes.merging(set) { _, new in new }
+                names.append(ChangedItemName(service: attributes[.service], account: attributes[.account],
+                                             previousService: m.attributes[.service], previousAccount: m.attributes[.account]))
                 for g in [m.attributes[.accessGroup], attributes[.accessGroup]] { if case .string(let name)? = g { groups.insert(name) } }
                 // A new protection must agree with the item's access control, as in an add.
                 if let control = attributes[.accessControl].flatMap(AccessControl.init),
@@ -214,6 +228,7 @@ extension Vault {
                 for (item, tokens) in rewritten { try store.replace(item, tokens: tokens) }
                 try beforeChange(matches.map { PersistentRef(itemClass: $0.stored.itemClass, uuid: $0.stored.uuid) })
             }
+            named(names)
             return groups
         }
     }
@@ -226,7 +241,8 @@ extension Vault {
     @discardableResult
     /// - Parameter beforeChange: as for `update`, with the items about to be deleted.
     public func delete(_ query: Attributes, accessGroups: [String],
-                       beforeChange: ([PersistentRef]) throws -> Void = { _ in }) throws -> Set<String> {
+                       beforeChange: ([PersistentRef]) throws -> Void = { _ in },
+                       named: ([ChangedItemName]) -> Void = { _ in }) throws -> Set<String> {
         let q = try ParsedQuery(query, operation: .delete)
         return try mutex.withLock {
             let matches = try search(q, accessGroups: accessGroups, needSecret: false, limit: Int.max)
@@ -234,6 +250,8 @@ extension Vault {
                 for m in matches { try store.delete(rowID: m.stored.rowID) }
                 try beforeChange(matches.map { PersistentRef(itemClass: $0.stored.itemClass, uuid: $0.stored.uuid) })
             }
+            named(matches.map { ChangedItemName(service: $0.attributes[.service], account: $0.attributes[.account],
+                                                previousService: $0.attributes[.service], previousAccount: $0.attributes[.account]) })
             return Set(matches.compactMap { m -> String? in
                 if case .string(let name)? = m.attributes[.accessGroup] { return name }
                 return nil

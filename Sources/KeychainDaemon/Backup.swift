@@ -107,7 +107,10 @@ extension Daemon {
                         return created.isEmpty ? nil : (AccessGroupTable.settingName, try merged.encoded())
                     }
                 }
-                if !created.isEmpty { state.withLock { $0.groupTable = merged } }
+                if !created.isEmpty {
+                    state.withLock { $0.groupTable = merged }
+                    events.publish(ChangeEvent(kind: .groups))
+                }
                 // Restored items whose group this vault does not define are readable by no one
                 // until it is made: say which (after --groups skip, or from a backup without groups).
                 missing = summary.itemGroups.filter { merged.group(named: $0) == nil }.sorted()

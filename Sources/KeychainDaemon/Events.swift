@@ -42,6 +42,22 @@ struct ChangeEvent: Sendable {
         if let service { touched = [(service, account)] + (previous.map { [$0] } ?? []) }
     }
 
+    /// Names a change whose query named no service (one by persistent reference, or a broad
+    /// one) after the items it changed: the service (and account) they share, and each one's
+    /// names before and after. Left as it is when an item has no service (drop every name).
+    mutating func name(_ items: [ChangedItemName]) {
+        guard !items.isEmpty, items.allSatisfy({ Self.bytes($0.service) != nil && Self.bytes($0.previousService) != nil }) else { return }
+        let services = Set(items.compactMap { Self.text($0.service) })
+        service = services.count == 1 ? services.first : nil
+        let accounts = Set(items.map { Self.text($0.account) })
+        account = service != nil && accounts.count == 1 ? accounts.first ?? nil : nil
+        touched = items.flatMap { item -> [(service: [UInt8], account: [UInt8]?)] in
+            let now = (service: Self.bytes(item.service)!, account: Self.bytes(item.account))
+            let before = (service: Self.bytes(item.previousService)!, account: Self.bytes(item.previousAccount))
+            return now.service == before.service && now.account == before.account ? [now] : [now, before]
+        }
+    }
+
     /// Lock and unlock concern the vault, not an item: everyone who may watch learns of them.
     var concernsItems: Bool { kind.concernsItems }
 

@@ -11,7 +11,10 @@ public enum ChangeKind: String, Sendable {
     case lock
     /// The vault was unlocked.
     case unlock
+    /// The access-group table changed (`group add`, `set`, `remove`, a restore): who may reach
+    /// which group may differ from the next request on.
+    case groups
 
-    /// Lock and unlock concern the vault, not an item.
-    public var concernsItems: Bool { self != .lock && self != .unlock }
+    /// Lock, unlock and a change of the group table concern the vault, not an item.
+    public var concernsItems: Bool { self != .lock && self != .unlock && self != .groups }
 }

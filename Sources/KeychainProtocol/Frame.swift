@@ -106,6 +106,9 @@ public final class FrameReader {
 
     deinit { buffer.wipe() }
 
+    /// Whether bytes received from the socket wait here for a `read` (the next frame, or part of it).
+    public var hasBufferedBytes: Bool { end > start }
+
     /// Reads one frame; nil at a clean end of stream.
     /// - Throws: `KeychainStatus.io` on a short read, `.decode` for an over-long frame.
     public func read() throws -> SecureBytes? {

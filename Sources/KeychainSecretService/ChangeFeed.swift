@@ -31,6 +31,14 @@ final class ChangeFeed: @unchecked Sendable {
     private let running = Mutex(false)
     /// Changes read and not yet taken by the bus thread.
     private let queue = Mutex<[FeedChange]>([])
+    /// The stream being read: its socket (-1 without one), whether the reader is taking what
+    /// arrived, and the number of the group table, which changes with every table change.
+    private struct StreamState {
+        var descriptor: Int32 = -1
+        var reading = false
+        var generation = 0
+    }
+    private let stream = Mutex(StreamState())
 
     init?(connect: @escaping () throws -> DaemonClient) {
         var wake: [Int32] = [-1, -1], restart: [Int32] = [-1, -1]
@@ -52,24 +60,79 @@ final class ChangeFeed: @unchecked Sendable {
             var byte: UInt8 = 0
             while read(restartRead, &byte, 1) == 1 {
                 if let client = try? connect(), (try? client.send(Request(.watch))) != nil {
+                    // A table read before this stream started may have missed a change.
+                    stream.withLock { $0.descriptor = client.descriptor; $0.generation += 1 }
                     // A new stream may have missed changes: let the bus thread look again.
                     enqueue(.everything)
-                    while let event = try? client.receive() {
-                        let kind = event.info["event"]?.stringValue
-                        // The stream's last frame after an overflow: the next stream looks at everything.
-                        if kind == "overflow" { continue }
-                        if kind == ChangeKind.add.rawValue || kind == ChangeKind.update.rawValue || kind == ChangeKind.delete.rawValue,
-                           let service = event.info["service"]?.stringValue {
-                            enqueue(.named(service: service, account: event.info["account"]?.stringValue))
-                        } else {
-                            enqueue(.everything)
-                        }
-                    }
+                    follow(client)
+                    // Before the client (and its descriptor) goes: no cached table outlives the stream.
+                    stream.withLock { $0 = StreamState(descriptor: -1, reading: false, generation: $0.generation + 1) }
                 }
                 running.withLock { $0 = false }
             }
         }
         resume()
+    }
+
+    /// Reads events until the stream ends. `reading` is set from the moment the socket is
+    /// readable until what it held is queued, so `tableGeneration()` can tell whether every
+    /// event sent so far was taken.
+    private func follow(_ client: DaemonClient) {
+        while true {
+            if !client.hasBufferedBytes {
+                var p = pollfd(fd: client.descriptor, events: Int16(POLLIN), revents: 0)
+                while poll(&p, 1, -1) < 0 && errno == EINTR {}
+            }
+            stream.withLock { $0.reading = true }
+            defer { stream.withLock { $0.reading = false } }
+            repeat {
+                guard let event = try? client.receive() else { return }
+                take(event)
+            } while client.hasBufferedBytes
+        }
+    }
+
+    private func take(_ event: Response) {
+        let kind = event.info["event"]?.stringValue
+        // The stream's last frame after an overflow: the next stream looks at everything.
+        if kind == "overflow" { return }
+        // An unlock may load the table of a vault opened locked; a groups event is a new table.
+        if kind == ChangeKind.groups.rawValue || kind == ChangeKind.unlock.rawValue {
+            stream.withLock { $0.generation += 1 }
+        }
+        if kind == ChangeKind.add.rawValue || kind == ChangeKind.update.rawValue || kind == ChangeKind.delete.rawValue,
+           let service = event.info["service"]?.stringValue {
+            enqueue(.named(service: service, account: event.info["account"]?.stringValue))
+        } else {
+            enqueue(.everything)
+        }
+    }
+
+    /// The number of the group table as the stream has it, once every event the daemon sent
+    /// before this call is taken: the same number means no table change since (a new stream, a
+    /// `groups` or `unlock` event, the stream's end all change it). Nil without a stream, or
+    /// when the reader is not done within `wait` seconds (a burst of changes keeps it reading):
+    /// read the table from the daemon then, which costs a round trip and nothing else.
+    func tableGeneration(wait: Double = 0.02) -> Int? {
+        func now() -> Double {
+            var t = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &t)
+            return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+        }
+        let deadline = now() + wait
+        while true {
+            let state = stream.withLock { s -> (Int?, Bool) in
+                guard s.descriptor >= 0 else { return (nil, false) }
+                // The socket first, then `reading`: bytes gone from the socket were taken while it was set.
+                var unread: Int32 = 0
+                let pending = ioctl(s.descriptor, UInt(FIONREAD), &unread) != 0 || unread > 0
+                return (s.generation, pending || s.reading)
+            }
+            guard let generation = state.0 else { return nil }
+            if !state.1 { return generation }
+            guard now() < deadline else { return nil }
+            usleep(200)
+        }
     }
 
     /// Asks the reader to watch again if its stream ended; the bus thread calls it for each

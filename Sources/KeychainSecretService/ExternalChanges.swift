@@ -4,8 +4,9 @@ import KeychainCore
 /// Collection signals for changes made outside D-Bus (CLI, mount, `import Security`). Each
 /// change the daemon's stream names (an add, update or delete of a service and account) is
 /// looked up alone: the items of that name are read and compared with the snapshot, so filling
-/// a vault costs one small search per change. A change that names nothing (a new stream, a lock
-/// or unlock, a change by reference) compares every generic password with the snapshot.
+/// a vault costs one small search per change (a change by reference is named too: the daemon
+/// names the item it changed). A change that names nothing (a new stream, a lock or unlock, a
+/// change of the group table) compares every generic password with the snapshot.
 /// Changes this service made itself were signalled when they were made; they are remembered as
 /// echoes so the comparison does not signal them again.
 struct ItemSnapshot {
@@ -111,6 +112,7 @@ extension SecretService {
 
     /// Looks at the whole vault again and signals what changed since the last look.
     func compareWithVault() {
+        vaultComparisons += 1
         guard let found = try? vault.search(group: nil, service: nil) else { return }
         var now: [String: (group: String, entry: ItemSnapshot.Entry)] = [:]
         for item in found {

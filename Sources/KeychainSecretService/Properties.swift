@@ -54,6 +54,10 @@ extension SecretService {
         case .item: own = Self.itemInterface
         case .session, .prompt: return [:]
         }
+        if case .service = object, interface == Self.providerInterface {
+            // What the provider has done since it started, for measuring (never with GetAll of "").
+            return ["VaultComparisons": .uint64(UInt64(vaultComparisons)), "DaemonRequests": .uint64(UInt64(vault.requests))]
+        }
         guard interface.isEmpty || interface == own else { return [:] }
         switch object {
         case .service:

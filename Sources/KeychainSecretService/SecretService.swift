@@ -14,6 +14,8 @@ public final class SecretService {
     static let sessionInterface = "org.freedesktop.Secret.Session"
     static let promptInterface = "org.freedesktop.Secret.Prompt"
     static let propertiesInterface = "org.freedesktop.DBus.Properties"
+    /// keychainfs's own properties of the service object (`VaultComparisons`, `DaemonRequests`).
+    static let providerInterface = "org.keychainfs.SecretService"
 
     let bus: BusConnection
     let vault: VaultItems
@@ -21,6 +23,8 @@ public final class SecretService {
     var prompts = PromptTable()
     /// The vault's items at the last look, for signals of changes made outside D-Bus.
     var snapshot = ItemSnapshot()
+    /// Whole-vault comparisons with the snapshot so far (the first look included).
+    var vaultComparisons = 0
     let feed: ChangeFeed?
     /// Each caller's identity, pinned per unique bus name (the bus never reuses one) from the
     /// credentials the bus daemon took from the kernel when the caller connected.
@@ -28,6 +32,12 @@ public final class SecretService {
     /// The vault's group table as read for the call or change round being handled, to decide
     /// who hears of a change (`recipients(of:)`); nil until needed.
     var signalTable: [AccessGroup]?
+    /// The table as read while the change stream had this number for it (`groupTable()`).
+    private var keptTable: (generation: Int, table: [AccessGroup])?
+    /// Tables read from the daemon so far, and each caller's access as decided from the table
+    /// of that number (decided again from a table read later).
+    private var tableReads = 0
+    private var keptAccess: [String: (table: Int, access: CallerAccess)] = [:]
     /// What the caller of the call being handled may reach (one thread: set by `handle`).
     var caller = CallerAccess.none
     /// This process as the daemon sees it (uid, groups, executable), read once from /proc/self.
@@ -48,6 +58,7 @@ public final class SecretService {
             sessions.closeAll(of: name)
             prompts.closeAll(of: name)
             identities[name] = nil
+            keptAccess[name] = nil
         }
         // The first look, before any client can call: changes from here on are signalled.
         compareWithVault()
@@ -100,11 +111,25 @@ public final class SecretService {
             identity = CallerAccess.identity(c)
             identities[sender] = identity
         }
-        // One round trip per call (the group list is in the daemon's memory), so a change of the
-        // table applies at the next call.
-        let table = try vaultCall { try vault.groupTable() }
+        let table = try vaultCall { try groupTable() }
         signalTable = table
-        return CallerAccess(caller: identity, table: table, provider: provider, owner: try vaultCall { try vault.owner() })
+        if let kept = keptAccess[sender], kept.table == tableReads { return kept.access }
+        let access = CallerAccess(caller: identity, table: table, provider: provider, owner: try vaultCall { try vault.owner() })
+        keptAccess[sender] = (tableReads, access)
+        return access
+    }
+
+    /// The vault's group table, kept while the daemon's change stream runs and brings no
+    /// change of it: a `groups` event (which the daemon sends before it answers the change), a
+    /// new stream or the stream's end makes the next call read it again, so a change of the
+    /// table applies from the next D-Bus call on.
+    func groupTable() throws -> [AccessGroup] {
+        let generation = feed?.tableGeneration()
+        if let generation, let kept = keptTable, kept.generation == generation { return kept.table }
+        let table = try vault.groupTable()
+        keptTable = generation.map { ($0, table) }
+        tableReads += 1
+        return table
     }
 
     /// Refuses a collection or item of a group the caller may not read: AccessDenied when this

@@ -11,7 +11,7 @@ extension SecretService {
     /// None when the table cannot be read (the daemon is away): nothing is said then.
     func recipients(of group: String) -> [String] {
         guard !identities.isEmpty else { return [] }
-        if signalTable == nil { signalTable = try? vault.groupTable() }
+        if signalTable == nil { signalTable = try? groupTable() }
         guard let table = signalTable, let owner = try? vault.owner() else { return [] }
         return identities.filter { CallerAccess(caller: $0.value, table: table, provider: provider, owner: owner).readable.contains(group) }
             .map(\.key).sorted()

@@ -10,11 +10,15 @@ final class VaultItems {
     private let connect: () throws -> DaemonClient
     private var client: DaemonClient?
 
+    /// Requests sent so far (a ping after a failed write and a resend count once).
+    private(set) var requests = 0
+
     init(connect: @escaping () throws -> DaemonClient) { self.connect = connect }
 
     /// Sends one request, connecting again once if the daemon went away (it restarts on demand).
     @discardableResult
     func send(_ request: Request) throws -> Response {
+        requests += 1
         if client == nil { client = try connect() }
         do {
             return try client!.send(request)

@@ -60,6 +60,24 @@ final class CLIWatchTests: XCTestCase {
         XCTAssertTrue(h.waitUntil(1.0) { lines(out).contains { $0.contains("\"lock\"") } })
     }
 
+    /// `group add`, `set` and `remove` each send a `groups` event before they answer, to every
+    /// watcher (a filtered one too): the Secret Service provider keeps the table until one comes.
+    func testGroupChangesAreWatched() throws {
+        let (p, out) = try startWatch()
+        defer { p.terminate(); p.waitUntilExit() }
+        let (q, filtered) = try startWatch(["-s", "web"])
+        defer { q.terminate(); q.waitUntilExit() }
+        let name = "g" + UUID().uuidString.prefix(6).lowercased()
+        XCTAssertEqual(try h.run(["group", "add", name]).status, 0)
+        XCTAssertEqual(try h.run(["group", "set", name, "--mode", "0440"]).status, 0)
+        XCTAssertEqual(try h.run(["group", "remove", name]).status, 0)
+        for file in [out, filtered] {
+            XCTAssertTrue(h.waitUntil(5) { lines(file).count >= 3 }, "\(lines(file))")
+            XCTAssertEqual(lines(file).map { $0.split(separator: " ").dropFirst().joined(separator: " ") },
+                           ["groups", "groups", "groups"], "\(lines(file))")
+        }
+    }
+
     func testWatchFilterAndPlainLines() throws {
         let (p, out) = try startWatch(["-s", "web"])
         defer { p.terminate(); p.waitUntilExit() }

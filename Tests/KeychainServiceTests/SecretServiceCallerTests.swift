@@ -246,4 +246,110 @@ final class SecretServiceCallerTests: XCTestCase {
         XCTAssertTrue(args.contains(" --via-exe /"), args)
         XCTAssertEqual(try harness.run(["show-keychain-info"]).stdout.contains("unlocked"), true)
     }
+
+    /// A program run as `user` on the shared bus that reads one line of its standard input
+    /// before each step: `lines()` gives what it printed until then.
+    final class Conversation {
+        let process = Process()
+        let input = Pipe(), output = Pipe()
+        private var buffered = Data()
+
+        init(_ argv: [String], environment: [String: String]) throws {
+            process.executableURL = URL(fileURLWithPath: argv[0])
+            process.arguments = Array(argv.dropFirst())
+            process.environment = environment
+            process.standardInput = input
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+        }
+
+        /// The next line it prints ("" when it ended).
+        func line() -> String {
+            while !buffered.contains(UInt8(ascii: "\n")) {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                buffered += chunk
+            }
+            guard let end = buffered.firstIndex(of: UInt8(ascii: "\n")) else { return "" }
+            defer { buffered = Data(buffered[buffered.index(after: end)...]) }
+            return String(decoding: buffered[buffered.startIndex..<end], as: UTF8.self)
+        }
+
+        func next() { input.fileHandleForWriting.write(Data("go\n".utf8)) }
+
+        func end() {
+            try? input.fileHandleForWriting.close()
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+        }
+    }
+
+    /// The provider keeps the group table while the daemon's change stream brings no change of
+    /// it: a `group set` that takes the member out of `team` (mode 0440 to 0400) refuses the
+    /// member's very next call on its open connection, and giving the group back its mode lets
+    /// the next one through again.
+    func testAGroupSetAppliesToTheCallersNextCall() throws {
+        guard let pw = getpwnam(member) else { return XCTFail("no member") }
+        let service = "gs-" + UUID().uuidString.prefix(8)
+        XCTAssertEqual(try harness.run(["add-generic-password", "-s", service, "-a", "team", "--access-group", "team", "-w", "-"],
+                                       input: "for the team\n").status, 0)
+        let program = """
+            import sys, secretstorage
+            c = secretstorage.dbus_init()
+            item = list(secretstorage.search_items(c, {"service": "\(service)"}))[0]
+            def secret():
+                try:
+                    return item.get_secret().decode()
+                except Exception as e:
+                    return getattr(e, "name", type(e).__name__)
+            for step in ("before", "out", "back"):
+                if step != "before":
+                    sys.stdin.readline()
+                print(step, secret(), flush=True)
+            """
+        let talk = try Conversation(["/usr/bin/setpriv", "--reuid", String(pw.pointee.pw_uid), "--regid", String(pw.pointee.pw_gid),
+                                     "--init-groups", "--", "/usr/bin/python3", "-B", "-c", program], environment: bus.environment)
+        defer { talk.end() }
+        XCTAssertEqual(talk.line(), "before for the team")
+        XCTAssertEqual(try harness.run(["group", "set", "team", "--mode", "0400"]).status, 0)
+        talk.next()
+        XCTAssertEqual(talk.line(), "out org.freedesktop.DBus.Error.AccessDenied")
+        XCTAssertEqual(try harness.run(["group", "set", "team", "--mode", "0440"]).status, 0)
+        talk.next()
+        XCTAssertEqual(talk.line(), "back for the team")
+    }
+
+    /// A wrong passphrase from the approval program for the member's unlock prompt counts in the
+    /// member's back-off, not in that of the provider (which relays every D-Bus caller's
+    /// prompt): the back-off file gets a line for the member's uid and none for the provider's,
+    /// and the owner's prompt after it unlocks.
+    func testAnUnlockPromptsWrongPassphraseCountsAgainstItsDBusCaller() throws {
+        guard let pw = getpwnam(member) else { return XCTFail("no member") }
+        let program = harness.dir + "/unlock.sh"
+        try """
+            #!/bin/sh
+            if [ "$5" = "--uid" ] && [ "$6" = "\(pw.pointee.pw_uid)" ]; then echo "wrong"; else echo "pass phrase 1"; fi
+            """.write(toFile: program, atomically: true, encoding: .utf8)
+        chmod(program, 0o755)
+        XCTAssertEqual(try harness.run(["set-keychain-settings", "--approval-program", program]).status, 0)
+        XCTAssertEqual(try harness.run(["lock-keychain"]).status, 0)
+        let unlock = """
+            import secretstorage
+            col = secretstorage.get_default_collection(secretstorage.dbus_init())
+            print(col.unlock(), col.is_locked())
+            """
+        // secretstorage's unlock() answers whether the prompt was dismissed.
+        let m = python(unlock, as: member)
+        XCTAssertEqual(m.stdout, "True True\n", "\(m)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: harness.runtimeDir).filter { $0.hasSuffix(".lockout") }
+        XCTAssertEqual(names.count, 1, "\(names)")
+        let lines = try String(contentsOfFile: harness.runtimeDir + "/" + (names.first ?? "x"), encoding: .utf8)
+            .split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+        XCTAssertEqual(lines.filter { $0.first == String(pw.pointee.pw_uid) }.map { $0.dropFirst().first }, ["1"], "\(lines)")
+        XCTAssertEqual(lines.filter { $0.first == String(geteuid()) && $0.dropFirst().first != "0" }.count, 0, "\(lines)")
+        let o = python(unlock)
+        XCTAssertEqual(o.stdout, "False False\n", "\(o)")
+        XCTAssertEqual(try harness.run(["show-keychain-info"]).stdout.contains("unlocked"), true)
+    }
 }

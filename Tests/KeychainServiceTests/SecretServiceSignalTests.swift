@@ -135,4 +135,65 @@ final class SecretServiceSignalTests: XCTestCase {
         XCTAssertEqual(Set(created).count, 30, read(log))
         XCTAssertEqual(log.signals.count, 30, read(log))
     }
+
+    /// One of the provider's counts (`VaultComparisons`, `DaemonRequests` of its own interface).
+    func providerCount(_ name: String) -> Int? {
+        let r = bus.run(["/usr/bin/dbus-send", "--session", "--print-reply=literal", "--dest=org.freedesktop.secrets",
+                         "/org/freedesktop/secrets", "org.freedesktop.DBus.Properties.Get",
+                         "string:org.keychainfs.SecretService", "string:" + name])
+        return r.stdout.split(separator: " ").last.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
+    func vaultComparisons() -> Int? { providerCount("VaultComparisons") }
+
+    /// A `secret-tool lookup` (GetAll of the service, OpenSession, SearchItems, GetSecrets) costs
+    /// the provider two requests to the daemon, the search and the read of the secret: the group
+    /// table is kept while the daemon's stream brings no change of it.
+    func testALookupCostsTheProviderOneDaemonRequestPerCallThatReadsTheVault() throws {
+        try bus.startProvider()
+        let service = "rt-\(UUID().uuidString.prefix(8))"
+        XCTAssertEqual(bus.run(["/usr/bin/secret-tool", "store", "--label", "L", "service", service, "account", "a"], input: "x").status, 0)
+        // The first look and the one after the stream started are done: nothing else runs now.
+        XCTAssertTrue(harness.waitUntil(20) { vaultComparisons() == 2 }, "\(String(describing: vaultComparisons()))")
+        let before = try XCTUnwrap(providerCount("DaemonRequests"))
+        XCTAssertEqual(bus.run(["/usr/bin/secret-tool", "lookup", "service", service, "account", "a"]).stdout, "x")
+        XCTAssertEqual(providerCount("DaemonRequests"), before + 2)
+        XCTAssertEqual(vaultComparisons(), 2)
+    }
+
+    /// A change made over D-Bus by reference (SetSecret) comes back on the daemon's stream named
+    /// by its service and account, so the provider looks at that one item: in a collection of
+    /// 300 items, 20 SetSecret calls give 20 ItemChanged, one each, and no whole-vault comparison.
+    func testSetSecretByReferenceIsLookedUpByNameNotByComparingTheVault() throws {
+        try bus.startProvider()
+        let log = try startListener()
+        let service = "ref-\(UUID().uuidString.prefix(8))"
+        let fill = bus.python("""
+            import secretstorage
+            col = secretstorage.get_default_collection(secretstorage.dbus_init())
+            for i in range(300):
+                col.create_item("L", {"service": "\(service)", "account": "a%d" % i}, b"x")
+            """)
+        XCTAssertEqual(fill.status, 0, "\(fill)")
+        let before = try XCTUnwrap(vaultComparisons())
+        let set = bus.python("""
+            import secretstorage
+            c = secretstorage.dbus_init()
+            item = list(secretstorage.search_items(c, {"service": "\(service)", "account": "a7"}))[0]
+            for i in range(20):
+                item.set_secret(b"v%d" % i)
+            print(item.item_path.split("/")[-1])
+            """)
+        XCTAssertEqual(set.status, 0, "\(set)")
+        let path = set.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        // A CLI add after them: once its signal is out, the feed has taken the stream's events
+        // of the 20 changes too (the daemon's events are in order).
+        XCTAssertEqual(try harness.run(["add-generic-password", "-s", service + "-cli", "-a", "b", "-w", "-"], input: "y\n").status, 0)
+        let cliPath = try XCTUnwrap(itemRef(service: service + "-cli"))
+        XCTAssertTrue(harness.waitUntil(30) { count("ItemCreated", cliPath, in: log) == 1 }, read(log))
+        XCTAssertEqual(count("ItemChanged", path, in: log), 20, read(log))
+        XCTAssertEqual(log.signals.filter { $0.hasPrefix("ItemChanged ") }.count, 20, read(log))
+        XCTAssertEqual(vaultComparisons(), before)
+        XCTAssertEqual(bus.run(["/usr/bin/secret-tool", "lookup", "service", service, "account", "a7"]).stdout, "v19")
+    }
 }

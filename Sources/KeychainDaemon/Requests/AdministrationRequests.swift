@@ -52,10 +52,12 @@ struct AdministrationRequests: RequestFamily {
         case .byApprovalProgram(let relayed):
             // Asked before the back-off and the one-unlock-at-a-time lock: it may take the
             // program's whole timeout, and what it prints is checked as any passphrase.
-            let passphrase = try daemon.approvals.askUnlock(caller: caller, asker: try ApprovalAgent.relayedAsker(relayed, relay: caller),
-                                                            settings: ApprovalAgent.settings(of: vault))
+            let asker = try ApprovalAgent.relayedAsker(relayed, relay: caller)
+            let passphrase = try daemon.approvals.askUnlock(caller: caller, asker: asker, settings: ApprovalAgent.settings(of: vault))
             defer { passphrase.wipe() }
-            try unlock(passphrase, caller: caller)
+            // The program answered for the asker the trusted relay named (a D-Bus caller): its
+            // wrong passphrases delay its own prompts, not those of the relay's other callers.
+            try unlock(passphrase, caller: caller, backOffUID: asker?.uid ?? caller.uid)
         }
         return Response()
     }
@@ -63,21 +65,24 @@ struct AdministrationRequests: RequestFamily {
     /// Checks a passphrase once the caller's back-off has passed. A caller still in its back-off
     /// waits in the slow workers' queue, holding no thread; one check runs at a time, and the
     /// delay is checked again inside, for attempts of the same user that waited together.
-    private func withBackOff<R>(for caller: CallerIdentity, _ body: () throws -> R) throws -> R {
-        let wait = try daemon.lockout.remainingDelayMicros(uid: caller.uid)
+    private func withBackOff<R>(for uid: UInt32, _ body: () throws -> R) throws -> R {
+        let wait = try daemon.lockout.remainingDelayMicros(uid: uid)
         if wait > 0 { throw Deferral.retry(at: monotonicSeconds() + Double(wait) / 1e6) }
         return try daemon.unlockSerializer.withLock { _ in
-            let again = try daemon.lockout.remainingDelayMicros(uid: caller.uid)
+            let again = try daemon.lockout.remainingDelayMicros(uid: uid)
             if again > 0 { throw Deferral.retry(at: monotonicSeconds() + Double(again) / 1e6) }
             return try body()
         }
     }
 
-    private func unlock(_ passphrase: SecureBytes, caller: CallerIdentity) throws {
-        try withBackOff(for: caller) {
+    /// - Parameter backOffUID: whose back-off the attempt waits for and counts in: the caller's,
+    ///   or the asker's a trusted relay named.
+    private func unlock(_ passphrase: SecureBytes, caller: CallerIdentity, backOffUID: UInt32? = nil) throws {
+        let uid = backOffUID ?? caller.uid
+        try withBackOff(for: uid) {
             // Counted as a failure before the check: an attempt that cannot be recorded is not checked.
             do {
-                try daemon.lockout.recordAttempt(uid: caller.uid)
+                try daemon.lockout.recordAttempt(uid: uid)
             } catch {
                 log("unlock refused for \(who(caller)): the back-off record cannot be written (\(error))")
                 throw error
@@ -85,13 +90,13 @@ struct AdministrationRequests: RequestFamily {
             do {
                 try vault.unlock(passphrase: passphrase)
             } catch KeychainStatus.authFailed {
-                try? daemon.lockout.markFailed(uid: caller.uid)
+                try? daemon.lockout.markFailed(uid: uid)
                 try? audit(.unlockFailed, caller)  // the failure is counted either way
                 log("unlock failed for \(who(caller))")
                 throw KeychainStatus.authFailed
             }
             do {
-                try daemon.lockout.reset(uid: caller.uid)
+                try daemon.lockout.reset(uid: uid)
             } catch {
                 log("the back-off count of \(who(caller)) cannot be cleared (\(error)): it stays")
             }
@@ -117,7 +122,7 @@ struct AdministrationRequests: RequestFamily {
         let kdf = request.kdfParameters
         // The old passphrase is a guess like any unlock: the same back-off applies, and the
         // attempt is recorded before it is checked.
-        let removed = try withBackOff(for: caller) { () -> Int in
+        let removed = try withBackOff(for: caller.uid) { () -> Int in
             try daemon.lockout.recordAttempt(uid: caller.uid)
             do {
                 let n = try auditedChange(.passphraseChanged, caller) {

@@ -14,6 +14,9 @@ struct GroupRequests: RequestFamily {
         // Read inside the audited change: a refused change has its failure line.
         try auditedChange(.groupsChanged, caller, "\(request.operation)") { try changeGroups(GroupRequest(decoding: request)) }
         itemsChanged()
+        // Before the reply: a watcher that caches the table (the Secret Service provider) has
+        // the event in its socket by the time the changer learns the change is made.
+        daemon.events.publish(ChangeEvent(kind: .groups))
         log("groups changed by \(who(caller))")
         return Response()
     }

@@ -35,6 +35,7 @@ struct ItemRequests: RequestFamily {
             return Response(result: try copyMatching(request.query, caller: caller, onSlowWorker: onSlowWorker))
         case .update:
             var groups = Set<String>()
+            var names: [ChangedItemName] = []
             try TokenKeys.checkUpdate(query: request.query, changes: request.changes, secret: request.secrets.first) {
                 try vault.copyMatching($0, accessGroups: entitledGroups(caller))
             }
@@ -42,20 +43,25 @@ struct ItemRequests: RequestFamily {
             try daemon.auditedItemChange(.update, caller) { record in
                 try readableButNotWritable(request.query, caller) {
                     groups = try vault.update(request.query, changes: changes, secret: request.secrets.first,
-                                              accessGroups: writableGroups(caller), beforeChange: record)
+                                              accessGroups: writableGroups(caller), beforeChange: record) { names = $0 }
                 }
             }
-            itemsChanged(ChangeEvent(kind: .update, query: request.query, changes: request.changes, groups: Array(groups)))
+            var event = ChangeEvent(kind: .update, query: request.query, changes: request.changes, groups: Array(groups))
+            if request.query[.service] == nil { event.name(names) }
+            itemsChanged(event)
             log("update \(who(caller))")
             return Response()
         default:
             var groups = Set<String>()
+            var names: [ChangedItemName] = []
             try daemon.auditedItemChange(.delete, caller) { record in
                 try readableButNotWritable(request.query, caller) {
-                    groups = try vault.delete(request.query, accessGroups: writableGroups(caller), beforeChange: record)
+                    groups = try vault.delete(request.query, accessGroups: writableGroups(caller), beforeChange: record) { names = $0 }
                 }
             }
-            itemsChanged(ChangeEvent(kind: .delete, query: request.query, groups: Array(groups)))
+            var event = ChangeEvent(kind: .delete, query: request.query, groups: Array(groups))
+            if request.query[.service] == nil { event.name(names) }
+            itemsChanged(event)
             log("delete \(who(caller))")
             return Response()
         }
