@@ -132,8 +132,11 @@ public final class Vault: @unchecked Sendable {
 
     /// SQLite reads missing bytes of a cut file as zeros, so a vault cut inside its last page
     /// would open. Its header records the page size and, when current, the page count: the file
-    /// must be at least that long.
+    /// must be at least that long, unless a WAL with frames lies beside it: a kill during a
+    /// checkpoint (pages copied back in page order, page 1 first) leaves a header that names
+    /// pages only the WAL holds yet, and SQLite finishes the checkpoint from it.
     static func checkNotTruncated(_ path: String) throws {
+        if let wal = try? FileSystem.status(of: path + "-wal"), wal.size > walHeaderBytes { return }
         guard let fd = try? FileDescriptor.open(path, .readOnly) else { throw VaultFileError.io }
         defer { try? fd.close() }
         var header = [UInt8](repeating: 0, count: 100)
@@ -148,6 +151,9 @@ public final class Vault: @unchecked Sendable {
         guard pages > 0, be32(92) == be32(24) else { return }
         if Int(st.size) < pageSize * pages { throw VaultFileError.notAVault }
     }
+
+    /// A WAL file's own header; any frame makes it longer.
+    private static let walHeaderBytes: Int64 = 32
 
     // MARK: Lock state
 
