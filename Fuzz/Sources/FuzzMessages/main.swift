@@ -25,7 +25,7 @@ func decodeBoth(_ payload: SecureBytes) {
             return require(false, "a re-encoded request does not decode")
         }
         if request.query.keys.allSatisfy({ fitsName($0.rawValue) }) && request.changes.keys.allSatisfy({ fitsName($0.rawValue) })
-            && request.options.keys.allSatisfy(fitsName) {
+            && request.options.keys.allSatisfy({ fitsName($0.rawValue) }) {
             require((try? again.encoded()).map { same($0, once) } == true, "request encoding is not stable")
         }
     }
