@@ -130,31 +130,6 @@ public final class Vault: @unchecked Sendable {
         return vault
     }
 
-    /// SQLite reads missing bytes of a cut file as zeros, so a vault cut inside its last page
-    /// would open. Its header records the page size and, when current, the page count: the file
-    /// must be at least that long, unless a WAL with frames lies beside it: a kill during a
-    /// checkpoint (pages copied back in page order, page 1 first) leaves a header that names
-    /// pages only the WAL holds yet, and SQLite finishes the checkpoint from it.
-    static func checkNotTruncated(_ path: String) throws {
-        if let wal = try? FileSystem.status(of: path + "-wal"), wal.size > walHeaderBytes { return }
-        guard let fd = try? FileDescriptor.open(path, .readOnly) else { throw VaultFileError.io }
-        defer { try? fd.close() }
-        var header = [UInt8](repeating: 0, count: 100)
-        let n = header.withUnsafeMutableBytes { (try? fd.read(into: $0)) ?? -1 }
-        guard let st = try? fd.status() else { throw VaultFileError.io }
-        guard n == 100, header.starts(with: Array("SQLite format 3".utf8) + [0]) else { throw VaultFileError.notAVault }
-        let be32 = { (o: Int) in header[o..<o + 4].reduce(0) { $0 << 8 | Int($1) } }
-        let rawPageSize = Int(header[16]) << 8 | Int(header[17])
-        let pageSize = rawPageSize == 1 ? 65536 : rawPageSize
-        let pages = be32(28)
-        // The page count is valid when the "version-valid-for" number equals the change counter.
-        guard pages > 0, be32(92) == be32(24) else { return }
-        if Int(st.size) < pageSize * pages { throw VaultFileError.notAVault }
-    }
-
-    /// A WAL file's own header; any frame makes it longer.
-    private static let walHeaderBytes: Int64 = 32
-
     // MARK: Lock state
 
     public var lockState: LockState { mutex.withLock { keys.state } }

@@ -223,6 +223,83 @@ final class StorageTests: XCTestCase {
         }
     }
 
+    /// SQLite reads a cut last page as zeros and ignores bytes past its page count: only the
+    /// length, checked before SQLite opens the file, tells. Nothing is made beside a refused file.
+    func testAVaultCutInsideItsLastPageOrLongerThanItsPagesIsRefused() throws {
+        do { try tamperSetup().0.lock() }  // closed: checkpointed, no WAL left
+        let full = fileBytes(scratch.path())
+        let pageSize = Int(full[16]) << 8 | Int(full[17])
+        XCTAssertEqual(full.count % pageSize, 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: scratch.path() + "-wal"))
+        let variants: [(String, [UInt8])] = [("cut-1500", Array(full.dropLast(1500))), ("cut-1", Array(full.dropLast())),
+                                             ("long-1", full + [0]), ("long-page", full + [UInt8](repeating: 0, count: pageSize))]
+        for (name, bytes) in variants {
+            let path = scratch.path("\(name).vault")
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            XCTAssertThrowsError(try Vault.open(at: path, deviceKey: try scratch.deviceKey()), name) {
+                XCTAssertEqual($0 as? VaultFileError, .notAVault, name)
+            }
+            XCTAssertThrowsError(try Vault.checkIsVault(at: path), name)
+            XCTAssertEqual(fileBytes(path), bytes, "\(name): unchanged")
+            for suffix in ["-wal", "-shm"] {
+                XCTAssertFalse(FileManager.default.fileExists(atPath: path + suffix), "\(name): no \(suffix) made")
+            }
+        }
+        let control = scratch.path("control.vault")
+        try Data(full).write(to: URL(fileURLWithPath: control))
+        XCTAssertNoThrow(try Vault.open(at: control, deviceKey: try scratch.deviceKey()))
+    }
+
+    /// Beside a WAL the file may lack pages the WAL holds (they are read from it), never one it
+    /// does not hold.
+    func testBesideAWALTheFileMustHoldEveryPageTheWALDoesNot() throws {
+        do {
+            let vault = try scratch.makeVault()
+            for i in 0..<40 { try vault.addPassword(service: "s", account: "a\(i)", secret: String(repeating: "x", count: 2000)) }
+        }
+        // One small change, its pages in the WAL, both files copied while it is open.
+        let live = scratch.path("live.vault"), wal = scratch.path("live.vault-wal")
+        do {
+            let c = try Connection(path: scratch.path(), create: false)
+            try c.execute("INSERT INTO meta(key, value) VALUES('test.length', x'00')")
+            try FileManager.default.copyItem(atPath: scratch.path(), toPath: live)
+            try FileManager.default.copyItem(atPath: scratch.path() + "-wal", toPath: wal)
+        }
+        let file = fileBytes(live), log = fileBytes(wal)
+        let pageSize = Int(file[16]) << 8 | Int(file[17])
+        let held = Self.walPages(log)
+        let pages = file.count / pageSize
+        XCTAssertGreaterThan(pages, 8)
+        XCTAssertFalse(held.isEmpty, "the change is in the WAL (\(log.count) bytes)")
+        XCTAssertFalse(held.contains(pages), "the file's last page is not in the WAL: \(held)")
+        XCTAssertNoThrow(try Vault.open(at: live, deviceKey: try scratch.deviceKey()), "control: the file and its WAL open")
+
+        let cut = scratch.path("cut.vault")
+        try Data(file.dropLast(1500)).write(to: URL(fileURLWithPath: cut))
+        try Data(log).write(to: URL(fileURLWithPath: cut + "-wal"))
+        XCTAssertThrowsError(try Vault.open(at: cut, deviceKey: try scratch.deviceKey())) {
+            XCTAssertEqual($0 as? VaultFileError, .notAVault)
+        }
+        XCTAssertEqual(fileBytes(cut), Array(file.dropLast(1500)))
+        XCTAssertEqual(fileBytes(cut + "-wal"), log, "the WAL is left as it was")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: cut + "-shm"))
+    }
+
+    /// The pages of a WAL's frames whose salts are its header's (page numbers, big-endian, at
+    /// the start of each 24-byte frame header).
+    static func walPages(_ wal: [UInt8]) -> Set<Int> {
+        guard wal.count >= 32 else { return [] }
+        let be32 = { (o: Int) in wal[o..<o + 4].reduce(0) { $0 << 8 | Int($1) } }
+        let pageSize = be32(8)
+        var pages = Set<Int>()
+        var frame = 32
+        while frame + 24 + pageSize <= wal.count, wal[frame + 8..<frame + 16].elementsEqual(wal[16..<24]) {
+            pages.insert(be32(frame))
+            frame += 24 + pageSize
+        }
+        return pages
+    }
+
     func testNewerFormatIsRefused() throws {
         _ = try tamperSetup()
         let db = try Connection(path: scratch.path(), create: false)
