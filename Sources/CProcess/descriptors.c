@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -52,4 +53,8 @@ int kcfs_is_fuse_device(int fd) {
     struct stat st;
     if (fstat(fd, &st) != 0) return -1;
     return S_ISCHR(st.st_mode) && major(st.st_rdev) == 10 && minor(st.st_rdev) == 229;
+}
+
+int kcfs_pipe_cloexec(int ends[2]) {
+    return pipe2(ends, O_CLOEXEC);
 }

@@ -39,7 +39,10 @@ public final class DaemonClient {
         // hold the wrong device key and lock the owner out of administering it.
         let owner = Paths.vaultOwner(vaultPath)
         guard CurrentProcess.effectiveUserID == owner else { throw KeychainStatus.notAvailable }
-        let pid = try spawnDetached(start, log: Paths.logFile(forVault: vaultPath))
+        let spawned = try spawnDetached(start, log: Paths.logFile(forVault: vaultPath))
+        let pid = spawned.pid
+        var report = spawned.report
+        defer { try? report?.close() }
         try checkDirectory(of: socket, vault: vaultPath)
         // The daemon opens the vault and binds within milliseconds; allow for a slow machine.
         var ours = true
@@ -47,8 +50,7 @@ public final class DaemonClient {
             if let fd = try UnixSocket.connect(to: socket) { return try verified(fd, vault: vaultPath) }
             // A daemon that exited says why in its status (a damaged or foreign vault file);
             // status 1 means another client's daemon won the vault: wait for that one instead.
-            if ours, let status = ChildProcess.statusIfEnded(pid) {
-                let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 0
+            if ours, let code = Self.exitStatus(of: pid, report: &report) {
                 guard code == Self.anotherDaemonServes else {
                     let why = Self.lastLine(of: Paths.logFile(forVault: vaultPath))
                     Self.startFailureLine.withLock { $0 = why }
@@ -56,9 +58,28 @@ public final class DaemonClient {
                 }
                 ours = false
             }
-            SystemClock.sleep(microseconds: attempt < 50 ? 2_000 : 10_000)
+            let pause: Int32 = attempt < 50 ? 2 : 10
+            // The report wakes this at once when the daemon writes its status or closes it.
+            if ours, let report, (try? report.waitUntilReadable(timeoutMilliseconds: pause)) != nil { continue }
+            SystemClock.sleep(microseconds: UInt32(pause) * 1_000)
         }
         throw KeychainStatus.notAvailable
+    }
+
+    /// The exit status of the daemon this process started, once it has ended; nil while it
+    /// runs (or listens). From its wait status when this process can collect it; else from the
+    /// status the daemon wrote to its start report before exiting (a process that ignores
+    /// SIGCHLD, as it may have inherited, never sees its children's wait status). A daemon
+    /// killed by a signal gives 0.
+    static func exitStatus(of pid: Int32, report: inout FileDescriptor?) -> Int32? {
+        if let status = ChildProcess.statusIfEnded(pid) { return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 0 }
+        guard let r = report, (try? r.waitUntilReadable(timeoutMilliseconds: 0)) == true else { return nil }
+        // One byte, then the end; or the end alone: the daemon listens (or died without a word).
+        var byte: UInt8 = 0
+        let n = withUnsafeMutableBytes(of: &byte) { (try? r.read(into: $0)) ?? 0 }
+        try? r.close()
+        report = nil
+        return n == 1 ? Int32(byte) : nil
     }
 
     /// Connects to a daemon socket by path (`KEYCHAINFS_SOCKET`), never starting one. The peer
@@ -172,24 +193,36 @@ public final class DaemonClient {
         return known.first { $0.exitCode == code } ?? .notAvailable
     }
 
+    /// The descriptor a daemon this process starts finds its start report on (`KEYCHAINFS_START_FD`).
+    static let startReportDescriptor: Int32 = 3
+
+    /// Starts the daemon; returns its pid and the read end of its start report, a pipe on
+    /// which the daemon writes its exit status if it exits before it listens, and which it
+    /// closes once it listens (nil when no pipe could be made: the wait status alone tells).
     @discardableResult
-    static func spawnDetached(_ argv: [String], log: String) throws -> Int32 {
+    static func spawnDetached(_ argv: [String], log: String) throws -> (pid: Int32, report: FileDescriptor?) {
         let dir = String(log[..<(log.lastIndex(of: "/") ?? log.startIndex)])
         try? FileSystem.createDirectory(dir, permissions: FilePermissions(rawValue: 0o755))
         var env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
         for name in ["HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "KEYCHAINFS_RUNTIME_DIR", "KEYCHAINFS_DEVICE_KEY", "KEYCHAINFS_VAULT", "KEYCHAINFS_TCTI"] {
             if let v = Paths.environment(name) { env.append(name + "=" + v) }
         }
-        let setup: [ChildProcess.Setup] = [
+        let report = try? FileDescriptor.pipe()
+        defer { try? report?.write.close() }
+        var setup: [ChildProcess.Setup] = [
             .open(0, path: "/dev/null", .readOnly),
             .open(1, path: log, .writeOnly, options: [.create, .append, .noFollow], permissions: .ownerReadWrite),
             .duplicate(FileDescriptor(rawValue: 1), as: 2),
-            // Nothing else of the starter's: a daemon holding a caller's pipe would make
-            // `$(keychainfs ...)` wait for the daemon to exit.
-            .closeFrom(3),
-            .changeDirectory("/"),
         ]
-        do { return try ChildProcess.spawn(argv, environment: env, setup: setup, newSession: true) } catch {
+        if let report {
+            setup.append(.duplicate(report.write, as: startReportDescriptor))
+            env.append("KEYCHAINFS_START_FD=\(startReportDescriptor)")
+        }
+        // Nothing else of the starter's: a daemon holding a caller's pipe would make
+        // `$(keychainfs ...)` wait for the daemon to exit.
+        setup += [.closeFrom(report == nil ? startReportDescriptor : startReportDescriptor + 1), .changeDirectory("/")]
+        do { return (try ChildProcess.spawn(argv, environment: env, setup: setup, newSession: true), report?.read) } catch {
+            try? report?.read.close()
             throw KeychainStatus.notAvailable
         }
     }

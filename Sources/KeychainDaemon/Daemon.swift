@@ -53,8 +53,16 @@ public final class Daemon: @unchecked Sendable {
         sync = SyncRunner(vault: vault, log: log) { [weak self] kind, change in self?.syncApplied(kind, change) }
     }
 
-    /// Runs the daemon in the foreground until `stop`, SIGTERM or SIGINT. Returns an exit status.
+    /// Runs the daemon in the foreground until `stop`, SIGTERM or SIGINT. Returns an exit status,
+    /// which a daemon that did not start also writes to its starter's report (`StartReport`).
     public static func run(vaultPath: String, log: @escaping @Sendable (String) -> Void) -> Int32 {
+        StartReport.adopt()
+        let status = start(vaultPath: vaultPath, log: log)
+        StartReport.exiting(status)
+        return status
+    }
+
+    private static func start(vaultPath: String, log: @escaping @Sendable (String) -> Void) -> Int32 {
         hardenProcess()
         // Claimed before the vault is opened: a second daemon must not touch the vault file or
         // its audit log (which a starting daemon repairs) while the first one writes them.

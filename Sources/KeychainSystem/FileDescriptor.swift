@@ -1,3 +1,4 @@
+import CProcess
 import Glibc
 
 /// An open file descriptor (swift-system's `FileDescriptor`): its calls throw `Errno` and
@@ -47,6 +48,14 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
                             permissions: FilePermissions = []) throws(Errno) -> FileDescriptor {
         let flags = mode.rawValue | options.rawValue | O_CLOEXEC
         return FileDescriptor(rawValue: try systemCall { Glibc.open(path, flags, permissions.rawValue) })
+    }
+
+    /// A pipe (pipe2(2), through CProcess), both ends close-on-exec: a child gets an end only by `duplicate`.
+    /// - Throws: the `Errno` pipe2 gave (EMFILE, ENFILE).
+    public static func pipe() throws(Errno) -> (read: FileDescriptor, write: FileDescriptor) {
+        var ends: [Int32] = [-1, -1]
+        _ = try systemCall { kcfs_pipe_cloexec(&ends) }
+        return (FileDescriptor(rawValue: ends[0]), FileDescriptor(rawValue: ends[1]))
     }
 
     /// Closes the descriptor (close(2)). Not repeated on `EINTR`: Linux has closed it anyway.

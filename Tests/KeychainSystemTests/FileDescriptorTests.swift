@@ -75,6 +75,21 @@ final class FileDescriptorTests: XCTestCase {
         XCTAssertNotEqual(fcntl(fd.rawValue, F_GETFD) & FD_CLOEXEC, 0)
     }
 
+    func testAPipesEndsAreCloseOnExecAndCarryBytesThenTheEnd() throws {
+        let (read, write) = try FileDescriptor.pipe()
+        defer { try? read.close() }
+        XCTAssertNotEqual(fcntl(read.rawValue, F_GETFD) & FD_CLOEXEC, 0)
+        XCTAssertNotEqual(fcntl(write.rawValue, F_GETFD) & FD_CLOEXEC, 0)
+        XCTAssertFalse(try read.waitUntilReadable(timeoutMilliseconds: 0), "nothing written yet")
+        try [UInt8]([49]).withUnsafeBytes { b in try Result { () throws(Errno) in try write.writeAll(b) }.get() }
+        try write.close()
+        var got = [UInt8](repeating: 0, count: 4)
+        XCTAssertEqual(try got.withUnsafeMutableBytes { b in try Result { () throws(Errno) in try read.read(into: b) }.get() }, 1)
+        XCTAssertEqual(got[0], 49)
+        XCTAssertTrue(try read.waitUntilReadable(timeoutMilliseconds: 0), "the end of the stream is readable")
+        XCTAssertEqual(try got.withUnsafeMutableBytes { b in try Result { () throws(Errno) in try read.read(into: b) }.get() }, 0)
+    }
+
     func testPermissionsAreSetOnTheOpenFile() throws {
         let fd = try FileDescriptor.open(scratch.file("mode"), .writeOnly, options: .create, permissions: .ownerReadWrite)
         defer { try? fd.close() }

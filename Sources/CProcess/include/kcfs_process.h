@@ -8,6 +8,10 @@ int kcfs_harden_process(void);
 /// accept4(2) with SOCK_CLOEXEC.
 int kcfs_accept_cloexec(int listener);
 
+/// pipe2(2) with O_CLOEXEC (declared only under _GNU_SOURCE): ends[0] reads, ends[1] writes.
+/// Returns 0, or -1 with errno set.
+int kcfs_pipe_cloexec(int ends[2]);
+
 /// 1 when the process is dumpable, 0 when not, -1 on error (prctl PR_GET_DUMPABLE).
 int kcfs_is_dumpable(void);
 
