@@ -105,9 +105,10 @@ struct AuditChainCheck {
         return nil
     }
 
-    /// The `chain=HEX` of a `rotated` line's detail: the last CHAIN of the file before it.
+    /// The `chain=HEX` of a `rotated` line's detail: the last CHAIN of the file before it. The
+    /// last part of the detail: the file name before it is the vault's, and may hold a space.
     static func linkedChain(_ detail: Substring) -> [UInt8]? {
-        guard let part = detail.split(separator: " ").first(where: { $0.hasPrefix("chain=") }) else { return nil }
+        guard let part = detail.split(separator: " ").last, part.hasPrefix("chain=") else { return nil }
         return AuditLog.unhex(String(part.dropFirst("chain=".count)))
     }
 }

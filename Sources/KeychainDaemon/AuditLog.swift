@@ -293,7 +293,9 @@ final class AuditLog: @unchecked Sendable {
         size = 0
         do {
             try appendLocked(AuditEvent.rotated.rawValue, nil) { line in
-                line += "from=\(name) chain=".utf8
+                line += "from=".utf8
+                Self.appendEscaped(name, to: &line)
+                line += " chain=".utf8
                 Hex.append(oldHead, to: &line)
             }
             guard fsync(newFD) == 0 else { throw KeychainStatus.writeFailure(errno) }
@@ -385,13 +387,29 @@ final class AuditLog: @unchecked Sendable {
         }.joined()
     }
 
-    /// Appends `s` with tabs, newlines and other control characters escaped, so no field can
-    /// forge a line.
+    /// Appends `s` as a field (`appendEscaped`), `-` when it is empty.
     static func appendClean(_ s: String, to out: inout [UInt8]) {
         if s.isEmpty { return out.append(UInt8(ascii: "-")) }
+        appendEscaped(s, to: &out)
+    }
+
+    /// Appends `s` so that no field can forge a line or read as another text: a backslash as
+    /// `\\`, a tab, newline or other control byte (below 0x20, and 0x7f) as `\x` and two
+    /// lowercase hex digits (`\x09`, `\x0a`), every other byte as it is. So `\` always starts
+    /// one of those two forms, and a path holding the text `\xa9999` (written `\\xa9999`) never
+    /// reads like one holding a newline (`\x0a9999`).
+    static func appendEscaped(_ s: String, to out: inout [UInt8]) {
+        let backslash = UInt8(ascii: "\\")
         for b in s.utf8 {
             // Control characters are single bytes in UTF-8: no scalar decoding is needed.
-            if b < 0x20 || b == 0x7f { out += "\\x\(String(b, radix: 16))".utf8 } else { out.append(b) }
+            if b == backslash {
+                out += [backslash, backslash]
+            } else if b < 0x20 || b == 0x7f {
+                out += [backslash, UInt8(ascii: "x")]
+                Hex.append(CollectionOfOne(b), to: &out)
+            } else {
+                out.append(b)
+            }
         }
     }
 

@@ -265,16 +265,11 @@ public final class Daemon: @unchecked Sendable {
     func isAdministrator(_ caller: CallerIdentity) -> Bool { caller.uid == 0 || caller.uid == ownerUID }
 }
 
-/// Control characters escaped, so a caller's executable path cannot forge log lines.
+/// Escaped as the audit log escapes a field (`AuditLog.appendEscaped`: `\\`, `\x0a`), so a
+/// caller's executable path can neither forge a log line nor read as another path.
 func printable(_ s: String) -> String {
-    var out = ""
-    for scalar in s.unicodeScalars {
-        if scalar.value < 0x20 || scalar.value == 0x7f {
-            out += "\\x" + String(scalar.value, radix: 16)
-        } else {
-            out.unicodeScalars.append(scalar)
-        }
-    }
-    return out
+    var out: [UInt8] = []
+    AuditLog.appendEscaped(s, to: &out)
+    return String(decoding: out, as: UTF8.self)
 }
 

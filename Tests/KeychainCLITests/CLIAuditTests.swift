@@ -49,4 +49,39 @@ final class CLIAuditTests: HarnessTestCase {
         XCTAssertEqual(gap.status, 93, "\(gap)")
         XCTAssertEqual(gap.stderr, "keychainfs: the audit log is broken at line 2 of \(logPath)\n")
     }
+
+    /// Two copies of the CLI, one in a directory named with the text `\xa9999`, one with a newline
+    /// and `9999`: their reads are audited with executables that read differently, in the file
+    /// and in `keychainfs audit`, and no field breaks its line.
+    func testAnExecutableNamedWithABackslashReadsApartFromOneWithANewline() throws {
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "esc", "-a", "a", "-w", "-"], input: "x").status, 0)
+        let literal = h.dir + "/p\\xa9999", newline = h.dir + "/p\n9999"
+        for dir in [literal, newline] {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)
+            try FileManager.default.copyItem(atPath: CLIHarness.canonicalBinary, toPath: dir + "/keychainfs")
+            // `sh -c 'shift; exec "$0" "$@"' COPY keychainfs ARGS`: the copy runs with the arguments.
+            let r = try h.run(["find-generic-password", "-s", "esc", "-a", "a", "-w"],
+                              prefix: ["/bin/sh", "-c", "shift; exec \"$0\" \"$@\"", dir + "/keychainfs"])
+            XCTAssertEqual(r.stdout, "x\n", "\(dir.debugDescription): \(r)")
+        }
+        let dir = h.dir.replacingOccurrences(of: "\\", with: "\\\\")
+        let expected = [dir + "/p\\\\xa9999/keychainfs", dir + "/p\\x0a9999/keychainfs"]
+
+        let file = try String(contentsOfFile: logPath, encoding: .utf8).split(separator: "\n").map {
+            $0.split(separator: "\t", omittingEmptySubsequences: false)
+        }
+        XCTAssertTrue(file.allSatisfy { $0.count == 8 }, "every line whole: \(file)")
+        XCTAssertEqual(file.filter { $0[4] == "read" }.suffix(2).map { String($0[6]) }, expected)
+
+        let shown = try h.run(["audit", "--event", "read"])
+        XCTAssertEqual(shown.status, 0, "\(shown)")
+        let reads = shown.stdout.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false) }
+        XCTAssertTrue(reads.allSatisfy { $0.count == 9 }, shown.stdout)
+        XCTAssertEqual(reads.suffix(2).map { String($0[6]) }, expected)
+        XCTAssertEqual(reads.suffix(2).map { String($0[8]) }, ["esc/a", "esc/a"])
+        let json = try h.run(["audit", "--event", "read", "--json"])
+        let exes = json.stdout.split(separator: "\n").suffix(2).map { h.jsonObject(String($0))["exe"] as? String }
+        XCTAssertEqual(exes, expected)
+        XCTAssertEqual(try h.run(["audit", "--verify"]).status, 0)
+    }
 }

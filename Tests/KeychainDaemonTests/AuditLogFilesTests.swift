@@ -88,4 +88,67 @@ final class AuditLogFilesTests: XCTestCase {
         XCTAssertEqual(AuditFilter.reference(in: lines[2]), Substring(ref))
         XCTAssertNil(AuditFilter.reference(in: lines[3]))
     }
+
+    /// The fields of the lines in the file, split at tabs.
+    func fileLines() throws -> [[String]] {
+        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+            .dropLast().map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+    }
+
+    func testATextThatLooksEscapedAndAControlByteAreWrittenApart() throws {
+        let log = AuditLog(path: path, key: try key())
+        let literal = "/opt/p\\xa9999/bin", newline = "/opt/p\n9999/bin"
+        for exe in [literal, newline] {
+            try log.record(.read, caller: CallerIdentity(pid: 42, uid: 1000, gid: 1000, groups: [1000], executable: exe))
+        }
+        try log.record(.add, caller: caller, detail: "tab\there back\\slash del\u{7f} nul\u{0}")
+        let lines = try fileLines()
+        XCTAssertEqual(lines.count, 3, "one line each: \(lines)")
+        XCTAssertTrue(lines.allSatisfy { $0.count == 8 }, "\(lines)")
+        XCTAssertEqual(lines[0][6], "/opt/p\\\\xa9999/bin", "the backslash doubled")
+        XCTAssertEqual(lines[1][6], "/opt/p\\x0a9999/bin", "the newline in two hex digits")
+        XCTAssertNotEqual(lines[0][6], lines[1][6])
+        XCTAssertEqual(lines[2][5], "tab\\x09here back\\\\slash del\\x7f nul\\x00")
+        XCTAssertNil(log.verify().firstBad)
+        // The daemon's own log names a caller the same way.
+        XCTAssertEqual(printable(literal), lines[0][6])
+        XCTAssertEqual(printable(newline), lines[1][6])
+    }
+
+    /// The chain covers the bytes as written: lines of the earlier escaping (`\xa`, a bare `\`)
+    /// still verify, and the log goes on after them.
+    func testALogWrittenWithTheEarlierEscapingVerifiesAndContinues() throws {
+        let k = try key()
+        var head = [UInt8](repeating: 0, count: 32)
+        var text = ""
+        for (seq, exe) in [(1, "/opt/p\\xa9999/bin"), (2, "/opt/back\\slash")] {
+            let fields = "\(seq)\t1700000000\t1000\t42\tread\t-\t\(exe)"
+            Array(fields.utf8).withUnsafeBytes { KeyedHash.extend(&head, with: $0, key: k) }
+            text += fields + "\t" + Hex.encode(head) + "\n"
+        }
+        try text.write(toFile: path, atomically: false, encoding: .utf8)
+        let log = AuditLog(path: path, key: k)
+        XCTAssertNil(log.verify().firstBad, "the earlier lines verify")
+        try log.record(.unlock, caller: CallerIdentity(pid: 43, uid: 1000, gid: 1000, groups: [1000], executable: "/opt/p\\q"))
+        let (lines, _, bad) = log.verify()
+        XCTAssertEqual(lines, 3)
+        XCTAssertNil(bad, "the new line continues the chain")
+        XCTAssertEqual(try fileLines().map { $0[6] }, ["/opt/p\\xa9999/bin", "/opt/back\\slash", "/opt/p\\\\q"])
+    }
+
+    /// A `rotated` line names the file before it escaped, and its chain is the detail's last part.
+    func testARotatedLineNamesAnOddVaultNameEscaped() throws {
+        let odd = dir + "/new\nline chain=" + String(repeating: "0", count: 64) + ".vault.audit"
+        let log = AuditLog(path: odd, key: try key())
+        try log.record(.unlock, caller: caller)
+        XCTAssertEqual(try log.rotate(), odd + ".1")
+        let current = try String(contentsOfFile: odd, encoding: .utf8)
+        XCTAssertEqual(current.split(separator: "\n").count, 1, "one line: \(current.debugDescription)")
+        let detail = current.split(separator: "\t", omittingEmptySubsequences: false)[5]
+        XCTAssertTrue(detail.hasPrefix("from=new\\x0aline chain=" + String(repeating: "0", count: 64) + ".vault.audit.1 chain="), String(detail))
+        XCTAssertNil(log.verify().firstBad)
+        // The older file removed: the chain starts from the CHAIN the rotated line names last.
+        XCTAssertEqual(unlink(odd + ".1"), 0)
+        XCTAssertNil(log.verify().firstBad)
+    }
 }
