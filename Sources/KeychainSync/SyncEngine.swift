@@ -148,6 +148,8 @@ public final class SyncEngine: @unchecked Sendable {
             }
             for e in entries {
                 do {
+                    // Never fetched (`entries`): rejected as what it is, not waiting for an unlock.
+                    if e.length > SyncRecord.maximumLength { throw SyncError.tooLong(e.length) }
                     // Epochs begin at a place in the log: take those before this entry first,
                     // and look again when it names one not known (started since the round began).
                     if (try? SyncRecord.header(of: e.record).epoch).map({ $0 > circle.epoch }) == true {
@@ -208,7 +210,8 @@ public final class SyncEngine: @unchecked Sendable {
         guard !queued.isEmpty else { return }
         var states = SyncStates(vault: vault)
         for q in queued {
-            let e = SyncServer.LogEntry(seq: q.seq, token: q.token, version: q.version, deleted: q.deleted, record: q.record)
+            let e = SyncServer.LogEntry(seq: q.seq, token: q.token, version: q.version, deleted: q.deleted, record: q.record,
+                                        length: q.record.count)
             do {
                 try apply(e, server: server, circle: circle, states: &states, config: &config)
             } catch let error as SyncError {

@@ -146,6 +146,8 @@ public final class CircleKeys: @unchecked Sendable {
 /// Why a record, a grant or a member entry was refused. Names no key or content.
 public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
     case malformed
+    /// A record of this many bytes: longer than any host writes (`SyncRecord.maximumLength`).
+    case tooLong(Int)
     case badSignature
     case badCiphertext
     case unknownWriter
@@ -161,6 +163,7 @@ public enum SyncError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .malformed: return "malformed record"
+        case .tooLong(let n): return "record of \(n) bytes, longer than any host writes (\(SyncRecord.maximumLength))"
         case .badSignature: return "bad signature"
         case .badCiphertext: return "ciphertext does not open"
         case .unknownWriter: return "writer is not a member"

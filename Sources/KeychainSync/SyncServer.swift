@@ -206,21 +206,26 @@ final class SyncServer {
         var version: Int64
         var deleted: Bool
         var record: [UInt8]
+        /// The record's length on the server; `record` is empty when that is over
+        /// `SyncRecord.maximumLength` (never fetched).
+        var length: Int
     }
 
     /// Log entries after `cursor`, in log order: at most `limit`, and no more after `budget`
     /// bytes of records (always one). A hostile server cannot make a round hold more: a record
-    /// longer than any host writes comes back empty, which the reader refuses as malformed.
+    /// longer than any host writes comes back empty, with its length, and the reader rejects it.
     func entries(_ circle: [UInt8], after cursor: Int64, limit: Int = 500, budget: Int = 64 << 20) throws -> [LogEntry] {
         let r = try db.exec("""
-            SELECT seq, token, version, deleted, CASE WHEN octet_length(record) <= $4 THEN record ELSE ''::bytea END
+            SELECT seq, token, version, deleted, CASE WHEN octet_length(record) <= $4 THEN record ELSE ''::bytea END,
+                   octet_length(record)
             FROM (SELECT seq, token, version, deleted, record,
                          sum(least(octet_length(record), $4)) OVER (ORDER BY seq) - least(octet_length(record), $4) AS before
                   FROM keychainfs.log WHERE circle = $1 AND seq > $2 ORDER BY seq LIMIT $3) page
             WHERE before < $5 ORDER BY seq
             """, [.bytes(circle), .int(cursor), .int(Int64(limit)), .int(Int64(SyncRecord.maximumLength)), .int(Int64(budget))])
         return (0..<r.rows).map {
-            LogEntry(seq: r.int($0, 0), token: r.bytes($0, 1), version: r.int($0, 2), deleted: r.bool($0, 3), record: r.bytes($0, 4))
+            LogEntry(seq: r.int($0, 0), token: r.bytes($0, 1), version: r.int($0, 2), deleted: r.bool($0, 3), record: r.bytes($0, 4),
+                     length: Int(r.int($0, 5)))
         }
     }
 

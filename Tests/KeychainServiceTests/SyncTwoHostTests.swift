@@ -125,4 +125,41 @@ final class SyncTwoHostTests: XCTestCase {
         XCTAssertTrue(why.contains("bad signature"), why)
         XCTAssertEqual(try secret(b, service, account), secret1, "the forged version was not applied")
     }
+
+    /// The daemon's log of a host (the CLI started its daemon in the background).
+    func daemonLog(_ h: CLIHarness) -> String {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: h.runtimeDir)) ?? []
+        return files.filter { $0.hasSuffix(".log") }
+            .compactMap { try? String(contentsOfFile: h.runtimeDir + "/" + $0, encoding: .utf8) }.joined()
+    }
+
+    /// A record longer than any host writes (SyncRecord.maximumLength, 32 MiB and 4 KiB) is
+    /// never fetched: it counts as a rejection, one log line names its position and length (no
+    /// byte of it), and the entries after it still arrive.
+    func testARecordLongerThanAnyHostWritesIsCountedAndLoggedAndPassed() throws {
+        try formCircle()
+        let account = "acct-\(tag)", first = "before-\(tag)", second = "after-\(tag)"
+        XCTAssertEqual(try a.run(["add-generic-password", "-s", first, "-a", account, "-w", "s1", "--synchronizable"]).status, 0)
+        XCTAssertTrue(try b.waitUntil(60) { try secret(b, first, account) == "s1" }, shown(b))
+        XCTAssertEqual(try status(b)["rejected"] as? Int, 0)
+        let length = 32 << 20 + 4096 + 1
+        let seq = try XCTUnwrap(server).psql("""
+            WITH c AS (UPDATE keychainfs.circles SET seq = seq + 1 RETURNING circle, seq)
+            INSERT INTO keychainfs.log(circle, seq, token, version, deleted, record)
+            SELECT c.circle, c.seq, l.token, l.version + 1, l.deleted, l.record || repeat('Z', \(length) - length(l.record))::bytea
+            FROM c, keychainfs.log l WHERE l.circle = c.circle ORDER BY l.seq DESC LIMIT 1 RETURNING seq;
+            """).split(separator: "\n").first.map(String.init) ?? ""  // then psql's "INSERT 0 1"
+        XCTAssertEqual(try server?.psql("SELECT max(length(record)) FROM keychainfs.log").trimmingCharacters(in: .whitespacesAndNewlines),
+                       "\(length)")
+        XCTAssertEqual(try a.run(["add-generic-password", "-s", second, "-a", account, "-w", "s2", "--synchronizable"]).status, 0)
+        XCTAssertTrue(try b.waitUntil(60) { try secret(b, second, account) == "s2" }, "the entry after it arrives: " + shown(b))
+        XCTAssertTrue(try b.waitUntil(60) { try status(b)["rejected"] as? Int == 1 }, shown(b))
+        let why = try status(b)["last-rejection"] as? String ?? ""
+        XCTAssertEqual(why, "log entry \(seq): record of \(length) bytes, longer than any host writes (\(32 << 20 + 4096))")
+        let lines = daemonLog(b).split(separator: "\n").filter { $0.contains("log entry \(seq)") }
+        XCTAssertEqual(lines.count, 1, "one line: \(lines); the log: \(daemonLog(b))")
+        XCTAssertTrue(lines.first?.contains("sync: rejected log entry \(seq): record of \(length) bytes") == true, "\(lines)")
+        XCTAssertFalse(daemonLog(b).contains("ZZZZ"), "no byte of the record in the log")
+        XCTAssertEqual(try secret(b, first, account), "s1", "the version it claimed to be was not applied")
+    }
 }
