@@ -54,6 +54,7 @@ enum StartReport {
         let fd = descriptor.exchange(-1, ordering: .relaxed)
         guard fd >= 0 else { return }
         var byte = UInt8(truncatingIfNeeded: status)
+        signal(SIGPIPE, SIG_IGN)  // a starter that gave up: the status goes nowhere, and the exit stays
         _ = write(fd, &byte, 1)
         close(fd)
     }
