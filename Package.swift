@@ -128,7 +128,7 @@ let package = Package(
         // directories), mounts, test users, attackers, PostgreSQL, a private bus, a software TPM.
         .target(name: "KeychainTestSupport", dependencies: ["KeychainCLI", "KeychainCore", "Security", "KeychainTPM"],
                 path: "Tests/KeychainTestSupport",
-                exclude: ["Attackers"]),  // python3 attacker programs, run by DaemonAttackTests
+                exclude: ["Attackers"]),  // attacker programs (python3, and hangfs.c built by the test), run by DaemonAttackTests
         // End to end, one target per surface, all on the built binaries and real daemons.
         .testTarget(name: "KeychainCLITests", dependencies: ["KeychainTestSupport", "KeychainCLI", "KeychainCore", "Security"]),
         .testTarget(name: "KeychainMountTests", dependencies: ["KeychainTestSupport", "KeychainCore", "Security"]),
