@@ -193,6 +193,31 @@ final class SecItemConformanceApprovalTests: SecItemConformanceCase {
         XCTAssertEqual(callCount, 0, "nobody was asked")
     }
 
+    /// Apple asks for the application password beside any other constraint, `.or` included; no
+    /// Linux caller can give it, so a yes from the program does not open the item and the
+    /// program is not asked. Another gated item in the same search is still asked about.
+    func testApplicationPasswordIsNotOpenedByThePresenceProgram() throws {
+        try say("yes")
+        for flags: SecAccessControlCreateFlags in [.applicationPassword, [.userPresence, .or, .applicationPassword]] {
+            let service = try addGated(flags, "app-password-\(flags.rawValue)")
+            let (status, data) = dataOf(genp(service))
+            assertStatus(status, errSecInteractionNotAllowed, "\(flags.rawValue)")
+            XCTAssertNil(data)
+            XCTAssertEqual(callCount, 0, "nobody was asked")
+        }
+        let service = try addGated(.applicationPassword)
+        var error: Unmanaged<CFError>?
+        let presence = try XCTUnwrap(SecAccessControlCreateWithFlags(kCFAllocatorDefault, kSecAttrAccessibleAfterFirstUnlock,
+                                                                     .userPresence, &error))
+        assertStatus(addPassword(service: service, account: "b", data: Data("present".utf8),
+                                 [kSecAttrAccessControl as String: presence]), errSecSuccess)
+        let (s, r) = copyMatching(genp(service).merging([kSecReturnData as String: true,
+                                                         kSecMatchLimit as String: kSecMatchLimitAll]) { $1 })
+        assertStatus(s, errSecSuccess)
+        XCTAssertEqual(r as? [Data], [Data("present".utf8)])
+        XCTAssertEqual(callCount, 1, "asked about the presence item only")
+    }
+
     /// kSecUseNoAuthenticationUI (deprecated, still in older wrappers) means the same as
     /// kSecUseAuthenticationUIFail.
     func testNoAuthenticationUIIsInteractionNotAllowedWithoutAsking() throws {

@@ -161,11 +161,6 @@ final class SecItemConformanceErrorTests: SecItemConformanceCase {
         assertStatus(addPassword(service: service, account: "a", data: Data("app-secret".utf8),
                                  [kSecAttrAccessControl as String: control]), errSecSuccess)
         let (status, data) = dataOf(genp(service))
-        if status == errSecSuccess {
-            throw XCTSkip("known bug: an item whose access control has .applicationPassword returns its secret with "
-                          + "no password (Sources/KeychainModel/AccessControl.swift:34-35, requiresPresence leaves out "
-                          + "applicationPassword); expected errSecInteractionNotAllowed")
-        }
         assertStatus(status, errSecInteractionNotAllowed)
         XCTAssertNil(data)
     }
