@@ -224,11 +224,6 @@ final class SecItemConformanceApprovalTests: SecItemConformanceCase {
         let service = try addGated(.userPresence)
         try say("yes")
         let (status, data) = dataOf(genp(service).merging([kSecUseNoAuthenticationUI as String: true]) { $1 })
-        if status == errSecSuccess && callCount == 1 {
-            throw XCTSkip("known bug: kSecUseNoAuthenticationUI true still runs the approval program and returns the "
-                          + "secret (Sources/KeychainDaemon/Daemon.swift:411 looks only at u_AuthUI); Apple returns "
-                          + "errSecInteractionNotAllowed without asking")
-        }
         assertStatus(status, errSecInteractionNotAllowed)
         XCTAssertNil(data)
         XCTAssertEqual(callCount, 0, "nobody was asked")
@@ -249,12 +244,6 @@ final class SecItemConformanceApprovalTests: SecItemConformanceCase {
         // Alone, it is as if it were not there.
         let (s2, r2) = copyMatching(genp(service, "a").merging(skip) { $1 }.merging([kSecReturnData as String: true]) { $1 })
         XCTAssertNil(r2)
-        if s2 == errSecInteractionNotAllowed {
-            throw XCTSkip("known bug: with kSecUseAuthenticationUISkip a search whose only match is presence-gated gives "
-                          + "errSecInteractionNotAllowed instead of errSecItemNotFound (Sources/KeychainDaemon/Daemon.swift:411 "
-                          + "asks nobody, then Sources/KeychainCore/Vault+Items.swift:262 reports the skipped item as "
-                          + "interactionNotAllowed)")
-        }
         assertStatus(s2, errSecItemNotFound)
         XCTAssertEqual(callCount, 0, "nobody was asked")
     }
