@@ -90,9 +90,7 @@ public struct ParsedQuery {
                 guard operation == .search else { throw KeychainStatus.param }
                 try returns.set(key, value)
             } else if key.hasPrefix(.match) {
-                // macOS-style callers send a limit with delete; update takes none. Other match
-                // keys (case and diacritic folding, certificate policies) are accepted and, as
-                // they do not apply to the items kept here, ignored.
+                // macOS-style callers send a limit with delete; update takes none.
                 guard operation != .update else { throw KeychainStatus.param }
                 if key == .matchLimit { limit = try Self.limit(value) }
                 if key == .matchSecretAttributes {
@@ -100,6 +98,7 @@ public struct ParsedQuery {
                           let pairs = SecretServicePairs.decode(blob) else { throw KeychainStatus.param }
                     secretAttributes = pairs.attributes
                 }
+                if operation == .search { try Self.checkMatchValue(key, value) }
             } else if key.hasPrefix(.use) || key == .useDataProtectionKeychain {
                 continue  // authentication UI and keychain-selection hints: the daemon's concern
             } else if key == .valueData {
@@ -140,6 +139,25 @@ public struct ParsedQuery {
         case .bool(let b): return b
         case .number(let n): return n != 0
         default: throw KeychainStatus.param
+        }
+    }
+
+    /// The match keys of a search, as Apple's securityd takes them (`query_add_match`): every
+    /// `m_` key is recorded, and only the limit and the certificate filters look at their value.
+    /// A filter's value of the wrong type is `param`; a certificate policy always is, as a
+    /// `SecPolicy` cannot be sent here. The other keys (case, diacritic and width folding, the
+    /// subject and e-mail matches, item and search lists, issuers, unknown names) are accepted
+    /// with any value and ignored: securityd records them without interpreting them.
+    /// The filters themselves are not applied (docs/security-api.md, "Differences").
+    /// - Throws: `param` for a value securityd refuses.
+    static func checkMatchValue(_ key: AttributeKey, _ value: AttributeValue) throws {
+        switch (key, value) {
+        case (.matchPolicy, _): throw KeychainStatus.param  // securityd takes only an array of one SecPolicy
+        case (.matchValidOnDate, .date): return
+        case (.matchValidOnDate, _): throw KeychainStatus.param
+        case (.matchTrustedOnly, .bool): return
+        case (.matchTrustedOnly, _): throw KeychainStatus.param  // a CFBoolean, not a number
+        default: return
         }
     }
 

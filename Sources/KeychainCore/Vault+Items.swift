@@ -158,10 +158,12 @@ extension Vault {
 
     /// Changes every matching item (`SecItemUpdate`); all or nothing.
     /// - Parameters:
-    ///   - changes: attributes to set; `v_Data` (or `secret`) replaces the secret.
-    /// - Throws: `param` for return or match keys in the query; `noSuchAttr` for an attribute
-    ///   that cannot be changed (including `class`); `itemNotFound`; `duplicateItem` when a change
-    ///   collides with another item's primary key; `missingEntitlement` for a group the caller lacks.
+    ///   - changes: attributes to set; `v_Data` (or `secret`) replaces the secret. A new
+    ///     `pdmn` without an `accc` becomes the protection of the item's access control too.
+    /// - Throws: `param` for return or match keys in the query, or a `pdmn` beside an `accc` of
+    ///   another protection; `noSuchAttr` for an attribute that cannot be changed (including
+    ///   `class`); `itemNotFound`; `duplicateItem` when a change collides with another item's
+    ///   primary key; `missingEntitlement` for a group the caller lacks.
     /// - Returns: the access groups of the changed items, before and after (for watchers).
     @discardableResult
     /// - Parameter beforeChange: called with the references of the changed items once they are
@@ -210,7 +212,14 @@ extension Vault {
                 names.append(ChangedItemName(service: attributes[.service], account: attributes[.account],
                                              previousService: m.attributes[.service], previousAccount: m.attributes[.account]))
                 for g in [m.attributes[.accessGroup], attributes[.accessGroup]] { if case .string(let name)? = g { groups.insert(name) } }
-                // A new protection must agree with the item's access control, as in an add.
+                // A new protection alone carries the item's access control with it, flags kept,
+                // so the two never disagree; given beside a new access control it must agree
+                // with it (reconciled above, as in an add).
+                if set[.accessControl] == nil, case .string(let name)? = set[.accessible],
+                   let p = ProtectionClass(rawValue: name),
+                   let old = m.attributes[.accessControl].flatMap(AccessControl.init) {
+                    attributes[.accessControl] = AccessControl(protection: p, flags: old.flags).value
+                }
                 if let control = attributes[.accessControl].flatMap(AccessControl.init),
                    attributes[.accessible] != .string(control.protection.rawValue) { throw KeychainStatus.param }
                 let protection = try Self.protection(attributes[.accessible]) ?? .default

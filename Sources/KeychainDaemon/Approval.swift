@@ -14,7 +14,8 @@ import Synchronization
 ///
 /// Exit 0 approves; any other exit denies (errSecUserCanceled); no answer within the timeout
 /// denies (errSecAuthFailed). For `passphrase` the program prints the vault passphrase on its
-/// first line of output, and the daemon checks it. No program: errSecInteractionNotAllowed.
+/// first line of output, and the daemon checks it. No program: errSecInteractionNotAllowed; the
+/// same, without running it, for an access control with applicationPassword (`approvable`).
 final class ApprovalAgent: Sendable {
     struct Settings {
         var program: String?
@@ -42,6 +43,8 @@ final class ApprovalAgent: Sendable {
     func approve(ref: PersistentRef, label: String, control: AccessControl, caller: CallerIdentity,
                  vault: Vault, settings: Settings) -> KeychainStatus {
         guard let program = settings.program else { return .interactionNotAllowed }
+        // An application password cannot be given here: nobody is asked, the item stays closed.
+        guard control.approvable else { return .interactionNotAllowed }
         // Remembered per user as well as per executable and item: another user running the same
         // program is asked again. A caller whose executable is unknown is never remembered.
         let key = caller.executable.map { "\(caller.uid)|\($0)|" + ref.bytes.map { String($0) }.joined(separator: ",") }

@@ -30,9 +30,16 @@ public struct AccessControl: Equatable, Sendable {
 
     public var value: AttributeValue { .string("\(protection.rawValue);\(flags)") }
 
-    /// Reading the secret needs someone to confirm presence (or the passphrase).
+    /// Reading the secret needs someone to confirm presence (or the passphrase), or an
+    /// application password.
     public var requiresPresence: Bool {
         flags & (Self.userPresence | Self.biometryAny | Self.biometryCurrentSet | Self.devicePasscode | Self.companion
                  | Self.applicationPassword) != 0
     }
+
+    /// The approval program can open it: `applicationPassword` asks for the application's own
+    /// password, which Apple requires beside the other constraints (also with `.or`) and which
+    /// only an `LAContext` carries, so no one on Linux can give it and such an item's secret
+    /// is never returned.
+    public var approvable: Bool { flags & Self.applicationPassword == 0 }
 }

@@ -197,7 +197,7 @@ extension AttributeKey {
     public static let matchLimit = AttributeKey(rawValue: "m_Limit")
     /// `kSecMatchCaseInsensitive` (accepted, ignored).
     public static let matchCaseInsensitive = AttributeKey(rawValue: "m_CaseInsensitive")
-    /// `kSecMatchPolicy` (accepted, ignored).
+    /// `kSecMatchPolicy`: errSecParam in a search, as no `SecPolicy` can be sent here.
     public static let matchPolicy = AttributeKey(rawValue: "m_Policy")
     /// `kSecMatchItemList` (accepted, ignored).
     public static let matchItemList = AttributeKey(rawValue: "m_ItemList")
@@ -215,9 +215,9 @@ extension AttributeKey {
     public static let matchSubjectEndsWith = AttributeKey(rawValue: "m_SubjectEndsWith")
     /// `kSecMatchSubjectWholeString` (accepted, ignored).
     public static let matchSubjectWholeString = AttributeKey(rawValue: "m_SubjectWholeString")
-    /// `kSecMatchTrustedOnly` (accepted, ignored).
+    /// `kSecMatchTrustedOnly`: a boolean in a search (else errSecParam), not applied.
     public static let matchTrustedOnly = AttributeKey(rawValue: "m_TrustedOnly")
-    /// `kSecMatchValidOnDate` (accepted, ignored).
+    /// `kSecMatchValidOnDate`: a date in a search (else errSecParam), not applied.
     public static let matchValidOnDate = AttributeKey(rawValue: "m_ValidOnDate")
     /// `kSecMatchDiacriticInsensitive` (accepted, ignored).
     public static let matchDiacriticInsensitive = AttributeKey(rawValue: "m_DiacriticInsensitive")

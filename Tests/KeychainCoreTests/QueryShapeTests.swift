@@ -142,6 +142,46 @@ final class QueryShapeTests: XCTestCase {
         XCTAssertNoThrow(try vault.copyMatching(query(["u_AuthUI": "u_AuthUIF", "nleg": true]), accessGroups: groups))
     }
 
+    /// securityd's query_add_match: the match keys it only records are accepted with any value
+    /// and change nothing; the ones it reads refuse a value of the wrong type.
+    func testMatchKeysAreRecordedOrCheckedAsSecuritydDoes() throws {
+        let ignored: [AttributeKey] = ["m_CaseInsensitive", "m_DiacriticInsensitive", "m_WidthInsensitive",
+                                       "m_SubjectContains", "m_SubjectWholeString", "m_EmailAddressIfPresent",
+                                       "m_SearchList", "m_ItemList", "m_Issuers", "m_SomethingNew"]
+        for key in ignored {
+            for value: AttributeValue in [true, "ALPHA", .number(3), .data([1])] {
+                let r = try vault.copyMatching(query(["acct": "alpha", "r_Data": true, key: value]), accessGroups: groups)
+                XCTAssertEqual(r.value?.data?.string, "2", "\(key) \(value)")
+            }
+        }
+        // Not a case-insensitive match: the flag is ignored, as securityd ignores it.
+        XCTAssertStatus(.itemNotFound, try vault.copyMatching(query(["acct": "ALPHA", "m_CaseInsensitive": true]),
+                                                              accessGroups: groups))
+        XCTAssertNoThrow(try vault.copyMatching(query(["m_ValidOnDate": .date(0), "m_TrustedOnly": false]), accessGroups: groups))
+        XCTAssertStatus(.param, try vault.copyMatching(query(["m_ValidOnDate": "today"]), accessGroups: groups))
+        XCTAssertStatus(.param, try vault.copyMatching(query(["m_TrustedOnly": .number(1)]), accessGroups: groups))
+        XCTAssertStatus(.param, try vault.copyMatching(query(["m_Policy": .data([1])]), accessGroups: groups))
+        XCTAssertStatus(.param, try vault.copyMatching(query(["m_Limit": "m_LimitSome"]), accessGroups: groups))
+        // Update takes no match key at all; delete ignores their values (macOS drops them).
+        XCTAssertStatus(.param, try vault.update(query(["m_CaseInsensitive": true]), changes: ["labl": "x"], accessGroups: groups))
+        try vault.delete(query(["acct": "alpha", "m_CaseInsensitive": true, "m_ValidOnDate": "today"]), accessGroups: groups)
+        XCTAssertStatus(.itemNotFound, try vault.copyMatching(query(["acct": "alpha"]), accessGroups: groups))
+    }
+
+    /// securityd keeps kSecValueData of a search or delete query as the query's data and does
+    /// not match on it: wrappers that reuse their add dictionary find and delete the item.
+    func testValueDataInASearchOrDeleteIsIgnored() throws {
+        let r = try vault.copyMatching(query(["acct": "alpha", "v_Data": "not-the-secret", "r_Data": true]), accessGroups: groups)
+        XCTAssertEqual(r.value?.data?.string, "2")
+        try vault.delete(query(["acct": "mike", "v_Data": .data([9])]), accessGroups: groups)
+        XCTAssertStatus(.itemNotFound, try vault.copyMatching(query(["acct": "mike"]), accessGroups: groups))
+        // An update's query keeps it the same way; the secret changes only through the changes.
+        try vault.update(query(["acct": "zulu", "v_Data": "other"]), changes: ["labl": "x"], accessGroups: groups)
+        let z = try vault.copyMatching(query(["acct": "zulu", "r_Data": true, "r_Attributes": true]), accessGroups: groups)
+        XCTAssertEqual(z.value?.item?.attributes["labl"], "x")
+        XCTAssertEqual(z.value?.item?.secret?.string, "1")
+    }
+
     func testReturnRefOnPasswordsIsParamInAddAndSearch() throws {
         XCTAssertStatus(.param, try vault.add(["class": "genp", "svce": "r", "r_Ref": true], accessGroups: groups))
         XCTAssertStatus(.param, try vault.copyMatching(query(["r_Ref": true]), accessGroups: groups))

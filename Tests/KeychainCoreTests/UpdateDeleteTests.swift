@@ -52,6 +52,38 @@ final class UpdateDeleteTests: XCTestCase {
         XCTAssertEqual(order.array?.compactMap { $0.item?.attributes["svce"]?.stringValue }, ["s", "s", "t"])
     }
 
+    /// PRODUCT 2: an access control carries the protection. A new kSecAttrAccessible moves the
+    /// item's access control to that class with its flags, and seals the item under it.
+    func testNewProtectionCarriesTheAccessControlWithIt() throws {
+        let flags = AccessControl.privateKeyUsage  // a flag that gates nothing: the secret stays readable
+        try vault.add(["class": "genp", "svce": "ac", "acct": "a", "accc": AccessControl(protection: .alwaysThisDeviceOnly, flags: flags).value],
+                      secret: secret("X"), accessGroups: groups)
+        let q: Attributes = ["class": "genp", "svce": "ac", "acct": "a"]
+        func attributes() throws -> Attributes? {
+            try vault.copyMatching(q.merging(["r_Attributes": true]) { $1 }, accessGroups: groups).value?.item?.attributes
+        }
+        XCTAssertEqual(try attributes()?["pdmn"], "dku")
+        try vault.update(q, changes: ["pdmn": "ak"], accessGroups: groups)
+        XCTAssertEqual(try attributes()?["pdmn"], "ak")
+        XCTAssertEqual(try attributes()?["accc"], AccessControl(protection: .whenUnlocked, flags: flags).value)
+        XCTAssertEqual(try vault.password(service: "ac", account: "a"), "X")
+        // Now sealed under WhenUnlocked: a lock takes it away, as it would not a dku item.
+        vault.lock()
+        XCTAssertStatus(.interactionNotAllowed, try vault.password(service: "ac", account: "a"))
+        try vault.unlock(passphrase: secret("correct horse"))
+        // A new access control alone brings its protection; beside a different one it is param.
+        try vault.update(q, changes: ["accc": AccessControl(protection: .afterFirstUnlock, flags: 0).value], accessGroups: groups)
+        XCTAssertEqual(try attributes()?["pdmn"], "ck")
+        XCTAssertStatus(.param, try vault.update(q, changes: ["pdmn": "ak", "accc": AccessControl(protection: .afterFirstUnlock, flags: 0).value],
+                                                 accessGroups: groups))
+        XCTAssertEqual(try attributes()?["accc"], AccessControl(protection: .afterFirstUnlock, flags: 0).value, "nothing changed")
+        // An item without an access control gets none.
+        try vault.update(["class": "genp", "svce": "t", "acct": "a"], changes: ["pdmn": "ck"], accessGroups: groups)
+        let plain = try vault.copyMatching(["class": "genp", "svce": "t", "r_Attributes": true], accessGroups: groups).value?.item?.attributes
+        XCTAssertEqual(plain?["pdmn"], "ck")
+        XCTAssertNil(plain?["accc"])
+    }
+
     func testEmptyChangesAreParam() throws {
         XCTAssertStatus(.param, try vault.update(["class": "genp", "svce": "s"], changes: [:], accessGroups: groups))
     }

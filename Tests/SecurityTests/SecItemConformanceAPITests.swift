@@ -188,10 +188,6 @@ final class SecItemConformanceAPITests: SecItemConformanceCase {
 
     func testErrorMessageSentenceOfNoSuchClassIsApples() throws {
         let sentence = SecCopyErrorMessageString(errSecNoSuchClass, nil) as String?
-        if sentence == "The specified class does not exist." {
-            throw XCTSkip("known bug: Sources/KeychainModel/KeychainStatus.swift:55 gives \"The specified class does not exist.\" "
-                          + "for -25306; SecBase.h says \"The specified item does not appear to be a valid keychain item.\"")
-        }
         XCTAssertEqual(sentence, "The specified item does not appear to be a valid keychain item.")
     }
 

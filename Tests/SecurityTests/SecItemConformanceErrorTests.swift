@@ -131,26 +131,26 @@ final class SecItemConformanceErrorTests: SecItemConformanceCase {
     }
 
     /// PRODUCT 2: an access control carries the protection, and the two may not disagree. After
-    /// kSecAttrAccessible changes on an item with an access control, either the change is refused
-    /// (errSecParam) or the access control follows.
+    /// kSecAttrAccessible changes on an item with an access control, the access control follows
+    /// with its flags; a kSecAttrAccessible beside an access control of another class is refused.
     func testChangingTheProtectionOfAnItemWithAccessControlKeepsThemConsistent() throws {
-        let control = try XCTUnwrap(accessControl(kSecAttrAccessibleAlwaysThisDeviceOnly, []))
+        let control = try XCTUnwrap(accessControl(kSecAttrAccessibleAlwaysThisDeviceOnly, .privateKeyUsage))
         let service = unique()
         assertStatus(addPassword(service: service, account: "a", data: Data("x".utf8),
                                  [kSecAttrAccessControl as String: control]), errSecSuccess)
-        let status = SecItemUpdate(genp(service) as CFDictionary,
-                                   [kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlocked] as CFDictionary)
-        if status == errSecParam { return }  // refused as a conflict: consistent
-        assertStatus(status, errSecSuccess)
+        assertStatus(SecItemUpdate(genp(service) as CFDictionary,
+                                   [kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlocked] as CFDictionary),
+                     errSecSuccess)
         let attrs = attributesOf(genp(service))
-        let stored = attrs?[kSecAttrAccessControl as String] as? SecAccessControl
-        if attrs?[kSecAttrAccessible as String] as? String == "ak", stored == control {
-            throw XCTSkip("known bug: after SecItemUpdate of kSecAttrAccessible (dku -> ak) the item keeps its access "
-                          + "control with protection dku beside pdmn ak (Sources/KeychainCore/Vault+Items.swift:167 "
-                          + "reconciles accc only when accc is among the changes, not the merged item at :180)")
-        }
         XCTAssertEqual(attrs?[kSecAttrAccessible as String] as? String, "ak")
-        XCTAssertEqual(stored, accessControl(kSecAttrAccessibleWhenUnlocked, []))
+        XCTAssertEqual(attrs?[kSecAttrAccessControl as String] as? SecAccessControl,
+                       accessControl(kSecAttrAccessibleWhenUnlocked, .privateKeyUsage))
+        XCTAssertEqual(dataOf(genp(service)).data, Data("x".utf8))
+        let other = try XCTUnwrap(accessControl(kSecAttrAccessibleAfterFirstUnlock, []))
+        assertStatus(SecItemUpdate(genp(service) as CFDictionary,
+                                   [kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlocked,
+                                    kSecAttrAccessControl as String: other] as CFDictionary),
+                     errSecParam, "two protections")
     }
 
     /// Apple: an item with .applicationPassword needs the application password (given through
@@ -161,11 +161,6 @@ final class SecItemConformanceErrorTests: SecItemConformanceCase {
         assertStatus(addPassword(service: service, account: "a", data: Data("app-secret".utf8),
                                  [kSecAttrAccessControl as String: control]), errSecSuccess)
         let (status, data) = dataOf(genp(service))
-        if status == errSecSuccess {
-            throw XCTSkip("known bug: an item whose access control has .applicationPassword returns its secret with "
-                          + "no password (Sources/KeychainModel/AccessControl.swift:34-35, requiresPresence leaves out "
-                          + "applicationPassword); expected errSecInteractionNotAllowed")
-        }
         assertStatus(status, errSecInteractionNotAllowed)
         XCTAssertNil(data)
     }

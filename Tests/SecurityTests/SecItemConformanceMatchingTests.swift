@@ -77,13 +77,12 @@ final class SecItemConformanceMatchingTests: SecItemConformanceCase {
         let query = genp(service, "a").merging([kSecValueData as String: Data("secret".utf8),
                                                 kSecReturnAttributes as String: true]) { $1 }
         var result: CFTypeRef?
-        let status = SecItemCopyMatching(query as CFDictionary, &result)
-        if status == errSecParam {
-            throw XCTSkip("known bug: kSecValueData in a SecItemCopyMatching query gives errSecParam "
-                          + "(Sources/KeychainCore/Query.swift:67, `v_` keys other than v_PersistentRef throw param; "
-                          + "Sources/Security/SecItem.swift:78 passes v_Data through); iOS accepts and ignores it")
-        }
-        assertStatus(status, errSecSuccess)
+        assertStatus(SecItemCopyMatching(query as CFDictionary, &result), errSecSuccess)
+        XCTAssertEqual((result as? [String: Any])?[kSecAttrAccount as String] as? String, "a")
+        // Not matched on: other bytes find the item too.
+        let other = query.merging([kSecValueData as String: Data("not-the-secret".utf8)]) { $1 }
+        result = nil
+        assertStatus(SecItemCopyMatching(other as CFDictionary, &result), errSecSuccess, "other data")
         XCTAssertEqual((result as? [String: Any])?[kSecAttrAccount as String] as? String, "a")
     }
 
@@ -96,13 +95,30 @@ final class SecItemConformanceMatchingTests: SecItemConformanceCase {
                                                 kSecMatchLimit as String: kSecMatchLimitOne,
                                                 kSecReturnData as String: true]) { $1 }
         var result: CFTypeRef?
-        let status = SecItemCopyMatching(query as CFDictionary, &result)
-        if status == errSecParam {
-            throw XCTSkip("known bug: kSecMatchCaseInsensitive in a search gives errSecParam "
-                          + "(Sources/KeychainCore/Query.swift:63 accepts no `m_` key but m_Limit); iOS accepts it")
-        }
-        assertStatus(status, errSecSuccess)
+        assertStatus(SecItemCopyMatching(query as CFDictionary, &result), errSecSuccess)
         XCTAssertEqual(result as? Data, Data("secret".utf8))
+        // Recorded, not interpreted: folding keys change nothing, as on iOS.
+        for key in [kSecMatchDiacriticInsensitive, kSecMatchWidthInsensitive, kSecMatchSubjectContains,
+                    kSecMatchEmailAddressIfPresent] {
+            let q = genp(service, "a").merging([key as String: kCFBooleanTrue!, kSecReturnData as String: true]) { $1 }
+            XCTAssertEqual(dataOf(q).data, Data("secret".utf8), "\(key)")
+        }
+        let upper = genp(service, "A").merging([kSecMatchCaseInsensitive as String: kCFBooleanTrue!]) { $1 }
+        assertStatus(SecItemCopyMatching(upper as CFDictionary, nil), errSecItemNotFound, "no case folding")
+    }
+
+    /// The match keys securityd reads refuse a value of the wrong type: kSecMatchTrustedOnly
+    /// takes a boolean, kSecMatchValidOnDate a date, kSecMatchPolicy a policy (none can be sent here).
+    func testSearchRefusesCertificateFiltersOfTheWrongType() {
+        let service = unique()
+        assertStatus(addPassword(service: service, account: "a"), errSecSuccess)
+        assertStatus(SecItemCopyMatching(genp(service).merging([kSecMatchTrustedOnly as String: kCFBooleanFalse!,
+                                                                kSecMatchValidOnDate as String: Date()]) { $1 } as CFDictionary, nil),
+                     errSecSuccess, "right types")
+        for (key, value) in [(kSecMatchTrustedOnly, "yes" as Any), (kSecMatchValidOnDate, "today"), (kSecMatchPolicy, "ssl")] {
+            assertStatus(SecItemCopyMatching(genp(service).merging([key as String: value]) { $1 } as CFDictionary, nil),
+                         errSecParam, "\(key)")
+        }
     }
 
     // MARK: Access groups

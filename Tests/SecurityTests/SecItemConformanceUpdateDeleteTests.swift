@@ -153,11 +153,6 @@ final class SecItemConformanceUpdateDeleteTests: SecItemConformanceCase {
         let first = save("one")
         assertStatus(first.add, errSecSuccess, "first save")
         let second = save("two")
-        if second.delete == errSecParam {
-            throw XCTSkip("known bug: kSecValueData in a SecItemDelete query gives errSecParam, so delete-then-add "
-                          + "saves fail with errSecDuplicateItem (Sources/KeychainCore/Query.swift:67; "
-                          + "Sources/Security/SecItem.swift:99 passes v_Data through); iOS ignores the data")
-        }
         assertStatus(second.delete, errSecSuccess, "delete with kSecValueData")
         assertStatus(second.add, errSecSuccess, "second save")
         let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account]

@@ -25,7 +25,9 @@ extension RequestFamily {
         for (ref, label, control) in gated {
             let status = daemon.approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault, settings: settings)
             try audit(status == .success ? .presenceApproved : .presenceDenied, caller: caller, item: ref)
-            if status == .interactionNotAllowed { return approved }  // no program: the engine refuses
+            // Nobody to ask, or nobody who can open it (an application password): the engine
+            // refuses this one; the others are still asked.
+            if status == .interactionNotAllowed { continue }
             guard status == .success else { throw status }
             approved.insert(ref)
         }
