@@ -134,15 +134,20 @@ public final class DaemonClient {
 
     /// Sends one request with a descriptor attached to its first bytes (SCM_RIGHTS) and waits
     /// for its response; the descriptor stays open here. A non-success status is thrown.
+    /// The daemon lets a connection pass descriptors only once it has accepted it, and only
+    /// for the owner and root: a ping first makes sure it has; a refusal then (EPERM) is
+    /// `errSecAuthFailed`, as the request itself would be.
     @discardableResult
     public func send(_ request: Request, passing descriptor: Int32) throws -> Response {
+        try send(Request(.ping))
         let payload = try request.encoded()
         defer { payload.wipe() }
         let header = Frame.header(for: payload)
-        let sent = try? header.withUnsafeBytes { head in
+        let sent = header.withUnsafeBytes { head in
             Result { () throws(Errno) in try FileDescriptor(rawValue: fd).send(head, passing: FileDescriptor(rawValue: descriptor)) }
-        }.get()
-        guard sent == header.count else { throw KeychainStatus.io }
+        }
+        if case .failure(.notPermitted) = sent { throw KeychainStatus.authFailed }
+        guard (try? sent.get()) == header.count else { throw KeychainStatus.io }
         try Frame.writeBody(payload, to: fd)
         guard let reply = try frames.read() else { throw KeychainStatus.notAvailable }
         defer { reply.wipe() }

@@ -45,7 +45,8 @@ public enum FuseMount {
         let device = try? withUnsafeMutableBytes(of: &byte) { b in Result { () throws(Errno) in try ours.receive(into: b) } }.get().descriptor
         let status = wait(pid)
         guard let device else { throw KeychainStatus.io }
-        guard status == 0 else {
+        // fusermount3 passes /dev/fuse; anything else is not used (it is /dev/fuse or nothing).
+        guard status == 0, device.isFuseDevice else {
             try? device.close()
             throw KeychainStatus.io
         }

@@ -103,7 +103,7 @@ public final class Daemon: @unchecked Sendable {
         restoreMounts()
         let listener: Int32
         do {
-            listener = try UnixSocket.listen(at: socketPath, mode: 0o666)  // the daemon decides, not the mode
+            listener = try UnixSocket.listen(at: socketPath, mode: 0o666, refusingDescriptors: true)  // the daemon decides, not the mode
         } catch {
             log("cannot listen at \(socketPath)")
             return KeychainStatus.io.exitCode

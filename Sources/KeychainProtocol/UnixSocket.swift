@@ -8,8 +8,11 @@ public enum UnixSocket {
     public typealias PeerCredentials = KeychainSystem.PeerCredentials
 
     /// Binds and listens at `path` with the given mode. A stale socket file is replaced.
+    /// `refusingDescriptors`: peers may not pass descriptors to the sockets it accepts (a
+    /// sender's SCM_RIGHTS fails with EPERM) until one is allowed to; kernels before 6.16 have
+    /// no such setting, and the receiver then makes no room for them instead.
     /// - Throws: `KeychainStatus.param` for a path too long for a socket, else `.io`.
-    public static func listen(at path: String, mode: UInt32) throws -> Int32 {
+    public static func listen(at path: String, mode: UInt32, refusingDescriptors: Bool = false) throws -> Int32 {
         guard FileDescriptor.fitsUnixAddress(path) else { throw KeychainStatus.param }
         let fd: FileDescriptor
         do { fd = try .unixStreamSocket() } catch { throw KeychainStatus.io }
@@ -17,6 +20,9 @@ public enum UnixSocket {
             try? FileSystem.remove(path)
             try fd.bind(unixPath: path)
             try FileSystem.setPermissions(of: path, to: FilePermissions(rawValue: mode))
+            if refusingDescriptors {
+                do { try fd.setAcceptsDescriptors(false) } catch where error == .protocolNotAvailable {}
+            }
             try fd.listen(backlog: 64)
         } catch {
             try? fd.close()

@@ -43,4 +43,5 @@ public struct Errno: Error, Hashable, Sendable, RawRepresentable, CustomStringCo
     public static let isDirectory = Errno(rawValue: EISDIR)
     public static let tooManySymbolicLinks = Errno(rawValue: ELOOP)
     public static let noChild = Errno(rawValue: ECHILD)
+    public static let protocolNotAvailable = Errno(rawValue: ENOPROTOOPT)
 }

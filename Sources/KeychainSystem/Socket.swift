@@ -102,13 +102,24 @@ extension FileDescriptor {
     }
 
     /// One recvmsg(2) into `buffer` with room for one passed descriptor, received
-    /// close-on-exec (any further ones are closed). Returns the bytes read (0 at the end of
-    /// the stream) and the descriptor, which the caller then owns.
+    /// close-on-exec (the kernel drops any further ones). Returns the bytes read (0 at the end
+    /// of the stream) and the descriptor, which the caller then owns.
     public func receive(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> (count: Int, descriptor: FileDescriptor?) {
-        var fd: Int32 = -1
-        let n = try systemCall { kcfs_recv_with_fd(rawValue, buffer.baseAddress, buffer.count, 0, &fd) }
+        var fd: Int32 = -1, truncated: Int32 = 0
+        let n = try systemCall { kcfs_recv_with_fd(rawValue, buffer.baseAddress, buffer.count, 0, &fd, &truncated) }
         return (n, fd >= 0 ? FileDescriptor(rawValue: fd) : nil)
     }
+
+    /// Whether peers may pass descriptors to this socket (SO_PASSRIGHTS): refused, a sender's
+    /// sendmsg with SCM_RIGHTS fails with EPERM and nothing reaches this process. Sockets
+    /// accepted from a listener take its setting. Throws `Errno` (ENOPROTOOPT before Linux 6.16).
+    public func setAcceptsDescriptors(_ accepts: Bool) throws(Errno) {
+        _ = try systemCall { kcfs_set_pass_rights(rawValue, accepts ? 1 : 0) }
+    }
+
+    /// True when this is the FUSE device (/dev/fuse, character device 10,229); asks only the
+    /// kernel's cache, so a descriptor of a FUSE file never waits for its file system.
+    public var isFuseDevice: Bool { kcfs_is_fuse_device(rawValue) == 1 }
 
     /// True when `path` fits a socket address (`sun_path`, 107 bytes and the terminating 0).
     public static func fitsUnixAddress(_ path: String) -> Bool {

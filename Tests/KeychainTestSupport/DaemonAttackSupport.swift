@@ -157,16 +157,22 @@ package final class BackgroundProcess {
     /// The next line, which must start with `word`; fails the test with the program's standard
     /// error when it does not come within `seconds`.
     package func expect(_ word: String, within seconds: Double, file: StaticString = #filePath, line: UInt = #line) throws -> [String] {
+        try expect([word], within: seconds, file: file, line: line)
+    }
+
+    /// The next line, which must start with one of `words`.
+    package func expect(_ words: [String], within seconds: Double, file: StaticString = #filePath, line: UInt = #line) throws -> [String] {
+        let wanted = words.joined(separator: "|")
         guard let text = self.line(within: seconds) else {
-            XCTFail("\(argv.last ?? "?"): no `\(word)` line within \(seconds) s; stderr: \(errors)", file: file, line: line)
-            throw AttackStepFailed(description: "no `\(word)` from \(argv)")
+            XCTFail("\(argv.last ?? "?"): no `\(wanted)` line within \(seconds) s; stderr: \(errors)", file: file, line: line)
+            throw AttackStepFailed(description: "no `\(wanted)` from \(argv)")
         }
-        let words = text.split(separator: " ").map(String.init)
-        guard words.first == word else {
-            XCTFail("\(argv.last ?? "?"): expected `\(word) ...`, got \(text.debugDescription); stderr: \(errors)", file: file, line: line)
+        let got = text.split(separator: " ").map(String.init)
+        guard let first = got.first, words.contains(first) else {
+            XCTFail("\(argv.last ?? "?"): expected `\(wanted) ...`, got \(text.debugDescription); stderr: \(errors)", file: file, line: line)
             throw AttackStepFailed(description: "unexpected line from \(argv)")
         }
-        return words
+        return got
     }
 
     /// Writes `word` and a newline to the program's standard input.

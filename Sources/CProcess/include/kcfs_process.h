@@ -60,13 +60,24 @@ int kcfs_accept_nonblocking(int listener);
 long kcfs_send_with_fd(int sock, const void *buf, size_t len, int fd);
 
 /// recvmsg(2) into `buf` with room for one passed descriptor, received close-on-exec. A
-/// descriptor that came is stored in `*fd` (else -1 is stored); any further ones that came
-/// with the same bytes are closed, so a caller cannot leave descriptors in this process.
+/// descriptor that came is stored in `*fd` (else -1 is stored). Further ones never reach this
+/// process: the kernel drops them and `*truncated` is set (MSG_CTRUNC).
 /// Returns the bytes read, or -1 with errno set.
-long kcfs_recv_with_fd(int sock, void *buf, size_t len, int flags, int *fd);
+long kcfs_recv_with_fd(int sock, void *buf, size_t len, int flags, int *fd, int *truncated);
+
+/// recvmsg(2) into `buf` with no room for descriptors: any that came with the bytes are
+/// dropped by the kernel, never entering this process (so no close here can wait on their
+/// file system), and `*refused` is set. Returns the bytes read, or -1 with errno set.
+long kcfs_recv_refusing_fds(int sock, void *buf, size_t len, int flags, int *refused);
+
+/// SO_PASSRIGHTS (Linux 6.16): whether peers may send descriptors to this socket at all; a
+/// refused sender's sendmsg fails with EPERM. An accepted socket takes its listener's setting.
+/// Returns 0, or -1 with errno set (ENOPROTOOPT on older kernels).
+#define KCFS_SO_PASSRIGHTS 83
+int kcfs_set_pass_rights(int sock, int allowed);
 
 /// 1 when `fd` is the FUSE device (character device 10,229, /dev/fuse), 0 when it is
-/// something else, -1 with errno set when fstat fails.
+/// something else, -1 with errno set when statx fails. Never waits for a file system.
 int kcfs_is_fuse_device(int fd);
 /// A new pseudo-terminal pair (posix_openpt, grantpt, unlockpt, ptsname_r), both ends
 /// close-on-exec and neither the controlling terminal. Returns the controller and stores the

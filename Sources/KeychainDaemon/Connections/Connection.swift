@@ -35,18 +35,31 @@ final class Connection: @unchecked Sendable {
     /// bytes sent ahead, and a reply the peer has not taken yet.
     private var inputCharge = 0
     private var replyCharge = 0
-    /// A descriptor passed with the request being received (a mount's /dev/fuse); at most one:
-    /// any other that comes before the request is handled is closed at once.
+    /// A descriptor passed with the request being received (a mount's /dev/fuse); at most one.
     private var passed: PassedDescriptor?
+    /// Whether this caller may pass a descriptor at all (the owner and root, to mount). For
+    /// anyone else the socket refuses them (SO_PASSRIGHTS) and receives with no room for one.
+    let mayPassDescriptors: Bool
+    /// Where descriptors this connection passed that the daemon will not use are closed.
+    private let closer: DescriptorCloser?
+    /// Descriptors passed that were not /dev/fuse; past a few, the connection is dropped.
+    private var unwantedDescriptors = 0
+    /// Whether one such came with the request being received (a mount then is errSecParam).
+    private var unwantedWithRequest = false
+    /// Set when a descriptor came that may not: the connection is then closed (`receive`).
+    private var refusedDescriptor = false
 
     /// Seconds a frame may take from its first byte to its last, and a reply to be taken.
     private let deadlineSeconds: Double
 
-    init(id: UInt64, fd: Int32, caller: CallerIdentity, deadlineSeconds: Double) {
+    /// - Parameter closer: given only to a connection that may pass descriptors.
+    init(id: UInt64, fd: Int32, caller: CallerIdentity, deadlineSeconds: Double, closer: DescriptorCloser? = nil) {
         self.id = id
         self.fd = fd
         self.caller = caller
         self.deadlineSeconds = deadlineSeconds
+        self.closer = closer
+        mayPassDescriptors = closer != nil
     }
 
     private func startDeadline() {
@@ -109,7 +122,7 @@ final class Connection: @unchecked Sendable {
             } else {
                 n = scratch.withUnsafeMutableBytes { b in retryingOnInterrupt { receiveBytes(b.baseAddress!, b.count) } }
             }
-            if n == 0 { return .closed }
+            if n == 0 || refusedDescriptor { return .closed }
             if n < 0 { return errno == EAGAIN || errno == EWOULDBLOCK ? .wouldBlock : .closed }
             if deadline.load(ordering: .relaxed) == 0 { startDeadline() }
             if direct {
@@ -129,22 +142,40 @@ final class Connection: @unchecked Sendable {
         }
     }
 
-    /// recv with room for one passed descriptor (recvmsg); the first is kept for the request,
-    /// any later one closed.
+    /// One recv. A caller that may not pass descriptors gets no room for one: the kernel drops
+    /// any that came (they never enter the daemon, so no close here can wait on their file
+    /// system) and the connection is closed. One that may: /dev/fuse is kept for the request,
+    /// anything else goes to the closer thread, and more than one at once is a refusal.
     private func receiveBytes(_ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+        var truncated: Int32 = 0
+        guard let closer else {
+            let n = kcfs_recv_refusing_fds(fd, buffer, count, Int32(MSG_DONTWAIT), &truncated)
+            if truncated != 0 { refusedDescriptor = true }
+            return n
+        }
         var got: Int32 = -1
-        let n = kcfs_recv_with_fd(fd, buffer, count, Int32(MSG_DONTWAIT), &got)
-        if got >= 0 {
-            if passed == nil { passed = PassedDescriptor(got) } else { close(got) }
+        let n = kcfs_recv_with_fd(fd, buffer, count, Int32(MSG_DONTWAIT), &got, &truncated)
+        if truncated != 0 { refusedDescriptor = true }
+        guard got >= 0 else { return n }
+        if passed == nil, kcfs_is_fuse_device(got) == 1 {
+            passed = PassedDescriptor(got)
+        } else {
+            unwantedDescriptors += 1
+            unwantedWithRequest = true
+            if !closer.dispose(got) || unwantedDescriptors > Self.unwantedLimit { refusedDescriptor = true }
         }
         return n
     }
 
-    /// The descriptor that came with the request just received, if any; the request owns it
-    /// from now on (it is closed when the request is done with it).
-    func takeDescriptor() -> PassedDescriptor? {
-        defer { passed = nil }
-        return passed
+    /// Descriptors other than /dev/fuse a connection may pass before it is dropped.
+    static let unwantedLimit = 4
+
+    /// The /dev/fuse that came with the request just received, if any (the request owns it
+    /// from now on: it is closed when the request is done with it), and whether a descriptor
+    /// that is not /dev/fuse came too (it went to the closer).
+    func takeDescriptor() -> (device: PassedDescriptor?, refused: Bool) {
+        defer { passed = nil; unwantedWithRequest = false }
+        return (passed, unwantedWithRequest)
     }
 
     private enum Fed { case frame(SecureBytes, used: Int), more, broken }

@@ -45,6 +45,8 @@ final class ConnectionServer: @unchecked Sendable {
     let limits: ServerLimits
     private let slow: SlowLane
     private let turns = Turns()
+    /// Closes the descriptors the owner and root pass that are not /dev/fuse.
+    private let closer: DescriptorCloser
     private let connections = Mutex<[UInt64: Connection]>([:])
     private let nextID = Atomic<UInt64>(16)
     /// Kept open so that, out of descriptors, a connection can still be accepted and closed
@@ -72,6 +74,7 @@ final class ConnectionServer: @unchecked Sendable {
         self.limits = limits
         quotas = Quotas(limits: limits)
         slow = SlowLane(limits: limits)
+        closer = try DescriptorCloser()
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         timer = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC | TFD_NONBLOCK))
         stopper = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
@@ -110,6 +113,7 @@ final class ConnectionServer: @unchecked Sendable {
         _ = write(stopper, &one, 8)
         while running.load(ordering: .acquiring) > 0 { usleep(1_000) }
         slow.stop()
+        closer.stop()
         for c in connections.withLock({ Array($0.values) }) { drop(c) }
         close(listener)
         close(timer)
@@ -125,8 +129,14 @@ final class ConnectionServer: @unchecked Sendable {
             close(fd)
             return false
         }
+        // Only a caller allowed to mount may pass a descriptor (its /dev/fuse). The listener
+        // refuses them, and so does every socket accepted from it, until allowed here; a client
+        // that passes one makes a round trip first (`DaemonClient.send(_:passing:)`).
+        let mayPass = limits.isPrivileged(uid: caller.uid)
+        if mayPass { _ = kcfs_set_pass_rights(fd, 1) }  // ENOPROTOOPT before Linux 6.16: allowed already
         let id = nextID.add(1, ordering: .relaxed).newValue
-        let connection = Connection(id: id, fd: fd, caller: caller, deadlineSeconds: limits.frameDeadline)
+        let connection = Connection(id: id, fd: fd, caller: caller, deadlineSeconds: limits.frameDeadline,
+                                    closer: mayPass ? closer : nil)
         connections.withLock { $0[id] = connection }
         guard register(fd, id: id, events: EPOLLIN.rawValue) else {
             drop(connection)
@@ -250,12 +260,15 @@ final class ConnectionServer: @unchecked Sendable {
     }
 
     private func answer(_ frame: SecureBytes, on connection: Connection, onSlowWorker: Bool, scratch: WorkerScratch) {
-        // Only a mount takes a descriptor; any other request's is closed with this reference.
+        // Only a mount takes a descriptor (it is /dev/fuse: `Connection.receiveBytes`); any
+        // other request's is closed with this reference.
         let passed = connection.takeDescriptor()
         var request: Request
         do {
             request = try Request.decode(frame)
-            if request.operation == .mount { request.descriptor = passed }
+            // A mount whose descriptor is not the FUSE device is refused, not served without it.
+            if request.operation == .mount && passed.refused { throw KeychainStatus.param }
+            if request.operation == .mount { request.descriptor = passed.device }
         } catch {
             frame.wipe()
             connection.finished(frame: frame, quotas: quotas)
@@ -325,6 +338,7 @@ final class ConnectionServer: @unchecked Sendable {
             connections.withLock { _ = $0.removeValue(forKey: connection.id) }
             connection.release(quotas: quotas)
             quotas.releaseConnection(uid: connection.caller.uid)
+            _ = kcfs_set_pass_rights(connection.fd, 0)  // a watcher only reads events
             handler.adoptWatcher(fd: connection.fd, caller: connection.caller, request: request)
         case .stop:
             var status = sent
