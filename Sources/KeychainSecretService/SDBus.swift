@@ -43,13 +43,65 @@ final class BusConnection {
     private var handler: ((BusMessage) throws -> OutgoingMessage?)?
     private var afterReply: [OutgoingMessage] = []
 
-    /// Opens the session bus (sd_bus_open_user, which follows DBUS_SESSION_BUS_ADDRESS).
-    /// - Throws: `BusFailure` when no bus answers.
+    /// Opens the session bus as sd_bus_open_user would, but refusing file descriptors.
+    /// - Throws: `BusFailure` when there is no address or no bus answers.
     init() throws {
-        var b: OpaquePointer?
-        let rc = sd_bus_open_user(&b)
-        guard rc >= 0, let b else { throw BusFailure(call: "sd_bus_open_user", code: -rc) }
-        bus = b
+        bus = try Self.openSessionBus()
+    }
+
+    /// A started bus client of the session bus: sd_bus_new, sd_bus_set_address (the address of
+    /// `sessionBusAddress()`), sd_bus_set_bus_client and sd_bus_set_trusted (what
+    /// sd_bus_open_user sets; its `is_local`, which has no setter, only lets
+    /// sd_bus_get_name_creds fill gaps from /proc, which this file never asks for),
+    /// sd_bus_negotiate_fds off, then sd_bus_start.
+    ///
+    /// No method of the Secret Service takes a descriptor, and one a caller passes would be
+    /// closed by sd-bus on this, the only thread, when its message is freed: a descriptor of a
+    /// FUSE file whose FLUSH never answers keeps close() waiting in the kernel for good. With
+    /// descriptors not negotiated the bus daemon never routes a message carrying one here; it
+    /// answers the sender with NotSupported itself. Negotiation happens during the
+    /// authentication sd_bus_start does, so it must be switched off before.
+    private static func openSessionBus() throws -> OpaquePointer {
+        var created: OpaquePointer?
+        let rc = sd_bus_new(&created)
+        guard rc >= 0, let b = created else { throw BusFailure(call: "sd_bus_new", code: -rc) }
+        func check(_ call: String, _ rc: Int32) throws {
+            guard rc >= 0 else {
+                sd_bus_unref(b)
+                throw BusFailure(call: call, code: -rc)
+            }
+        }
+        guard let address = sessionBusAddress() else {
+            sd_bus_unref(b)
+            throw BusFailure(call: "no session bus address ($DBUS_SESSION_BUS_ADDRESS and $XDG_RUNTIME_DIR unset)",
+                             code: ENOMEDIUM)
+        }
+        try check("sd_bus_set_address", sd_bus_set_address(b, address))
+        try check("sd_bus_set_bus_client", sd_bus_set_bus_client(b, 1))
+        try check("sd_bus_set_trusted", sd_bus_set_trusted(b, 1))
+        try check("sd_bus_negotiate_fds", sd_bus_negotiate_fds(b, 0))
+        try check("sd_bus_start", sd_bus_start(b))
+        return b
+    }
+
+    /// The session bus's address by sd_bus_open_user's rule (systemd 252 `bus_set_address_user`):
+    /// `$DBUS_SESSION_BUS_ADDRESS` (what the bus sets for the services it activates), else
+    /// `unix:path=$XDG_RUNTIME_DIR/bus` with every byte other than `[A-Za-z0-9/_.-]` written
+    /// `%xx`; nil when neither is set (read with secure_getenv: nil in a setuid or setgid process).
+    static func sessionBusAddress() -> String? {
+        if let a = secure_getenv("DBUS_SESSION_BUS_ADDRESS") { return String(cString: a) }
+        guard let dir = secure_getenv("XDG_RUNTIME_DIR") else { return nil }
+        let plain = Set("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ/_-.".utf8)
+        let hex = Array("0123456789abcdef".utf8)
+        var escaped: [UInt8] = []
+        for byte in UnsafeRawBufferPointer(start: dir, count: strlen(dir)) {
+            if plain.contains(byte) {
+                escaped.append(byte)
+            } else {
+                escaped += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xf)]]
+            }
+        }
+        return "unix:path=" + String(decoding: escaped, as: UTF8.self) + "/bus"
     }
 
     deinit {

@@ -43,7 +43,8 @@ public final class SecretService {
     /// This process as the daemon sees it (uid, groups, executable), read once from /proc/self.
     let provider = CallerIdentity.of(pid: getpid(), uid: geteuid(), gid: getegid())
 
-    /// Connects to the session bus and owns `org.freedesktop.secrets`.
+    /// Connects to the session bus (taking no file descriptors from it) and owns
+    /// `org.freedesktop.secrets`.
     /// - Parameter connect: opens a connection to the vault's daemon (called again if it goes away).
     /// - Throws: `BusFailure` when there is no session bus or another process owns the name.
     public init(connect: @escaping () throws -> DaemonClient) throws {

@@ -248,3 +248,33 @@ final class LineReader {
         }
     }
 }
+
+/// The session bus's address, by sd_bus_open_user's rule (the provider opens its bus itself, to
+/// refuse descriptors before it connects).
+final class SessionBusAddressTests: XCTestCase {
+    private var saved: [String: String?] = [:]
+
+    override func setUp() {
+        for name in ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"] {
+            saved[name] = getenv(name).map { String(cString: $0) }
+        }
+    }
+
+    override func tearDown() {
+        for (name, value) in saved {
+            if let value { setenv(name, value, 1) } else { unsetenv(name) }
+        }
+    }
+
+    func testTheSessionAddressWinsThenTheRuntimeDirectoryEscaped() {
+        setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/tmp/b u s,guid=00", 1)
+        setenv("XDG_RUNTIME_DIR", "/run/user/1000", 1)
+        XCTAssertEqual(BusConnection.sessionBusAddress(), "unix:path=/tmp/b u s,guid=00")
+        unsetenv("DBUS_SESSION_BUS_ADDRESS")
+        XCTAssertEqual(BusConnection.sessionBusAddress(), "unix:path=/run/user/1000/bus")
+        setenv("XDG_RUNTIME_DIR", "/tmp/a b,c;d=é_-.", 1)
+        XCTAssertEqual(BusConnection.sessionBusAddress(), "unix:path=/tmp/a%20b%2cc%3bd%3d%c3%a9_-./bus")
+        unsetenv("XDG_RUNTIME_DIR")
+        XCTAssertNil(BusConnection.sessionBusAddress())
+    }
+}
