@@ -2,6 +2,7 @@ import CSystemd
 import Glibc
 import KeychainCore
 import KeychainCrypto
+import KeychainSystem
 
 // Every call into sd-bus is in this file; the rest of the target sees only these types.
 
@@ -87,18 +88,18 @@ final class BusConnection {
     /// The session bus's address by sd_bus_open_user's rule (systemd 252 `bus_set_address_user`):
     /// `$DBUS_SESSION_BUS_ADDRESS` (what the bus sets for the services it activates), else
     /// `unix:path=$XDG_RUNTIME_DIR/bus` with every byte other than `[A-Za-z0-9/_.-]` written
-    /// `%xx`; nil when neither is set (read with secure_getenv: nil in a setuid or setgid process).
+    /// `%xx`; nil when neither is set (an empty variable counts as unset).
     static func sessionBusAddress() -> String? {
-        if let a = secure_getenv("DBUS_SESSION_BUS_ADDRESS") { return String(cString: a) }
-        guard let dir = secure_getenv("XDG_RUNTIME_DIR") else { return nil }
+        if let a = CurrentProcess.environment("DBUS_SESSION_BUS_ADDRESS") { return a }
+        guard let dir = CurrentProcess.environment("XDG_RUNTIME_DIR") else { return nil }
         let plain = Set("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ/_-.".utf8)
-        let hex = Array("0123456789abcdef".utf8)
         var escaped: [UInt8] = []
-        for byte in UnsafeRawBufferPointer(start: dir, count: strlen(dir)) {
+        for byte in dir.utf8 {
             if plain.contains(byte) {
                 escaped.append(byte)
             } else {
-                escaped += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xf)]]
+                escaped.append(UInt8(ascii: "%"))
+                Hex.append(CollectionOfOne(byte), to: &escaped)
             }
         }
         return "unix:path=" + String(decoding: escaped, as: UTF8.self) + "/bus"

@@ -37,10 +37,9 @@ final class Connection: @unchecked Sendable {
     private var replyCharge = 0
     /// A descriptor passed with the request being received (a mount's /dev/fuse); at most one.
     private var passed: PassedDescriptor?
-    /// Whether this caller may pass a descriptor at all (the owner and root, to mount). For
-    /// anyone else the socket refuses them (SO_PASSRIGHTS) and receives with no room for one.
-    let mayPassDescriptors: Bool
-    /// Where descriptors this connection passed that the daemon will not use are closed.
+    /// Where descriptors this connection passed that the daemon will not use are closed; nil
+    /// for a caller that may not pass one at all (anyone but the owner and root, who mount):
+    /// its socket refuses them (SO_PASSRIGHTS) and receives with no room for one.
     private let closer: DescriptorCloser?
     /// Descriptors passed that were not /dev/fuse; past a few, the connection is dropped.
     private var unwantedDescriptors = 0
@@ -59,7 +58,6 @@ final class Connection: @unchecked Sendable {
         self.caller = caller
         self.deadlineSeconds = deadlineSeconds
         self.closer = closer
-        mayPassDescriptors = closer != nil
     }
 
     private func startDeadline() {
