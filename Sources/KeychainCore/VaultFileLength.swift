@@ -33,7 +33,10 @@ extension Vault {
             return
         case .committed(let pages, let held):
             let whole = size / pageSize
-            if pages > whole, ((whole + 1)...pages).contains(where: { !held.contains($0) }) { throw VaultFileError.notAVault }
+            // Counted first, so a commit naming a huge size costs no walk over its pages.
+            if pages > whole, pages - whole > held.count || ((whole + 1)...pages).contains(where: { !held.contains($0) }) {
+                throw VaultFileError.notAVault
+            }
         case .none:
             guard size % pageSize == 0 else { throw VaultFileError.notAVault }
             let pages = be32(28)
