@@ -29,6 +29,8 @@ public final class Daemon: @unchecked Sendable {
     let groupChanges = Mutex(())
     let approvals = ApprovalAgent()
     let events = EventHub()
+    /// Each request's wait inside the daemon and its service time (`serviceTimes`).
+    let serviceClock = ServiceClock()
     let log: @Sendable (String) -> Void
     /// Fleet sync (Sync/): set once at the end of `init`, never changed.
     private(set) var sync: SyncRunner!

@@ -53,6 +53,9 @@ public enum Operation: UInt8, Sendable, CaseIterable {
     /// secret: the input (data to sign, ciphertext; empty for a key exchange).
     /// Reply: one data value, the signature, plaintext or shared secret.
     case useKey = 23
+    /// How long requests waited inside the daemon and how long they ran, owner's and root's
+    /// apart from everyone else's (`ServiceTimesRequest`, `ServiceTimes`). Administrators only.
+    case serviceTimes = 24
     /// Fleet sync's circle verbs (`keychainfs sync`), a `SyncRequest`; option `verb` names it.
     case sync = 30
 }

@@ -92,17 +92,18 @@ final class ChangeFeed: @unchecked Sendable {
         }
     }
 
-    private func take(_ event: Response) {
-        let kind = event.info["event"]?.stringValue
+    private func take(_ frame: Response) {
+        guard let event = try? WatchEvent(decoding: frame) else { return }
+        let kind = event.kind
         // The stream's last frame after an overflow: the next stream looks at everything.
-        if kind == "overflow" { return }
+        if kind == WatchEvent.overflow { return }
         // An unlock may load the table of a vault opened locked; a groups event is a new table.
         if kind == ChangeKind.groups.rawValue || kind == ChangeKind.unlock.rawValue {
             stream.withLock { $0.generation += 1 }
         }
         if kind == ChangeKind.add.rawValue || kind == ChangeKind.update.rawValue || kind == ChangeKind.delete.rawValue,
-           let service = event.info["service"]?.stringValue {
-            enqueue(.named(service: service, account: event.info["account"]?.stringValue))
+           let service = event.service {
+            enqueue(.named(service: service, account: event.account))
         } else {
             enqueue(.everything)
         }

@@ -62,8 +62,7 @@ final class KeychainConnection: @unchecked Sendable {
             if let socket = Paths.environment("KEYCHAINFS_SOCKET") { return "no vault daemon at KEYCHAINFS_SOCKET=\(socket)" }
             return "no vault daemon for KEYCHAINFS_VAULT=\(Paths.canonical(Paths.defaultVault()))"
         case .interactionNotAllowed:
-            guard let info = try? send(Request(.info)).info,
-                  ["locked", "never-unlocked"].contains(info["state"]?.stringValue ?? "") else { return nil }
+            guard let status = try? VaultStatus(decoding: send(BareRequest(.info).request)), status.isLocked else { return nil }
             return "the vault is locked: run keychainfs unlock-keychain"
         default:
             return nil

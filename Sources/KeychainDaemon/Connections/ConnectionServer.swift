@@ -8,12 +8,13 @@ import Synchronization
 
 /// What the connection layer asks of the daemon.
 protocol RequestHandling: AnyObject, Sendable {
-    /// How an operation is admitted and where it runs.
-    func rule(for operation: Operation) -> OperationRule
-    /// Answers one request. On an event thread (`onSlowWorker` false) a request that turns out
-    /// to need waiting throws `Deferral.toSlowWorker`; on a slow worker, `Deferral.retry(at:)`
-    /// asks to run again once a back-off has passed.
-    func respond(to request: Request, from caller: CallerIdentity, onSlowWorker: Bool) throws -> Reply
+    /// The request's operation: how it is admitted and where it runs; nil when it names none.
+    func row(for request: Request) -> OperationRow?
+    /// Answers one request its row admitted, or hands the rest to a slow worker. Never throws:
+    /// every error is a status in the reply, also in the steps it hands on.
+    func respond(to request: Request, row: OperationRow, from caller: CallerIdentity) -> Outcome
+    /// Each request's wait and service time (`serviceTimes`).
+    var serviceClock: ServiceClock { get }
     /// Takes over a connection that now only receives events (`watch`).
     func adoptWatcher(fd: Int32, caller: CallerIdentity, request: Request)
     /// Ends the daemon after a `stop` has been answered.
@@ -26,9 +27,25 @@ struct Reply {
     var after: After = .nothing
 }
 
-enum Deferral: Error {
-    case toSlowWorker
-    case retry(at: Double)
+/// One request's time inside the daemon: waiting (for a thread, a slow worker, the end of a
+/// back-off) and being served, in seconds.
+struct RequestTiming {
+    var readyAt: Double
+    var waited = 0.0
+    var served = 0.0
+
+    init(readAt: Double) { readyAt = readAt }
+
+    /// Runs one step of the request, counting the wait before it and its run.
+    mutating func measure(_ step: () -> Outcome) -> Outcome {
+        let start = monotonicSeconds()
+        waited += max(0, start - readyAt)
+        let outcome = step()
+        let end = monotonicSeconds()
+        served += end - start
+        if case .onSlowWorker(let notBefore, _) = outcome { readyAt = max(end, notBefore) }
+        return outcome
+    }
 }
 
 /// The daemon's socket server: one epoll set holding the listener, every connection and a
@@ -193,7 +210,7 @@ final class ConnectionServer: @unchecked Sendable {
             case .closed: return drop(connection)
             case .frame(let frame):
                 connection.awakeMisses = 0
-                return answer(frame, on: connection, onSlowWorker: false, scratch: scratch)
+                return answer(frame, on: connection, scratch: scratch)
             case .wouldBlock:
                 if monotonicSeconds() < until { continue }
                 connection.awakeMisses += 1
@@ -255,11 +272,12 @@ final class ConnectionServer: @unchecked Sendable {
         switch connection.receive(into: scratch.bytes, quotas: quotas) {
         case .closed: drop(connection)
         case .wouldBlock: rearm(connection.fd, id: connection.id, events: EPOLLIN.rawValue)
-        case .frame(let frame): answer(frame, on: connection, onSlowWorker: false, scratch: scratch)
+        case .frame(let frame): answer(frame, on: connection, scratch: scratch)
         }
     }
 
-    private func answer(_ frame: SecureBytes, on connection: Connection, onSlowWorker: Bool, scratch: WorkerScratch) {
+    private func answer(_ frame: SecureBytes, on connection: Connection, scratch: WorkerScratch) {
+        let readAt = monotonicSeconds()
         // Only a mount takes a descriptor (it is /dev/fuse: `Connection.receiveBytes`); any
         // other request's is closed with this reference.
         let passed = connection.takeDescriptor()
@@ -276,49 +294,70 @@ final class ConnectionServer: @unchecked Sendable {
             return
         }
         frame.wipe()  // its bytes live on in the request; its charge stays until the reply
-        let rule = handler.rule(for: request.operation)
-        guard rule.secrets.contains(request.secrets.count) else {
+        guard let row = handler.row(for: request), row.secrets.contains(request.secrets.count) else {
             connection.finished(frame: frame, quotas: quotas)
             reply(Reply(response: Response(status: .param)), on: connection, scratch: scratch)
             return
         }
-        if rule.slow && !onSlowWorker { return handOver(request, frame: frame, on: connection) }
-        do {
-            let r = try handler.respond(to: request, from: connection.caller, onSlowWorker: onSlowWorker)
-            connection.finished(frame: frame, quotas: quotas)
-            reply(r, on: connection, request: request, scratch: scratch)
-        } catch Deferral.toSlowWorker {
-            handOver(request, frame: frame, on: connection)
-        } catch {
-            connection.finished(frame: frame, quotas: quotas)
-            reply(Reply(response: Response(status: .internalComponent)), on: connection, scratch: scratch)
+        var timing = RequestTiming(readAt: readAt)
+        let caller = connection.caller
+        let first: () -> Outcome = { [handler] in handler.respond(to: request, row: row, from: caller) }
+        if row.runsOnSlowWorker(request) {
+            return handOver(first, notBefore: 0, timing: timing, request: request, frame: frame, on: connection)
+        }
+        switch timing.measure(first) {
+        case .reply(let r):
+            finish(r, timing: timing, request: request, frame: frame, on: connection, scratch: scratch)
+        case .onSlowWorker(let notBefore, let next):
+            handOver(Self.unthrowing(next), notBefore: notBefore, timing: timing, request: request, frame: frame, on: connection)
         }
     }
 
-    /// Queues a request for a slow worker; the connection stays disarmed until it is answered.
-    private func handOver(_ request: Request, frame: SecureBytes, on connection: Connection) {
+    /// A step the daemon guarded (its errors are statuses already) as the lanes run it.
+    private static func unthrowing(_ step: @escaping () throws -> Outcome) -> () -> Outcome {
+        { (try? step()) ?? .reply(Reply(response: Response(status: .internalComponent))) }
+    }
+
+    private func finish(_ r: Reply, timing: RequestTiming, request: Request, frame: SecureBytes, on connection: Connection,
+                        scratch: WorkerScratch?) {
+        handler.serviceClock.record(privileged: limits.isPrivileged(uid: connection.caller.uid), wait: timing.waited,
+                                    service: timing.served)
+        connection.finished(frame: frame, quotas: quotas)
+        reply(r, on: connection, request: request, scratch: scratch)
+    }
+
+    /// Queues the rest of a request for a slow worker; the connection stays disarmed until it
+    /// is answered. A step that must wait longer (a back-off) goes back to the queue.
+    private func handOver(_ step: @escaping () -> Outcome, notBefore: Double, timing: RequestTiming, request: Request,
+                          frame: SecureBytes, on connection: Connection) {
         guard quotas.admitSlow(uid: connection.caller.uid) else {
             connection.finished(frame: frame, quotas: quotas)
             // Too many of this caller's requests are waiting already.
             reply(Reply(response: Response(status: .allocate)), on: connection, scratch: nil)
             return
         }
-        slow.submit(SlowLane.Task(connection: connection) { [self] scratch in
-            do {
-                let r = try handler.respond(to: request, from: connection.caller, onSlowWorker: true)
-                quotas.releaseSlow(uid: connection.caller.uid)
-                connection.finished(frame: frame, quotas: quotas)
-                reply(r, on: connection, request: request, scratch: scratch)
-                return nil
-            } catch Deferral.retry(let at) {
-                return at
-            } catch {
-                quotas.releaseSlow(uid: connection.caller.uid)
-                connection.finished(frame: frame, quotas: quotas)
-                reply(Reply(response: Response(status: .internalComponent)), on: connection, scratch: scratch)
-                return nil
+        final class Pending {
+            var step: () -> Outcome
+            var timing: RequestTiming
+            init(_ step: @escaping () -> Outcome, _ timing: RequestTiming) {
+                self.step = step
+                self.timing = timing
             }
-        })
+        }
+        let pending = Pending(step, timing)
+        var task = SlowLane.Task(connection: connection) { [self] scratch in
+            switch pending.timing.measure(pending.step) {
+            case .reply(let r):
+                quotas.releaseSlow(uid: connection.caller.uid)
+                finish(r, timing: pending.timing, request: request, frame: frame, on: connection, scratch: scratch)
+                return nil
+            case .onSlowWorker(let again, let next):
+                pending.step = Self.unthrowing(next)
+                return again
+            }
+        }
+        task.notBefore = notBefore
+        slow.submit(task)
     }
 
     private func reply(_ r: Reply, on connection: Connection, request: Request? = nil, scratch: WorkerScratch?) {
