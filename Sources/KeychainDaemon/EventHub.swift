@@ -86,7 +86,7 @@ final class EventHub: @unchecked Sendable {
         var frames: [Bool: [UInt8]] = [:]
         func frame(names: Bool) -> [UInt8]? {
             if let f = frames[names] { return f }
-            let f = Self.frame(Response(info: event.info(withNames: names)))
+            let f = Self.frame(event.watchEvent(withNames: names).response)
             frames[names] = f
             return f
         }
@@ -128,7 +128,7 @@ final class EventHub: @unchecked Sendable {
     /// Drops what is queued but not begun, and queues the last frame the watcher gets.
     private func overflowLocked(_ w: Watcher) {
         if w.sentOfFirst > 0 { w.pending.removeSubrange(1...) } else { w.pending.removeAll() }
-        if let last = Self.frame(Response(info: ["event": .string("overflow"), "time": .number(Int64(Glibc.time(nil)))])) {
+        if let last = Self.frame(WatchEvent(kind: WatchEvent.overflow, time: Int64(Glibc.time(nil))).response) {
             w.pending.append(last)
         }
         w.closeBy = monotonicSeconds() + Self.overflowGrace

@@ -484,8 +484,8 @@ public struct WatchRequest: TypedRequest {
 
 // MARK: groupAdd, groupSet, groupRemove, groupList
 
-/// The access group operations. The daemon reads a change inside its audited change, so a
-/// refused one keeps its `groups-changed-failed` line; the dispatch passes them on untyped.
+/// The access group operations. A change that does not decode is still audited by the daemon
+/// (its `groups-changed-failed` line).
 public enum GroupRequest: TypedRequest {
     case add(GroupChange)
     case set(GroupChange)

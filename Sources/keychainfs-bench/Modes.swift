@@ -3,7 +3,7 @@
 //   keychainfs-bench fill   --vault PATH --service S --count N [--prefix P] [--per-service M]
 //                           [--group G] [--batch B] [--start K] [--finds F]
 //   keychainfs-bench socket --vault PATH --service S (--account A | --accounts N [--prefix P]
-//                           [--per-service M]) [--clients C] [--seconds T]
+//                           [--per-service M]) [--clients C] [--seconds T] [--service-times]
 //   keychainfs-bench idle   --vault PATH [--connections N] [--seconds T] [--partial]
 //
 // `fill` opens a vault file that no daemon is serving, unlocks it with the passphrase on standard
@@ -44,6 +44,7 @@ struct ModeOptions {
     var seconds = 3.0
     var connections = 1000
     var partial = false
+    var serviceTimes = false
 }
 
 func parseModeOptions(_ args: [String], usage: String) -> ModeOptions {
@@ -68,6 +69,7 @@ func parseModeOptions(_ args: [String], usage: String) -> ModeOptions {
         case "--clients": o.clients = c.positive(a)
         case "--connections": o.connections = c.positive(a)
         case "--partial": o.partial = true
+        case "--service-times": o.serviceTimes = true
         case "--seconds":
             guard let s = Double(c.value(a)), s > 0 else { fail("--seconds: not a positive number") }
             o.seconds = s
@@ -193,12 +195,16 @@ func fillMode(_ args: [String]) {
 
 let socketUsage = """
     usage: keychainfs-bench socket --vault PATH --service S (--account A | --accounts N [--prefix P]
-                                   [--per-service M]) [--clients C] [--seconds T]
+                                   [--per-service M]) [--clients C] [--seconds T] [--service-times]
 
     C threads (default 1), each with its own connection to the vault's running daemon, send
     copyMatching requests with r_Data for S/A (or S/P<random i below N>; with --per-service M,
     S<i/M>/P<i>, the layout of fill --per-service) for T seconds (default 3) and check that each
-    answer holds a secret. Prints lookups per second and per-request latency.
+    answer holds a secret. Prints lookups per second, per-request latency and this process's
+    CPU per lookup (its threads' setup included, so run it for seconds). With
+    --service-times (the vault's owner or root), also the daemon's own count of the run's
+    requests: their wait inside the daemon and their service, median and 99th percentile,
+    the owner's and root's (daemon_*) apart from other users' (daemon_others_*).
     """
 
 /// One client thread's work and results; written by its thread only, read after the join.
@@ -283,6 +289,14 @@ func startJoinableThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
     return thread
 }
 
+/// User and system CPU time of this process so far (getrusage), in seconds.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
 /// A number without digit grouping, for `key=value` output.
 func plain(_ x: Double, _ decimals: Int) -> String { fixed(x, decimals).filter { $0 != "," } }
 
@@ -298,16 +312,32 @@ func socketMode(_ args: [String]) {
     guard o.account != nil || o.accounts > 0 else { fail("socket needs --account or --accounts\n\n" + socketUsage) }
     let vault = Paths.canonical(path)
     // Connections are made inside the threads before the common start time.
+    // The daemon's own count of the owner's wait and service starts with this run.
+    let admin = o.serviceTimes ? try? DaemonClient.connect(vaultPath: vault) : nil
+    if o.serviceTimes {
+        guard let admin, (try? admin.call(ServiceTimesRequest(reset: true), ServiceTimes.self)) != nil else {
+            fail("--service-times: the daemon does not report its service times to this user")
+        }
+    }
     let start = monotonic() + 0.3
+    let cpuBefore = processCPUSeconds()
     let workers = (0..<o.clients).map { SocketWorker(vault: vault, options: o, start: start, seed: 0x5EED &+ UInt64($0)) }
     let threads = workers.map { w in startJoinableThread { w.run() } }
     for t in threads { pthread_join(t, nil) }
+    let clientCPU = processCPUSeconds() - cpuBefore
     let ops = workers.reduce(0) { $0 + $1.ops }
     let errors = workers.reduce(0) { $0 + $1.errors }
     let all = workers.flatMap(\.latencies).sorted()
     if let e = workers.compactMap(\.firstError).first { emit("keychainfs-bench socket: \(errors) errors, first: \(e)", fd: 2) }
     emit("clients=\(o.clients) seconds=\(plain(o.seconds, 1)) ops=\(ops) errors=\(errors) "
          + "rate=\(plain(Double(ops) / o.seconds, 0)) median_us=\(plain(percentile(all, 50) * 1e6, 1)) "
-         + "p90_us=\(plain(percentile(all, 90) * 1e6, 1))")
+         + "p90_us=\(plain(percentile(all, 90) * 1e6, 1)) client_cpu_us_per_op=\(plain(clientCPU * 1e6 / Double(max(ops, 1)), 2))")
+    if let admin, let t = try? admin.call(ServiceTimesRequest(), ServiceTimes.self) {
+        // In the daemon: the privileged (owner's and root's) requests, and everyone else's.
+        for (name, s) in [("daemon", t.privileged), ("daemon_others", t.others)] {
+            emit("\(name)_requests=\(s.requests) \(name)_wait_p50_us=\(s.waitMedian) \(name)_wait_p99_us=\(s.waitP99) "
+                 + "\(name)_service_p50_us=\(s.serviceMedian) \(name)_service_p99_us=\(s.serviceP99)")
+        }
+    }
     if ops == 0 || errors > 0 { exit(1) }
 }

@@ -4,6 +4,7 @@ import KeychainfsAccess
 import KeychainCore
 import KeychainCrypto
 import KeychainProtocol
+import KeychainSystem
 import Synchronization
 
 /// What the connection layer asks of the daemon.
@@ -54,9 +55,9 @@ struct RequestTiming {
 /// again. An idle connection costs a descriptor, never a thread; a request that waits runs on
 /// a `SlowLane` worker; partial frames and unread replies have a deadline (`ServerLimits`).
 final class ConnectionServer: @unchecked Sendable {
-    private let epoll: Int32
+    private let epoll: Epoll
     private let listener: Int32
-    private let timer: Int32
+    private let timer: PeriodicTimer
     private let handler: RequestHandling
     let quotas: Quotas
     let limits: ServerLimits
@@ -74,7 +75,7 @@ final class ConnectionServer: @unchecked Sendable {
     /// be built for want of guarded memory (it holds no secret).
     private let outOfMemoryFrame: [UInt8]
     /// Level-triggered: once written, every event thread wakes and ends (`stop`).
-    private let stopper: Int32
+    private let stopper: EventCounter
     private let running = Atomic<Int>(0)
 
     private static let listenerID: UInt64 = 1
@@ -92,16 +93,15 @@ final class ConnectionServer: @unchecked Sendable {
         quotas = Quotas(limits: limits)
         slow = SlowLane(limits: limits)
         closer = try DescriptorCloser()
-        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
-        timer = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC | TFD_NONBLOCK))
-        stopper = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        guard epoll >= 0, timer >= 0, stopper >= 0, kcfs_set_nonblocking(listener) == 0 else { throw KeychainStatus.io }
-        var wake = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: Self.stopID))
-        guard epoll_ctl(epoll, EPOLL_CTL_ADD, stopper, &wake) == 0 else { throw KeychainStatus.io }
-        var spec = itimerspec(it_interval: timespec(tv_sec: 1, tv_nsec: 0), it_value: timespec(tv_sec: 1, tv_nsec: 0))
-        guard timerfd_settime(timer, 0, &spec, nil) == 0,
-              register(listener, id: Self.listenerID, events: EPOLLIN.rawValue),
-              register(timer, id: Self.timerID, events: EPOLLIN.rawValue) else { throw KeychainStatus.io }
+        do {
+            epoll = try Epoll()
+            timer = try PeriodicTimer(everySeconds: 1)
+            stopper = try EventCounter(nonBlocking: true)
+            try epoll.add(stopper.descriptor, tag: Self.stopID, events: .readable)
+        } catch { throw KeychainStatus.io }
+        guard kcfs_set_nonblocking(listener) == 0 else { throw KeychainStatus.io }
+        guard register(listener, id: Self.listenerID, events: .readable),
+              register(timer.descriptor, id: Self.timerID, events: .readable) else { throw KeychainStatus.io }
         spare.withLock { $0 = open("/dev/null", O_RDONLY | O_CLOEXEC) }
     }
 
@@ -126,15 +126,15 @@ final class ConnectionServer: @unchecked Sendable {
     /// Ends an in-process server (tests): the event threads return, every connection and the
     /// listener are closed. Slow workers finish what they run and then wait, idle.
     func stop() {
-        var one: UInt64 = 1
-        _ = write(stopper, &one, 8)
+        stopper.signal()
         while running.load(ordering: .acquiring) > 0 { usleep(1_000) }
         slow.stop()
         closer.stop()
         for c in connections.withLock({ Array($0.values) }) { drop(c) }
         close(listener)
-        close(timer)
-        close(epoll)
+        timer.close()
+        stopper.close()
+        epoll.close()
         spare.withLock { if $0 >= 0 { close($0) } }
     }
 
@@ -155,7 +155,7 @@ final class ConnectionServer: @unchecked Sendable {
         let connection = Connection(id: id, fd: fd, caller: caller, deadlineSeconds: limits.frameDeadline,
                                     closer: mayPass ? closer : nil)
         connections.withLock { $0[id] = connection }
-        guard register(fd, id: id, events: EPOLLIN.rawValue) else {
+        guard register(fd, id: id, events: .readable) else {
             drop(connection)
             return false
         }
@@ -167,24 +167,21 @@ final class ConnectionServer: @unchecked Sendable {
     private func eventLoop() {
         defer { running.subtract(1, ordering: .releasing) }
         guard let scratch = try? WorkerScratch(onEventThread: true) else { return }
-        var event = epoll_event()
         while true {
-            let n = epoll_wait(epoll, &event, 1, -1)
-            guard n == 1 else { continue }  // EINTR
-            switch event.data.u64 {
+            guard let event = epoll.next() else { continue }  // EINTR
+            switch event.tag {
             case Self.stopID:
                 return
             case Self.listenerID:
                 acceptPending()
-                rearm(listener, id: Self.listenerID, events: EPOLLIN.rawValue)
+                rearm(listener, id: Self.listenerID, events: .readable)
             case Self.timerID:
-                var ticks: UInt64 = 0
-                _ = read(timer, &ticks, 8)
+                timer.drain()
                 sweepDeadlines()
-                rearm(timer, id: Self.timerID, events: EPOLLIN.rawValue)
+                rearm(timer.descriptor, id: Self.timerID, events: .readable)
             default:
-                guard let connection = connections.withLock({ $0[event.data.u64] }) else { continue }
-                if event.events & EPOLLOUT.rawValue != 0 {
+                guard let connection = connections.withLock({ $0[event.tag] }) else { continue }
+                if event.events.contains(.writable) {
                     afterSend(connection, connection.continueSending(quotas: quotas), scratch: scratch)
                 } else {
                     serveInTurn(connection, scratch: scratch)
@@ -214,7 +211,7 @@ final class ConnectionServer: @unchecked Sendable {
             case .wouldBlock:
                 if monotonicSeconds() < until { continue }
                 connection.awakeMisses += 1
-                return rearm(connection.fd, id: connection.id, events: EPOLLIN.rawValue)
+                return rearm(connection.fd, id: connection.id, events: .readable)
             }
         }
     }
@@ -264,14 +261,14 @@ final class ConnectionServer: @unchecked Sendable {
         if limits.isPrivileged(uid: uid) { return serve(connection, scratch: scratch) }
         guard turns.begin(connection) else { return }
         serve(connection, scratch: scratch)
-        if let next = turns.end(uid: uid) { rearm(next.fd, id: next.id, events: EPOLLIN.rawValue) }
+        if let next = turns.end(uid: uid) { rearm(next.fd, id: next.id, events: .readable) }
     }
 
     /// Reads from a connection that became readable, and answers each complete frame.
     private func serve(_ connection: Connection, scratch: WorkerScratch) {
         switch connection.receive(into: scratch.bytes, quotas: quotas) {
         case .closed: drop(connection)
-        case .wouldBlock: rearm(connection.fd, id: connection.id, events: EPOLLIN.rawValue)
+        case .wouldBlock: rearm(connection.fd, id: connection.id, events: .readable)
         case .frame(let frame): answer(frame, on: connection, scratch: scratch)
         }
     }
@@ -373,7 +370,7 @@ final class ConnectionServer: @unchecked Sendable {
         case .watch:
             guard sent == .done, let request else { return drop(connection) }
             // From now on the event hub owns the descriptor.
-            _ = epoll_ctl(epoll, EPOLL_CTL_DEL, connection.fd, nil)
+            try? epoll.remove(connection.fd)
             connections.withLock { _ = $0.removeValue(forKey: connection.id) }
             connection.release(quotas: quotas)
             quotas.releaseConnection(uid: connection.caller.uid)
@@ -392,7 +389,7 @@ final class ConnectionServer: @unchecked Sendable {
     private func afterSend(_ connection: Connection, _ sent: Connection.Sent, scratch: WorkerScratch?) {
         switch sent {
         case .failed: drop(connection)
-        case .wouldBlock: rearm(connection.fd, id: connection.id, events: EPOLLOUT.rawValue)
+        case .wouldBlock: rearm(connection.fd, id: connection.id, events: .writable)
         case .done:
             // Bytes the client sent ahead are answered now: the socket will not signal them again.
             if connection.hasUnread, let scratch { serve(connection, scratch: scratch) }
@@ -400,13 +397,13 @@ final class ConnectionServer: @unchecked Sendable {
                     connection.keepsAwake {
                 scratch.awake = connection  // the event loop waits for its next request (`serveAwake`)
             } else {
-                rearm(connection.fd, id: connection.id, events: EPOLLIN.rawValue)
+                rearm(connection.fd, id: connection.id, events: .readable)
             }
         }
     }
 
     private func drop(_ connection: Connection) {
-        _ = epoll_ctl(epoll, EPOLL_CTL_DEL, connection.fd, nil)
+        try? epoll.remove(connection.fd)
         connections.withLock { _ = $0.removeValue(forKey: connection.id) }
         close(connection.fd)
         connection.release(quotas: quotas)
@@ -415,13 +412,11 @@ final class ConnectionServer: @unchecked Sendable {
 
     // MARK: epoll
 
-    private func register(_ fd: Int32, id: UInt64, events: UInt32) -> Bool {
-        var e = epoll_event(events: events | EPOLLONESHOT.rawValue | EPOLLRDHUP.rawValue, data: epoll_data_t(u64: id))
-        return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &e) == 0
+    private func register(_ fd: Int32, id: UInt64, events: Epoll.Events) -> Bool {
+        (try? epoll.add(fd, tag: id, events: events.union([.oneShot, .peerClosed]))) != nil
     }
 
-    private func rearm(_ fd: Int32, id: UInt64, events: UInt32) {
-        var e = epoll_event(events: events | EPOLLONESHOT.rawValue | EPOLLRDHUP.rawValue, data: epoll_data_t(u64: id))
-        _ = epoll_ctl(epoll, EPOLL_CTL_MOD, fd, &e)
+    private func rearm(_ fd: Int32, id: UInt64, events: Epoll.Events) {
+        try? epoll.rearm(fd, tag: id, events: events.union([.oneShot, .peerClosed]))
     }
 }
