@@ -7,7 +7,7 @@ import Glibc
 /// stored property of a Swift type has no stable address (`&property` may be a temporary
 /// copy), so both are allocated here once and never move. The condition waits on the
 /// monotonic clock: a change of the wall clock neither shortens nor stretches a timed wait.
-public final class ConditionLock<State>: @unchecked Sendable {
+public final class ConditionLock<State: Sendable>: @unchecked Sendable {
     // Safe to share: `state` is read and written only with `mutex` locked, and the two
     // pointers are set once in `init` and freed in `deinit`, when no thread can hold the lock.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
@@ -26,8 +26,7 @@ public final class ConditionLock<State>: @unchecked Sendable {
         case waitUntil(seconds: Double)
     }
 
-    /// `initial` is sent in: only the lock reaches it from here on.
-    public init(_ initial: sending State) {
+    public init(_ initial: State) {
         state = initial
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
