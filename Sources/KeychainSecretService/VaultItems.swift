@@ -1,5 +1,5 @@
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
 import KeychainfsAccess
@@ -37,7 +37,8 @@ final class VaultItems {
     func state() throws -> (locked: Bool, groups: [String]) {
         let info = try send(Request(.info)).info
         let groups = info["groups"]?.stringValue ?? ""
-        return (info["state"]?.stringValue != LockState.unlocked.rawValue,
+        // The engine's `LockState` names, as the other clients read them (no engine linked here).
+        return (info["state"]?.stringValue != "unlocked",
                 groups.split(separator: ",").map(String.init))
     }
 
