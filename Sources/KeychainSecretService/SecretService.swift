@@ -50,7 +50,7 @@ public final class SecretService {
     /// `org.freedesktop.secrets`.
     /// - Parameter connect: opens a connection to the vault's daemon (called again if it goes away).
     /// - Throws: `BusFailure` when there is no session bus or another process owns the name.
-    public init(connect: @escaping () throws -> DaemonClient) throws {
+    public init(connect: @escaping @Sendable () throws -> DaemonClient) throws {
         bus = try BusConnection()
         vault = VaultItems(connect: connect)
         feed = ChangeFeed(connect: connect)

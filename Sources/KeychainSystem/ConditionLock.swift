@@ -8,8 +8,7 @@ import Glibc
 /// copy), so both are allocated here once and never move. The condition waits on the
 /// monotonic clock: a change of the wall clock neither shortens nor stretches a timed wait.
 public final class ConditionLock<State: Sendable>: @unchecked Sendable {
-    // Safe to share: `state` is read and written only with `mutex` locked, and the two
-    // pointers are set once in `init` and freed in `deinit`, when no thread can hold the lock.
+    // Unchecked: a pthread mutex and condition allocated once; `state` is touched only with the mutex locked.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let condition: UnsafeMutablePointer<pthread_cond_t>
     private var state: State
