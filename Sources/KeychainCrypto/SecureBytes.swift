@@ -5,6 +5,7 @@ import CSodium
 /// shared `SecurePool` region; larger ones get their own `sodium_malloc` allocation with guard
 /// pages. Bytes are reachable only inside closures.
 public final class SecureBytes: @unchecked Sendable {
+    // Unchecked: a pointer into sodium_malloc memory, read by any thread through closures; `wipe` is for its last user.
     private var pointer: UnsafeMutableRawPointer?
     private var region: SecureRegion?
     /// The number of bytes held.

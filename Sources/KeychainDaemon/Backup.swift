@@ -104,7 +104,7 @@ extension Daemon {
                             guard merged.group(named: group.name) == nil else { continue }
                             if keepGroups { merged.groups.append(group); created.append(group.name) }
                         }
-                        return created.isEmpty ? nil : (AccessGroupTable.settingName, try merged.encoded())
+                        return created.isEmpty ? nil : (AccessGroupTable.settingName, try merged.settingValue())
                     }
                 }
                 if !created.isEmpty {

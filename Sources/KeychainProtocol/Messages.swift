@@ -61,7 +61,7 @@ public enum Operation: UInt8, Sendable, CaseIterable {
 }
 
 /// A request. Secrets (item data, passphrases) travel only in `secrets`, in guarded memory.
-public struct Request {
+public struct Request: Sendable {
     public var operation: Operation
     public var query: Attributes
     public var changes: Attributes
@@ -122,7 +122,7 @@ public struct Request {
 }
 
 /// A response: the status, the shaped result of a search or add, and operation-specific info.
-public struct Response {
+public struct Response: Sendable {
     public var status: KeychainStatus
     public var result: QueryResult
     public var info: Fields

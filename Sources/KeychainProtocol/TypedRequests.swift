@@ -65,7 +65,7 @@ public enum KeyUse: String, Sendable, CaseIterable {
 }
 
 /// `useKey`: an operation with a stored private key, run by the daemon.
-public struct KeyUseRequest: TypedRequest {
+public struct KeyUseRequest: TypedRequest, Sendable {
     /// The key item's persistent reference (query `v_PersistentRef`).
     public var ref: [UInt8]
     /// The query's other keys: how the daemon may ask for presence (`u_AuthUI`, `u_NoAuthUI`).
@@ -182,7 +182,7 @@ public enum UnlockRequest: TypedRequest {
 }
 
 /// `changePassphrase`: the old and the new passphrase (empty removes it), and a KDF preset.
-public struct PassphraseChange: TypedRequest {
+public struct PassphraseChange: TypedRequest, Sendable {
     public var old: SecureBytes
     public var new: SecureBytes
     /// `interactive`, `moderate` or `sensitive`; the vault's own when nil.

@@ -1,6 +1,6 @@
 import Glibc
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainProtocol
 import Synchronization
 
@@ -17,7 +17,7 @@ enum FeedChange: Hashable {
 /// the CLI, a mount or `import Security` become collection signals. The thread queues what each
 /// event names and wakes the bus loop through a pipe; the bus thread does the rest (sd-bus is
 /// single-threaded).
-final class ChangeFeed: @unchecked Sendable {
+final class ChangeFeed: Sendable {
     /// Past this many queued changes the bus thread looks at everything once instead.
     static let queueLimit = 4096
     /// The read end the bus loop polls: readable after one or more events.
@@ -26,7 +26,7 @@ final class ChangeFeed: @unchecked Sendable {
     /// The reader waits on this pipe for a request to watch (again).
     private let restartRead: Int32
     private let restartWrite: Int32
-    private let connect: () throws -> DaemonClient
+    private let connect: @Sendable () throws -> DaemonClient
     /// Whether the reader is watching or about to (set by the bus thread, cleared by the reader).
     private let running = Mutex(false)
     /// Changes read and not yet taken by the bus thread.
@@ -40,7 +40,7 @@ final class ChangeFeed: @unchecked Sendable {
     }
     private let stream = Mutex(StreamState())
 
-    init?(connect: @escaping () throws -> DaemonClient) {
+    init?(connect: @escaping @Sendable () throws -> DaemonClient) {
         var wake: [Int32] = [-1, -1], restart: [Int32] = [-1, -1]
         guard pipe(&wake) == 0 else { return nil }
         guard pipe(&restart) == 0 else {

@@ -1,5 +1,5 @@
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
 import KeychainfsAccess

@@ -2,6 +2,7 @@ import CSQLite
 
 /// One SQLite connection. Not thread-safe: callers serialise access (the vault holds a lock).
 public final class Connection: @unchecked Sendable {
+    // Unchecked: an sqlite3* and its statement cache, sent only inside a Vault, whose lock serialises every use.
     let handle: OpaquePointer
     private var statementCache: [String: Statement] = [:]
     public let path: String

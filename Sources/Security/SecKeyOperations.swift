@@ -16,16 +16,16 @@ extension SecKeyOperationType {
 
 /// The algorithm for `operation` on `key`, or the refusal Apple gives (errSecUnimplemented).
 private func spec(_ key: SecKey, _ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm) throws -> AppleAlgorithm {
-    guard let s = AppleAlgorithm(rawName: algorithm.rawValue as String),
+    guard let s = AppleAlgorithm(rawName: algorithm.name),
           s.supports(operation.use, kind: key.key.kind, isPrivate: key.isPrivate) else {
-        throw KeyFailure.unsupported("\(algorithm.rawValue) is not supported by \(key) for this operation")
+        throw KeyFailure.unsupported("\(algorithm.name) is not supported by \(key) for this operation")
     }
     return s
 }
 
 /// Whether `key` can run `algorithm` for `operation` (`SecKeyIsAlgorithmSupported`).
 public func SecKeyIsAlgorithmSupported(_ key: SecKey, _ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm) -> Bool {
-    AppleAlgorithm(rawName: algorithm.rawValue as String)?.supports(operation.use, kind: key.key.kind, isPrivate: key.isPrivate) ?? false
+    AppleAlgorithm(rawName: algorithm.name)?.supports(operation.use, kind: key.key.kind, isPrivate: key.isPrivate) ?? false
 }
 
 /// Signs `dataToSign` (`SecKeyCreateSignature`) with a private key: ECDSA signatures are DER
@@ -61,7 +61,7 @@ public func SecKeyVerifySignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _
             let digest = try (signedData as Data).withUnsafeBytes { try AppleAlgorithm.digest($0, hash: hash, message: message) }
             ok = try key.key.verify(signature: sig, digest: digest, hash: hash, scheme: scheme)
         default:
-            throw KeyFailure.unsupported("\(algorithm.rawValue) does not verify")
+            throw KeyFailure.unsupported("\(algorithm.name) does not verify")
         }
         guard ok else { throw KeyError.verificationFailed }
         return true
@@ -81,7 +81,7 @@ public func SecKeyCreateEncryptedData(_ key: SecKey, _ algorithm: SecKeyAlgorith
         case .ecies(let hash, let variableIV):
             return Data(try input.withUnsafeBytes { try ECIES.encrypt($0, to: key.key, hash: hash, variableIV: variableIV) }) as NSData
         default:
-            throw KeyFailure.unsupported("\(algorithm.rawValue) does not encrypt")
+            throw KeyFailure.unsupported("\(algorithm.name) does not encrypt")
         }
     }
 }

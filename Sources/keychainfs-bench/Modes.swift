@@ -27,6 +27,7 @@ import KeychainClient
 import KeychainCore
 import KeychainCrypto
 import KeychainProtocol
+import Synchronization
 
 struct ModeOptions {
     var vault: String?
@@ -207,8 +208,8 @@ let socketUsage = """
     the owner's and root's (daemon_*) apart from other users' (daemon_others_*).
     """
 
-/// One client thread's work and results; written by its thread only, read after the join.
-final class SocketWorker: @unchecked Sendable {
+/// One client thread's work and results.
+final class SocketWorker: Sendable {
     let vault: String
     let service: String
     let account: String?
@@ -218,10 +219,15 @@ final class SocketWorker: @unchecked Sendable {
     let start: Double
     let end: Double
     let seed: UInt64
-    var ops = 0
-    var errors = 0
-    var firstError: String?
-    var latencies: [Double] = []
+
+    struct Results: Sendable {
+        var ops = 0
+        var errors = 0
+        var firstError: String?
+        var latencies: [Double] = []
+    }
+    /// Set once by the worker's thread as it ends, read after the join.
+    let results = Mutex(Results())
 
     init(vault: String, options o: ModeOptions, start: Double, seed: UInt64) {
         self.vault = vault
@@ -236,10 +242,12 @@ final class SocketWorker: @unchecked Sendable {
     }
 
     func run() {
+        var r = Results()
+        defer { results.withLock { [r] in $0 = r } }
         let client: DaemonClient
         do { client = try DaemonClient.connect(vaultPath: vault) } catch {
-            errors += 1
-            firstError = "connect: \(describe(error))"
+            r.errors += 1
+            r.firstError = "connect: \(describe(error))"
             return
         }
         var rng = SplitMix64(state: seed)
@@ -247,7 +255,7 @@ final class SocketWorker: @unchecked Sendable {
         let fixedQuery: Attributes? = account.map {
             [.class: .itemClass(.genericPassword), .service: .string(service), .account: .string($0), .returnData: true]
         }
-        latencies.reserveCapacity(200_000)
+        r.latencies.reserveCapacity(200_000)
         while monotonic() < start { usleep(200) }
         while true {
             let query = fixedQuery ?? {
@@ -258,26 +266,26 @@ final class SocketWorker: @unchecked Sendable {
             let t0 = monotonic()
             if t0 >= end { break }
             do {
-                let r = try client.send(Request(.copyMatching, query: query))
+                let answer = try client.send(Request(.copyMatching, query: query))
                 let t1 = monotonic()
-                if let d = r.result.value?.data, d.count > 0 {
-                    ops += 1
-                    latencies.append(t1 - t0)
+                if let d = answer.result.value?.data, d.count > 0 {
+                    r.ops += 1
+                    r.latencies.append(t1 - t0)
                 } else {
-                    errors += 1
-                    if firstError == nil { firstError = "no data in the answer" }
+                    r.errors += 1
+                    if r.firstError == nil { r.firstError = "no data in the answer" }
                 }
             } catch {
-                errors += 1
-                if firstError == nil { firstError = describe(error) }
-                if errors > 100 { break }
+                r.errors += 1
+                if r.firstError == nil { r.firstError = describe(error) }
+                if r.errors > 100 { break }
             }
         }
     }
 }
 
 func startJoinableThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
-    final class Box: @unchecked Sendable { let body: @Sendable () -> Void; init(_ b: @escaping @Sendable () -> Void) { body = b } }
+    final class Box: Sendable { let body: @Sendable () -> Void; init(_ b: @escaping @Sendable () -> Void) { body = b } }
     let context = Unmanaged.passRetained(Box(body)).toOpaque()
     var thread = pthread_t()
     let rc = pthread_create(&thread, nil, { raw in
@@ -325,10 +333,11 @@ func socketMode(_ args: [String]) {
     let threads = workers.map { w in startJoinableThread { w.run() } }
     for t in threads { pthread_join(t, nil) }
     let clientCPU = processCPUSeconds() - cpuBefore
-    let ops = workers.reduce(0) { $0 + $1.ops }
-    let errors = workers.reduce(0) { $0 + $1.errors }
-    let all = workers.flatMap(\.latencies).sorted()
-    if let e = workers.compactMap(\.firstError).first { emit("keychainfs-bench socket: \(errors) errors, first: \(e)", fd: 2) }
+    let results = workers.map { $0.results.withLock { $0 } }
+    let ops = results.reduce(0) { $0 + $1.ops }
+    let errors = results.reduce(0) { $0 + $1.errors }
+    let all = results.flatMap(\.latencies).sorted()
+    if let e = results.compactMap(\.firstError).first { emit("keychainfs-bench socket: \(errors) errors, first: \(e)", fd: 2) }
     emit("clients=\(o.clients) seconds=\(plain(o.seconds, 1)) ops=\(ops) errors=\(errors) "
          + "rate=\(plain(Double(ops) / o.seconds, 0)) median_us=\(plain(percentile(all, 50) * 1e6, 1)) "
          + "p90_us=\(plain(percentile(all, 90) * 1e6, 1)) client_cpu_us_per_op=\(plain(clientCPU * 1e6 / Double(max(ops, 1)), 2))")

@@ -22,7 +22,7 @@ protocol RequestHandling: AnyObject, Sendable {
     func stopAfterReply(_ caller: CallerIdentity) -> Never
 }
 
-struct Reply {
+struct Reply: Sendable {
     enum After { case nothing, watch, stop }
     var response: Response
     var after: After = .nothing
@@ -30,7 +30,7 @@ struct Reply {
 
 /// One request's time inside the daemon: waiting (for a thread, a slow worker, the end of a
 /// back-off) and being served, in seconds.
-struct RequestTiming {
+struct RequestTiming: Sendable {
     var readyAt: Double
     var waited = 0.0
     var served = 0.0
@@ -298,7 +298,7 @@ final class ConnectionServer: @unchecked Sendable {
         }
         var timing = RequestTiming(readAt: readAt)
         let caller = connection.caller
-        let first: () -> Outcome = { [handler] in handler.respond(to: request, row: row, from: caller) }
+        let first: @Sendable () -> Outcome = { [handler, request] in handler.respond(to: request, row: row, from: caller) }
         if row.runsOnSlowWorker(request) {
             return handOver(first, notBefore: 0, timing: timing, request: request, frame: frame, on: connection)
         }
@@ -311,7 +311,7 @@ final class ConnectionServer: @unchecked Sendable {
     }
 
     /// A step the daemon guarded (its errors are statuses already) as the lanes run it.
-    private static func unthrowing(_ step: @escaping () throws -> Outcome) -> () -> Outcome {
+    private static func unthrowing(_ step: @escaping @Sendable () throws -> Outcome) -> @Sendable () -> Outcome {
         { (try? step()) ?? .reply(Reply(response: Response(status: .internalComponent))) }
     }
 
@@ -325,7 +325,7 @@ final class ConnectionServer: @unchecked Sendable {
 
     /// Queues the rest of a request for a slow worker; the connection stays disarmed until it
     /// is answered. A step that must wait longer (a back-off) goes back to the queue.
-    private func handOver(_ step: @escaping () -> Outcome, notBefore: Double, timing: RequestTiming, request: Request,
+    private func handOver(_ step: @escaping @Sendable () -> Outcome, notBefore: Double, timing: RequestTiming, request: Request,
                           frame: SecureBytes, on connection: Connection) {
         guard quotas.admitSlow(uid: connection.caller.uid) else {
             connection.finished(frame: frame, quotas: quotas)
@@ -333,23 +333,27 @@ final class ConnectionServer: @unchecked Sendable {
             reply(Reply(response: Response(status: .allocate)), on: connection, scratch: nil)
             return
         }
-        final class Pending {
-            var step: () -> Outcome
-            var timing: RequestTiming
-            init(_ step: @escaping () -> Outcome, _ timing: RequestTiming) {
-                self.step = step
-                self.timing = timing
+        /// The step to run next and the time counted so far; one worker runs it at a time.
+        final class Pending: Sendable {
+            struct State: Sendable {
+                var step: @Sendable () -> Outcome
+                var timing: RequestTiming
             }
+            let state: Mutex<State>
+            init(_ state: State) { self.state = Mutex(state) }
         }
-        let pending = Pending(step, timing)
+        let pending = Pending(Pending.State(step: step, timing: timing))
         var task = SlowLane.Task(connection: connection) { [self] scratch in
-            switch pending.timing.measure(pending.step) {
+            var s = pending.state.withLock { $0 }
+            let outcome = s.timing.measure(s.step)
+            switch outcome {
             case .reply(let r):
                 quotas.releaseSlow(uid: connection.caller.uid)
-                finish(r, timing: pending.timing, request: request, frame: frame, on: connection, scratch: scratch)
+                finish(r, timing: s.timing, request: request, frame: frame, on: connection, scratch: scratch)
                 return nil
             case .onSlowWorker(let again, let next):
-                pending.step = Self.unthrowing(next)
+                s.step = Self.unthrowing(next)
+                pending.state.withLock { $0 = s }
                 return again
             }
         }

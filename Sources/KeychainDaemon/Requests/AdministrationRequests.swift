@@ -56,7 +56,7 @@ struct AdministrationRequests: RequestFamily {
     /// Argon2id's memory); the delay is checked again inside, for attempts of the same user
     /// that waited together. A caller still in its back-off waits in the slow workers' queue,
     /// holding no thread, and then runs `body` alone again: nothing before it is repeated.
-    private func afterBackOff(for uid: UInt32, _ body: @escaping () throws -> Outcome) throws -> Outcome {
+    private func afterBackOff(for uid: UInt32, _ body: @escaping @Sendable () throws -> Outcome) throws -> Outcome {
         let control = context.control
         let wait = try control.lockout.remainingDelayMicros(uid: uid)
         let retry = { (micros: Int) in Outcome.onSlowWorker(notBefore: monotonicSeconds() + Double(micros) / 1e6) {
@@ -74,7 +74,7 @@ struct AdministrationRequests: RequestFamily {
     ///   - backOffUID: whose back-off the attempt waits for and counts in: the caller's, or
     ///     the asker's a trusted relay named.
     ///   - done: runs once the attempt is over (wipes a passphrase the program gave).
-    private func unlock(_ passphrase: SecureBytes, backOffUID uid: UInt32, done: @escaping () -> Void = {}) throws -> Outcome {
+    private func unlock(_ passphrase: SecureBytes, backOffUID uid: UInt32, done: @escaping @Sendable () -> Void = {}) throws -> Outcome {
         let control = context.control
         return try afterBackOff(for: uid) {
             defer { done() }

@@ -60,16 +60,16 @@ enum Lane: Sendable {
 
 /// What a handler answers: its reply, or the rest of its work for a slow worker, to run once
 /// `notBefore` (monotonic seconds) has passed, without a thread while it waits.
-enum Outcome {
+enum Outcome: Sendable {
     case reply(Reply)
-    case onSlowWorker(notBefore: Double, then: () throws -> Outcome)
+    case onSlowWorker(notBefore: Double, then: @Sendable () throws -> Outcome)
 
     static func reply(_ typed: some TypedReply, after: Reply.After = .nothing) -> Outcome {
         .reply(Reply(response: typed.response, after: after))
     }
 
     /// The rest on a slow worker, at once.
-    static func slow(_ then: @escaping () throws -> Outcome) -> Outcome { .onSlowWorker(notBefore: 0, then: then) }
+    static func slow(_ then: @escaping @Sendable () throws -> Outcome) -> Outcome { .onSlowWorker(notBefore: 0, then: then) }
 }
 
 /// One operation: who may ask for it, how many secrets it carries, where it runs and what

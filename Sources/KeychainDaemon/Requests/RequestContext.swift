@@ -7,7 +7,7 @@ import KeychainProtocol
 /// administration families (lock and unlock, settings, mounts, groups, the audit log, sync,
 /// backups, stop) also reach the daemon's own parts, through `VaultControl`; the item and key
 /// handlers, which serve nearly every request, do not.
-struct RequestContext {
+struct RequestContext: Sendable {
     let caller: CallerIdentity
     let groups: GroupSnapshot
     let vault: Vault

@@ -5,7 +5,7 @@ import KeychainCore
 /// a type each, in its own file, holding the request's context. The operation table
 /// (`OperationTable`) checks the operation's right before a family sees the request, and the
 /// daemon maps every error a family throws to a status.
-protocol RequestFamily {
+protocol RequestFamily: Sendable {
     var context: RequestContext { get }
 }
 
