@@ -14,6 +14,8 @@ import Synchronization
 ///
 /// This file wires the parts together: the connection layer (`Connections/`), the request
 /// handlers by family (`Requests/`), lock triggers and change notifications.
+// Unchecked: `sync` and `retained` are set while the daemon starts, before any thread but the
+// starting one can reach it, and never after; every other field is a let of a Sendable type.
 public final class Daemon: @unchecked Sendable {
     let vault: Vault
     let vaultPath: String

@@ -54,7 +54,7 @@ struct RequestTiming: Sendable {
 /// a time (`EPOLLONESHOT`), so the thread that gets it owns the connection until it arms it
 /// again. An idle connection costs a descriptor, never a thread; a request that waits runs on
 /// a `SlowLane` worker; partial frames and unread replies have a deadline (`ServerLimits`).
-final class ConnectionServer: @unchecked Sendable {
+final class ConnectionServer: Sendable {
     private let epoll: Epoll
     private let listener: Int32
     private let timer: PeriodicTimer
