@@ -28,6 +28,8 @@ public final class Daemon: @unchecked Sendable {
     /// so none is lost to another's read-modify-write.
     let groupChanges = Mutex(())
     let approvals = ApprovalAgent()
+    /// Private keys `useKey` opened, kept parsed until a lock or a change (Requests/OpenedKeys).
+    let openedKeys = OpenedKeys()
     let events = EventHub()
     let log: @Sendable (String) -> Void
     /// Fleet sync (Sync/): set once at the end of `init`, never changed.
@@ -212,6 +214,7 @@ public final class Daemon: @unchecked Sendable {
     /// Locks the vault and makes its WhenUnlocked files vanish from every mount before returning.
     func lockEverywhere(by caller: CallerIdentity? = nil, trigger: String = "request") {
         vault.lock()
+        openedKeys.removeAll()
         for m in state.withLock({ $0.mounts }) { m.vaultDidLock() }
         events.publish(ChangeEvent(kind: .lock))
         // A lock locks whether or not its line can be written.
@@ -223,6 +226,7 @@ public final class Daemon: @unchecked Sendable {
     /// After a change, drop what the kernel cached so every mount shows it at once, tell the
     /// watchers, and run the `on_change` commands of the mounts that show the item.
     func itemsChanged(_ event: ChangeEvent? = nil) {
+        openedKeys.removeAll()
         sync.kick()
         let current = state.withLock { $0.mounts }
         for m in current {

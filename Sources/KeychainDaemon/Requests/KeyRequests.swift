@@ -5,10 +5,11 @@ import KeychainKeys
 import KeychainProtocol
 
 /// useKey: signs, decrypts or agrees on a secret with a stored private key, as Apple's
-/// securityd does for keys that live in it. The key's bytes are opened under the same rules as
-/// a read of its secret (the caller's groups, the lock, presence approval), used here in
-/// guarded memory and wiped; only the result goes back. Each use is an audit line (`sign`,
-/// `decrypt`, `key-exchange`), counted per process as repeated reads are.
+/// securityd does for keys that live in it. The key is opened under the same rules as a read of
+/// its secret (the caller's groups, the lock, presence approval), on every use; its bytes are
+/// parsed in guarded memory and wiped, and the parsed key is kept for the next use
+/// (`OpenedKeys`); only the result goes back. Each use is an audit line (`sign`, `decrypt`,
+/// `key-exchange`), counted per process as repeated reads are.
 struct KeyRequests: RequestFamily {
     let daemon: Daemon
 
@@ -16,15 +17,15 @@ struct KeyRequests: RequestFamily {
         guard let ref = PersistentRef(bytes: request.ref) else { throw KeychainStatus.param }
         let use = request.use
         guard let algorithm = AppleAlgorithm(rawName: request.algorithm) else { throw KeychainStatus.unimplemented }
-        let (attributes, secret) = try openKey(ref, request.interaction, caller: caller, onSlowWorker: onSlowWorker)
-        defer { secret.wipe() }
+        let opened = try openKey(ref, request.interaction, caller: caller, onSlowWorker: onSlowWorker)
+        defer { opened.tokenBlob?.wipe() }
+        let attributes = opened.attributes
         try Self.checkUsage(use, attributes)
-        if TokenKeys.isTokenKey(attributes) {
-            let (event, result) = try TokenKeys.use(request, algorithm, blob: secret, log: log)
+        if let blob = opened.tokenBlob {
+            let (event, result) = try TokenKeys.use(request, algorithm, blob: blob, log: log)
             return try answer(result, event: event, caller: caller, ref: ref)
         }
-        guard let type = attributes[.keyType]?.numberValue,
-              let key = try? secret.withUnsafeBytes({ try AsymmetricKey.apple(type: type, isPrivate: true, $0) })
+        guard let type = attributes[.keyType]?.numberValue, let key = opened.key
         else { throw KeychainStatus.decode }  // the item's bytes are not the key it says
         let input = request.input
         let result: SecureBytes
@@ -55,7 +56,6 @@ struct KeyRequests: RequestFamily {
             result.wipe()
             throw error
         }
-        log("\(event.rawValue) \(who(caller))")
         return Response(result: .value(.data(result)))
     }
 
@@ -78,13 +78,13 @@ struct KeyRequests: RequestFamily {
         }
     }
 
-    /// The key's attributes and bytes; a presence-gated key first asks the approval program
-    /// (on a slow worker), unless the request says not to (`u_AuthUI` Fail or Skip).
+    /// The key, opened (or kept opened) for this caller; a presence-gated key first asks the
+    /// approval program (on a slow worker), unless the request says not to (`u_AuthUI` Fail or Skip).
     private func openKey(_ ref: PersistentRef, _ query: Attributes, caller: CallerIdentity,
-                         onSlowWorker: Bool) throws -> (attributes: Attributes, secret: SecureBytes) {
+                         onSlowWorker: Bool) throws -> OpenedKey {
         let groups = entitledGroups(caller)
         do {
-            return try vault.privateKey(ref, accessGroups: groups)
+            return try daemon.openedKeys.open(ref, in: vault, accessGroups: groups)
         } catch KeychainStatus.interactionNotAllowed {
             let noUI = query[.useNoAuthenticationUI]?.isTrue == true || (query[.useAuthenticationUI] != nil && query[.useAuthenticationUI] != .authenticationUIAllow)
             if noUI { throw KeychainStatus.interactionNotAllowed }
@@ -93,7 +93,7 @@ struct KeyRequests: RequestFamily {
                                      .returnAttributes: true, .returnPersistentRef: true]
             let approved = try approveGatedItems(probe, groups: groups, caller: caller)
             guard !approved.isEmpty else { throw KeychainStatus.interactionNotAllowed }
-            return try vault.privateKey(ref, accessGroups: groups, approved: approved)
+            return try daemon.openedKeys.open(ref, in: vault, accessGroups: groups, approved: approved)
         }
     }
 }
