@@ -24,6 +24,10 @@ final class ItemStore {
     /// Version 2: every generic password has its Secret Service pair tokens (version 1 gains
     /// them in one step, `markSecretAttributeTokens`).
     var hasSecretAttributeTokens = true
+    /// Item rows inserted, rewritten or deleted through this store since it was opened, whether
+    /// or not their transaction committed: while it stays, every row reads as it did
+    /// (`Vault.checkOpened`). Changed with the vault's mutex held, as every write is.
+    private(set) var rowWrites: UInt64 = 0
 
     init(db: Connection) { self.db = db }
 
@@ -154,6 +158,7 @@ final class ItemStore {
 
     /// Inserts an item and its lookup tokens. - Throws: `duplicateItem` on a primary-key clash.
     func insert(_ item: StoredItem, tokens: [[UInt8]]) throws -> Int64 {
+        rowWrites &+= 1
         do {
             try db.prepare("""
                 INSERT INTO items(uuid, cls, pdmn, sync, agrp_token, pk_token, wrapped_key, attrs, data, version)
@@ -176,6 +181,7 @@ final class ItemStore {
 
     /// Rewrites an item in place (same row, so insertion order is kept) with new tokens.
     func replace(_ item: StoredItem, tokens: [[UInt8]]) throws {
+        rowWrites &+= 1
         do {
             try db.prepare("""
                 UPDATE items SET uuid = ?, pdmn = ?, sync = ?, agrp_token = ?, pk_token = ?, wrapped_key = ?,
@@ -191,6 +197,7 @@ final class ItemStore {
     }
 
     func delete(rowID: Int64) throws {
+        rowWrites &+= 1
         try db.prepare("DELETE FROM items WHERE rowid = ?").bind(.integer(rowID)).run()
     }
 
@@ -206,6 +213,7 @@ final class ItemStore {
 
     /// Deletes every item of one protection class (used when a passphrase is removed).
     func deleteAll(protection: ProtectionClass) throws -> Int {
+        rowWrites &+= 1
         try db.prepare("DELETE FROM items WHERE pdmn = ?").bind(.integer(Int64(protection.code))).run()
         return db.changes
     }

@@ -24,6 +24,9 @@ public final class Vault: @unchecked Sendable {
     static let fileItemKeyLimit = 1024
     /// Attribute blobs `open` decrypted (`attributeOpenCount`).
     var attributeOpens = 0
+    /// Locks since open (`lock`): a private key opened before one is opened again after it
+    /// (`checkOpened`).
+    var locks: UInt64 = 0
 
     private init(path: String, store: ItemStore, header: VaultHeader, device: DeviceKey) {
         self.path = path
@@ -172,6 +175,7 @@ public final class Vault: @unchecked Sendable {
     public func lock() {
         mutex.withLock {
             keys.lock()
+            locks &+= 1
             fileItemKeys.removeAll()  // each wipes itself as it goes
         }
     }

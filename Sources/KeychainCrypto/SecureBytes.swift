@@ -56,7 +56,11 @@ public final class SecureBytes: @unchecked Sendable {
     public convenience init<C: Collection>(copying bytes: C) throws where C.Element == UInt8 {
         try self.init(count: bytes.count)
         withUnsafeMutableBytes { dst in
-            _ = dst.initializeMemory(as: UInt8.self, from: bytes)
+            // One copy from contiguous storage (arrays, `Data`); element by element otherwise.
+            let copied: Void? = bytes.withContiguousStorageIfAvailable { src in
+                if let from = src.baseAddress, src.count > 0 { dst.baseAddress!.copyMemory(from: from, byteCount: src.count) }
+            }
+            if copied == nil { _ = dst.initializeMemory(as: UInt8.self, from: bytes) }
         }
     }
 

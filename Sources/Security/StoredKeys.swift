@@ -8,7 +8,7 @@ import KeychainProtocol
 enum StoredKeys {
     /// Runs `use` (sign, decrypt) of `algorithm` with the key `ref` names on `input`.
     /// - Throws: the daemon's status (`KeychainStatus`).
-    static func use(_ ref: [UInt8], _ use: KeyUse, _ algorithm: SecKeyAlgorithm, input: Data) throws -> SecureBytes {
+    static func use(_ ref: [UInt8], _ use: KeyUse, _ algorithm: SecKeyAlgorithm, input: UnsafeRawBufferPointer) throws -> SecureBytes {
         try send(KeyUseRequest(ref: ref, use: use, algorithm: algorithm.name, input: try SecureBytes(copying: input)))
     }
 

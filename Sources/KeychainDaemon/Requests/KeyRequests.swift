@@ -5,10 +5,11 @@ import KeychainKeys
 import KeychainProtocol
 
 /// useKey: signs, decrypts or agrees on a secret with a stored private key, as Apple's
-/// securityd does for keys that live in it. The key's bytes are opened under the same rules as
-/// a read of its secret (the caller's groups, the lock, presence approval), used here in
-/// guarded memory and wiped; only the result goes back. Each use is an audit line (`sign`,
-/// `decrypt`, `key-exchange`), counted per process as repeated reads are.
+/// securityd does for keys that live in it. The key is opened under the same rules as a read of
+/// its secret (the caller's groups, the lock, presence approval), on every use; its bytes are
+/// parsed in guarded memory and wiped, and the parsed key is kept for the next use
+/// (`OpenedKeys`); only the result goes back. Each use is an audit line (`sign`, `decrypt`,
+/// `key-exchange`), counted per process as repeated reads are.
 struct KeyRequests: RequestFamily {
     let context: RequestContext
 
@@ -16,33 +17,29 @@ struct KeyRequests: RequestFamily {
     func use(_ request: KeyUseRequest) throws -> Outcome {
         guard let ref = PersistentRef(bytes: request.ref) else { throw KeychainStatus.param }
         guard let algorithm = AppleAlgorithm(rawName: request.algorithm) else { throw KeychainStatus.unimplemented }
-        let opened: (attributes: Attributes, secret: SecureBytes)
+        let opened: OpenedKey
         do {
-            opened = try vault.privateKey(ref, accessGroups: groups.entitled)
+            opened = try context.openedKeys.open(ref, in: vault, accessGroups: groups.entitled)
         } catch KeychainStatus.interactionNotAllowed {
             let query = request.interaction
             let noUI = query[.useNoAuthenticationUI]?.isTrue == true
                 || (query[.useAuthenticationUI] != nil && query[.useAuthenticationUI] != .authenticationUIAllow)
             if noUI { throw KeychainStatus.interactionNotAllowed }
-            return .slow {
-                let (attributes, secret) = try approvedKey(ref)
-                return .reply(try run(request, algorithm, ref: ref, attributes: attributes, secret: secret))
-            }
+            return .slow { .reply(try run(request, algorithm, ref: ref, opened: try approvedKey(ref))) }
         }
-        return .reply(try run(request, algorithm, ref: ref, attributes: opened.attributes, secret: opened.secret))
+        return .reply(try run(request, algorithm, ref: ref, opened: opened))
     }
 
-    private func run(_ request: KeyUseRequest, _ algorithm: AppleAlgorithm, ref: PersistentRef, attributes: Attributes,
-                     secret: SecureBytes) throws -> KeyUseReply {
-        defer { secret.wipe() }
+    private func run(_ request: KeyUseRequest, _ algorithm: AppleAlgorithm, ref: PersistentRef, opened: OpenedKey) throws -> KeyUseReply {
+        defer { opened.tokenBlob?.wipe() }
         let use = request.use
+        let attributes = opened.attributes
         try Self.checkUsage(use, attributes)
-        if TokenKeys.isTokenKey(attributes) {
-            let (event, result) = try TokenKeys.use(request, algorithm, blob: secret, log: log)
+        if let blob = opened.tokenBlob {
+            let (event, result) = try TokenKeys.use(request, algorithm, blob: blob, log: log)
             return try answer(result, event: event, caller: caller, ref: ref)
         }
-        guard let type = attributes[.keyType]?.numberValue,
-              let key = try? secret.withUnsafeBytes({ try AsymmetricKey.apple(type: type, isPrivate: true, $0) })
+        guard let type = attributes[.keyType]?.numberValue, let key = opened.key
         else { throw KeychainStatus.decode }  // the item's bytes are not the key it says
         let input = request.input
         let result: SecureBytes
@@ -73,7 +70,6 @@ struct KeyRequests: RequestFamily {
             result.wipe()
             throw error
         }
-        log("\(event.rawValue) \(who(caller))")
         return KeyUseReply(output: result)
     }
 
@@ -96,13 +92,13 @@ struct KeyRequests: RequestFamily {
         }
     }
 
-    /// A presence-gated key's attributes and bytes, once the approval program approved its use.
-    private func approvedKey(_ ref: PersistentRef) throws -> (attributes: Attributes, secret: SecureBytes) {
+    /// A presence-gated key, opened once the approval program approved its use.
+    private func approvedKey(_ ref: PersistentRef) throws -> OpenedKey {
         let probe: Attributes = [.class: .string(ItemClass.key.rawValue), .valuePersistentRef: .data(ref.bytes),
                                  .synchronizable: .synchronizableAny, .returnAttributes: true, .returnPersistentRef: true]
         let approved = try context.presence.approveGatedItems(probe, groups: groups.entitled, caller: caller)
         guard !approved.isEmpty else { throw KeychainStatus.interactionNotAllowed }
-        return try vault.privateKey(ref, accessGroups: groups.entitled, approved: approved)
+        return try context.openedKeys.open(ref, in: vault, accessGroups: groups.entitled, approved: approved)
     }
 }
 

@@ -14,6 +14,8 @@ struct RequestContext: Sendable {
     let audit: any AuditWriting
     let changes: any ChangePublishing
     let presence: any PresenceApproving
+    /// The private keys the daemon keeps opened for key uses (`OpenedKeys`).
+    let openedKeys: OpenedKeys
     let control: any VaultControl
 }
 
@@ -85,6 +87,6 @@ extension Daemon: AuditWriting, ChangePublishing, PresenceApproving {
 
     func context(for caller: CallerIdentity) -> RequestContext {
         RequestContext(caller: caller, groups: groupSnapshot(of: caller), vault: vault, audit: self, changes: self,
-                       presence: self, control: self)
+                       presence: self, openedKeys: openedKeys, control: self)
     }
 }
