@@ -1,9 +1,26 @@
 import CSQLite
+import Synchronization
 
-/// One SQLite connection. Not thread-safe: callers serialise access (the vault holds a lock).
+/// SQL whose text is fixed in the program, prepared once per connection and found again by a
+/// slot number rather than by hashing its text: the statements a search runs on every call.
+public final class StaticSQL: Sendable {
+    public let text: String
+    let slot: Int
+    private static let slots = Atomic<Int>(0)
+
+    public init(_ text: String) {
+        self.text = text
+        slot = StaticSQL.slots.wrappingAdd(1, ordering: .relaxed).oldValue
+    }
+}
+
+/// One SQLite connection. Not thread-safe: one thread at a time uses it (the vault's write
+/// connection under the vault's mutex, a reader connection while a search holds it). Its
+/// statement caches are its own.
 public final class Connection: @unchecked Sendable {
     let handle: OpaquePointer
     private var statementCache: [String: Statement] = [:]
+    private var staticStatements: [Statement?] = []
     public let path: String
 
     /// Opens (`sqlite3_open_v2`) the database at `path`.
@@ -26,6 +43,7 @@ public final class Connection: @unchecked Sendable {
 
     deinit {
         statementCache.removeAll()
+        staticStatements.removeAll()
         sqlite3_close_v2(handle)
     }
 
@@ -49,6 +67,25 @@ public final class Connection: @unchecked Sendable {
         let statement = try Statement(connection: self, sql: sql)
         statementCache[sql] = statement
         return statement
+    }
+
+    /// The statement of `sql`, prepared at its first use on this connection, reset before reuse.
+    public func prepare(_ sql: StaticSQL) throws -> Statement {
+        if sql.slot < staticStatements.count, let cached = staticStatements[sql.slot] {
+            cached.reset()
+            return cached
+        }
+        let statement = try Statement(connection: self, sql: sql.text)
+        if sql.slot >= staticStatements.count {
+            staticStatements.append(contentsOf: repeatElement(nil, count: sql.slot + 1 - staticStatements.count))
+        }
+        staticStatements[sql.slot] = statement
+        return statement
+    }
+
+    /// A statement the caller keeps (and finalizes by releasing), outside both caches.
+    public func makeStatement(_ sql: String) throws -> Statement {
+        try Statement(connection: self, sql: sql)
     }
 
     /// Runs `body` inside `BEGIN IMMEDIATE ... COMMIT`, rolling back when it throws.
