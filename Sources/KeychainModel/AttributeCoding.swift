@@ -52,23 +52,25 @@ public enum AttributeCoding {
     }
 
     private static func read<K: Hashable>(from r: inout ByteReader, key: (String) -> K) throws -> [K: AttributeValue] {
-        var out: [K: AttributeValue] = [:]
         do {
             let count = Int(try r.u16())
+            // Names and string values are made from the bytes in place (most fit a small string);
+            // a count larger than the input can hold is caught by the reads, not allocated.
+            var out = [K: AttributeValue](minimumCapacity: min(count, r.remaining / 3))
             for _ in 0..<count {
-                let name = key(String(decoding: try r.raw(Int(try r.u8())), as: UTF8.self))
+                let name = key(String(decoding: try r.view(Int(try r.u8())), as: UTF8.self))
                 guard let tag = Tag(rawValue: try r.u8()) else { throw KeychainStatus.decode }
                 switch tag {
-                case .string: out[name] = .string(String(decoding: try r.lengthPrefixed(), as: UTF8.self))
-                case .data: out[name] = .data(try r.lengthPrefixed())
+                case .string: out[name] = .string(String(decoding: try r.lengthPrefixedView(), as: UTF8.self))
+                case .data: out[name] = .data([UInt8](try r.lengthPrefixedView()))
                 case .number: out[name] = .number(Int64(bitPattern: try r.u64()))
                 case .bool: out[name] = .bool(try r.u8() != 0)
                 case .date: out[name] = .date(Double(bitPattern: try r.u64()))
                 }
             }
+            return out
         } catch is ByteReader.Truncated {
             throw KeychainStatus.decode
         }
-        return out
     }
 }

@@ -18,7 +18,15 @@ public struct AttributeKey: RawRepresentable, Hashable, Comparable, Sendable, Ex
     public static func < (a: AttributeKey, b: AttributeKey) -> Bool { a.rawValue < b.rawValue }
 
     /// The name with this prefix: a family of query keys (`r_`, `m_`, `u_`, `v_`).
-    public func hasPrefix(_ family: Family) -> Bool { rawValue.hasPrefix(family.rawValue) }
+    public func hasPrefix(_ family: Family) -> Bool {
+        // Every family's prefix is ASCII ending in `_`, which composes with nothing, so a name
+        // with no `_` in its first two bytes has none of them: most names, decided without
+        // String's comparison.
+        let utf8 = rawValue.utf8
+        var i = utf8.makeIterator()
+        guard let first = i.next(), first == UInt8(ascii: "_") || i.next() == UInt8(ascii: "_") else { return false }
+        return rawValue.hasPrefix(family.rawValue)
+    }
 
     /// The families of non-attribute query keys, by the prefix Apple gives them.
     public enum Family: String, Sendable {

@@ -91,19 +91,20 @@ public enum ItemClass: String, CaseIterable, Sendable {
 package enum AttributeKind {
     case bytes, number, boolean, date
 
-    package static func of(_ name: AttributeKey) -> AttributeKind {
-        switch name {
-        case .protocol, .port, .type, .creator, .keySizeInBits, .effectiveKeySize, .keyClass, .certificateType,
-             .certificateEncoding:
-            return .number
-        case .isInvisible, .isNegative, .synchronizable, .isPermanent, .isPrivate, .isModifiable, .isSensitive,
-             .alwaysSensitive, .isExtractable, .neverExtractable, .canEncrypt, .canDecrypt, .canDerive, .canSign,
-             .canVerify, .canSignRecover, .canVerifyRecover, .canWrap, .canUnwrap:
-            return .boolean
-        case .creationDate, .modificationDate, .startDate, .endDate: return .date
-        default: return .bytes
-        }
-    }
+    /// One hash lookup: every query value is normalised by its kind.
+    package static func of(_ name: AttributeKey) -> AttributeKind { kinds[name] ?? .bytes }
+
+    private static let kinds: [AttributeKey: AttributeKind] = {
+        var table: [AttributeKey: AttributeKind] = [:]
+        for name: AttributeKey in [.protocol, .port, .type, .creator, .keySizeInBits, .effectiveKeySize, .keyClass,
+                                   .certificateType, .certificateEncoding] { table[name] = .number }
+        for name: AttributeKey in [.isInvisible, .isNegative, .synchronizable, .isPermanent, .isPrivate, .isModifiable,
+                                   .isSensitive, .alwaysSensitive, .isExtractable, .neverExtractable, .canEncrypt,
+                                   .canDecrypt, .canDerive, .canSign, .canVerify, .canSignRecover, .canVerifyRecover,
+                                   .canWrap, .canUnwrap] { table[name] = .boolean }
+        for name: AttributeKey in [.creationDate, .modificationDate, .startDate, .endDate] { table[name] = .date }
+        return table
+    }()
 
     /// The value a missing primary-key attribute counts as.
     package var empty: AttributeValue {
