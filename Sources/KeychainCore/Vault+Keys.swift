@@ -14,8 +14,8 @@ extension Vault {
         guard ref.itemClass == .key else { throw KeychainStatus.itemNotFound }
         var query = try ParsedQuery([.valuePersistentRef: .data(ref.bytes)], operation: .search)
         query.synchronizable = nil  // a reference names one item whatever its sync
-        return try mutex.withLock {
-            let matches = try search(query, accessGroups: accessGroups, needSecret: true, limit: 1, approved: approved)
+        return try withReader { reader in
+            let matches = try search(query, in: reader, accessGroups: accessGroups, needSecret: true, limit: 1, approved: approved)
             guard let m = matches.first, m.attributes[.keyClass]?.integerView == 1, let secret = m.secret else {
                 throw KeychainStatus.itemNotFound
             }
