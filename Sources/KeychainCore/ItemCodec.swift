@@ -48,10 +48,11 @@ enum ItemCodec {
         try blob.withUnsafeBytes { try decode($0) }
     }
 
-    /// The same from plaintext where it is (a reader's guarded scratch buffer).
-    static func decode(_ plain: UnsafeRawBufferPointer) throws -> Attributes {
+    /// The same from plaintext where it is (a reader's guarded scratch buffer); with a
+    /// selection, only the attributes it names.
+    static func decode(_ plain: UnsafeRawBufferPointer, keeping selection: AttributeSelection? = nil) throws -> Attributes {
         var r = ByteReader(plain)
-        let out = try AttributeCoding.read(from: &r)
+        let out = try selection.map { try AttributeCoding.read(from: &r, keeping: $0) } ?? AttributeCoding.read(from: &r)
         guard r.remaining == 0 else { throw KeychainStatus.decode }
         return out
     }
@@ -113,40 +114,28 @@ enum IndexToken {
     /// empty), access group and synchronizable. Unique in the store.
     static func primaryKey(_ attributes: Attributes, itemClass: ItemClass, key: SecureBytes) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: 32) { out, count in
-            primaryKey(itemClass: itemClass, key: key, into: UnsafeMutableRawBufferPointer(out)) { attributes[$0] }
+            primaryKey(itemClass: itemClass, key: key, into: UnsafeMutableRawBufferPointer(out),
+                       group: attributes[.accessGroup], synchronizable: attributes[.synchronizable]) { attributes[$0] }
             count = 32
         }
     }
 
-    /// The primary-key token of whatever `value` gives for each name of the key (the class's
-    /// primary key, then `agrp`, then `sync`; nil counts as the empty value), into `out` (32
-    /// bytes): the one function behind the stored token and a search's, so the two agree.
+    /// The primary-key token of the class's primary-key attributes as `attribute` gives them,
+    /// then `group` and `synchronizable` (nil counts as the empty value), into `out` (32 bytes):
+    /// the one function behind the stored token and a search's, so the two agree.
     static func primaryKey(itemClass: ItemClass, key: SecureBytes, into out: UnsafeMutableRawBufferPointer,
-                           value: (AttributeKey) -> AttributeValue?) {
+                           group: AttributeValue?, synchronizable: AttributeValue?,
+                           attribute: (AttributeKey) -> AttributeValue?) {
+        func feed(_ name: AttributeKey, _ value: AttributeValue?, _ h: KeyedHash.Input) {
+            feedLengthPrefixed(name.rawValue, to: h)
+            feedCanonical(value ?? AttributeKind.of(name).empty, to: h, lengthPrefixed: true)
+        }
         KeyedHash.hash(key: key, into: out) { h in
             h.append("pkey")
             h.append(itemClass.code)
-            for name in itemClass.primaryKeyWithGroupAndSync {
-                feedLengthPrefixed(name.rawValue, to: h)
-                feedCanonical(value(name) ?? AttributeKind.of(name).empty, to: h, lengthPrefixed: true)
-            }
+            for name in itemClass.primaryKey { feed(name, attribute(name), h) }
+            feed(.accessGroup, group, h)
+            feed(.synchronizable, synchronizable, h)
         }
     }
-}
-
-extension ItemClass {
-    /// What `pk_token` covers, in its order.
-    var primaryKeyWithGroupAndSync: [AttributeKey] {
-        switch self {
-        case .genericPassword: return Self.genericPasswordKey
-        case .internetPassword: return Self.internetPasswordKey
-        case .certificate: return Self.certificateKey
-        case .key: return Self.keyKey
-        }
-    }
-
-    private static let genericPasswordKey = ItemClass.genericPassword.primaryKey + [.accessGroup, .synchronizable]
-    private static let internetPasswordKey = ItemClass.internetPassword.primaryKey + [.accessGroup, .synchronizable]
-    private static let certificateKey = ItemClass.certificate.primaryKey + [.accessGroup, .synchronizable]
-    private static let keyKey = ItemClass.key.primaryKey + [.accessGroup, .synchronizable]
 }

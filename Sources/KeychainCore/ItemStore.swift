@@ -50,6 +50,11 @@ struct ItemRow {
         }
     }
 
+    /// True when the row's `agrp_token` is `token`.
+    func groupTokenEquals(_ token: [UInt8]) -> Bool {
+        statement.withBlob(5) { $0.elementsEqual(token) }
+    }
+
     /// A copy of the whole row, which outlives the statement.
     func stored() -> StoredItem {
         let st = statement
@@ -99,8 +104,10 @@ final class ItemStore {
         get { schema.hasSecretAttributeTokens }
         set { schema.hasSecretAttributeTokens = newValue }
     }
-    /// The search statements of this connection, one per shape (`candidates`).
-    private var candidateStatements: [CandidateShape: Statement] = [:]
+    /// The search statements of this connection, one per shape (`candidates`). One thread at a
+    /// time uses a connection (see `SearchContext`), so Swift's run-time exclusivity check is
+    /// left out on this path.
+    @exclusivity(unchecked) private var candidateStatements: [CandidateShape: Statement] = [:]
 
     init(db: Connection, schema: SchemaState = SchemaState()) {
         self.db = db
@@ -119,7 +126,7 @@ final class ItemStore {
     /// Settings of a read-only connection (`ReaderPool`): its own page cache, half the writer's,
     /// and sorts in memory, as on the write connection.
     func configureReader() throws {
-        try db.execute("PRAGMA temp_store=MEMORY; PRAGMA cache_size=-4096")
+        try db.execute("PRAGMA temp_store=MEMORY; PRAGMA cache_size=-8192")
     }
 
     /// Creates the tables of schema version 2 (version 1's, with pair tokens in `tokens`).
@@ -193,27 +200,19 @@ final class ItemStore {
         return ItemRow(header: header, statement: st)
     }
 
-    /// The row whose primary-key token is `token`, if it is of this class, group and
-    /// synchronizable value (and of `protection` and `uuid` when given): a point lookup in the
-    /// unique `pk_token` index, for a search that names its class's whole primary key.
-    func candidate(primaryKeyToken token: UnsafeRawBufferPointer, itemClass: ItemClass, groupToken: [UInt8],
-                   synchronizable: Bool, protection: ProtectionClass?, uuid: [UInt8]?,
-                   visit: (ItemRow) throws -> Void) throws {
+    /// The row whose primary-key token is `token`, if any: a point lookup in the unique
+    /// `pk_token` index, for a search that names its class's whole primary key. The caller
+    /// checks the clear columns it filters by.
+    func candidate(primaryKeyToken token: UnsafeRawBufferPointer, visit: (ItemRow) throws -> Void) throws {
         let st = try db.prepare(ItemStore.byPrimaryKey)
         defer { st.reset() }
         try st.bind(blob: token, at: 1)
-        try st.bind(integer: Int64(itemClass.code), at: 2)
-        try st.bind(blob: groupToken, at: 3)
-        try st.bind(integer: synchronizable ? 1 : 0, at: 4)
-        if let protection { try st.bind(integer: Int64(protection.code), at: 5) } else { try st.bindNull(at: 5) }
-        if let uuid { try st.bind(blob: uuid, at: 6) } else { try st.bindNull(at: 6) }
         if try st.step() { try visit(try ItemStore.itemRow(st)) }
     }
 
-    private static let byPrimaryKey = StaticSQL("""
-        SELECT \(columns) FROM items WHERE pk_token = ?1 AND cls = ?2 AND agrp_token = ?3 AND sync = ?4
-        AND (?5 IS NULL OR pdmn = ?5) AND (?6 IS NULL OR uuid = ?6)
-        """)
+    /// `columns` without `pk_token`, which the caller has (NULL keeps the others' places).
+    private static let byPrimaryKey = StaticSQL(
+        "SELECT rowid, uuid, cls, pdmn, sync, agrp_token, NULL, wrapped_key, attrs, data, version FROM items WHERE pk_token = ?")
 
     /// Candidate rows in insertion order: one class, some access groups, optional
     /// synchronizable and protection filters, every given token, an optional item id. Each row
@@ -242,7 +241,7 @@ final class ItemStore {
 
     private func candidateStatement(_ shape: CandidateShape) throws -> Statement {
         if let st = candidateStatements[shape] {
-            st.reset()
+            st.resetIfBusy()
             return st
         }
         let st = try db.makeStatement(shape.sql)

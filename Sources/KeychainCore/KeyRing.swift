@@ -39,14 +39,17 @@ enum KeyPlan {
 ///   key that is being wiped, and no wiped key is read (a use after `wipe()` traps anyway).
 /// The write side is taken after the mutex, never the other way round, and a reader never
 /// takes the mutex while it holds the read side.
+///
+/// That rule, not Swift's run-time exclusivity check, keeps readers and the writer apart, so the
+/// check (a thread-local lookup on every read of every property, several per search) is left out.
 final class KeyRing: @unchecked Sendable {
-    private(set) var classKeys: [ProtectionClass: SecureBytes] = [:]
-    private(set) var indexKey: SecureBytes?
-    private(set) var state: LockState = .neverUnlocked
+    @exclusivity(unchecked) private(set) var classKeys: [ProtectionClass: SecureBytes] = [:]
+    @exclusivity(unchecked) private(set) var indexKey: SecureBytes?
+    @exclusivity(unchecked) private(set) var state: LockState = .neverUnlocked
     /// Protection classes whose keys are bound to a different device key than this machine's.
-    private(set) var foreignDeviceClasses: Set<ProtectionClass> = []
+    @exclusivity(unchecked) private(set) var foreignDeviceClasses: Set<ProtectionClass> = []
     /// The header's `hasPassphrase` (`akpu` items need one), here so readers need not read the header.
-    private(set) var hasPassphrase = false
+    @exclusivity(unchecked) private(set) var hasPassphrase = false
     let gate = ReadWriteLock()
 
     init(hasPassphrase: Bool) { self.hasPassphrase = hasPassphrase }

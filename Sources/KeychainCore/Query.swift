@@ -134,7 +134,7 @@ public struct ParsedQuery {
     }
 
     private mutating func addFilter(_ key: AttributeKey, _ value: AttributeValue) throws {
-        guard itemClass.knownAttributes.contains(key) else { throw KeychainStatus.noSuchAttr }
+        guard let kind = itemClass.kind(ofKnown: key) else { throw KeychainStatus.noSuchAttr }
         switch key {
         case .accessGroup:
             guard case .string(let g) = value else { throw KeychainStatus.param }
@@ -147,7 +147,7 @@ public struct ParsedQuery {
             guard case .string(let name) = value, let p = ProtectionClass(rawValue: name) else { throw KeychainStatus.param }
             protection = p
         default:
-            guard let v = normalize(value, for: key) else { throw KeychainStatus.param }
+            guard let v = normalize(value, kind: kind) else { throw KeychainStatus.param }
             filters[key] = v
         }
     }
@@ -192,6 +192,21 @@ public struct ParsedQuery {
     var needsAttributes: Bool {
         filters.keys.contains { !itemClass.primaryKey.contains($0) }
     }
+
+    /// The attributes a search must open to decide on an item when it returns none of them: the
+    /// clear columns' checks, the presence gate, what `Vault.isUnextractable` reads, and the
+    /// filters, when these are all primary-key attributes (the common lookup) and no Secret
+    /// Service pairs are asked; nil (every attribute) otherwise.
+    var checkedAttributes: AttributeSelection? {
+        guard !returns.attributes, secretAttributes.isEmpty,
+              filters.keys.allSatisfy({ itemClass.primaryKey.contains($0) }) else { return nil }
+        return Self.checked[itemClass]
+    }
+
+    private static let checked: [ItemClass: AttributeSelection] = Dictionary(uniqueKeysWithValues: ItemClass.allCases.map { c in
+        (c, AttributeSelection([.accessible, .synchronizable, .accessGroup, .accessControl, .keyClass, .isExtractable]
+                               + c.primaryKey))
+    })
 
     /// True when the result is an array (`m_LimitAll` or a number, even for one hit).
     var returnsArray: Bool { limit != .one }

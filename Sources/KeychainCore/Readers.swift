@@ -14,7 +14,8 @@ final class SearchContext: @unchecked Sendable {
     let scratch: SecureBytes
     /// Group tokens by group name. The index key never changes while a vault is open (it is
     /// wiped only at close), so neither do they; a token is no secret (it is stored in the clear).
-    private var groupTokens: [String: [UInt8]] = [:]
+    /// One thread at a time uses a context, so Swift's run-time exclusivity check is left out.
+    @exclusivity(unchecked) private var groupTokens: [String: [UInt8]] = [:]
 
     static let scratchBytes = 4096
     private static let groupTokenLimit = 256

@@ -141,7 +141,8 @@ extension Vault {
         let q = try ParsedQuery(query, operation: .search)
         func run(_ context: SearchContext) throws -> QueryResult {
             let matches = try search(q, in: context, accessGroups: accessGroups, needSecret: q.returns.data,
-                                     limit: q.maximumCount, approved: approved, skipUnapproved: skipUnapproved)
+                                     limit: q.maximumCount, approved: approved, skipUnapproved: skipUnapproved,
+                                     keeping: q.checkedAttributes)
             guard q.returns.any else { return .none }
             if q.returns.data {
                 // A private key made with kSecAttrIsExtractable false is used, never read.
@@ -302,8 +303,11 @@ extension Vault {
     /// the search ask the `tokens` index, as every other query does, so that a row whose clear
     /// columns were tampered with still gives errSecDecode and a locked item
     /// errSecInteractionNotAllowed, exactly as before.
+    /// - Parameter keeping: the attributes each match needs (nil: all); a search whose caller
+    ///   returns no attributes opens only those it checks (`ParsedQuery.checkedAttributes`).
     func search(_ q: ParsedQuery, in context: SearchContext, accessGroups: [String], needSecret: Bool, limit: Int,
-                approved: Set<PersistentRef> = [], skipUnapproved: Bool = false) throws -> [Match] {
+                approved: Set<PersistentRef> = [], skipUnapproved: Bool = false,
+                keeping: AttributeSelection? = nil) throws -> [Match] {
         if let g = q.group {
             guard accessGroups.contains(g) else { throw KeychainStatus.missingEntitlement }
         } else {
@@ -312,6 +316,7 @@ extension Vault {
         }
         guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
         var matches: [Match] = []
+        matches.reserveCapacity(min(limit, 4))
         var unavailable: KeychainStatus?
         var damaged = false
         func visit(_ item: SealedParts) throws -> Bool {
@@ -320,7 +325,9 @@ extension Vault {
                 if unavailable != .decode { unavailable = status }
                 return true
             }
-            guard let opened = try nilUnlessOutOfMemory({ try open(item, classKey: classKey, needSecret: needSecret, in: context) }) else {
+            guard let opened = try nilUnlessOutOfMemory({
+                try open(item, classKey: classKey, needSecret: needSecret, in: context, keeping: keeping)
+            }) else {
                 damaged = true
                 return true
             }
@@ -380,16 +387,17 @@ extension Vault {
             for group in groups {
                 let groupToken = context.groupToken(group, indexKey: indexKey)
                 for sync in syncValues {
-                    IndexToken.primaryKey(itemClass: q.itemClass, key: indexKey, into: token) { name in
-                        switch name {
-                        case .accessGroup: return .string(group)
-                        case .synchronizable: return .number(sync ? 1 : 0)
-                        default: return q.filters[name]
-                        }
-                    }
-                    try context.store.candidate(primaryKeyToken: UnsafeRawBufferPointer(token), itemClass: q.itemClass,
-                                                groupToken: groupToken, synchronizable: sync, protection: q.protection,
-                                                uuid: q.persistentRef?.uuid) { row in
+                    IndexToken.primaryKey(itemClass: q.itemClass, key: indexKey, into: token, group: .string(group),
+                                          synchronizable: .number(sync ? 1 : 0)) { q.filters[$0] }
+                    try context.store.candidate(primaryKeyToken: UnsafeRawBufferPointer(token)) { row in
+                        // The clear columns a token search filters by; a row that differs is not
+                        // this query's (or is damaged: the token search below tells which).
+                        let h = row.header
+                        guard h.itemClass == q.itemClass, h.synchronizable == sync,
+                              q.protection == nil || h.protection == q.protection,
+                              q.persistentRef.map({ $0.uuid == h.uuid }) ?? true,
+                              row.groupTokenEquals(groupToken)
+                        else { return }
                         if single { _ = try row.withSealedParts(visit) } else { found.append(row.stored()) }
                     }
                 }
@@ -423,7 +431,8 @@ extension Vault {
     /// and the attribute plaintext are opened there (no allocation) and zeroed before this
     /// returns; only the secret gets guarded memory of its own, as it leaves with the result.
     /// The three parts' associated data differ only in their last byte, so it is built once.
-    func open(_ item: SealedParts, classKey: SecureBytes, needSecret: Bool, in context: SearchContext) throws -> Match {
+    func open(_ item: SealedParts, classKey: SecureBytes, needSecret: Bool, in context: SearchContext,
+              keeping: AttributeSelection? = nil) throws -> Match {
         let h = item.header
         return try ItemCodec.withAssociatedData(vaultID: vaultID, uuid: h.uuid, itemClass: h.itemClass,
                                                 protection: h.protection, part: .itemKey) { ad in
@@ -442,11 +451,11 @@ extension Vault {
                 if inPlace {
                     let plain = UnsafeMutableRawBufferPointer(rebasing: scratch[keyLength..<keyLength + plainLength])
                     try AEAD.open(item.attributes, key: UnsafeRawBufferPointer(itemKey), associatedData: UnsafeRawBufferPointer(ad), into: plain)
-                    attributes = try ItemCodec.decode(UnsafeRawBufferPointer(plain))
+                    attributes = try ItemCodec.decode(UnsafeRawBufferPointer(plain), keeping: keeping)
                 } else {
                     let plain = try AEAD.open(item.attributes, key: UnsafeRawBufferPointer(itemKey), associatedData: UnsafeRawBufferPointer(ad))
                     defer { plain.wipe() }
-                    attributes = try ItemCodec.decode(plain)
+                    attributes = try plain.withUnsafeBytes { try ItemCodec.decode($0, keeping: keeping) }
                 }
                 // The clear columns must agree with the sealed attributes.
                 guard attributes[.accessible] == .string(h.protection.rawValue),

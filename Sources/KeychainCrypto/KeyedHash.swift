@@ -100,9 +100,13 @@ public enum KeyedHash {
         let stateSize = crypto_generichash_statebytes()
         let bufferSize = 256
         // The state type is 64-byte aligned in C, so Swift sees it as opaque: allocate it by size.
-        withUnsafeTemporaryAllocation(byteCount: stateSize + bufferSize, alignment: 64) { raw in
+        // Swift keeps a temporary allocation on the stack only up to 16-byte alignment (beyond,
+        // it calls memalign), so the state is aligned by hand inside a larger one.
+        withUnsafeTemporaryAllocation(byteCount: stateSize + bufferSize + 64, alignment: 16) { whole in
+            defer { sodium_memzero(whole.baseAddress!, whole.count) }
+            let skip = (64 - Int(bitPattern: whole.baseAddress!) % 64) % 64
+            let raw = UnsafeMutableRawBufferPointer(rebasing: whole[skip..<(skip + stateSize + bufferSize)])
             let state = OpaquePointer(raw.baseAddress!)
-            defer { sodium_memzero(raw.baseAddress!, raw.count) }
             var used = 0
             var rc = key.withUnsafeBytes { k in
                 crypto_generichash_init(state, k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count, out.count)

@@ -22,10 +22,11 @@ public struct AttributeKey: RawRepresentable, Hashable, Comparable, Sendable, Ex
         // Every family's prefix is ASCII ending in `_`, which composes with nothing, so a name
         // with no `_` in its first two bytes has none of them: most names, decided without
         // String's comparison.
-        let utf8 = rawValue.utf8
-        var i = utf8.makeIterator()
-        guard let first = i.next(), first == UInt8(ascii: "_") || i.next() == UInt8(ascii: "_") else { return false }
-        return rawValue.hasPrefix(family.rawValue)
+        let underscore = UInt8(ascii: "_")
+        let possible = rawValue.utf8.withContiguousStorageIfAvailable { b in
+            b.count > 0 && (b[0] == underscore || (b.count > 1 && b[1] == underscore))
+        } ?? true
+        return possible && rawValue.hasPrefix(family.rawValue)
     }
 
     /// The families of non-attribute query keys, by the prefix Apple gives them.

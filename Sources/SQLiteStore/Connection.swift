@@ -19,13 +19,16 @@ public final class StaticSQL: Sendable {
 /// statement caches are its own.
 public final class Connection: @unchecked Sendable {
     let handle: OpaquePointer
-    private var statementCache: [String: Statement] = [:]
-    private var staticStatements: [Statement?] = []
+    // One thread at a time uses a connection, so Swift's run-time exclusivity check on its
+    // caches (a thread-local lookup per access) is left out.
+    @exclusivity(unchecked) private var statementCache: [String: Statement] = [:]
+    @exclusivity(unchecked) private var staticStatements: [Statement?] = []
     public let path: String
 
     /// Opens (`sqlite3_open_v2`) the database at `path`.
     /// - Parameter create: create the file when missing; otherwise a missing file is an error.
     public init(path: String, create: Bool, readOnly: Bool = false) throws {
+        _ = Connection.configureLibrary
         var db: OpaquePointer?
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
@@ -40,6 +43,14 @@ public final class Connection: @unchecked Sendable {
         self.path = path
         sqlite3_busy_timeout(db, 5000)
     }
+
+    /// Process-wide settings, made once before the first connection opens: no allocation
+    /// statistics (nothing here reads them, and their global mutex is where readers on other
+    /// threads would meet on every allocation). If something opened SQLite first, SQLite keeps
+    /// its own settings and this changes nothing.
+    private static let configureLibrary: Void = {
+        _ = keychainfs_sqlite3_disable_memstatus()
+    }()
 
     deinit {
         statementCache.removeAll()
@@ -72,7 +83,7 @@ public final class Connection: @unchecked Sendable {
     /// The statement of `sql`, prepared at its first use on this connection, reset before reuse.
     public func prepare(_ sql: StaticSQL) throws -> Statement {
         if sql.slot < staticStatements.count, let cached = staticStatements[sql.slot] {
-            cached.reset()
+            cached.resetIfBusy()  // its last user reset it, bindings cleared; this is for one that did not
             return cached
         }
         let statement = try Statement(connection: self, sql: sql.text)

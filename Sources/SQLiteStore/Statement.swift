@@ -32,6 +32,11 @@ public final class Statement {
         sqlite3_clear_bindings(handle)
     }
 
+    /// `reset()` when a step began and the statement was not reset since (`sqlite3_stmt_busy`).
+    public func resetIfBusy() {
+        if sqlite3_stmt_busy(handle) != 0 { reset() }
+    }
+
     /// Binds values to parameters 1...n.
     @discardableResult
     public func bind(_ values: SQLiteValue...) throws -> Statement {

@@ -222,9 +222,9 @@ func findsMode(_ args: [String]) {
 /// One thread's share of the lookups; written by its thread only, read after the join.
 final class FindWorker: @unchecked Sendable {
     let vault: Vault
-    let group: String
-    let sample: [Int]
+    let groups: [String]
     let queries: [Attributes]
+    let expected: [[UInt8]]
     var start = Double.infinity
     var wrong = 0
     var failure: String?
@@ -234,13 +234,13 @@ final class FindWorker: @unchecked Sendable {
 
     init(vault: Vault, options o: ModeOptions, sample: [Int]) {
         self.vault = vault
-        group = o.group
-        self.sample = sample
+        groups = [o.group]
         // Built before the clock starts, so the loop measures the lookup, not string building.
         queries = sample.map {
             [.class: .itemClass(.genericPassword), .service: .string(fillService($0, o)), .account: .string(o.prefix + String($0)),
              .returnData: true]
         }
+        expected = sample.map(fillSecretBytes)
     }
 
     func run() {
@@ -249,8 +249,8 @@ final class FindWorker: @unchecked Sendable {
         defer { cpuSeconds = threadCPUSeconds() - cpu0 }
         for (k, q) in queries.enumerated() {
             do {
-                let r = try vault.copyMatching(q, accessGroups: [group])
-                let ok = r.value?.data?.withUnsafeBytes { Array($0) == fillSecretBytes(sample[k]) } ?? false
+                let r = try vault.copyMatching(q, accessGroups: groups)
+                let ok = r.value?.data?.withUnsafeBytes { $0.elementsEqual(expected[k]) } ?? false
                 if !ok { wrong += 1 }
             } catch {
                 failure = describe(error)
