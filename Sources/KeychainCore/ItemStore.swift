@@ -12,22 +12,31 @@ struct ItemHeader {
 
 /// One stored item row: clear columns used for filtering, and the sealed blobs.
 struct StoredItem {
-    var rowID: Int64
-    var uuid: [UInt8]
-    var itemClass: ItemClass
-    var protection: ProtectionClass
-    var synchronizable: Bool
+    var header: ItemHeader
     var groupToken: [UInt8]
     var primaryKeyToken: [UInt8]
     var wrappedKey: [UInt8]
     var attributes: [UInt8]
     var secret: [UInt8]
-    var version: Int64
 
-    var header: ItemHeader {
-        ItemHeader(rowID: rowID, uuid: uuid, itemClass: itemClass, protection: protection,
-                   synchronizable: synchronizable, version: version)
+    init(rowID: Int64, uuid: [UInt8], itemClass: ItemClass, protection: ProtectionClass, synchronizable: Bool,
+         groupToken: [UInt8], primaryKeyToken: [UInt8], wrappedKey: [UInt8], attributes: [UInt8], secret: [UInt8],
+         version: Int64) {
+        header = ItemHeader(rowID: rowID, uuid: uuid, itemClass: itemClass, protection: protection,
+                            synchronizable: synchronizable, version: version)
+        self.groupToken = groupToken
+        self.primaryKeyToken = primaryKeyToken
+        self.wrappedKey = wrappedKey
+        self.attributes = attributes
+        self.secret = secret
     }
+
+    var rowID: Int64 { get { header.rowID } set { header.rowID = newValue } }
+    var uuid: [UInt8] { header.uuid }
+    var itemClass: ItemClass { header.itemClass }
+    var protection: ProtectionClass { header.protection }
+    var synchronizable: Bool { header.synchronizable }
+    var version: Int64 { header.version }
 }
 
 /// The row a statement stands on, read in place: its blobs are SQLite's bytes, valid only until
@@ -123,8 +132,9 @@ final class ItemStore {
         try db.execute("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA secure_delete=ON; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-8192")
     }
 
-    /// Settings of a read-only connection (`ReaderPool`): its own page cache, half the writer's,
-    /// and sorts in memory, as on the write connection.
+    /// Settings of a read-only connection (`ReaderPool`): its own page cache, as large as the
+    /// writer's (a 10,000-item vault fits; up to 8 readers at 8 MiB each bound the daemon's
+    /// share), and sorts in memory, as on the write connection.
     func configureReader() throws {
         try db.execute("PRAGMA temp_store=MEMORY; PRAGMA cache_size=-8192")
     }

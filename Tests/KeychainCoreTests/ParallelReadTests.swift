@@ -1,6 +1,7 @@
 @testable import KeychainCore
 import Foundation
 import KeychainCrypto
+import KeychainTestSupport
 import SQLiteStore
 import XCTest
 
@@ -11,19 +12,6 @@ final class ParallelReadTests: XCTestCase {
     var scratch: Scratch!
     override func setUpWithError() throws { scratch = try Scratch() }
     override func tearDown() { scratch = nil }
-
-    /// Runs `body(i)` on `count` threads at once and waits for them all.
-    func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
-        let group = DispatchGroup()
-        for i in 0..<count {
-            group.enter()
-            Thread.detachNewThread {
-                body(i)
-                group.leave()
-            }
-        }
-        group.wait()
-    }
 
     /// What a search gave, comparable: each item's attributes and secret, or the status.
     enum Outcome: Equatable {
@@ -86,7 +74,7 @@ final class ParallelReadTests: XCTestCase {
         }
         let tally = Tally()
         let readers = 4
-        onThreads(readers + 2) { t in
+        concurrently(readers + 2) { t in
             var rng = SystemRandomNumberGenerator()
             if t == readers {  // the writer
                 var version = 0
@@ -168,7 +156,7 @@ final class ParallelReadTests: XCTestCase {
         try vault.addPassword(service: "db", account: "ak", secret: "when unlocked")
         try vault.addPassword(service: "db", account: "ck", secret: "after first unlock", ["pdmn": "ck"])
         // Warm readers on several threads, so each later search may meet one opened before the lock.
-        onThreads(6) { _ in for _ in 0..<50 { _ = try? vault.password(service: "db", account: "ak") } }
+        concurrently(6) { _ in for _ in 0..<50 { _ = try? vault.password(service: "db", account: "ak") } }
         vault.lock()
         final class Results: @unchecked Sendable {
             let lock = NSLock()
@@ -176,7 +164,7 @@ final class ParallelReadTests: XCTestCase {
             func add(_ s: String) { lock.lock(); statuses.append(s); lock.unlock() }
         }
         let results = Results()
-        onThreads(6) { _ in
+        concurrently(6) { _ in
             for _ in 0..<20 {
                 do {
                     _ = try vault.password(service: "db", account: "ak")
@@ -197,7 +185,7 @@ final class ParallelReadTests: XCTestCase {
     /// were last used.
     func testAReadAfterAWriteOnTheSameThreadSeesTheWrite() throws {
         let vault = try scratch.makeVault()
-        onThreads(3) { t in
+        concurrently(3) { t in
             for k in 0..<60 {
                 let account = "t\(t)-\(k)"
                 do {
