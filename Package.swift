@@ -110,7 +110,8 @@ let package = Package(
         .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainCrypto"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
         .testTarget(name: "KeychainSystemTests", dependencies: ["KeychainSystem"]),
-        .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto", "SQLiteStore"],
+        .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto", "SQLiteStore",
+                                                             "KeychainTestSupport"],  // `concurrently`
                     resources: [.copy("Fixtures")]),
         // One unit-test target per library target, on that library alone (no daemon, no mount, no bus).
         .testTarget(name: "KeychainModelTests", dependencies: ["KeychainModel", "KeychainCrypto"]),

@@ -8,15 +8,29 @@ enum ItemCodec {
 
     static func associatedData(vaultID: [UInt8], uuid: [UInt8], itemClass: ItemClass,
                                protection: ProtectionClass, part: Part) -> [UInt8] {
-        // One allocation: every open of a file builds this.
-        var w = ByteWriter(capacity: associatedDataLabel.count + vaultID.count + uuid.count + 3)
-        w.raw(associatedDataLabel)
-        w.raw(vaultID)
-        w.raw(uuid)
-        w.u8(itemClass.code)
-        w.u8(protection.code)
-        w.u8(part.rawValue)
-        return w.bytes
+        withAssociatedData(vaultID: vaultID, uuid: uuid, itemClass: itemClass, protection: protection, part: part) { [UInt8]($0) }
+    }
+
+    /// The associated data of one part, built on the stack for `body`, which may change its last
+    /// byte (the part) to open the item's other parts with the same bytes.
+    static func withAssociatedData<R>(vaultID: [UInt8], uuid: [UInt8], itemClass: ItemClass,
+                                      protection: ProtectionClass, part: Part,
+                                      _ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
+        let count = associatedDataLabel.count + vaultID.count + uuid.count + 3
+        return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { ad in
+            var at = 0
+            func put(_ bytes: UnsafeRawBufferPointer) {
+                UnsafeMutableRawBufferPointer(rebasing: ad[at..<at + bytes.count]).copyMemory(from: bytes)
+                at += bytes.count
+            }
+            associatedDataLabel.withUnsafeBytes { put($0) }
+            vaultID.withUnsafeBytes { put($0) }
+            uuid.withUnsafeBytes { put($0) }
+            ad[at] = itemClass.code
+            ad[at + 1] = protection.code
+            ad[at + 2] = part.rawValue
+            return try body(ad)
+        }
     }
 
     static let associatedDataLabel = Array("keychainfs item v1".utf8)
@@ -31,64 +45,97 @@ enum ItemCodec {
 
     /// Parses what `encode` wrote. - Throws: `KeychainStatus.decode` on malformed input.
     static func decode(_ blob: SecureBytes) throws -> Attributes {
-        try blob.withUnsafeBytes { buf in
-            var r = ByteReader(buf)
-            let out = try AttributeCoding.read(from: &r)
-            guard r.remaining == 0 else { throw KeychainStatus.decode }
-            return out
-        }
+        try blob.withUnsafeBytes { try decode($0) }
+    }
+
+    /// The same from plaintext where it is (a reader's guarded scratch buffer); with a
+    /// selection, only the attributes it names.
+    static func decode(_ plain: UnsafeRawBufferPointer, keeping selection: AttributeSelection? = nil) throws -> Attributes {
+        var r = ByteReader(plain)
+        let out = try selection.map { try AttributeCoding.read(from: &r, keeping: $0) } ?? AttributeCoding.read(from: &r)
+        guard r.remaining == 0 else { throw KeychainStatus.decode }
+        return out
     }
 }
 
 /// Keyed blind index tokens: equal values give equal tokens, and without the index key a token
-/// says nothing about its value. Lookups by primary key never decrypt an item.
+/// says nothing about its value. Lookups by primary key never decrypt an item. Each is hashed as
+/// its layout in docs/vault-format.md is fed to BLAKE2b, piece by piece, never built whole.
 enum IndexToken {
-    /// Canonical bytes of a value for tokens: numbers and booleans as integers, strings and
-    /// data by their bytes (so a String and its UTF-8 Data find each other).
-    static func canonical(_ value: AttributeValue) -> [UInt8] {
-        var w = ByteWriter()
-        if let n = value.integerView {
-            w.u8(UInt8(ascii: "n")); w.u64(UInt64(bitPattern: n))
-        } else if let b = value.byteView {
-            w.u8(UInt8(ascii: "b")); w.raw(b)
-        } else if case .date(let t) = value {
-            w.u8(UInt8(ascii: "t")); w.u64(t.bitPattern)
+    /// Feeds the canonical bytes of a value (docs/vault-format.md): numbers and booleans as
+    /// integers, strings and data by their bytes (so a String and its UTF-8 Data find each
+    /// other), dates by their bit pattern; after their u32 length when `lengthPrefixed`.
+    private static func feedCanonical(_ value: AttributeValue, to h: KeyedHash.Input, lengthPrefixed: Bool) {
+        switch value {
+        case .number, .bool:
+            if lengthPrefixed { h.appendBigEndian(UInt32(9)) }
+            h.append(UInt8(ascii: "n"))
+            h.appendBigEndian(UInt64(bitPattern: value.integerView!))
+        case .string(let s):
+            if lengthPrefixed { h.appendBigEndian(UInt32(1 + s.utf8.count)) }
+            h.append(UInt8(ascii: "b"))
+            h.append(s)
+        case .data(let d):
+            if lengthPrefixed { h.appendBigEndian(UInt32(1 + d.count)) }
+            h.append(UInt8(ascii: "b"))
+            h.append(d)
+        case .date(let t):
+            if lengthPrefixed { h.appendBigEndian(UInt32(9)) }
+            h.append(UInt8(ascii: "t"))
+            h.appendBigEndian(t.bitPattern)
         }
-        return w.bytes
+    }
+
+    /// A u32 length and the UTF-8 bytes of `name`.
+    static func feedLengthPrefixed(_ name: String, to h: KeyedHash.Input) {
+        h.appendBigEndian(UInt32(name.utf8.count))
+        h.append(name)
     }
 
     /// A 16-byte token for one attribute of one class.
     static func attribute(_ name: AttributeKey, _ value: AttributeValue, itemClass: ItemClass, key: SecureBytes) -> [UInt8] {
-        var w = ByteWriter()
-        w.raw(Array("attr".utf8))
-        w.u8(itemClass.code)
-        w.lengthPrefixed(Array(name.rawValue.utf8))
-        w.raw(canonical(value))
-        defer { wipeBytes(&w.bytes) }
-        return KeyedHash.hash(w.bytes, key: key, length: 16)
+        KeyedHash.hash(key: key, length: 16) { h in
+            h.append("attr")
+            h.append(itemClass.code)
+            feedLengthPrefixed(name.rawValue, to: h)
+            feedCanonical(value, to: h, lengthPrefixed: false)
+        }
     }
 
     /// A 16-byte token for an access group, shared by all classes.
     static func group(_ name: String, key: SecureBytes) -> [UInt8] {
-        var w = ByteWriter()
-        w.raw(Array(AttributeKey.accessGroup.rawValue.utf8))
-        w.raw(Array(name.utf8))
-        defer { wipeBytes(&w.bytes) }
-        return KeyedHash.hash(w.bytes, key: key, length: 16)
+        KeyedHash.hash(key: key, length: 16) { h in
+            h.append(AttributeKey.accessGroup.rawValue)
+            h.append(name)
+        }
     }
 
     /// The 32-byte primary-key token: class, every primary-key attribute (missing ones as
     /// empty), access group and synchronizable. Unique in the store.
     static func primaryKey(_ attributes: Attributes, itemClass: ItemClass, key: SecureBytes) -> [UInt8] {
-        var w = ByteWriter()
-        w.raw(Array("pkey".utf8))
-        w.u8(itemClass.code)
-        for name in itemClass.primaryKey + [.accessGroup, .synchronizable] {
-            let value = attributes[name] ?? AttributeKind.of(name).empty
-            w.lengthPrefixed(Array(name.rawValue.utf8))
-            w.lengthPrefixed(canonical(value))
+        [UInt8](unsafeUninitializedCapacity: 32) { out, count in
+            primaryKey(itemClass: itemClass, key: key, into: UnsafeMutableRawBufferPointer(out),
+                       group: attributes[.accessGroup], synchronizable: attributes[.synchronizable]) { attributes[$0] }
+            count = 32
         }
-        defer { wipeBytes(&w.bytes) }
-        return KeyedHash.hash(w.bytes, key: key, length: 32)
+    }
+
+    /// The primary-key token of the class's primary-key attributes as `attribute` gives them,
+    /// then `group` and `synchronizable` (nil counts as the empty value), into `out` (32 bytes):
+    /// the one function behind the stored token and a search's, so the two agree.
+    static func primaryKey(itemClass: ItemClass, key: SecureBytes, into out: UnsafeMutableRawBufferPointer,
+                           group: AttributeValue?, synchronizable: AttributeValue?,
+                           attribute: (AttributeKey) -> AttributeValue?) {
+        func feed(_ name: AttributeKey, _ value: AttributeValue?, _ h: KeyedHash.Input) {
+            feedLengthPrefixed(name.rawValue, to: h)
+            feedCanonical(value ?? AttributeKind.of(name).empty, to: h, lengthPrefixed: true)
+        }
+        KeyedHash.hash(key: key, into: out) { h in
+            h.append("pkey")
+            h.append(itemClass.code)
+            for name in itemClass.primaryKey { feed(name, attribute(name), h) }
+            feed(.accessGroup, group, h)
+            feed(.synchronizable, synchronizable, h)
+        }
     }
 }

@@ -1,18 +1,103 @@
 import SQLiteStore
+import Synchronization
 
-/// One stored item row: clear columns used for filtering, and the sealed blobs.
-struct StoredItem {
+/// The clear columns of a row that a search keeps for its caller: no sealed blob.
+struct ItemHeader {
     var rowID: Int64
     var uuid: [UInt8]
     var itemClass: ItemClass
     var protection: ProtectionClass
     var synchronizable: Bool
+    var version: Int64
+}
+
+/// One stored item row: clear columns used for filtering, and the sealed blobs.
+struct StoredItem {
+    var header: ItemHeader
     var groupToken: [UInt8]
     var primaryKeyToken: [UInt8]
     var wrappedKey: [UInt8]
     var attributes: [UInt8]
     var secret: [UInt8]
-    var version: Int64
+
+    init(rowID: Int64, uuid: [UInt8], itemClass: ItemClass, protection: ProtectionClass, synchronizable: Bool,
+         groupToken: [UInt8], primaryKeyToken: [UInt8], wrappedKey: [UInt8], attributes: [UInt8], secret: [UInt8],
+         version: Int64) {
+        header = ItemHeader(rowID: rowID, uuid: uuid, itemClass: itemClass, protection: protection,
+                            synchronizable: synchronizable, version: version)
+        self.groupToken = groupToken
+        self.primaryKeyToken = primaryKeyToken
+        self.wrappedKey = wrappedKey
+        self.attributes = attributes
+        self.secret = secret
+    }
+
+    var rowID: Int64 { get { header.rowID } set { header.rowID = newValue } }
+    var uuid: [UInt8] { header.uuid }
+    var itemClass: ItemClass { header.itemClass }
+    var protection: ProtectionClass { header.protection }
+    var synchronizable: Bool { header.synchronizable }
+    var version: Int64 { header.version }
+}
+
+/// The row a statement stands on, read in place: its blobs are SQLite's bytes, valid only until
+/// the statement steps or resets, so a visitor opens them at once or copies the row (`stored()`).
+struct ItemRow {
+    let header: ItemHeader
+    fileprivate let statement: Statement
+
+    /// The sealed parts as SQLite holds them, for `body` only.
+    func withSealedParts<R>(_ body: (SealedParts) throws -> R) rethrows -> R {
+        try statement.withBlob(5) { groupToken in
+            try statement.withBlob(7) { wrappedKey in
+                try statement.withBlob(8) { attributes in
+                    try statement.withBlob(9) { secret in
+                        try body(SealedParts(header: header, groupToken: groupToken, wrappedKey: wrappedKey,
+                                             attributes: attributes, secret: secret))
+                    }
+                }
+            }
+        }
+    }
+
+    /// True when the row's `agrp_token` is `token`.
+    func groupTokenEquals(_ token: [UInt8]) -> Bool {
+        statement.withBlob(5) { $0.elementsEqual(token) }
+    }
+
+    /// A copy of the whole row, which outlives the statement.
+    func stored() -> StoredItem {
+        let st = statement
+        return StoredItem(rowID: header.rowID, uuid: header.uuid, itemClass: header.itemClass, protection: header.protection,
+                          synchronizable: header.synchronizable, groupToken: st.blob(5) ?? [], primaryKeyToken: st.blob(6) ?? [],
+                          wrappedKey: st.blob(7) ?? [], attributes: st.blob(8) ?? [], secret: st.blob(9) ?? [],
+                          version: header.version)
+    }
+}
+
+/// The sealed blobs of one row and its clear columns, wherever the bytes are (a statement's
+/// columns, a `StoredItem`'s arrays): what `Vault.open` decrypts.
+struct SealedParts {
+    var header: ItemHeader
+    var groupToken: UnsafeRawBufferPointer
+    var wrappedKey: UnsafeRawBufferPointer
+    var attributes: UnsafeRawBufferPointer
+    var secret: UnsafeRawBufferPointer
+}
+
+extension StoredItem {
+    func withSealedParts<R>(_ body: (SealedParts) throws -> R) rethrows -> R {
+        try groupToken.withUnsafeBytes { groupToken in
+            try wrappedKey.withUnsafeBytes { wrappedKey in
+                try attributes.withUnsafeBytes { attributes in
+                    try secret.withUnsafeBytes { secret in
+                        try body(SealedParts(header: header, groupToken: groupToken, wrappedKey: wrappedKey,
+                                             attributes: attributes, secret: secret))
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The SQLite side of the vault: schema, migrations and row access. Knows nothing of keys;
@@ -21,15 +106,28 @@ final class ItemStore {
     /// The schema version (`PRAGMA user_version`) this build writes.
     static let schemaVersion: Int64 = 2
     let db: Connection
+    /// Shared by the vault's write connection and its readers.
+    let schema: SchemaState
     /// Version 2: every generic password has its Secret Service pair tokens (version 1 gains
     /// them in one step, `markSecretAttributeTokens`).
-    var hasSecretAttributeTokens = true
+    var hasSecretAttributeTokens: Bool {
+        get { schema.hasSecretAttributeTokens }
+        set { schema.hasSecretAttributeTokens = newValue }
+    }
+    /// The search statements of this connection, one per shape (`candidates`). One thread at a
+    /// time uses a connection (see `SearchContext`), so Swift's run-time exclusivity check is
+    /// left out on this path.
+    @exclusivity(unchecked) private var candidateStatements: [CandidateShape: Statement] = [:]
     /// Item rows inserted, rewritten or deleted through this store since it was opened, whether
     /// or not their transaction committed: while it stays, every row reads as it did
-    /// (`Vault.checkOpened`). Changed with the vault's mutex held, as every write is.
-    private(set) var rowWrites: UInt64 = 0
+    /// (`Vault.checkOpened`). Written with the vault's mutex held, as every write is; read by
+    /// any reader.
+    let rowWrites = Atomic<UInt64>(0)
 
-    init(db: Connection) { self.db = db }
+    init(db: Connection, schema: SchemaState = SchemaState()) {
+        self.db = db
+        self.schema = schema
+    }
 
     /// Durability and no-plaintext settings, applied on every open.
     func configure() throws {
@@ -38,6 +136,13 @@ final class ItemStore {
         }
         // FULL: a commit is on disk before it is acknowledged, in WAL mode too.
         try db.execute("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA secure_delete=ON; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-8192")
+    }
+
+    /// Settings of a read-only connection (`ReaderPool`): its own page cache, as large as the
+    /// writer's (a 10,000-item vault fits; up to 8 readers at 8 MiB each bound the daemon's
+    /// share), and sorts in memory, as on the write connection.
+    func configureReader() throws {
+        try db.execute("PRAGMA temp_store=MEMORY; PRAGMA cache_size=-8192")
     }
 
     /// Creates the tables of schema version 2 (version 1's, with pair tokens in `tokens`).
@@ -99,66 +204,115 @@ final class ItemStore {
         .joined(separator: ", ")
 
     /// One `items` row, selected with `columns` in that order.
-    func row(_ st: Statement) throws -> StoredItem {
+    func row(_ st: Statement) throws -> StoredItem { try ItemStore.itemRow(st).stored() }
+
+    /// The row `st` stands on, selected with `columns` in that order, read in place.
+    private static func itemRow(_ st: Statement) throws -> ItemRow {
         guard let cls = ItemClass(code: UInt8(clamping: st.int(2))),
               let pdmn = ProtectionClass(code: UInt8(clamping: st.int(3)))
         else { throw KeychainStatus.decode }
-        return StoredItem(rowID: st.int(0), uuid: st.blob(1) ?? [], itemClass: cls, protection: pdmn,
-                          synchronizable: st.int(4) != 0, groupToken: st.blob(5) ?? [],
-                          primaryKeyToken: st.blob(6) ?? [], wrappedKey: st.blob(7) ?? [],
-                          attributes: st.blob(8) ?? [], secret: st.blob(9) ?? [], version: st.int(10))
+        let header = ItemHeader(rowID: st.int(0), uuid: st.blob(1) ?? [], itemClass: cls, protection: pdmn,
+                                synchronizable: st.int(4) != 0, version: st.int(10))
+        return ItemRow(header: header, statement: st)
     }
 
+    /// The row whose primary-key token is `token`, if any: a point lookup in the unique
+    /// `pk_token` index, for a search that names its class's whole primary key. The caller
+    /// checks the clear columns it filters by.
+    func candidate(primaryKeyToken token: UnsafeRawBufferPointer, visit: (ItemRow) throws -> Void) throws {
+        let st = try db.prepare(ItemStore.byPrimaryKey)
+        defer { st.reset() }
+        try st.bind(blob: token, at: 1)
+        if try st.step() { try visit(try ItemStore.itemRow(st)) }
+    }
+
+    /// `columns` without `pk_token`, which the caller has (NULL keeps the others' places).
+    private static let byPrimaryKey = StaticSQL(
+        "SELECT rowid, uuid, cls, pdmn, sync, agrp_token, NULL, wrapped_key, attrs, data, version FROM items WHERE pk_token = ?")
+
     /// Candidate rows in insertion order: one class, some access groups, optional
-    /// synchronizable and protection filters, every given token, an optional item id.
+    /// synchronizable and protection filters, every given token, an optional item id. Each row
+    /// is visited in place (`ItemRow`); `visit` returns false to stop.
     func candidates(itemClass: ItemClass, groupTokens: [[UInt8]], synchronizable: Bool?,
                     protection: ProtectionClass?, tokens: [[UInt8]], uuid: [UInt8]?,
-                    visit: (StoredItem) throws -> Bool) throws {
+                    visit: (ItemRow) throws -> Bool) throws {
         guard !groupTokens.isEmpty else { return }
-        // With tokens, the search starts from the first one's index entries (the most selective:
-        // the account for passwords) and checks the others per row, so a lookup costs the same
-        // whatever the size of the service. `IN (subquery)` would build each token's whole list.
-        let columns = ItemStore.qualifiedColumns
-        var sql: String
-        var args: [SQLiteValue] = []
-        if let first = tokens.first {
-            // CROSS JOIN keeps the token as the outer loop: SQLite would otherwise scan the group index.
-            sql = "SELECT \(columns) FROM tokens AS t0 CROSS JOIN items ON items.rowid = t0.item WHERE t0.token = ? AND items.cls = ?"
-            args = [.blob(first)]
-        } else {
-            sql = "SELECT \(columns) FROM items WHERE items.cls = ?"
-        }
-        args.append(.integer(Int64(itemClass.code)))
-        sql += " AND items.agrp_token IN (" + Array(repeating: "?", count: groupTokens.count).joined(separator: ",") + ")"
-        args += groupTokens.map { .blob($0) }
-        if let synchronizable { sql += " AND items.sync = ?"; args.append(.integer(synchronizable ? 1 : 0)) }
-        if let protection { sql += " AND items.pdmn = ?"; args.append(.integer(Int64(protection.code))) }
-        if let uuid { sql += " AND items.uuid = ?"; args.append(.blob(uuid)) }
-        for t in tokens.dropFirst() {
-            sql += " AND EXISTS (SELECT 1 FROM tokens AS tk WHERE tk.token = ? AND tk.item = items.rowid)"
-            args.append(.blob(t))
-        }
-        // Insertion order. From a token, t0.item is that order already (the index is (token, item)).
-        sql += tokens.isEmpty ? " ORDER BY items.rowid" : " ORDER BY t0.item"
-        let st = try db.prepare(sql)
+        let shape = CandidateShape(groups: groupTokens.count, tokens: tokens.count, uuid: uuid != nil)
+        let st = try candidateStatement(shape)
         defer { st.reset() }
-        try st.bind(args)
+        // The parameters in `CandidateShape.sql`'s order.
+        var index: Int32 = 1
+        func next() -> Int32 { defer { index += 1 }; return index }
+        if let first = tokens.first { try st.bind(blob: first, at: next()) }
+        try st.bind(integer: Int64(itemClass.code), at: next())
+        for g in groupTokens { try st.bind(blob: g, at: next()) }
+        if let synchronizable { try st.bind(integer: synchronizable ? 1 : 0, at: next()) } else { try st.bindNull(at: next()) }
+        if let protection { try st.bind(integer: Int64(protection.code), at: next()) } else { try st.bindNull(at: next()) }
+        if let uuid { try st.bind(blob: uuid, at: next()) }
+        for t in tokens.dropFirst() { try st.bind(blob: t, at: next()) }
         while try st.step() {
-            guard try visit(try row(st)) else { break }
+            guard try visit(try ItemStore.itemRow(st)) else { break }
+        }
+    }
+
+    private func candidateStatement(_ shape: CandidateShape) throws -> Statement {
+        if let st = candidateStatements[shape] {
+            st.resetIfBusy()
+            return st
+        }
+        let st = try db.makeStatement(shape.sql)
+        candidateStatements[shape] = st
+        return st
+    }
+
+    /// What the text of a candidate search depends on; the values are bound.
+    private struct CandidateShape: Hashable {
+        var groups: Int
+        var tokens: Int
+        var uuid: Bool
+
+        /// With tokens, the search starts from the first one's index entries (the most selective:
+        /// the account for passwords) and checks the others per row, so a lookup costs the same
+        /// whatever the size of the service. `IN (subquery)` would build each token's whole list.
+        /// Parameters are numbered in the order `candidates` binds them. `sync` and `pdmn` have no
+        /// index, so "NULL or equal" costs nothing; the item id does (its unique index), so it
+        /// has its own shape.
+        var sql: String {
+            var n = 0
+            func p() -> String { n += 1; return "?\(n)" }
+            var sql: String
+            if tokens > 0 {
+                // CROSS JOIN keeps the token as the outer loop: SQLite would otherwise scan the group index.
+                sql = "SELECT \(ItemStore.qualifiedColumns) FROM tokens AS t0 CROSS JOIN items ON items.rowid = t0.item WHERE t0.token = \(p()) AND items.cls = \(p())"
+            } else {
+                sql = "SELECT \(ItemStore.qualifiedColumns) FROM items WHERE items.cls = \(p())"
+            }
+            sql += " AND items.agrp_token IN (" + (0..<groups).map { _ in p() }.joined(separator: ",") + ")"
+            let sync = p(), pdmn = p()
+            sql += " AND (\(sync) IS NULL OR items.sync = \(sync)) AND (\(pdmn) IS NULL OR items.pdmn = \(pdmn))"
+            if uuid { sql += " AND items.uuid = \(p())" }
+            for _ in 1..<max(tokens, 1) {
+                sql += " AND EXISTS (SELECT 1 FROM tokens AS tk WHERE tk.token = \(p()) AND tk.item = items.rowid)"
+            }
+            // Insertion order. From a token, t0.item is that order already (the index is (token, item)).
+            sql += tokens == 0 ? " ORDER BY items.rowid" : " ORDER BY t0.item"
+            return sql
         }
     }
 
     /// The row of one item by its id, whatever its class and group: a point lookup.
     func item(uuid: [UInt8]) throws -> StoredItem? {
-        let st = try db.prepare("SELECT \(ItemStore.columns) FROM items WHERE uuid = ?")
+        let st = try db.prepare(ItemStore.byUUID)
         defer { st.reset() }
         try st.bind(.blob(uuid))
         return try st.step() ? try row(st) : nil
     }
 
+    private static let byUUID = StaticSQL("SELECT \(columns) FROM items WHERE uuid = ?")
+
     /// Inserts an item and its lookup tokens. - Throws: `duplicateItem` on a primary-key clash.
     func insert(_ item: StoredItem, tokens: [[UInt8]]) throws -> Int64 {
-        rowWrites &+= 1
+        rowWrites.add(1, ordering: .releasing)
         do {
             try db.prepare("""
                 INSERT INTO items(uuid, cls, pdmn, sync, agrp_token, pk_token, wrapped_key, attrs, data, version)
@@ -181,7 +335,7 @@ final class ItemStore {
 
     /// Rewrites an item in place (same row, so insertion order is kept) with new tokens.
     func replace(_ item: StoredItem, tokens: [[UInt8]]) throws {
-        rowWrites &+= 1
+        rowWrites.add(1, ordering: .releasing)
         do {
             try db.prepare("""
                 UPDATE items SET uuid = ?, pdmn = ?, sync = ?, agrp_token = ?, pk_token = ?, wrapped_key = ?,
@@ -197,7 +351,7 @@ final class ItemStore {
     }
 
     func delete(rowID: Int64) throws {
-        rowWrites &+= 1
+        rowWrites.add(1, ordering: .releasing)
         try db.prepare("DELETE FROM items WHERE rowid = ?").bind(.integer(rowID)).run()
     }
 
@@ -213,7 +367,7 @@ final class ItemStore {
 
     /// Deletes every item of one protection class (used when a passphrase is removed).
     func deleteAll(protection: ProtectionClass) throws -> Int {
-        rowWrites &+= 1
+        rowWrites.add(1, ordering: .releasing)
         try db.prepare("DELETE FROM items WHERE pdmn = ?").bind(.integer(Int64(protection.code))).run()
         return db.changes
     }

@@ -27,12 +27,32 @@ enum KeyPlan {
 }
 
 /// The keys a vault holds in memory, all in guarded memory, and the lock state.
-final class KeyRing {
-    private(set) var classKeys: [ProtectionClass: SecureBytes] = [:]
-    private(set) var indexKey: SecureBytes?
-    private(set) var state: LockState = .neverUnlocked
+///
+/// Searches read it concurrently, without the vault's mutex. The rule:
+/// - it changes (unlock, lock, a replaced key, the wipe at close) only inside `gate`'s write
+///   side, which every method that changes it takes, and only with the vault's mutex held, so
+///   writes (which hold the mutex) see it stable;
+/// - a reader holds `gate`'s read side (`Vault.withReader`) from its first look at a key until
+///   it no longer touches any key, item key or plaintext opened with one;
+/// - so `lock()` waits for the searches in flight, wipes, and returns; a search that starts
+///   after it finds no key and fails with errSecInteractionNotAllowed. No reader ever holds a
+///   key that is being wiped, and no wiped key is read (a use after `wipe()` traps anyway).
+/// The write side is taken after the mutex, never the other way round, and a reader never
+/// takes the mutex while it holds the read side.
+///
+/// That rule, not Swift's run-time exclusivity check, keeps readers and the writer apart, so the
+/// check (a thread-local lookup on every read of every property, several per search) is left out.
+final class KeyRing: @unchecked Sendable {
+    @exclusivity(unchecked) private(set) var classKeys: [ProtectionClass: SecureBytes] = [:]
+    @exclusivity(unchecked) private(set) var indexKey: SecureBytes?
+    @exclusivity(unchecked) private(set) var state: LockState = .neverUnlocked
     /// Protection classes whose keys are bound to a different device key than this machine's.
-    private(set) var foreignDeviceClasses: Set<ProtectionClass> = []
+    @exclusivity(unchecked) private(set) var foreignDeviceClasses: Set<ProtectionClass> = []
+    /// The header's `hasPassphrase` (`akpu` items need one), here so readers need not read the header.
+    @exclusivity(unchecked) private(set) var hasPassphrase = false
+    let gate = ReadWriteLock()
+
+    init(hasPassphrase: Bool) { self.hasPassphrase = hasPassphrase }
 
     func key(for protection: ProtectionClass) -> SecureBytes? { classKeys[protection] }
 
@@ -46,7 +66,7 @@ final class KeyRing {
                 key = try AEAD.open(entry.box, key: device.key,
                                     associatedData: header.associatedData(slot: slot, wrapper: .device))
             } catch { throw isAllocationFailure(error) ? KeychainStatus.allocate : KeychainStatus.decode }
-            store(key, slot: slot)
+            gate.withWriteLock { store(key, slot: slot) }
         }
     }
 
@@ -79,28 +99,38 @@ final class KeyRing {
                 foreign.insert(ProtectionClass(code: slot)!)
             }
         }
-        for (slot, key) in opened { store(key, slot: slot) }
-        foreignDeviceClasses = foreign
-        state = .unlocked
+        gate.withWriteLock {
+            for (slot, key) in opened { store(key, slot: slot) }
+            foreignDeviceClasses = foreign
+            state = .unlocked
+        }
     }
 
-    /// Wipes the keys of the WhenUnlocked family. AfterFirstUnlock and Always keys stay.
-    func lock() {
-        for p in ProtectionClass.allCases where p.availability == .whileUnlocked {
-            classKeys[p]?.wipe()
-            classKeys[p] = nil
+    /// Wipes the keys of the WhenUnlocked family, once no search uses them. AfterFirstUnlock and
+    /// Always keys stay. `alsoWipe` runs in the same moment, for what was opened with the keys
+    /// (the vault's cached item keys).
+    func lock(alsoWipe: () -> Void = {}) {
+        gate.withWriteLock {
+            for p in ProtectionClass.allCases where p.availability == .whileUnlocked {
+                classKeys[p]?.wipe()
+                classKeys[p] = nil
+            }
+            if state == .unlocked { state = .locked }
+            alsoWipe()
         }
-        if state == .unlocked { state = .locked }
     }
 
     /// Wipes everything; the vault is closing.
     func wipeAll() {
-        for (_, k) in classKeys { k.wipe() }
-        classKeys = [:]
-        indexKey?.wipe()
-        indexKey = nil
+        gate.withWriteLock {
+            for (_, k) in classKeys { k.wipe() }
+            classKeys = [:]
+            indexKey?.wipe()
+            indexKey = nil
+        }
     }
 
+    /// Called with `gate`'s write side held.
     fileprivate func store(_ key: SecureBytes, slot: UInt8) {
         if slot == VaultHeader.indexKeySlot {
             if indexKey == nil { indexKey = key } else { key.wipe() }
@@ -145,11 +175,16 @@ final class KeyRing {
 }
 
 extension KeyRing {
-    /// Replaces one class key (the akpu key after a passphrase removal), wiping the old one.
-    func replace(_ key: SecureBytes, for protection: ProtectionClass) {
-        let wasLoaded = classKeys[protection] != nil
-        classKeys[protection]?.wipe()
-        classKeys[protection] = nil
-        if wasLoaded { store(key, slot: protection.code) }
+    /// A passphrase change: the header's new `hasPassphrase`, and, after a passphrase removal,
+    /// the fresh akpu class key in place of the old one, which is wiped.
+    func passphraseChanged(hasPassphrase: Bool, replacing key: SecureBytes?, for protection: ProtectionClass) {
+        gate.withWriteLock {
+            self.hasPassphrase = hasPassphrase
+            guard let key else { return }
+            let wasLoaded = classKeys[protection] != nil
+            classKeys[protection]?.wipe()
+            classKeys[protection] = nil
+            if wasLoaded { store(key, slot: protection.code) }
+        }
     }
 }

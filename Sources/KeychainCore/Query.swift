@@ -19,7 +19,7 @@ struct ReturnKeys: Equatable {
         default: throw KeychainStatus.param
         }
     }
-    var count: Int { [data, attributes, persistentRef, ref].filter { $0 }.count }
+    var count: Int { (data ? 1 : 0) + (attributes ? 1 : 0) + (persistentRef ? 1 : 0) + (ref ? 1 : 0) }
 
     /// `r_Ref` by class, as Apple treats it: a password has no object reference, so alone it is a
     /// bad query and beside other return keys it is ignored. A key's reference (`SecKey`) is built
@@ -61,6 +61,9 @@ public struct ParsedQuery {
     var persistentRef: PersistentRef?
     /// Secret Service attribute pairs an item must have (`matchSecretAttributes`), generic passwords only.
     var secretAttributes: [String: String] = [:]
+    /// Every attribute of the class's primary key has a filter: the search can look the item up
+    /// by its primary-key token.
+    var namesPrimaryKey: Bool { itemClass.primaryKey.allSatisfy { filters[$0] != nil } }
 
     public enum Operation: CaseIterable, Sendable { case search, update, delete }
 
@@ -84,29 +87,18 @@ public struct ParsedQuery {
         }
         persistentRef = ref
 
-        // Sorted, so a query with several faults always reports the same one.
-        for (key, value) in query.sorted(by: { $0.key < $1.key }) where key != .class && key != .valuePersistentRef {
-            if key.hasPrefix(.return) {
-                guard operation == .search else { throw KeychainStatus.param }
-                try returns.set(key, value)
-            } else if key.hasPrefix(.match) {
-                // macOS-style callers send a limit with delete; update takes none.
-                guard operation != .update else { throw KeychainStatus.param }
-                if key == .matchLimit { limit = try Self.limit(value) }
-                if key == .matchSecretAttributes {
-                    guard itemClass == .genericPassword, case .data(let blob) = value,
-                          let pairs = SecretServicePairs.decode(blob) else { throw KeychainStatus.param }
-                    secretAttributes = pairs.attributes
-                }
-                if operation == .search { try Self.checkMatchValue(key, value) }
-            } else if key.hasPrefix(.use) || key == .useDataProtectionKeychain {
-                continue  // authentication UI and keychain-selection hints: the daemon's concern
-            } else if key == .valueData {
-                continue  // Apple keeps a value in a search or delete query and does not match on it
-            } else if key.hasPrefix(.value) {
-                throw KeychainStatus.param
-            } else {
-                try addFilter(key, value)
+        // Each key sets its own part, so the order does not change a query that parses; one
+        // with several faults must always report the same one, so after a fault the keys are
+        // parsed again, sorted, from the start.
+        let start = self
+        do {
+            for (key, value) in query where key != .class && key != .valuePersistentRef {
+                try take(key, value, operation: operation)
+            }
+        } catch {
+            self = start
+            for (key, value) in query.sorted(by: { $0.key < $1.key }) where key != .class && key != .valuePersistentRef {
+                try take(key, value, operation: operation)
             }
         }
         try returns.resolveReference(for: itemClass)
@@ -115,8 +107,34 @@ public struct ParsedQuery {
         if ref != nil && query[.synchronizable] == nil { synchronizable = nil }
     }
 
+    /// One key of a query other than the class and a persistent reference.
+    private mutating func take(_ key: AttributeKey, _ value: AttributeValue, operation: Operation) throws {
+        if key.hasPrefix(.return) {
+            guard operation == .search else { throw KeychainStatus.param }
+            try returns.set(key, value)
+        } else if key.hasPrefix(.match) {
+            // macOS-style callers send a limit with delete; update takes none.
+            guard operation != .update else { throw KeychainStatus.param }
+            if key == .matchLimit { limit = try Self.limit(value) }
+            if key == .matchSecretAttributes {
+                guard itemClass == .genericPassword, case .data(let blob) = value,
+                      let pairs = SecretServicePairs.decode(blob) else { throw KeychainStatus.param }
+                secretAttributes = pairs.attributes
+            }
+            if operation == .search { try Self.checkMatchValue(key, value) }
+        } else if key.hasPrefix(.use) || key == .useDataProtectionKeychain {
+            return  // authentication UI and keychain-selection hints: the daemon's concern
+        } else if key == .valueData {
+            return  // Apple keeps a value in a search or delete query and does not match on it
+        } else if key.hasPrefix(.value) {
+            throw KeychainStatus.param
+        } else {
+            try addFilter(key, value)
+        }
+    }
+
     private mutating func addFilter(_ key: AttributeKey, _ value: AttributeValue) throws {
-        guard itemClass.knownAttributes.contains(key) else { throw KeychainStatus.noSuchAttr }
+        guard let kind = itemClass.kind(ofKnown: key) else { throw KeychainStatus.noSuchAttr }
         switch key {
         case .accessGroup:
             guard case .string(let g) = value else { throw KeychainStatus.param }
@@ -129,7 +147,7 @@ public struct ParsedQuery {
             guard case .string(let name) = value, let p = ProtectionClass(rawValue: name) else { throw KeychainStatus.param }
             protection = p
         default:
-            guard let v = normalize(value, for: key) else { throw KeychainStatus.param }
+            guard let v = normalize(value, kind: kind) else { throw KeychainStatus.param }
             filters[key] = v
         }
     }
@@ -174,6 +192,21 @@ public struct ParsedQuery {
     var needsAttributes: Bool {
         filters.keys.contains { !itemClass.primaryKey.contains($0) }
     }
+
+    /// The attributes a search must open to decide on an item when it returns none of them: the
+    /// clear columns' checks, the presence gate, what `Vault.isUnextractable` reads, and the
+    /// filters, when these are all primary-key attributes (the common lookup) and no Secret
+    /// Service pairs are asked; nil (every attribute) otherwise.
+    var checkedAttributes: AttributeSelection? {
+        guard !returns.attributes, secretAttributes.isEmpty,
+              filters.keys.allSatisfy({ itemClass.primaryKey.contains($0) }) else { return nil }
+        return Self.checked[itemClass]
+    }
+
+    private static let checked: [ItemClass: AttributeSelection] = Dictionary(uniqueKeysWithValues: ItemClass.allCases.map { c in
+        (c, AttributeSelection([.accessible, .synchronizable, .accessGroup, .accessControl, .keyClass, .isExtractable]
+                               + c.primaryKey))
+    })
 
     /// True when the result is an array (`m_LimitAll` or a number, even for one hit).
     var returnsArray: Bool { limit != .one }

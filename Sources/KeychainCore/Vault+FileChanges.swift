@@ -70,7 +70,7 @@ extension Vault {
                 var target: Match?
                 try forEachFileItem(q, accessGroups: visibleGroups ?? accessGroups) { item, attributes in
                     guard item.uuid != source.stored.uuid else { return true }
-                    target = Match(stored: item, attributes: attributes, secret: nil)
+                    target = Match(stored: item.header, attributes: attributes, secret: nil)
                     return false
                 }
                 guard let target else {
@@ -132,7 +132,7 @@ extension Vault {
     func firstFileItem(_ q: ParsedQuery, accessGroups: [String]) throws -> Match? {
         var found: Match?
         try forEachFileItem(q, accessGroups: accessGroups) { item, attributes in
-            found = Match(stored: item, attributes: attributes, secret: nil)
+            found = Match(stored: item.header, attributes: attributes, secret: nil)
             return false
         }
         return found

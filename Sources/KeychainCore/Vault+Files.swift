@@ -45,8 +45,8 @@ extension Vault {
         // A label has no lookup token: a key's or certificate's name is found among its class's.
         let q = flat ? try Self.fileQuery(itemClass: name.itemClass, service: nil, account: nil) : try Self.fileQuery(name)
         var out: [FileEntry] = []
-        try mutex.withLock {
-            try forEachFileItem(q, accessGroups: accessGroups) { item, attributes in
+        try withReader { reader in
+            try forEachFileItem(q, accessGroups: accessGroups, in: reader) { item, attributes in
                 let e = fileEntry(item, attributes, keepRow: true)
                 if !flat || e.name == name { out.append(e) }
                 return out.count < limit
@@ -57,11 +57,13 @@ extension Vault {
 
     /// `fileEntries` one at a time, for listings that must not hold a whole service in memory;
     /// `visit` returns false to stop. With `keepRows: false` no entry keeps its sealed row.
+    /// `visit` runs while the listing reads the store, so it must not call back into the vault,
+    /// and a lock waits for the listing to end.
     public func forEachFileEntry(itemClass: ItemClass = .genericPassword, service: [UInt8]? = nil, account: [UInt8]? = nil,
                                  accessGroups: [String], keepRows: Bool = true, visit: (FileEntry) throws -> Bool) throws {
         let q = try Self.fileQuery(itemClass: itemClass, service: service, account: account)
-        try mutex.withLock {
-            try forEachFileItem(q, accessGroups: accessGroups) { item, attributes in
+        try withReader { reader in
+            try forEachFileItem(q, accessGroups: accessGroups, in: reader) { item, attributes in
                 try visit(fileEntry(item, attributes, keepRow: keepRows))
             }
         }
@@ -90,21 +92,29 @@ extension Vault {
     /// attributes, in insertion order; `visit` returns false to stop. Call with the mutex held.
     func forEachFileItem(_ q: ParsedQuery, accessGroups: [String],
                          visit: (StoredItem, Attributes) throws -> Bool) throws {
+        try forEachFileItem(q, accessGroups: accessGroups, in: writeContext, visit: visit)
+    }
+
+    /// The same on `context` (a reader's, or the write connection's with the mutex held).
+    func forEachFileItem(_ q: ParsedQuery, accessGroups: [String], in context: SearchContext,
+                         visit: (StoredItem, Attributes) throws -> Bool) throws {
         guard !accessGroups.isEmpty, let indexKey = keys.indexKey else { return }
-        let groupTokens = accessGroups.map { IndexToken.group($0, key: indexKey) }
+        let groupTokens = accessGroups.map { context.groupToken($0, indexKey: indexKey) }
         // Tokens only for the account and the directory's attribute (account first): a missing
         // qualifier may be stored as empty data or an empty string, which `matches` equates.
         let tokens = [AttributeKey.account, .service, .server].compactMap { name in
             q.filters[name].map { IndexToken.attribute(name, $0, itemClass: q.itemClass, key: indexKey) }
         }
-        try store.candidates(itemClass: q.itemClass, groupTokens: groupTokens, synchronizable: nil,
-                             protection: nil, tokens: tokens, uuid: nil) { item in
-            guard let classKey = try? availableKey(for: item.protection),
-                  let m = try nilUnlessOutOfMemory({ try open(item, classKey: classKey, needSecret: false) }),
+        try context.store.candidates(itemClass: q.itemClass, groupTokens: groupTokens, synchronizable: nil,
+                                     protection: nil, tokens: tokens, uuid: nil) { row in
+            guard let classKey = try? availableKey(for: row.header.protection),
+                  let m = try nilUnlessOutOfMemory({
+                      try row.withSealedParts { try open($0, classKey: classKey, needSecret: false, in: context) }
+                  }),
                   Self.matches(m.attributes, filters: q.filters, itemClass: q.itemClass),
                   Self.showsAsFile(m.attributes, itemClass: q.itemClass)
             else { return true }
-            return try visit(item, m.attributes)
+            return try visit(row.stored(), m.attributes)
         }
     }
 
@@ -135,7 +145,8 @@ extension Vault {
     /// - Throws: as `fileSecret(of:accessGroups:approved:)`.
     public func fileSecret(of entry: FileEntry, accessGroups: [String], approved: Bool = false) throws -> SecureBytes {
         guard let row = entry.row else { return try fileSecret(of: entry.ref, accessGroups: accessGroups, approved: approved) }
-        return try mutex.withLock {
+        // No store to read: the keys' read side alone, as a search holds it.
+        return try keys.gate.withReadLock {
             guard accessGroups.contains(entry.group) else { throw KeychainStatus.itemNotFound }
             let classKey = try availableKey(for: entry.protection)
             if !approved, let control = entry.attributes[.accessControl].flatMap(AccessControl.init), control.requiresPresence {
@@ -153,8 +164,8 @@ extension Vault {
     /// - Throws: `itemNotFound` (gone, or in a group the caller lacks), `interactionNotAllowed`
     ///   when locked or gated without approval, `decode` when damaged.
     public func fileSecret(of ref: PersistentRef, accessGroups: [String], approved: Bool = false) throws -> SecureBytes {
-        try mutex.withLock {
-            let opened = try fileMatch(ref, accessGroups: accessGroups, needSecret: true)
+        try withReader { reader in
+            let opened = try fileMatch(ref, accessGroups: accessGroups, needSecret: true, in: reader)
             guard let secret = opened.secret else { throw KeychainStatus.decode }
             if !approved, let control = opened.attributes[.accessControl].flatMap(AccessControl.init), control.requiresPresence {
                 secret.wipe()
@@ -167,12 +178,19 @@ extension Vault {
     /// One item by reference, opened, if the caller's groups include its group. Call with the
     /// mutex held. - Throws: as `fileSecret(of:accessGroups:approved:)`, without the approval.
     func fileMatch(_ ref: PersistentRef, accessGroups: [String], needSecret: Bool) throws -> Match {
+        try fileMatch(ref, accessGroups: accessGroups, needSecret: needSecret, in: writeContext)
+    }
+
+    /// The same on `context`.
+    func fileMatch(_ ref: PersistentRef, accessGroups: [String], needSecret: Bool, in context: SearchContext) throws -> Match {
         guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
-        guard let item = try store.item(uuid: ref.uuid), item.itemClass == ref.itemClass,
-              accessGroups.contains(where: { IndexToken.group($0, key: indexKey) == item.groupToken })
+        guard let item = try context.store.item(uuid: ref.uuid), item.itemClass == ref.itemClass,
+              accessGroups.contains(where: { context.groupToken($0, indexKey: indexKey) == item.groupToken })
         else { throw KeychainStatus.itemNotFound }
         let classKey = try availableKey(for: item.protection)
-        guard let opened = try nilUnlessOutOfMemory({ try open(item, classKey: classKey, needSecret: needSecret) }),
+        guard let opened = try nilUnlessOutOfMemory({
+                  try item.withSealedParts { try open($0, classKey: classKey, needSecret: needSecret, in: context) }
+              }),
               !needSecret || opened.secret != nil
         else { throw KeychainStatus.decode }
         return opened

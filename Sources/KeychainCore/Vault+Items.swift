@@ -2,7 +2,7 @@ import KeychainCrypto
 
 /// A matched item with its decrypted parts.
 struct Match {
-    var stored: StoredItem
+    var stored: ItemHeader
     var attributes: Attributes
     var secret: SecureBytes?
 }
@@ -33,7 +33,7 @@ extension Vault {
             let stored = try store.db.transaction { try insert(prepared, beforeChange: beforeChange) }
             guard prepared.returns.any else { return .none }
             let data = try prepared.secret ?? SecureBytes(count: 0)
-            let match = Match(stored: stored, attributes: prepared.attributes, secret: prepared.returns.data ? data : nil)
+            let match = Match(stored: stored.header, attributes: prepared.attributes, secret: prepared.returns.data ? data : nil)
             return .value(try shape(match, returns: prepared.returns))
         }
     }
@@ -139,19 +139,27 @@ extension Vault {
     public func copyMatching(_ query: Attributes, accessGroups: [String], approved: Set<PersistentRef> = [],
                              skipUnapproved: Bool = false, secretsReturned: inout [PersistentRef]) throws -> QueryResult {
         let q = try ParsedQuery(query, operation: .search)
-        return try mutex.withLock {
-            rebuildSecretTokensIfNeeded(q)
-            let matches = try search(q, accessGroups: accessGroups, needSecret: q.returns.data, limit: q.maximumCount,
-                                     approved: approved, skipUnapproved: skipUnapproved)
+        func run(_ context: SearchContext) throws -> QueryResult {
+            let matches = try search(q, in: context, accessGroups: accessGroups, needSecret: q.returns.data,
+                                     limit: q.maximumCount, approved: approved, skipUnapproved: skipUnapproved,
+                                     keeping: q.checkedAttributes)
             guard q.returns.any else { return .none }
             if q.returns.data {
                 // A private key made with kSecAttrIsExtractable false is used, never read.
                 if matches.contains(where: Self.isUnextractable) { throw KeychainStatus.dataNotAvailable }
                 secretsReturned = matches.map { PersistentRef(itemClass: $0.stored.itemClass, uuid: $0.stored.uuid) }
             }
-            let values = try matches.map { try shape($0, returns: q.returns) }
-            return q.returnsArray ? .array(values) : .value(values[0])
+            if !q.returnsArray { return .value(try shape(matches[0], returns: q.returns)) }
+            return .array(try matches.map { try shape($0, returns: q.returns) })
         }
+        // A version-1 store gains its pair tokens on the write connection first.
+        if !q.secretAttributes.isEmpty && !store.hasSecretAttributeTokens {
+            return try mutex.withLock {
+                rebuildSecretTokensIfNeeded(q)
+                return try run(writeContext)
+            }
+        }
+        return try withReader(run)
     }
 
     // MARK: Update
@@ -201,7 +209,8 @@ extension Vault {
         if let newSecret { try ItemLimits.check(newSecret) }
 
         return try mutex.withLock {
-            let matches = try search(q, accessGroups: accessGroups, needSecret: newSecret == nil, limit: Int.max)
+            let matches = try search(q, in: writeContext, accessGroups: accessGroups, needSecret: newSecret == nil,
+                                     limit: Int.max)
             guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
             let now = absoluteTimeNow()
             var rewritten: [(StoredItem, [[UInt8]])] = []
@@ -254,7 +263,7 @@ extension Vault {
                        named: ([ChangedItemName]) -> Void = { _ in }) throws -> Set<String> {
         let q = try ParsedQuery(query, operation: .delete)
         return try mutex.withLock {
-            let matches = try search(q, accessGroups: accessGroups, needSecret: false, limit: Int.max)
+            let matches = try search(q, in: writeContext, accessGroups: accessGroups, needSecret: false, limit: Int.max)
             try store.db.transaction {
                 for m in matches { try store.delete(rowID: m.stored.rowID) }
                 try beforeChange(matches.map { PersistentRef(itemClass: $0.stored.itemClass, uuid: $0.stored.uuid) })
@@ -272,62 +281,88 @@ extension Vault {
     /// moves) so that a file's mtime changes only with its contents. Never returned.
     public static let secretModified = AttributeKey.secretModificationDate
 
-    // MARK: Internals (called with the mutex held)
+    // MARK: Internals (called with the mutex held, or on a reader with the keys' read side held)
 
     /// The class key, or why it is missing.
     func availableKey(for protection: ProtectionClass) throws -> SecureBytes {
         if keys.foreignDeviceClasses.contains(protection) { throw KeychainStatus.decode }
         if let key = keys.key(for: protection) {
-            if protection == .whenPasscodeSetThisDeviceOnly && !header.hasPassphrase { throw KeychainStatus.interactionNotAllowed }
+            if protection == .whenPasscodeSetThisDeviceOnly && !keys.hasPassphrase { throw KeychainStatus.interactionNotAllowed }
             return key
         }
-        if protection.isThisDeviceOnly && header.deviceKeyID != device.identifier { throw KeychainStatus.decode }
+        if protection.isThisDeviceOnly && !madeHere { throw KeychainStatus.decode }
         throw KeychainStatus.interactionNotAllowed
     }
 
-    func search(_ q: ParsedQuery, accessGroups: [String], needSecret: Bool, limit: Int,
-                approved: Set<PersistentRef> = [], skipUnapproved: Bool = false) throws -> [Match] {
-        let groups: [String]
+    /// The items `q` finds, opened, in insertion order, at most `limit`.
+    ///
+    /// A query that names its class's whole primary key is at most one row per (group,
+    /// synchronizable value): a point lookup each in the unique `pk_token` index, with the token
+    /// `seal` stored computed from the query's values (`IndexToken.primaryKey`, the same
+    /// function, so equal values give equal bytes). Only when that finds nothing to return does
+    /// the search ask the `tokens` index, as every other query does, so that a row whose clear
+    /// columns were tampered with still gives errSecDecode and a locked item
+    /// errSecInteractionNotAllowed, exactly as before.
+    /// - Parameter keeping: the attributes each match needs (nil: all); a search whose caller
+    ///   returns no attributes opens only those it checks (`ParsedQuery.checkedAttributes`).
+    func search(_ q: ParsedQuery, in context: SearchContext, accessGroups: [String], needSecret: Bool, limit: Int,
+                approved: Set<PersistentRef> = [], skipUnapproved: Bool = false,
+                keeping: AttributeSelection? = nil) throws -> [Match] {
         if let g = q.group {
             guard accessGroups.contains(g) else { throw KeychainStatus.missingEntitlement }
-            groups = [g]
         } else {
             // A caller with no groups sees nothing, as an outsider should: not found.
             guard !accessGroups.isEmpty else { throw KeychainStatus.itemNotFound }
-            groups = accessGroups
         }
         guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
-        let groupTokens = groups.map { IndexToken.group($0, key: indexKey) }
-        // In primary-key order, most selective first: the store starts from the first token.
-        let tokens = q.itemClass.primaryKey.compactMap { name in
-            q.filters[name].map { IndexToken.attribute(name, $0, itemClass: q.itemClass, key: indexKey) }
-        } + secretSearchTokens(q, indexKey: indexKey)
         var matches: [Match] = []
+        matches.reserveCapacity(min(limit, 4))
         var unavailable: KeychainStatus?
         var damaged = false
-        try store.candidates(itemClass: q.itemClass, groupTokens: groupTokens, synchronizable: q.synchronizable,
-                             protection: q.protection, tokens: tokens, uuid: q.persistentRef?.uuid) { item in
+        func visit(_ item: SealedParts) throws -> Bool {
             let classKey: SecureBytes
-            do { classKey = try availableKey(for: item.protection) } catch let status as KeychainStatus {
+            do { classKey = try availableKey(for: item.header.protection) } catch let status as KeychainStatus {
                 if unavailable != .decode { unavailable = status }
                 return true
             }
-            guard let opened = try nilUnlessOutOfMemory({ try open(item, classKey: classKey, needSecret: needSecret) }) else {
+            guard let opened = try nilUnlessOutOfMemory({
+                try open(item, classKey: classKey, needSecret: needSecret, in: context, keeping: keeping)
+            }) else {
                 damaged = true
                 return true
             }
             // The tokens only narrow: the opened attributes decide (a token collision finds nothing).
             guard Self.matches(opened.attributes, filters: q.filters, itemClass: q.itemClass),
-                  SecretServicePairs.matches(SecretServicePairs.of(opened.attributes), q.secretAttributes)
+                  q.secretAttributes.isEmpty || SecretServicePairs.matches(SecretServicePairs.of(opened.attributes), q.secretAttributes)
             else { return true }
             // A presence-gated secret needs an approval the engine cannot give: as if locked.
             if needSecret, let control = opened.attributes[.accessControl].flatMap(AccessControl.init), control.requiresPresence,
-               !approved.contains(PersistentRef(itemClass: item.itemClass, uuid: item.uuid)) {
+               !approved.contains(PersistentRef(itemClass: item.header.itemClass, uuid: item.header.uuid)) {
+                opened.secret?.wipe()
                 if !skipUnapproved { unavailable = unavailable ?? .interactionNotAllowed }
                 return true
             }
             matches.append(opened)
             return matches.count < limit
+        }
+        let groups = q.group.map { [$0] } ?? accessGroups
+        let syncValues = q.synchronizable.map { $0 ? Self.onlySynchronized : Self.onlyUnsynchronized } ?? Self.eitherSynchronized
+        if q.namesPrimaryKey && groups.count * syncValues.count <= Self.primaryKeyLookupLimit {
+            try primaryKeyLookups(q, groups: groups, syncValues: syncValues, in: context, indexKey: indexKey, visit: visit)
+            if !matches.isEmpty { return matches }
+            // Found nothing to return: the token search below meets the same rows again, and
+            // decides the status.
+            unavailable = nil
+            damaged = false
+        }
+        let groupTokens = groups.map { context.groupToken($0, indexKey: indexKey) }
+        // In primary-key order, most selective first: the store starts from the first token.
+        let tokens = q.itemClass.primaryKey.compactMap { name in
+            q.filters[name].map { IndexToken.attribute(name, $0, itemClass: q.itemClass, key: indexKey) }
+        } + secretSearchTokens(q, indexKey: indexKey)
+        try context.store.candidates(itemClass: q.itemClass, groupTokens: groupTokens, synchronizable: q.synchronizable,
+                                     protection: q.protection, tokens: tokens, uuid: q.persistentRef?.uuid) { row in
+            try row.withSealedParts(visit)
         }
         if matches.isEmpty {
             if damaged { throw KeychainStatus.decode }
@@ -335,6 +370,42 @@ extension Vault {
             throw KeychainStatus.itemNotFound
         }
         return matches
+    }
+
+    /// Point lookups beyond this many (groups times synchronizable values) cost more than one
+    /// token search.
+    static let primaryKeyLookupLimit = 8
+    private static let onlySynchronized = [true], onlyUnsynchronized = [false], eitherSynchronized = [false, true]
+
+    /// The rows of `q`'s primary key in each group and synchronizable value, visited in
+    /// insertion order: one row in place, several copied and sorted by row id.
+    private func primaryKeyLookups(_ q: ParsedQuery, groups: [String], syncValues: [Bool], in context: SearchContext,
+                                   indexKey: SecureBytes, visit: (SealedParts) throws -> Bool) throws {
+        var found: [StoredItem] = []
+        let single = groups.count * syncValues.count == 1
+        try withUnsafeTemporaryAllocation(byteCount: 32, alignment: 1) { token in
+            for group in groups {
+                let groupToken = context.groupToken(group, indexKey: indexKey)
+                for sync in syncValues {
+                    IndexToken.primaryKey(itemClass: q.itemClass, key: indexKey, into: token, group: .string(group),
+                                          synchronizable: .number(sync ? 1 : 0)) { q.filters[$0] }
+                    try context.store.candidate(primaryKeyToken: UnsafeRawBufferPointer(token)) { row in
+                        // The clear columns a token search filters by; a row that differs is not
+                        // this query's (or is damaged: the token search below tells which).
+                        let h = row.header
+                        guard h.itemClass == q.itemClass, h.synchronizable == sync,
+                              q.protection == nil || h.protection == q.protection,
+                              q.persistentRef.map({ $0.uuid == h.uuid }) ?? true,
+                              row.groupTokenEquals(groupToken)
+                        else { return }
+                        if single { _ = try row.withSealedParts(visit) } else { found.append(row.stored()) }
+                    }
+                }
+            }
+        }
+        for item in found.sorted(by: { $0.rowID < $1.rowID }) {
+            guard try item.withSealedParts(visit) else { break }
+        }
     }
 
     static func matches(_ attributes: Attributes, filters: Attributes, itemClass: ItemClass) -> Bool {
@@ -351,36 +422,72 @@ extension Vault {
     }
 
     /// Opens an item's key, attributes and, when asked, secret. Any failure means damage.
+    /// Call with the mutex held.
     func open(_ item: StoredItem, classKey: SecureBytes, needSecret: Bool) throws -> Match {
-        let ad = { (part: ItemCodec.Part) in self.associatedData(item, part) }
-        let itemKey = try AEAD.open(item.wrappedKey, key: classKey, associatedData: ad(.itemKey))
-        defer { itemKey.wipe() }
-        attributeOpens += 1
-        let attributes = try ItemCodec.decode(try AEAD.open(item.attributes, key: itemKey, associatedData: ad(.attributes)))
-        // The clear columns must agree with the sealed attributes.
-        guard attributes[.accessible] == .string(item.protection.rawValue),
-              attributes[.synchronizable]?.integerView == (item.synchronizable ? 1 : 0),
-              case .string(let group)? = attributes[.accessGroup], let indexKey = keys.indexKey,
-              IndexToken.group(group, key: indexKey) == item.groupToken
-        else { throw KeychainStatus.decode }
-        let secret = needSecret ? try AEAD.open(item.secret, key: itemKey, associatedData: ad(.secret)) : nil
-        return Match(stored: item, attributes: attributes, secret: secret)
+        try item.withSealedParts { try open($0, classKey: classKey, needSecret: needSecret, in: writeContext) }
+    }
+
+    /// The same for sealed parts wherever they are, on `context`'s scratch memory: the item key
+    /// and the attribute plaintext are opened there (no allocation) and zeroed before this
+    /// returns; only the secret gets guarded memory of its own, as it leaves with the result.
+    /// The three parts' associated data differ only in their last byte, so it is built once.
+    func open(_ item: SealedParts, classKey: SecureBytes, needSecret: Bool, in context: SearchContext,
+              keeping: AttributeSelection? = nil) throws -> Match {
+        let h = item.header
+        return try ItemCodec.withAssociatedData(vaultID: vaultID, uuid: h.uuid, itemClass: h.itemClass,
+                                                protection: h.protection, part: .itemKey) { ad in
+            try context.scratch.withUnsafeMutableBytes { scratch in
+                let keyLength = AEAD.keyLength
+                let plainLength = item.attributes.count - AEAD.overhead
+                let inPlace = plainLength >= 0 && keyLength + plainLength <= scratch.count
+                let itemKey = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<keyLength])
+                defer { wipeMemory(UnsafeMutableRawBufferPointer(rebasing: scratch[0..<(inPlace ? keyLength + plainLength : keyLength)])) }
+                try classKey.withUnsafeBytes { k in
+                    try AEAD.open(item.wrappedKey, key: k, associatedData: UnsafeRawBufferPointer(ad), into: itemKey)
+                }
+                attributeOpens.wrappingAdd(1, ordering: .relaxed)
+                ad[ad.count - 1] = ItemCodec.Part.attributes.rawValue
+                let attributes: Attributes
+                if inPlace {
+                    let plain = UnsafeMutableRawBufferPointer(rebasing: scratch[keyLength..<keyLength + plainLength])
+                    try AEAD.open(item.attributes, key: UnsafeRawBufferPointer(itemKey), associatedData: UnsafeRawBufferPointer(ad), into: plain)
+                    attributes = try ItemCodec.decode(UnsafeRawBufferPointer(plain), keeping: keeping)
+                } else {
+                    let plain = try AEAD.open(item.attributes, key: UnsafeRawBufferPointer(itemKey), associatedData: UnsafeRawBufferPointer(ad))
+                    defer { plain.wipe() }
+                    attributes = try plain.withUnsafeBytes { try ItemCodec.decode($0, keeping: keeping) }
+                }
+                // The clear columns must agree with the sealed attributes.
+                guard attributes[.accessible] == .string(h.protection.rawValue),
+                      attributes[.synchronizable]?.integerView == (h.synchronizable ? 1 : 0),
+                      case .string(let group)? = attributes[.accessGroup], let indexKey = keys.indexKey,
+                      context.groupToken(group, indexKey: indexKey).elementsEqual(item.groupToken)
+                else { throw KeychainStatus.decode }
+                ad[ad.count - 1] = ItemCodec.Part.secret.rawValue
+                let secret = needSecret
+                    ? try AEAD.open(item.secret, key: UnsafeRawBufferPointer(itemKey), associatedData: UnsafeRawBufferPointer(ad))
+                    : nil
+                return Match(stored: h, attributes: attributes, secret: secret)
+            }
+        }
     }
 
     /// Opens only an item's key and secret, for a row whose attributes `open` already checked.
     /// The item key is kept in `fileItemKeys` for the next open of the same file. Call with the
-    /// mutex held.
+    /// mutex held, or on a reader.
     func openFileSecret(_ item: StoredItem, classKey: SecureBytes) throws -> SecureBytes {
         // The two parts' associated data differ only in the last byte, the part.
         var ad = associatedData(item, .itemKey)
         let sealed = SealedKey(box: item.wrappedKey, associatedData: ad)
         let itemKey: SecureBytes
-        if let kept = fileItemKeys[sealed] {
+        if let kept = fileItemKeys.withLock({ $0[sealed] }) {
             itemKey = kept
         } else {
             itemKey = try AEAD.open(item.wrappedKey, key: classKey, associatedData: ad)
-            if fileItemKeys.count >= Self.fileItemKeyLimit { fileItemKeys.removeAll() }
-            fileItemKeys[sealed] = itemKey
+            fileItemKeys.withLock { keys in
+                if keys.count >= Self.fileItemKeyLimit { keys.removeAll() }  // a key a reader still holds lives on with it
+                keys[sealed] = itemKey
+            }
         }
         ad[ad.count - 1] = ItemCodec.Part.secret.rawValue
         return try AEAD.open(item.secret, key: itemKey, associatedData: ad)
@@ -388,7 +495,7 @@ extension Vault {
 
     /// What binds one sealed part to its vault, item, class and protection.
     func associatedData(_ item: StoredItem, _ part: ItemCodec.Part) -> [UInt8] {
-        ItemCodec.associatedData(vaultID: header.vaultID, uuid: item.uuid, itemClass: item.itemClass,
+        ItemCodec.associatedData(vaultID: vaultID, uuid: item.uuid, itemClass: item.itemClass,
                                  protection: item.protection, part: part)
     }
 
@@ -396,8 +503,7 @@ extension Vault {
     func seal(uuid: [UInt8], rowID: Int64, itemClass: ItemClass, protection: ProtectionClass, attributes: Attributes,
               secret: SecureBytes?, classKey: SecureBytes, indexKey: SecureBytes, version: Int64) throws -> StoredItem {
         let ad = { (part: ItemCodec.Part) in
-            ItemCodec.associatedData(vaultID: self.header.vaultID, uuid: uuid, itemClass: itemClass,
-                                     protection: protection, part: part)
+            ItemCodec.associatedData(vaultID: self.vaultID, uuid: uuid, itemClass: itemClass, protection: protection, part: part)
         }
         let itemKey = try SecureBytes.random(count: 32)
         defer { itemKey.wipe() }
@@ -425,8 +531,8 @@ extension Vault {
     }
 
     func shape(_ m: Match, returns: ReturnKeys) throws -> ReturnedValue {
-        let ref = PersistentRef(itemClass: m.stored.itemClass, uuid: m.stored.uuid).bytes
         if returns.count == 1 && returns.data { return .data(try m.secret ?? SecureBytes(count: 0)) }
+        let ref = PersistentRef(itemClass: m.stored.itemClass, uuid: m.stored.uuid).bytes
         if returns.count == 1 && returns.persistentRef { return .persistentRef(ref) }
         var attributes: Attributes = [:]
         if returns.attributes {

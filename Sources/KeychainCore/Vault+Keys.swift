@@ -1,4 +1,5 @@
 import KeychainCrypto
+import Synchronization
 
 /// Private keys the daemon uses for its callers (`SecKeyCreateSignature` and friends on a key
 /// from the keychain): the bytes leave the vault for the operation only, never in a reply.
@@ -15,14 +16,16 @@ extension Vault {
         guard ref.itemClass == .key else { throw KeychainStatus.itemNotFound }
         var query = try ParsedQuery([.valuePersistentRef: .data(ref.bytes)], operation: .search)
         query.synchronizable = nil  // a reference names one item whatever its sync
-        return try mutex.withLock {
-            let matches = try search(query, accessGroups: accessGroups, needSecret: true, limit: 1, approved: approved)
+        // The counts before the search: a write or lock that comes while it runs makes the stamp old.
+        let writesBefore = store.rowWrites.load(ordering: .acquiring), locksBefore = locks.load(ordering: .acquiring)
+        return try withReader { reader in
+            let matches = try search(query, in: reader, accessGroups: accessGroups, needSecret: true, limit: 1, approved: approved)
             guard let m = matches.first, m.attributes[.keyClass]?.integerView == 1, let secret = m.secret,
                   case .string(let group)? = m.attributes[.accessGroup] else {
                 throw KeychainStatus.itemNotFound
             }
             let control = m.attributes[.accessControl].flatMap(AccessControl.init)
-            let stamp = OpenedKeyStamp(ref: ref, rowWrites: store.rowWrites, locks: locks, group: group,
+            let stamp = OpenedKeyStamp(ref: ref, rowWrites: writesBefore, locks: locksBefore, group: group,
                                        protection: m.stored.protection, requiresPresence: control?.requiresPresence == true,
                                        openedUnlocked: keys.state == .unlocked)
             return (m.attributes, secret, stamp)
@@ -37,8 +40,10 @@ extension Vault {
     ///   `interactionNotAllowed` for a locked class or a presence-gated key not in `approved`,
     ///   `decode` for a class bound to another device.
     public func checkOpened(_ stamp: OpenedKeyStamp, accessGroups: [String], approved: Set<PersistentRef> = []) throws -> Bool {
-        try mutex.withLock {
-            guard stamp.rowWrites == store.rowWrites, stamp.locks == locks else { return false }
+        // Under the read side of the keys' gate, as a search reads them.
+        try keys.gate.withReadLock {
+            guard stamp.rowWrites == store.rowWrites.load(ordering: .acquiring),
+                  stamp.locks == locks.load(ordering: .acquiring) else { return false }
             // As `search`: no groups finds nothing; the index key first; a row outside the groups is not found.
             guard !accessGroups.isEmpty else { throw KeychainStatus.itemNotFound }
             guard keys.indexKey != nil else { throw KeychainStatus.interactionNotAllowed }

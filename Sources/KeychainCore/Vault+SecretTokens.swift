@@ -9,12 +9,11 @@ import KeychainCrypto
 extension IndexToken {
     /// A 16-byte token for one Secret Service attribute pair.
     static func secretAttribute(_ name: String, _ value: String, key: SecureBytes) -> [UInt8] {
-        var w = ByteWriter()
-        w.raw(Array("ssat".utf8))
-        w.lengthPrefixed(Array(name.utf8))
-        w.lengthPrefixed(Array(value.utf8))
-        defer { wipeBytes(&w.bytes) }
-        return KeyedHash.hash(w.bytes, key: key, length: 16)
+        KeyedHash.hash(key: key, length: 16) { h in
+            h.append("ssat")
+            feedLengthPrefixed(name, to: h)
+            feedLengthPrefixed(value, to: h)
+        }
     }
 }
 
@@ -59,5 +58,5 @@ extension Vault {
 
     /// Attribute blobs opened by searches since the vault was opened (tests count what a
     /// token search decrypts).
-    package var attributeOpenCount: Int { mutex.withLock { attributeOpens } }
+    package var attributeOpenCount: Int { attributeOpens.load(ordering: .relaxed) }
 }

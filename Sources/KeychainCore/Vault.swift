@@ -1,41 +1,76 @@
 import KeychainCrypto
 import KeychainSystem
 import SQLiteStore
+import Synchronization
 
 /// An open vault: one SQLite file, its header and the keys currently unlocked. All item
 /// operations take the caller's ordered list of entitled access groups; the first is the
 /// default group for adds. Every method is safe to call from any thread.
+///
+/// Writes run one at a time on the write connection (`store`) under `mutex`. Searches and the
+/// mount's reads run beside them and beside each other on read-only connections
+/// (`withReader`), holding only the read side of `keys.gate` (see `KeyRing` for the rule that
+/// lets `lock()` wipe keys safely). What a search reads of the vault is therefore either fixed
+/// at open (`vaultID`, `madeHere`), under the gate (`keys`), or locked on its own
+/// (`fileItemKeys`, `attributeOpens`); `header` is for writers only.
 public final class Vault: @unchecked Sendable {
     public let path: String
     let store: ItemStore
     let device: DeviceKey
     var header: VaultHeader
-    let keys = KeyRing()
+    let keys: KeyRing
     let mutex = PThreadMutex()
+    /// The header's vault identifier, which never changes: every item's associated data names it.
+    let vaultID: [UInt8]
+    /// True when the vault was made with this machine's device key (the header's key id never changes).
+    let madeHere: Bool
+    /// Read-only connections for searches (`withReader`).
+    let readers: ReaderPool
+    /// What a search runs on when it runs on the write connection, with the mutex held.
+    let writeContext: SearchContext
     /// Item keys unwrapped for file opens, by their sealed form and the associated data that
     /// bound it (so a changed or moved item misses): a file read again skips one decryption.
     /// The class keys that unwrap them are in memory anyway while unlocked; these are guarded
-    /// memory too, and all are wiped at every lock.
-    var fileItemKeys: [SealedKey: SecureBytes] = [:]
+    /// memory too, and all are wiped at every lock, inside the gate's write side (no search
+    /// holds one then).
+    let fileItemKeys = Locked<[SealedKey: SecureBytes]>([:])
     struct SealedKey: Hashable {
         let box: [UInt8]
         let associatedData: [UInt8]
     }
     static let fileItemKeyLimit = 1024
     /// Attribute blobs `open` decrypted (`attributeOpenCount`).
-    var attributeOpens = 0
+    let attributeOpens = Atomic<Int>(0)
     /// Locks since open (`lock`): a private key opened before one is opened again after it
     /// (`checkOpened`).
-    var locks: UInt64 = 0
+    let locks = Atomic<UInt64>(0)
 
-    private init(path: String, store: ItemStore, header: VaultHeader, device: DeviceKey) {
+    private init(path: String, store: ItemStore, header: VaultHeader, device: DeviceKey) throws {
         self.path = path
         self.store = store
         self.header = header
         self.device = device
+        keys = KeyRing(hasPassphrase: header.hasPassphrase)
+        vaultID = header.vaultID
+        madeHere = header.deviceKeyID == device.identifier
+        readers = ReaderPool(path: path, schema: store.schema)
+        writeContext = try SearchContext(store: store)
     }
 
-    deinit { keys.wipeAll() }
+    deinit {
+        readers.closeAll()  // before the write connection, which then removes the WAL as the last one
+        keys.wipeAll()
+    }
+
+    /// Runs a search on a reader: a read-only connection of its own, with the keys' read side
+    /// held and not the mutex, so searches run beside writes and beside each other. When every
+    /// reader is busy (or none can be opened) it runs on the write connection under the mutex.
+    /// `body` must not call back into the vault.
+    func withReader<R>(_ body: (SearchContext) throws -> R) rethrows -> R {
+        guard let reader = readers.take() else { return try mutex.withLock { try body(writeContext) } }
+        defer { readers.give(reader) }
+        return try keys.gate.withReadLock { try body(reader) }
+    }
 
     // MARK: Creating and opening
 
@@ -67,7 +102,7 @@ public final class Vault: @unchecked Sendable {
                 try store.createSchema()
                 try store.writeMeta("header", header.encoded())
             }
-            let vault = Vault(path: path, store: store, header: header, device: deviceKey)
+            let vault = try Vault(path: path, store: store, header: header, device: deviceKey)
             try vault.keys.loadDeviceWrapped(header: header, device: deviceKey)
             try vault.keys.unlock(header: header, passphraseKey: passKey, device: deviceKey)
             return vault
@@ -127,7 +162,9 @@ public final class Vault: @unchecked Sendable {
         } catch let e as SQLiteError {
             throw e.isNotADatabase ? VaultFileError.notAVault : VaultFileError.io
         }
-        let vault = Vault(path: path, store: store, header: header, device: deviceKey)
+        let vault: Vault
+        do { vault = try Vault(path: path, store: store, header: header, device: deviceKey) }
+        catch { throw KeychainStatus.allocate }
         do { try vault.keys.loadDeviceWrapped(header: header, device: deviceKey) }
         catch { throw VaultFileError.corruptHeader }
         return vault
@@ -135,7 +172,7 @@ public final class Vault: @unchecked Sendable {
 
     // MARK: Lock state
 
-    public var lockState: LockState { mutex.withLock { keys.state } }
+    public var lockState: LockState { keys.gate.withReadLock { keys.state } }
     public var hasPassphrase: Bool { mutex.withLock { header.hasPassphrase } }
     public var kdfParameters: KDFParameters { mutex.withLock { header.kdf } }
     public var formatVersion: Int { mutex.withLock { Int(header.format) } }
@@ -172,11 +209,13 @@ public final class Vault: @unchecked Sendable {
     }
 
     /// Wipes the keys of the WhenUnlocked classes (`ak`, `aku`, `akpu`).
+    /// Waits for the searches in flight, then every later search finds these classes locked.
     public func lock() {
         mutex.withLock {
-            keys.lock()
-            locks &+= 1
-            fileItemKeys.removeAll()  // each wipes itself as it goes
+            keys.lock {
+                locks.add(1, ordering: .releasing)
+                fileItemKeys.withLock { $0.removeAll() }  // each wipes itself as it goes
+            }
         }
     }
 
@@ -223,7 +262,8 @@ public final class Vault: @unchecked Sendable {
                 try store.writeMeta("header", next.encoded())
             }
             header = next
-            if let fresh = freshPasscodeKey { keys.replace(fresh, for: .whenPasscodeSetThisDeviceOnly) }
+            keys.passphraseChanged(hasPassphrase: next.hasPassphrase, replacing: freshPasscodeKey,
+                                   for: .whenPasscodeSetThisDeviceOnly)
             return deleted
         }
     }

@@ -48,25 +48,54 @@ public enum AEAD {
     ///   `CryptoError.authenticationFailed` when the key, box or associated data do not match,
     ///   `CryptoError.allocationFailed` when no guarded memory is left for the plaintext.
     public static func open(_ box: [UInt8], key: SecureBytes, associatedData: [UInt8]) throws -> SecureBytes {
-        Sodium.ensure()
+        try box.withUnsafeBytes { b in
+            try associatedData.withUnsafeBytes { ad in try open(b, key: key, associatedData: ad) }
+        }
+    }
+
+    /// The same for a box held elsewhere (an SQLite column, read in place).
+    /// - Throws: as `open(_:key:associatedData:)` for arrays.
+    public static func open(_ box: UnsafeRawBufferPointer, key: SecureBytes,
+                            associatedData: UnsafeRawBufferPointer) throws -> SecureBytes {
+        try key.withUnsafeBytes { try open(box, key: $0, associatedData: associatedData) }
+    }
+
+    /// The same with a key held in other guarded memory (a reader's scratch buffer).
+    public static func open(_ box: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer,
+                            associatedData: UnsafeRawBufferPointer) throws -> SecureBytes {
         guard key.count == keyLength else { throw CryptoError.invalidKeyLength }
         guard box.count >= overhead else { throw CryptoError.malformedCiphertext }
         let plain = try SecureBytes(count: box.count - overhead)
+        do {
+            try plain.withUnsafeMutableBytes { try open(box, key: key, associatedData: associatedData, into: $0) }
+        } catch {
+            plain.wipe()
+            throw error
+        }
+        return plain
+    }
+
+    /// Decrypts a box into `plaintext`, which must be exactly `box.count - overhead` bytes of
+    /// memory the caller guards and wipes (a guarded scratch buffer), with a key held anywhere
+    /// guarded (`crypto_aead_xchacha20poly1305_ietf_decrypt`). On failure `plaintext` may hold
+    /// anything: wipe it either way.
+    /// - Throws: `CryptoError.invalidKeyLength`, `.malformedCiphertext` (too short, or a
+    ///   plaintext buffer of another size), `.authenticationFailed`.
+    public static func open(_ box: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer,
+                            associatedData: UnsafeRawBufferPointer, into plaintext: UnsafeMutableRawBufferPointer) throws {
+        Sodium.ensure()
+        guard key.count == keyLength else { throw CryptoError.invalidKeyLength }
+        guard box.count >= overhead, plaintext.count == box.count - overhead else { throw CryptoError.malformedCiphertext }
         var written: UInt64 = 0
-        let rc = box.withUnsafeBufferPointer { b in
-            plain.withUnsafeMutableBytes { p in
-                key.withUnsafeBytes { k in
-                    associatedData.withUnsafeBufferPointer { ad in
-                        crypto_aead_xchacha20poly1305_ietf_decrypt(
-                            p.baseAddress!.assumingMemoryBound(to: UInt8.self), &written, nil,
-                            b.baseAddress! + nonceLength, UInt64(box.count - nonceLength),
-                            ad.baseAddress, UInt64(ad.count),
-                            b.baseAddress!, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
-                    }
-                }
-            }
+        var empty: UInt8 = 0  // libsodium writes nothing for an empty plaintext, but takes a pointer
+        let b = box.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        let rc = withUnsafeMutablePointer(to: &empty) { e in
+            crypto_aead_xchacha20poly1305_ietf_decrypt(
+                plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? e, &written, nil,
+                b + nonceLength, UInt64(box.count - nonceLength),
+                associatedData.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(associatedData.count),
+                b, key.baseAddress!.assumingMemoryBound(to: UInt8.self))
         }
         guard rc == 0 else { throw CryptoError.authenticationFailed }
-        return plain
     }
 }

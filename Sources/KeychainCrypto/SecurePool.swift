@@ -1,6 +1,5 @@
 import CSodium
 import KeychainSystem
-import Synchronization
 
 /// Guarded memory for `SecureBytes` from a bounded number of `sodium_malloc` allocations.
 ///
@@ -39,9 +38,11 @@ final class SecurePool: Sendable {
         let region: SecureRegion?
     }
 
-    private let state: Mutex<SecurePoolState>
+    /// Taken twice for every guarded buffer (made, released), by every thread: a lock whose
+    /// waiters sleep rather than spin (`Locked`).
+    private let state: Locked<SecurePoolState>
 
-    private init() { state = Mutex(SecurePoolState(budget: SecurePool.defaultBudget())) }
+    private init() { state = Locked(SecurePoolState(budget: SecurePool.defaultBudget())) }
 
     /// Bytes mapped now, regions and own allocations together.
     var mappedBytes: Int { state.withLock { $0.mappedBytes } }

@@ -19,6 +19,12 @@ public enum AttributeCoding {
     /// The same encoding read as named fields. - Throws: `KeychainStatus.decode`.
     public static func readFields(from r: inout ByteReader) throws -> Fields { try read(from: &r, key: { $0 }) }
 
+    /// Only the attributes `selection` names; every entry is still checked as `read` checks it,
+    /// so a blob either reader refuses the other refuses too. - Throws: `KeychainStatus.decode`.
+    public static func read(from r: inout ByteReader, keeping selection: AttributeSelection) throws -> Attributes {
+        try read(from: &r, capacity: selection.count) { selection.key(named: $0) }
+    }
+
     private static func size<K>(_ entries: [K: AttributeValue], name: (K) -> String) -> Int {
         entries.reduce(2) { total, entry in
             let name = min(name(entry.key).utf8.count, 255)
@@ -52,23 +58,77 @@ public enum AttributeCoding {
     }
 
     private static func read<K: Hashable>(from r: inout ByteReader, key: (String) -> K) throws -> [K: AttributeValue] {
-        var out: [K: AttributeValue] = [:]
+        try read(from: &r, capacity: nil) { key(String(decoding: $0, as: UTF8.self)) }
+    }
+
+    /// The entries whose name `key` maps to a key (nil skips the entry after checking it).
+    private static func read<K: Hashable>(from r: inout ByteReader, capacity: Int?,
+                                          key: (UnsafeRawBufferPointer) -> K?) throws -> [K: AttributeValue] {
         do {
             let count = Int(try r.u16())
+            // Names and string values are made from the bytes in place (most fit a small string);
+            // a count larger than the input can hold is caught by the reads, not allocated.
+            var out = [K: AttributeValue](minimumCapacity: min(capacity ?? count, count, r.remaining / 3))
             for _ in 0..<count {
-                let name = key(String(decoding: try r.raw(Int(try r.u8())), as: UTF8.self))
+                let name = key(try r.view(Int(try r.u8())))
                 guard let tag = Tag(rawValue: try r.u8()) else { throw KeychainStatus.decode }
                 switch tag {
-                case .string: out[name] = .string(String(decoding: try r.lengthPrefixed(), as: UTF8.self))
-                case .data: out[name] = .data(try r.lengthPrefixed())
-                case .number: out[name] = .number(Int64(bitPattern: try r.u64()))
-                case .bool: out[name] = .bool(try r.u8() != 0)
-                case .date: out[name] = .date(Double(bitPattern: try r.u64()))
+                case .string:
+                    let bytes = try r.lengthPrefixedView()
+                    if let name { out[name] = .string(String(decoding: bytes, as: UTF8.self)) }
+                case .data:
+                    let bytes = try r.lengthPrefixedView()
+                    if let name { out[name] = .data([UInt8](bytes)) }
+                case .number:
+                    let n = try r.u64()
+                    if let name { out[name] = .number(Int64(bitPattern: n)) }
+                case .bool:
+                    let b = try r.u8()
+                    if let name { out[name] = .bool(b != 0) }
+                case .date:
+                    let t = try r.u64()
+                    if let name { out[name] = .date(Double(bitPattern: t)) }
                 }
             }
+            return out
         } catch is ByteReader.Truncated {
             throw KeychainStatus.decode
         }
-        return out
+    }
+}
+
+/// The attribute names a reader keeps (`AttributeCoding.read(from:keeping:)`), matched against
+/// each entry's name by its length and its first eight bytes packed in an integer, then by the
+/// rest: no `String` is made for a name that is skipped.
+public struct AttributeSelection: Sendable {
+    private struct Name: Sendable {
+        let key: AttributeKey
+        let bytes: [UInt8]
+        let packed: UInt64
+    }
+    private let names: [Name]
+
+    public init(_ keys: [AttributeKey]) {
+        var seen = Set<AttributeKey>()
+        names = keys.filter { seen.insert($0).inserted }.map { key in
+            let bytes = Array(key.rawValue.utf8)
+            return bytes.withUnsafeBytes { Name(key: key, bytes: bytes, packed: Self.pack($0)) }
+        }
+    }
+
+    var count: Int { names.count }
+
+    fileprivate func key(named name: UnsafeRawBufferPointer) -> AttributeKey? {
+        let packed = Self.pack(name)
+        for n in names where n.packed == packed && n.bytes.count == name.count {
+            if name.count <= 8 || n.bytes.elementsEqual(name) { return n.key }
+        }
+        return nil
+    }
+
+    private static func pack(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        var v: UInt64 = 0
+        for (i, b) in bytes.prefix(8).enumerated() { v |= UInt64(b) << (8 * UInt64(i)) }
+        return v
     }
 }

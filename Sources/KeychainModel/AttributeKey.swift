@@ -18,7 +18,16 @@ public struct AttributeKey: RawRepresentable, Hashable, Comparable, Sendable, Ex
     public static func < (a: AttributeKey, b: AttributeKey) -> Bool { a.rawValue < b.rawValue }
 
     /// The name with this prefix: a family of query keys (`r_`, `m_`, `u_`, `v_`).
-    public func hasPrefix(_ family: Family) -> Bool { rawValue.hasPrefix(family.rawValue) }
+    public func hasPrefix(_ family: Family) -> Bool {
+        // Every family's prefix is ASCII ending in `_`, which composes with nothing, so a name
+        // with no `_` in its first two bytes has none of them: most names, decided without
+        // String's comparison.
+        let underscore = UInt8(ascii: "_")
+        let possible = rawValue.utf8.withContiguousStorageIfAvailable { b in
+            b.count > 0 && (b[0] == underscore || (b.count > 1 && b[1] == underscore))
+        } ?? true
+        return possible && rawValue.hasPrefix(family.rawValue)
+    }
 
     /// The families of non-attribute query keys, by the prefix Apple gives them.
     public enum Family: String, Sendable {

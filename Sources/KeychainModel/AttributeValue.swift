@@ -33,11 +33,16 @@ public enum AttributeValue: Hashable, Sendable {
     }
 
     /// Value equality as matching sees it: numbers and booleans by value, strings and data by bytes.
+    /// Compares bytes where they are: a search checks every filter of every candidate.
     package func matches(_ other: AttributeValue) -> Bool {
         if let a = integerView, let b = other.integerView { return a == b }
-        if let a = byteView, let b = other.byteView { return a == b }
-        if case .date(let a) = self, case .date(let b) = other { return a == b }
-        return false
+        switch (self, other) {
+        case (.string(let a), .string(let b)): return a.utf8.elementsEqual(b.utf8)
+        case (.string(let s), .data(let d)), (.data(let d), .string(let s)): return s.utf8.elementsEqual(d)
+        case (.data(let a), .data(let b)): return a == b
+        case (.date(let a), .date(let b)): return a == b
+        default: return false
+        }
     }
 }
 

@@ -41,11 +41,18 @@ public struct ByteReader {
         for _ in 0..<8 { v = v << 8 | UInt64(try u8()) }
         return v
     }
-    public mutating func raw(_ count: Int) throws -> [UInt8] {
+    public mutating func raw(_ count: Int) throws -> [UInt8] { [UInt8](try view(count)) }
+
+    /// The next `count` bytes where they are, without a copy: valid as long as the buffer this
+    /// reader reads.
+    public mutating func view(_ count: Int) throws -> UnsafeRawBufferPointer {
         guard count >= 0, remaining >= count else { throw Truncated() }
         defer { offset += count }
-        return [UInt8](UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]))
+        return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count])
     }
+
+    /// A u32 length and that many bytes, in place.
+    public mutating func lengthPrefixedView() throws -> UnsafeRawBufferPointer { try view(Int(try u32())) }
     public mutating func lengthPrefixed() throws -> [UInt8] { try raw(Int(try u32())) }
 }
 

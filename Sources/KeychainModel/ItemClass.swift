@@ -22,16 +22,22 @@ public enum ItemClass: String, CaseIterable, Sendable {
 
     /// The primary key, without `accessGroup` and `synchronizable`, which every class adds.
     /// Each of these attributes also gets a blind lookup token.
+    /// Arrays made once: every search reads its class's.
     public var primaryKey: [AttributeKey] {
         switch self {
-        case .genericPassword: return [.account, .service]
-        case .internetPassword: return [.account, .securityDomain, .server, .protocol, .authenticationType, .port, .path]
-        case .certificate: return [.certificateType, .issuer, .serialNumber]
-        case .key:
-            return [.keyClass, .applicationLabel, .applicationTag, .creator, .keyType, .keySizeInBits, .effectiveKeySize,
-                    .startDate, .endDate]
+        case .genericPassword: return Self.genericPasswordKey
+        case .internetPassword: return Self.internetPasswordKey
+        case .certificate: return Self.certificateKey
+        case .key: return Self.keyKey
         }
     }
+
+    private static let genericPasswordKey: [AttributeKey] = [.account, .service]
+    private static let internetPasswordKey: [AttributeKey] = [.account, .securityDomain, .server, .protocol, .authenticationType,
+                                                              .port, .path]
+    private static let certificateKey: [AttributeKey] = [.certificateType, .issuer, .serialNumber]
+    private static let keyKey: [AttributeKey] = [.keyClass, .applicationLabel, .applicationTag, .creator, .keyType, .keySizeInBits,
+                                                 .effectiveKeySize, .startDate, .endDate]
 
     /// Attributes a caller may set, besides `agrp`, `sync`, `pdmn` and the primary key.
     package var otherAttributes: Set<AttributeKey> {
@@ -64,6 +70,26 @@ public enum ItemClass: String, CaseIterable, Sendable {
         }
     }
 
+    /// The kind of `name` when it is one of this class's attributes, else nil: a query checks
+    /// and normalises each key with this one lookup.
+    package func kind(ofKnown name: AttributeKey) -> AttributeKind? {
+        switch self {
+        case .genericPassword: return Self.kindsGenericPassword[name]
+        case .internetPassword: return Self.kindsInternetPassword[name]
+        case .certificate: return Self.kindsCertificate[name]
+        case .key: return Self.kindsKey[name]
+        }
+    }
+
+    private static let kindsGenericPassword = ItemClass.genericPassword.attributeKinds
+    private static let kindsInternetPassword = ItemClass.internetPassword.attributeKinds
+    private static let kindsCertificate = ItemClass.certificate.attributeKinds
+    private static let kindsKey = ItemClass.key.attributeKinds
+
+    private var attributeKinds: [AttributeKey: AttributeKind] {
+        Dictionary(uniqueKeysWithValues: allAttributes.map { ($0, AttributeKind.of($0)) })
+    }
+
     private static let knownGenericPassword = ItemClass.genericPassword.allAttributes
     private static let knownInternetPassword = ItemClass.internetPassword.allAttributes
     private static let knownCertificate = ItemClass.certificate.allAttributes
@@ -91,19 +117,20 @@ public enum ItemClass: String, CaseIterable, Sendable {
 package enum AttributeKind {
     case bytes, number, boolean, date
 
-    package static func of(_ name: AttributeKey) -> AttributeKind {
-        switch name {
-        case .protocol, .port, .type, .creator, .keySizeInBits, .effectiveKeySize, .keyClass, .certificateType,
-             .certificateEncoding:
-            return .number
-        case .isInvisible, .isNegative, .synchronizable, .isPermanent, .isPrivate, .isModifiable, .isSensitive,
-             .alwaysSensitive, .isExtractable, .neverExtractable, .canEncrypt, .canDecrypt, .canDerive, .canSign,
-             .canVerify, .canSignRecover, .canVerifyRecover, .canWrap, .canUnwrap:
-            return .boolean
-        case .creationDate, .modificationDate, .startDate, .endDate: return .date
-        default: return .bytes
-        }
-    }
+    /// One hash lookup: every query value is normalised by its kind.
+    package static func of(_ name: AttributeKey) -> AttributeKind { kinds[name] ?? .bytes }
+
+    private static let kinds: [AttributeKey: AttributeKind] = {
+        var table: [AttributeKey: AttributeKind] = [:]
+        for name: AttributeKey in [.protocol, .port, .type, .creator, .keySizeInBits, .effectiveKeySize, .keyClass,
+                                   .certificateType, .certificateEncoding] { table[name] = .number }
+        for name: AttributeKey in [.isInvisible, .isNegative, .synchronizable, .isPermanent, .isPrivate, .isModifiable,
+                                   .isSensitive, .alwaysSensitive, .isExtractable, .neverExtractable, .canEncrypt,
+                                   .canDecrypt, .canDerive, .canSign, .canVerify, .canSignRecover, .canVerifyRecover,
+                                   .canWrap, .canUnwrap] { table[name] = .boolean }
+        for name: AttributeKey in [.creationDate, .modificationDate, .startDate, .endDate] { table[name] = .date }
+        return table
+    }()
 
     /// The value a missing primary-key attribute counts as.
     package var empty: AttributeValue {
@@ -118,7 +145,12 @@ package enum AttributeKind {
 /// Store-side normalisation: numeric strings become numbers for numeric attributes, booleans
 /// become 0/1. Returns nil for a value of a type the attribute cannot hold.
 package func normalize(_ value: AttributeValue, for name: AttributeKey) -> AttributeValue? {
-    switch AttributeKind.of(name) {
+    normalize(value, kind: AttributeKind.of(name))
+}
+
+/// The same for an attribute of that kind.
+package func normalize(_ value: AttributeValue, kind: AttributeKind) -> AttributeValue? {
+    switch kind {
     case .number:
         switch value {
         case .number: return value

@@ -1,15 +1,35 @@
 import CSQLite
+import Synchronization
 
-/// One SQLite connection. Not thread-safe: callers serialise access (the vault holds a lock).
+/// SQL whose text is fixed in the program, prepared once per connection and found again by a
+/// slot number rather than by hashing its text: the statements a search runs on every call.
+public final class StaticSQL: Sendable {
+    public let text: String
+    let slot: Int
+    private static let slots = Atomic<Int>(0)
+
+    public init(_ text: String) {
+        self.text = text
+        slot = StaticSQL.slots.wrappingAdd(1, ordering: .relaxed).oldValue
+    }
+}
+
+/// One SQLite connection. Not thread-safe: one thread at a time uses it (the vault's write
+/// connection under the vault's mutex, a reader connection while a search holds it). Its
+/// statement caches are its own.
 public final class Connection: @unchecked Sendable {
     // Unchecked: an sqlite3* and its statement cache, sent only inside a Vault, whose lock serialises every use.
     let handle: OpaquePointer
-    private var statementCache: [String: Statement] = [:]
+    // One thread at a time uses a connection, so Swift's run-time exclusivity check on its
+    // caches (a thread-local lookup per access) is left out.
+    @exclusivity(unchecked) private var statementCache: [String: Statement] = [:]
+    @exclusivity(unchecked) private var staticStatements: [Statement?] = []
     public let path: String
 
     /// Opens (`sqlite3_open_v2`) the database at `path`.
     /// - Parameter create: create the file when missing; otherwise a missing file is an error.
     public init(path: String, create: Bool, readOnly: Bool = false) throws {
+        _ = Connection.configureLibrary
         var db: OpaquePointer?
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
@@ -25,8 +45,17 @@ public final class Connection: @unchecked Sendable {
         sqlite3_busy_timeout(db, 5000)
     }
 
+    /// Process-wide settings, made once before the first connection opens: no allocation
+    /// statistics (nothing here reads them, and their global mutex is where readers on other
+    /// threads would meet on every allocation). If something opened SQLite first, SQLite keeps
+    /// its own settings and this changes nothing.
+    private static let configureLibrary: Void = {
+        _ = keychainfs_sqlite3_disable_memstatus()
+    }()
+
     deinit {
         statementCache.removeAll()
+        staticStatements.removeAll()
         sqlite3_close_v2(handle)
     }
 
@@ -50,6 +79,25 @@ public final class Connection: @unchecked Sendable {
         let statement = try Statement(connection: self, sql: sql)
         statementCache[sql] = statement
         return statement
+    }
+
+    /// The statement of `sql`, prepared at its first use on this connection, reset before reuse.
+    public func prepare(_ sql: StaticSQL) throws -> Statement {
+        if sql.slot < staticStatements.count, let cached = staticStatements[sql.slot] {
+            cached.resetIfBusy()  // its last user reset it, bindings cleared; this is for one that did not
+            return cached
+        }
+        let statement = try Statement(connection: self, sql: sql.text)
+        if sql.slot >= staticStatements.count {
+            staticStatements.append(contentsOf: repeatElement(nil, count: sql.slot + 1 - staticStatements.count))
+        }
+        staticStatements[sql.slot] = statement
+        return statement
+    }
+
+    /// A statement the caller keeps (and finalizes by releasing), outside both caches.
+    public func makeStatement(_ sql: String) throws -> Statement {
+        try Statement(connection: self, sql: sql)
     }
 
     /// Runs `body` inside `BEGIN IMMEDIATE ... COMMIT`, rolling back when it throws.

@@ -32,6 +32,11 @@ public final class Statement {
         sqlite3_clear_bindings(handle)
     }
 
+    /// `reset()` when a step began and the statement was not reset since (`sqlite3_stmt_busy`).
+    public func resetIfBusy() {
+        if sqlite3_stmt_busy(handle) != 0 { reset() }
+    }
+
     /// Binds values to parameters 1...n.
     @discardableResult
     public func bind(_ values: SQLiteValue...) throws -> Statement {
@@ -42,20 +47,39 @@ public final class Statement {
     public func bind(_ values: [SQLiteValue]) throws -> Statement {
         for (i, value) in values.enumerated() {
             let index = Int32(i + 1)
-            let rc: Int32
             switch value {
-            case .null: rc = sqlite3_bind_null(handle, index)
-            case .integer(let v): rc = sqlite3_bind_int64(handle, index, v)
-            case .text(let s): rc = sqlite3_bind_text(handle, index, s, -1, transient)
-            case .blob(let b):
-                rc = b.withUnsafeBytes { buf in
-                    // A zero-length blob still binds as a blob, not NULL.
-                    sqlite3_bind_blob(handle, index, buf.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buf.count), transient)
-                }
+            case .null: try bindNull(at: index)
+            case .integer(let v): try bind(integer: v, at: index)
+            case .text(let s):
+                let rc = sqlite3_bind_text(handle, index, s, -1, transient)
+                guard rc == SQLITE_OK else { throw connection.error(rc) }
+            case .blob(let b): try bind(blob: b, at: index)
             }
-            guard rc == SQLITE_OK else { throw connection.error(rc) }
         }
         return self
+    }
+
+    /// Binds bytes to parameter `index` (1-based) without building a value first; SQLite copies
+    /// them (`sqlite3_bind_blob` with `SQLITE_TRANSIENT`). An empty buffer binds an empty blob.
+    public func bind(blob bytes: UnsafeRawBufferPointer, at index: Int32) throws {
+        let rc = sqlite3_bind_blob(handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count), transient)
+        guard rc == SQLITE_OK else { throw connection.error(rc) }
+    }
+
+    public func bind(blob bytes: [UInt8], at index: Int32) throws {
+        try bytes.withUnsafeBytes { try bind(blob: $0, at: index) }
+    }
+
+    /// Binds an integer to parameter `index` (`sqlite3_bind_int64`).
+    public func bind(integer value: Int64, at index: Int32) throws {
+        let rc = sqlite3_bind_int64(handle, index, value)
+        guard rc == SQLITE_OK else { throw connection.error(rc) }
+    }
+
+    /// Binds NULL to parameter `index` (`sqlite3_bind_null`).
+    public func bindNull(at index: Int32) throws {
+        let rc = sqlite3_bind_null(handle, index)
+        guard rc == SQLITE_OK else { throw connection.error(rc) }
     }
 
     /// Steps once (`sqlite3_step`): true when a row is available, false when done.
@@ -80,6 +104,15 @@ public final class Statement {
     public func text(_ column: Int32) -> String? {
         guard let p = sqlite3_column_text(handle, column) else { return nil }
         return String(cString: p)
+    }
+
+    /// A column's bytes where SQLite holds them (`sqlite3_column_blob`), without a copy: valid
+    /// only inside `body`, and only until this statement steps or resets. NULL and an empty
+    /// blob read as an empty buffer.
+    public func withBlob<R>(_ column: Int32, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let p = sqlite3_column_blob(handle, column)  // before the length, as SQLite asks
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return try body(UnsafeRawBufferPointer(start: count > 0 ? p : nil, count: count > 0 && p != nil ? count : 0))
     }
 
     public func blob(_ column: Int32) -> [UInt8]? {

@@ -1,7 +1,9 @@
 // Extra modes of keychainfs-bench, used by bench/run.sh:
 //
 //   keychainfs-bench fill   --vault PATH --service S --count N [--prefix P] [--per-service M]
-//                           [--group G] [--batch B] [--start K] [--finds F]
+//                           [--group G] [--batch B] [--start K] [--finds F [--threads T,...]]
+//   keychainfs-bench finds  --vault PATH --service S --items N [--prefix P] [--per-service M]
+//                           [--group G] [--finds F] [--threads T,...]
 //   keychainfs-bench socket --vault PATH --service S (--account A | --accounts N [--prefix P]
 //                           [--per-service M]) [--clients C] [--seconds T] [--service-times]
 //   keychainfs-bench idle   --vault PATH [--connections N] [--seconds T] [--partial]
@@ -12,8 +14,11 @@
 // create-keychain makes). With --per-service M the items are spread over services S0, S1, ...
 // with M accounts each (item i is S<i/M>/P<i>). With --start K the items are K .. K+N-1, so that
 // a vault can be grown step by step. With --finds F it then looks up F random items of
-// 0 .. K+N-1 in process (copyMatching with r_Data, secrets checked) and reports their rate.
-// The device key is the default one (`$KEYCHAINFS_DEVICE_KEY`).
+// 0 .. K+N-1 in process (copyMatching with r_Data, secrets checked) and reports their rate;
+// with --threads 1,2,8 the same F lookups are made by 1, then 2, then 8 threads at once on the
+// one vault, and each rate is printed with its ratio to the first. `finds` does only the
+// lookups, on a vault filled before with N items (`fill` made them). The device key is the
+// default one (`$KEYCHAINFS_DEVICE_KEY`).
 //
 // `socket` measures SecItemCopyMatching through the daemon: C threads, each with its own
 // connection (`DaemonClient.connect`), send `copyMatching` requests with `r_Data` for T seconds
@@ -41,6 +46,8 @@ struct ModeOptions {
     var perService = 0
     var start = 0
     var finds = 0
+    var threads = [1]
+    var items = 0
     var clients = 1
     var seconds = 3.0
     var connections = 1000
@@ -67,6 +74,11 @@ func parseModeOptions(_ args: [String], usage: String) -> ModeOptions {
             guard let k = Int(c.value(a).filter { $0 != "_" && $0 != "," }), k >= 0 else { fail("--start: not a number: \(c.args[c.index])") }
             o.start = k
         case "--finds": o.finds = c.positive(a)
+        case "--items": o.items = c.positive(a)
+        case "--threads":
+            let list = c.value(a).split(separator: ",").map { Int($0) }
+            guard !list.isEmpty, list.allSatisfy({ ($0 ?? 0) > 0 }) else { fail("--threads: positive integers separated by commas") }
+            o.threads = list.map { $0! }
         case "--clients": o.clients = c.positive(a)
         case "--connections": o.connections = c.positive(a)
         case "--partial": o.partial = true
@@ -127,8 +139,10 @@ let fillUsage = """
     (default "default"). With --per-service M, item i goes to service S<i/M> instead of S.
     With --start K the items added are K .. K+N-1 (growing a vault filled before up to K).
     With --finds F, F lookups (copyMatching with r_Data) of random items 0 .. K+N-1 follow in
-    the same process, and their rate is printed (find_rate). The passphrase is one line of
-    standard input.
+    the same process, and their rate is printed (find_rate). With --threads T1,T2,... the F
+    lookups are made again by each count of threads at once (find_rate_T each, find_ratio_T to
+    the first count); find_rate and find_cpu_us (CPU microseconds per lookup) are the first
+    count's. The passphrase is one line of standard input.
     """
 
 func fillMode(_ args: [String]) {
@@ -164,32 +178,130 @@ func fillMode(_ args: [String]) {
                  + "this batch \(rate(Double(n) / t)) items/s in addAll", fd: 2)
         }
         let total = monotonic() - started
-        var findFigures = ""
-        if o.finds > 0 {
-            // Random items of the whole vault, queries built before the clock starts.
-            let items = o.start + o.count
-            var rng = SplitMix64(state: 0xF1D5 &+ UInt64(items))
-            let sample = (0..<o.finds).map { _ in rng.below(items) }
-            let queries: [Attributes] = sample.map {
-                [.class: .itemClass(.genericPassword), .service: .string(fillService($0, o)), .account: .string(o.prefix + String($0)), .returnData: true]
-            }
-            var wrong = 0
-            let t0 = monotonic()
-            for (k, q) in queries.enumerated() {
-                let r = try vault.copyMatching(q, accessGroups: [o.group])
-                let ok = r.value?.data?.withUnsafeBytes { Array($0) == fillSecretBytes(sample[k]) } ?? false
-                if !ok { wrong += 1 }
-            }
-            let seconds = monotonic() - t0
-            if wrong > 0 { fail("find: \(wrong) of \(o.finds) lookups returned a wrong secret") }
-            findFigures = " find_ops=\(o.finds) find_seconds=\(plain(seconds, 3)) find_rate=\(plain(Double(o.finds) / seconds, 0))"
-        }
+        let findFigures = o.finds > 0 ? try findFiguresLine(vault, o, items: o.start + o.count) : ""
         vault.lock()
         emit("fill_items=\(o.count) fill_seconds=\(plain(total, 3)) fill_addall_seconds=\(plain(inAddAll, 3)) "
              + "fill_rate=\(plain(Double(o.count) / inAddAll, 0))" + findFigures)
     } catch {
         fail("fill failed: \(describe(error))")
     }
+}
+
+// MARK: finds
+
+let findsUsage = """
+    usage: keychainfs-bench finds --vault PATH --service S --items N [--prefix P] [--per-service M]
+                                  [--group G] [--finds F] [--threads T1,T2,...]
+
+    Opens a vault that no daemon is serving and that `fill` filled with items 0 .. N-1 (the same
+    --service, --prefix, --per-service and --group), unlocks it with the passphrase on standard
+    input (one line) and makes F (default 100000) lookups of random items in process
+    (copyMatching with r_Data, secrets checked), from each count of threads in turn (default 1).
+    Prints find_rate (the first count's) and find_cpu_us (CPU microseconds per lookup, summed
+    over the threads: steadier than the rate on a machine others load), then find_rate_T,
+    find_ratio_T and find_cpu_us_T for each count T.
+    """
+
+func findsMode(_ args: [String]) {
+    var o = parseModeOptions(args, usage: findsUsage)
+    guard let path = o.vault, o.items > 0 else { fail("finds needs --vault and --items\n\n" + findsUsage) }
+    if o.finds == 0 { o.finds = 100_000 }
+    if (try? DaemonClient.connect(vaultPath: Paths.canonical(path))) != nil {
+        fail("a daemon is serving \(path); stop it first (keychainfs stop)")
+    }
+    guard let pass = try? readPassphraseLine() else { fail("no guarded memory for the passphrase") }
+    do {
+        let vault = try Vault.open(at: path, deviceKey: try DeviceKey.loadOrCreate())
+        try vault.unlock(passphrase: pass)
+        pass.wipe()
+        let line = try findFiguresLine(vault, o, items: o.items)
+        vault.lock()
+        emit("finds_items=\(o.items)" + line)
+    } catch {
+        fail("finds failed: \(describe(error))")
+    }
+}
+
+/// One thread's share of the lookups; written by its thread only, read after the join.
+final class FindWorker: @unchecked Sendable {
+    let vault: Vault
+    let groups: [String]
+    let queries: [Attributes]
+    let expected: [[UInt8]]
+    var start = Double.infinity
+    var wrong = 0
+    var failure: String?
+    /// CPU seconds this thread spent in its lookups: on a machine others load, a steadier
+    /// figure than the rate.
+    var cpuSeconds = 0.0
+
+    init(vault: Vault, options o: ModeOptions, sample: [Int]) {
+        self.vault = vault
+        groups = [o.group]
+        // Built before the clock starts, so the loop measures the lookup, not string building.
+        queries = sample.map {
+            [.class: .itemClass(.genericPassword), .service: .string(fillService($0, o)), .account: .string(o.prefix + String($0)),
+             .returnData: true]
+        }
+        expected = sample.map(fillSecretBytes)
+    }
+
+    func run() {
+        while monotonic() < start { usleep(100) }
+        let cpu0 = threadCPUSeconds()
+        defer { cpuSeconds = threadCPUSeconds() - cpu0 }
+        for (k, q) in queries.enumerated() {
+            do {
+                let r = try vault.copyMatching(q, accessGroups: groups)
+                let ok = r.value?.data?.withUnsafeBytes { $0.elementsEqual(expected[k]) } ?? false
+                if !ok { wrong += 1 }
+            } catch {
+                failure = describe(error)
+                return
+            }
+        }
+    }
+}
+
+/// `find_ops=F find_seconds=.. find_rate=..`, then with several thread counts the rate of each
+/// and its ratio to the first: F lookups of random items below `items` in every run, the same
+/// ones, split between the threads, which start together; the time runs to the last join.
+func findFiguresLine(_ vault: Vault, _ o: ModeOptions, items: Int) throws -> String {
+    var rng = SplitMix64(state: 0xF1D5 &+ UInt64(items))
+    let sample = (0..<o.finds).map { _ in rng.below(items) }
+    var line = ""
+    var firstRate = 0.0
+    for (run, threads) in o.threads.enumerated() {
+        let workers = (0..<threads).map { t in
+            FindWorker(vault: vault, options: o, sample: Array(sample[(t * o.finds / threads)..<((t + 1) * o.finds / threads)]))
+        }
+        let start = monotonic() + 0.05  // every thread is waiting by then
+        for w in workers { w.start = start }
+        let joined = workers.map { w in startJoinableThread { w.run() } }
+        for t in joined { pthread_join(t, nil) }
+        let seconds = monotonic() - start
+        if let failure = workers.compactMap(\.failure).first { fail("find: \(failure)") }
+        let wrong = workers.reduce(0) { $0 + $1.wrong }
+        if wrong > 0 { fail("find: \(wrong) of \(o.finds) lookups returned a wrong secret") }
+        let rate = Double(o.finds) / seconds
+        let cpu = workers.reduce(0) { $0 + $1.cpuSeconds } / Double(o.finds) * 1e6
+        if run == 0 {
+            firstRate = rate
+            line += " find_ops=\(o.finds) find_seconds=\(plain(seconds, 3)) find_rate=\(plain(rate, 0)) find_cpu_us=\(plain(cpu, 2))"
+        }
+        if o.threads.count > 1 {
+            line += " find_rate_\(threads)=\(plain(rate, 0)) find_ratio_\(threads)=\(plain(rate / firstRate, 2))"
+                + " find_cpu_us_\(threads)=\(plain(cpu, 2))"
+        }
+    }
+    return line
+}
+
+/// CPU time of the calling thread (`CLOCK_THREAD_CPUTIME_ID`).
+func threadCPUSeconds() -> Double {
+    var t = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+    return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
 }
 
 // MARK: socket

@@ -175,6 +175,7 @@ struct Options {
 let usage = """
     usage: keychainfs-bench [options]
            keychainfs-bench fill --help      (fill a vault file for bench/run.sh)
+           keychainfs-bench finds --help     (in-process lookups from 1, 2, 8 ... threads)
            keychainfs-bench socket --help    (lookups per second through a running daemon)
            keychainfs-bench idle --help      (hold many idle connections to a running daemon)
 
@@ -521,6 +522,7 @@ func run() {
 // Modes for bench/run.sh (Modes.swift); without one, the in-process benchmark above.
 switch CommandLine.arguments.dropFirst().first {
 case "fill": fillMode(Array(CommandLine.arguments.dropFirst(2)))
+case "finds": findsMode(Array(CommandLine.arguments.dropFirst(2)))
 case "socket": socketMode(Array(CommandLine.arguments.dropFirst(2)))
 case "secitem": secitemMode(Array(CommandLine.arguments.dropFirst(2)))
 case "seckey": seckeyMode(Array(CommandLine.arguments.dropFirst(2)))

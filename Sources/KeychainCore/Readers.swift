@@ -1,0 +1,126 @@
+import KeychainCrypto
+import KeychainSystem
+import SQLiteStore
+import Synchronization
+
+/// What one search runs on: a connection to the vault file and the scratch memory that opening
+/// its rows needs. Either a reader's read-only connection, taken from `ReaderPool` for one search
+/// at a time, or the vault's write connection, used with the vault's mutex held: one thread at
+/// a time either way, so nothing here is locked.
+final class SearchContext: @unchecked Sendable {
+    let store: ItemStore
+    /// Guarded memory for the item key and the attribute plaintext of the row being opened;
+    /// zeroed as soon as the row is decoded, so it holds nothing between rows.
+    let scratch: SecureBytes
+    /// Group tokens by group name. The index key never changes while a vault is open (it is
+    /// wiped only at close), so neither do they; a token is no secret (it is stored in the clear).
+    /// One thread at a time uses a context, so Swift's run-time exclusivity check is left out.
+    @exclusivity(unchecked) private var groupTokens: [String: [UInt8]] = [:]
+
+    static let scratchBytes = 4096
+    private static let groupTokenLimit = 256
+
+    init(store: ItemStore) throws {
+        self.store = store
+        scratch = try SecureBytes(count: Self.scratchBytes)
+    }
+
+    /// `IndexToken.group(name)`, computed once per connection.
+    func groupToken(_ name: String, indexKey: SecureBytes) -> [UInt8] {
+        if let token = groupTokens[name] { return token }
+        let token = IndexToken.group(name, key: indexKey)
+        if groupTokens.count >= Self.groupTokenLimit { groupTokens.removeAll() }
+        groupTokens[name] = token
+        return token
+    }
+}
+
+/// Read-only connections to one vault file for searches that run beside each other and beside
+/// writes (SQLite in WAL mode: a reader sees every transaction committed before its statement
+/// began, and never waits for the writer). Made when first needed, up to `limit` at once, and
+/// kept for the next search; past the limit a search runs on the write connection under the
+/// vault's mutex instead (`Vault.withReader`).
+final class ReaderPool: Sendable {
+    private struct State {
+        var idle: [SearchContext] = []
+        var opened = 0
+        var limit: Int
+    }
+    private let state: Locked<State>
+    private let path: String
+    private let schema: SchemaState
+
+    /// Readers beside the write connection: enough for the daemon's event threads and a mount's.
+    static let defaultLimit = 8
+
+    init(path: String, schema: SchemaState, limit: Int = ReaderPool.defaultLimit) {
+        self.path = path
+        self.schema = schema
+        state = Locked(State(limit: limit))
+    }
+
+    /// Readers this pool may hold at once; 0 sends every search to the write connection (tests
+    /// compare the two). Readers already open stay until given back past the limit.
+    var limit: Int {
+        get { state.withLock { $0.limit } }
+        set { state.withLock { $0.limit = newValue } }
+    }
+
+    /// An idle reader, a new one while fewer than `limit` exist, or nil: at the limit, or when
+    /// a connection cannot be opened now (the caller then reads on the write connection).
+    func take() -> SearchContext? {
+        let reuse = state.withLock { s -> SearchContext?? in
+            guard s.limit > 0 else { return .none }
+            if let last = s.idle.popLast() { return .some(last) }
+            guard s.opened < s.limit else { return .none }
+            s.opened += 1
+            return .some(nil)  // room for one more, opened outside the lock
+        }
+        switch reuse {
+        case .none: return nil
+        case .some(let context?): return context
+        case .some(nil):
+            if let context = try? open() { return context }
+            state.withLock { $0.opened -= 1 }
+            return nil
+        }
+    }
+
+    /// Gives a reader back after its search; its statements are reset, so it holds no snapshot.
+    func give(_ context: SearchContext) {
+        let surplus = state.withLock { s -> SearchContext? in
+            guard s.opened <= s.limit else { s.opened -= 1; return context }
+            s.idle.append(context)
+            return nil
+        }
+        withExtendedLifetime(surplus) {}  // closed outside the lock
+    }
+
+    /// Closes every idle reader (the vault is closing: none is in use then).
+    func closeAll() {
+        let closing = state.withLock { s -> [SearchContext] in
+            defer { s.idle = []; s.opened = 0 }
+            return s.idle
+        }
+        withExtendedLifetime(closing) {}  // their connections close here, outside the lock
+    }
+
+    private func open() throws -> SearchContext {
+        let db = try Connection(path: path, create: false, readOnly: true)
+        let store = ItemStore(db: db, schema: schema)
+        try store.configureReader()
+        return try SearchContext(store: store)
+    }
+}
+
+/// What every connection of one vault must agree on about its schema.
+final class SchemaState: Sendable {
+    /// Version 2: every generic password has its Secret Service pair tokens (version 1 gains
+    /// them in one step, `markSecretAttributeTokens`, on the write connection).
+    private let secretAttributeTokens = Atomic<Bool>(true)
+
+    var hasSecretAttributeTokens: Bool {
+        get { secretAttributeTokens.load(ordering: .acquiring) }
+        set { secretAttributeTokens.store(newValue, ordering: .releasing) }
+    }
+}
