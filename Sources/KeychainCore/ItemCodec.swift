@@ -126,16 +126,28 @@ enum IndexToken {
     static func primaryKey(itemClass: ItemClass, key: SecureBytes, into out: UnsafeMutableRawBufferPointer,
                            group: AttributeValue?, synchronizable: AttributeValue?,
                            attribute: (AttributeKey) -> AttributeValue?) {
-        func feed(_ name: AttributeKey, _ value: AttributeValue?, _ h: KeyedHash.Input) {
-            feedLengthPrefixed(name.rawValue, to: h)
-            feedCanonical(value ?? AttributeKind.of(name).empty, to: h, lengthPrefixed: true)
-        }
+        // Each name's u32 length and bytes, the same for every token of the class, made once.
+        let names = lengthPrefixedNames[Int(itemClass.code) - 1]
         KeyedHash.hash(key: key, into: out) { h in
             h.append("pkey")
             h.append(itemClass.code)
-            for name in itemClass.primaryKey { feed(name, attribute(name), h) }
-            feed(.accessGroup, group, h)
-            feed(.synchronizable, synchronizable, h)
+            for (i, name) in itemClass.primaryKey.enumerated() {
+                h.append(names[i])
+                feedCanonical(attribute(name) ?? AttributeKind.of(name).empty, to: h, lengthPrefixed: true)
+            }
+            h.append(names[names.count - 2])
+            feedCanonical(group ?? AttributeKind.of(.accessGroup).empty, to: h, lengthPrefixed: true)
+            h.append(names[names.count - 1])
+            feedCanonical(synchronizable ?? AttributeKind.of(.synchronizable).empty, to: h, lengthPrefixed: true)
+        }
+    }
+
+    /// By class code - 1: `u32 len(name) || name` of each primary-key name, then `agrp`, `sync`.
+    private static let lengthPrefixedNames: [[[UInt8]]] = ItemClass.allCases.sorted { $0.code < $1.code }.map { c in
+        (c.primaryKey + [.accessGroup, .synchronizable]).map { name in
+            var w = ByteWriter()
+            w.lengthPrefixed(Array(name.rawValue.utf8))
+            return w.bytes
         }
     }
 }

@@ -129,15 +129,24 @@ extension Vault {
     ///   (`kSecUseAuthenticationUISkip`); otherwise they make the search errSecInteractionNotAllowed.
     public func copyMatching(_ query: Attributes, accessGroups: [String],
                              approved: Set<PersistentRef> = [], skipUnapproved: Bool = false) throws -> QueryResult {
-        var unused: [PersistentRef] = []
-        return try copyMatching(query, accessGroups: accessGroups, approved: approved, skipUnapproved: skipUnapproved,
-                                secretsReturned: &unused)
+        var notRecorded: [PersistentRef]? = nil
+        return try find(query, accessGroups: accessGroups, approved: approved, skipUnapproved: skipUnapproved,
+                        secretsReturned: &notRecorded)
     }
 
     /// The same search; `secretsReturned` receives the references of the items whose secrets
     /// the result holds (for the daemon's audit log).
     public func copyMatching(_ query: Attributes, accessGroups: [String], approved: Set<PersistentRef> = [],
                              skipUnapproved: Bool = false, secretsReturned: inout [PersistentRef]) throws -> QueryResult {
+        var recorded: [PersistentRef]? = secretsReturned
+        defer { secretsReturned = recorded ?? [] }
+        return try find(query, accessGroups: accessGroups, approved: approved, skipUnapproved: skipUnapproved,
+                        secretsReturned: &recorded)
+    }
+
+    /// Both `copyMatching`s; `secretsReturned` nil records nothing.
+    private func find(_ query: Attributes, accessGroups: [String], approved: Set<PersistentRef>, skipUnapproved: Bool,
+                      secretsReturned: inout [PersistentRef]?) throws -> QueryResult {
         let q = try ParsedQuery(query, operation: .search)
         func run(_ context: SearchContext) throws -> QueryResult {
             let matches = try search(q, in: context, accessGroups: accessGroups, needSecret: q.returns.data,
@@ -146,8 +155,10 @@ extension Vault {
             guard q.returns.any else { return .none }
             if q.returns.data {
                 // A private key made with kSecAttrIsExtractable false is used, never read.
-                if matches.contains(where: Self.isUnextractable) { throw KeychainStatus.dataNotAvailable }
-                secretsReturned = matches.map { PersistentRef(itemClass: $0.stored.itemClass, uuid: $0.stored.uuid) }
+                if q.itemClass == .key && matches.contains(where: Self.isUnextractable) { throw KeychainStatus.dataNotAvailable }
+                if secretsReturned != nil {
+                    secretsReturned = matches.map { PersistentRef(itemClass: $0.stored.itemClass, uuid: $0.stored.uuid) }
+                }
             }
             if !q.returnsArray { return .value(try shape(matches[0], returns: q.returns)) }
             return .array(try matches.map { try shape($0, returns: q.returns) })
