@@ -509,7 +509,7 @@ if ((main_phases)); then
         sed -n "s/^\(rate\|median_us\|p90_us\|ops\|errors\|client_cpu_us_per_op\)=/socket.$name.\1=/p" <<< "$out" >> "$res"
         ops=$(sed -n 's/^ops=//p' <<< "$out")
         put "socket.$name.daemon_cpu_us_per_op" "$(awk -v a="$d0" -v b="$d1" -v t="$clk_tck" -v n="${ops:-0}" \
-            'BEGIN { printf "%.2f", n > 0 ? (b - a) * 1e6 / t / n : 0 }')"
+            'BEGIN { v = n > 0 ? (b - a) * 1e6 / t / n : 0; printf "%.2f", v }')"
     }
     log "socket: copyMatching r_Data for $socket_seconds s: 1 client, 8 clients, 1 client over random accounts of big"
     socket_run c1 --service bench --account secret --clients 1
@@ -527,7 +527,7 @@ if ((main_phases)); then
         for n in 1 8; do
             put "floor.socket.c$n.rate" "$("$work/sockfloor" client "$work/floor.sock" "$n" "$socket_seconds" | awk '{ print $1 }')"
         done
-        kill "$floor_pid" 2>/dev/null; wait "$floor_pid" 2>/dev/null; floor_pid=""
+        kill "$floor_pid" 2>/dev/null; wait "$floor_pid" 2>/dev/null || true; floor_pid=""
         put floor.engine.10000.rate "$("$work/enginefloor" "$work/floor-engine.db" 10000 200000 | awk '{ print $1 }')"
     else
         log "C floors: ../shared/bench or gcc missing; no floor ratios"

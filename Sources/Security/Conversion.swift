@@ -25,17 +25,25 @@ enum Conversion {
         return (out, secret)
     }
 
-    /// Optionals put into an `Any` are unwrapped; nil gives nil.
+    /// Optionals put into an `Any` are unwrapped; nil gives nil. A cast, not a `Mirror`: this
+    /// runs for every value of every call.
     static func unwrap(_ v: Any) -> Any? {
-        let mirror = Mirror(reflecting: v)
-        guard mirror.displayStyle == .optional else { return v }
-        guard let inner = mirror.children.first?.value else { return nil }
+        guard let optional = v as? AnyOptional else { return v }
+        guard let inner = optional.wrappedValue else { return nil }
         return unwrap(inner)
     }
 
     static func isBoolean(_ v: Any) -> Bool {
-        type(of: v) == Bool.self || String(describing: type(of: v)) == "__NSCFBoolean"
+        let t = type(of: v)
+        return t == Bool.self || (cfBooleanType.map { t == $0 } ?? false)
     }
+
+    /// The class Foundation gives `kCFBooleanTrue` and its kind (`__NSCFBoolean`), found once;
+    /// nil where booleans are plain `NSNumber`s, which then read as numbers.
+    private static let cfBooleanType: Any.Type? = {
+        let t: Any.Type = type(of: NSNumber(value: true) as Any)
+        return String(describing: t) == "__NSCFBoolean" ? t : nil
+    }()
 
     static func attribute(_ v: Any) throws -> AttributeValue {
         if isBoolean(v), let b = v as? Bool { return .bool(b) }
@@ -85,4 +93,13 @@ enum Conversion {
         case .array(let a): return NSArray(array: a.map(object))
         }
     }
+}
+
+/// An `Optional` of any type, seen through `Any`.
+private protocol AnyOptional {
+    var wrappedValue: Any? { get }
+}
+
+extension Optional: AnyOptional {
+    fileprivate var wrappedValue: Any? { map { $0 } }
 }
