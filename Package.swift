@@ -64,8 +64,9 @@ let package = Package(
         // The errno type and the system-call helpers every target shares: one EINTR loop,
         // whole-buffer reads and writes, waiting for children.
         .target(name: "KeychainSystem", dependencies: ["CProcess"]),
-        // Access groups as Unix owner/group/mode, and callers' kernel identities.
-        .target(name: "KeychainfsAccess", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainProtocol", "KeychainSystem"]),
+        // The access model, on KeychainModel alone: groups as Unix owner/group/mode, their grants, callers'
+        // identities, who is entitled. No I/O: the daemon stores the table, KeychainSystem reads /proc.
+        .target(name: "KeychainfsAccess", dependencies: ["KeychainModel"]),
         // The FUSE mount: items as files, served from the daemon; keys and certificates as PEM
         // (KeychainKeys writes it).
         .target(name: "KeychainFS", dependencies: ["CFuse", "CProcess", "KeychainCore", "KeychainCrypto", "KeychainKeys",
@@ -76,8 +77,9 @@ let package = Package(
                                                        "KeychainSync", "KeychainSystem", "KeychainTPM"]),
 
         // The freedesktop Secret Service on D-Bus, a client of the daemon. The only importer of CSystemd.
-        .target(name: "KeychainSecretService", dependencies: ["CSystemd", "KeychainCore", "KeychainCrypto", "KeychainKeys",
-                                                              "KeychainProtocol", "KeychainClient", "KeychainfsAccess"]),
+        .target(name: "KeychainSecretService", dependencies: ["CSystemd", "KeychainModel", "KeychainCrypto", "KeychainKeys",
+                                                              "KeychainProtocol", "KeychainClient", "KeychainfsAccess",
+                                                              "KeychainSystem"]),
 
         // The command line: verbs, option parsing, passphrase input, output formats. A client of
         // the daemon: it links neither the daemon nor libfuse (docs/cli.md, "The daemon").
@@ -116,7 +118,7 @@ let package = Package(
         .testTarget(name: "KeychainProtocolTests", dependencies: ["KeychainProtocol", "KeychainModel", "KeychainCrypto"]),
         .testTarget(name: "KeychainClientTests", dependencies: ["KeychainClient", "KeychainProtocol", "KeychainModel",
                                                                "KeychainCrypto"]),
-        .testTarget(name: "KeychainfsAccessTests", dependencies: ["KeychainfsAccess", "KeychainCore", "KeychainCrypto"]),
+        .testTarget(name: "KeychainfsAccessTests", dependencies: ["KeychainfsAccess", "KeychainModel"]),
         .testTarget(name: "KeychainFSTests", dependencies: ["KeychainFS", "KeychainCore", "KeychainCrypto"]),
         .testTarget(name: "KeychainTPMTests", dependencies: ["KeychainTPM", "KeychainCore"]),
         .testTarget(name: "KeychainSecretServiceTests", dependencies: ["KeychainSecretService", "KeychainCore", "KeychainCrypto",
@@ -124,7 +126,8 @@ let package = Package(
         .testTarget(name: "KeychainCredentialHelpersTests", dependencies: ["KeychainCredentialHelpers", "KeychainModel",
                                                                           "KeychainCrypto"]),
         .testTarget(name: "KeychainDaemonTests", dependencies: ["KeychainDaemon", "KeychainProtocol", "KeychainCore",
-                                                               "KeychainCrypto", "KeychainKeys", "KeychainfsAccess", "CProcess"]),
+                                                               "KeychainCrypto", "KeychainKeys", "KeychainfsAccess", "CProcess",
+                                                               "KeychainSystem"]),
         // What the end-to-end targets share: the CLI harness (real daemons in scratch
         // directories), mounts, test users, attackers, PostgreSQL, a private bus, a software TPM.
         .target(name: "KeychainTestSupport", dependencies: ["KeychainCLI", "KeychainCore", "Security", "KeychainTPM"],

@@ -203,14 +203,24 @@ rows.append(("Swift hello world, runtime linked in (-static-stdlib, as keychainf
              f"find -w {ms(find)}", ratio(num("cli.hello_static.median_ms"), find), ""))
 inproc_label = f"in-process find at {grouped(inproc_largest)}" if inproc_largest else "in-process find"
 vs_inproc = f"{inproc_label} {rate(inproc_rate)}"
+floor1, floor8 = num("floor.socket.c1.rate"), num("floor.socket.c8.rate")
 rows.append(("socket lookups (copyMatching r_Data), 1 client", rate(num("socket.c1.rate")),
-             vs_inproc, ratio(num("socket.c1.rate"), inproc_rate),
-             f">= 20,000/s: {verdict(num('socket.c1.rate') >= 20000)}"))
+             f"C daemon floor (sockfloor), 1 client {rate(floor1)}", ratio(num("socket.c1.rate"), floor1),
+             f">= 0.7x the floor: {verdict(num('socket.c1.rate') >= 0.7 * floor1)}"))
 rows.append(("socket lookups, 8 clients (total)", rate(num("socket.c8.rate")),
-             vs_inproc, ratio(num("socket.c8.rate"), inproc_rate),
-             f">= 40,000/s: {verdict(num('socket.c8.rate') >= 40000)}"))
+             f"C daemon floor (sockfloor), 8 clients {rate(floor8)}", ratio(num("socket.c8.rate"), floor8),
+             f">= 0.5x the floor: {verdict(num('socket.c8.rate') >= 0.5 * floor8)}"))
+rows.append(("socket lookups, 1 client, against the in-process find", rate(num("socket.c1.rate")),
+             vs_inproc, ratio(num("socket.c1.rate"), inproc_rate), ""))
+engine_floor = num("floor.engine.10000.rate")
+if 10000 in inproc_find:
+    rows.append(("in-process find at 10,000 items", rate(inproc_find[10000]), f"C engine floor (enginefloor) {rate(engine_floor)}",
+                 ratio(inproc_find[10000], engine_floor), f">= 0.5x the floor: {verdict(inproc_find[10000] >= 0.5 * engine_floor)}"))
+for n in ("c1", "c8"):
+    rows.append((f"CPU per socket lookup, {n[1:]} client(s): daemon / client", f"{num(f'socket.{n}.daemon_cpu_us_per_op'):.1f} us",
+                 f"client {num(f'socket.{n}.client_cpu_us_per_op'):.1f} us", "", ""))
 rows.append(("socket lookups, 8 clients / 1 client", ratio(num("socket.c8.rate"), num("socket.c1.rate")),
-             f"1 client {rate(num('socket.c1.rate'))}", "", ""))
+             f"1 client {rate(num('socket.c1.rate'))}", "", f"> 1.00x: {verdict(num('socket.c8.rate') > num('socket.c1.rate'))}"))
 rows.append((f"socket lookups, 1 client, random accounts of big", rate(num("socket.c1_random.rate")),
              f"1 client, bench/secret {rate(num('socket.c1.rate'))}", ratio(num("socket.c1_random.rate"), num("socket.c1.rate")), ""))
 rows.append(("socket request latency, 1 client (median)", us(num("socket.c1.median_us")), "", "", ""))
@@ -220,13 +230,17 @@ rows.append(("SecItemCopyMatching (ReturnData), 8 threads (total)", rate(num("se
              vs_inproc, ratio(num("secitem.t8.rate"), inproc_rate),
              f"not slower than 1 thread: {verdict(num('secitem.t8.rate') >= num('secitem.t1.rate'))}"))
 rows.append(("SecItemCopyMatching, 8 threads / 1 thread", ratio(num("secitem.t8.rate"), num("secitem.t1.rate")),
-             f"1 thread {rate(num('secitem.t1.rate'))}", "", ">= 1.00x"))
+             f"1 thread {rate(num('secitem.t1.rate'))}", "",
+             f">= 1.5x: {verdict(num('secitem.t8.rate') >= 1.5 * num('secitem.t1.rate'))}"))
 if "seckey.daemon_rate" in r:
     ossl = num("seckey.openssl_sign_rate")
     rows.append(("P-256 signatures/s, SecKeyCreateSignature with a stored non-extractable key (daemon)",
                  rate(num("seckey.daemon_rate")), f"openssl speed ecdsap256 {rate(ossl)}", ratio(num("seckey.daemon_rate"), ossl), ""))
     rows.append(("P-256 signatures/s, KeychainKeys in process", rate(num("seckey.inproc_rate")),
                  f"openssl speed ecdsap256 {rate(ossl)}", ratio(num("seckey.inproc_rate"), ossl), ""))
+    rows.append(("P-256 signatures/s through the daemon against in process", rate(num("seckey.daemon_rate")),
+                 f"in process {rate(num('seckey.inproc_rate'))}", ratio(num("seckey.daemon_rate"), num("seckey.inproc_rate")),
+                 f">= 0.5x: {verdict(num('seckey.daemon_rate') >= 0.5 * num('seckey.inproc_rate'))}"))
 if "load.quiet.median_us" in r:
     quiet, busy = num("load.quiet.median_us"), num("load.busy.median_us")
     rows.append(("load test: owner's lookup latency, quiet (median, 1 client)", us(quiet), "", "", ""))
@@ -235,6 +249,13 @@ if "load.quiet.median_us" in r:
                  f"within 2x: {verdict(busy == busy and busy <= 2 * quiet)}"))
     rows.append(("load test: the other uid's 8 busy clients (total lookups)", rate(num("load.others.rate")),
                  f"owner under load {rate(num('load.busy.rate'))}", "", ""))
+    if "load.quiet.daemon_wait_p50_us" in r:
+        # What the daemon controls: how long the owner's request waits inside it (frame read to handler start).
+        for q, label in (("p50", "median"), ("p99", "p99")):
+            qw, bw = num(f"load.quiet.daemon_wait_{q}_us"), num(f"load.busy.daemon_wait_{q}_us")
+            rows.append((f"load test: owner's in-daemon wait, {label}, under load (client-side median beside it)",
+                         us(bw), f"quiet {us(qw)}; client {us(busy)}", ratio(bw, qw),
+                         f"within 2x: {verdict(bw == bw and bw <= 2 * max(qw, 1))}"))
 rows.append((f"daemon start with this run's audit log ({grouped(num('audit_lines'))} lines, {num('audit_bytes') / 1048576:.1f} MiB)",
              ms(num("daemon_start.end_ms")), f"at the start {ms(num('daemon_start.first_ms'))}",
              ratio(num("daemon_start.end_ms"), num("daemon_start.first_ms")), ""))
@@ -324,11 +345,13 @@ if scale_sizes:
                       ratio(sc(n, "read_random.median_us"), sc(n, "read_minfs.median_us")),
                       ratio(sc(n, "read_fixed.median_us"), sc(n, "read_minfs.median_us")),
                       with_ratio(rate(sc(n, "socket_rate")), sc(n, "socket_rate"), sc(first, "socket_rate")),
-                      with_ratio(rate(sc(n, "find_rate")), sc(n, "find_rate"), sc(first, "find_rate"))))
+                      with_ratio(rate(sc(n, "find_rate")), sc(n, "find_rate"), sc(first, "find_rate")),
+                      f"{rate(sc(n, 'engine_floor_rate'))} ({ratio(sc(n, 'find_rate'), sc(n, 'engine_floor_rate'))})"))
     scale_table = md_table(["items", "fill step (added)", "fill add/s", "read random: median / p90", "read s0/a0",
                             "minfs: median / p90", "random vs minfs", "s0/a0 vs minfs",
-                            f"socket lookups (vs {grouped(first)})", f"in-process find (vs {grouped(first)})"],
-                           srows, ["r", "r", "r", "r", "r", "r", "r", "r", "r", "r"])
+                            f"socket lookups (vs {grouped(first)})", f"in-process find (vs {grouped(first)})",
+                            "C engine floor (find vs it; target >= 0.5x)"],
+                           srows, ["r"] * 11)
     srows2 = []
     for n in scale_sizes:
         srows2.append((grouped(n),

@@ -151,7 +151,7 @@ tmpfs="$work/tmpfs"; mnt_scale="$work/mnt-scale"
 mkdir "$mnt_default" "$mnt_cache" "$mnt_minfs" "$mnt_minfs1" "$mnt_minfsf" "$tmpfs" "$mnt_scale"
 main_vault="$work/bench.vault"; scale_vault="$work/scale.vault"
 export KEYCHAINFS_RUNTIME_DIR="$work/run" KEYCHAINFS_DEVICE_KEY="$work/device.key" KEYCHAINFS_VAULT="$main_vault"
-kc=""; daemon_pid=""; scale_daemon_pid=""; load_user=""; load_idle_pid=""; load_busy_pid=""
+kc=""; daemon_pid=""; scale_daemon_pid=""; load_user=""; load_idle_pid=""; load_busy_pid=""; floor_pid=""
 
 is_mounted() { awk -v m="$1" '$2 == m { found = 1 } END { exit !found }' /proc/mounts; }
 # The pid of the daemon serving vault $1, from its command line (`keychainfs-daemon daemon VAULT`),
@@ -171,7 +171,7 @@ cleanup() {
     for v in "$main_vault" "$scale_vault"; do
         [ -x "$kc" ] && [ -e "$v" ] && KEYCHAINFS_VAULT=$v timeout 10 "$kc" stop >/dev/null 2>&1
     done
-    for pid in $load_idle_pid $load_busy_pid; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
+    for pid in $load_idle_pid $load_busy_pid $floor_pid; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
     if [ -n "$load_user" ]; then
         userdel "$load_user" 2>/dev/null; getent group "$load_user" >/dev/null && groupdel "$load_user"
     fi
@@ -499,15 +499,39 @@ if ((main_phases)); then
     measure_cli
 
     # ---------------------------------------------------------------- the socket
+    # Each run also gives the daemon's and the client's CPU per lookup (/proc/PID/stat, getrusage).
     socket_run() {  # socket_run NAME ARGS...
         local name=$1; shift
-        "$kcbench" socket --vault "$KEYCHAINFS_VAULT" --seconds "$socket_seconds" "$@" | tr ' ' '\n' |
-            sed -n "s/^\(rate\|median_us\|p90_us\|ops\|errors\)=/socket.$name.\1=/p" >> "$res"
+        local d0 d1 out ops
+        d0=$(awk '{ print $14 + $15 }' "/proc/$daemon_pid/stat")
+        out=$("$kcbench" socket --vault "$KEYCHAINFS_VAULT" --seconds "$socket_seconds" "$@" | tr ' ' '\n')
+        d1=$(awk '{ print $14 + $15 }' "/proc/$daemon_pid/stat")
+        sed -n "s/^\(rate\|median_us\|p90_us\|ops\|errors\|client_cpu_us_per_op\)=/socket.$name.\1=/p" <<< "$out" >> "$res"
+        ops=$(sed -n 's/^ops=//p' <<< "$out")
+        put "socket.$name.daemon_cpu_us_per_op" "$(awk -v a="$d0" -v b="$d1" -v t="$clk_tck" -v n="${ops:-0}" \
+            'BEGIN { printf "%.2f", n > 0 ? (b - a) * 1e6 / t / n : 0 }')"
     }
     log "socket: copyMatching r_Data for $socket_seconds s: 1 client, 8 clients, 1 client over random accounts of big"
     socket_run c1 --service bench --account secret --clients 1
     socket_run c8 --service bench --account secret --clients 8
     socket_run c1_random --service big --accounts "$big" --prefix user --clients 1
+    # The C floors of the same work (../shared/bench): a thread-per-connection daemon doing the
+    # least a lookup needs (keyed token, indexed point query on a WAL file, two opens), and the
+    # same lookup in process, at the vault's size, in this run.
+    floors="$root/../shared/bench"
+    if [ -f "$floors/sockfloor.c" ] && gcc -O2 -pthread "$floors/sockfloor.c" -o "$work/sockfloor" -lsodium -lsqlite3 2>/dev/null \
+        && gcc -O2 "$floors/enginefloor.c" -o "$work/enginefloor" -lsodium -lsqlite3 2>/dev/null; then
+        log "C floors: sockfloor with its lookup from 1 and 8 clients, enginefloor at 10,000 items"
+        "$work/sockfloor" server "$work/floor.sock" "$work/floor.db" 10000 & floor_pid=$!
+        for _ in $(seq 100); do [ -S "$work/floor.sock" ] && break; sleep 0.05; done
+        for n in 1 8; do
+            put "floor.socket.c$n.rate" "$("$work/sockfloor" client "$work/floor.sock" "$n" "$socket_seconds" | awk '{ print $1 }')"
+        done
+        kill "$floor_pid" 2>/dev/null; wait "$floor_pid" 2>/dev/null; floor_pid=""
+        put floor.engine.10000.rate "$("$work/enginefloor" "$work/floor-engine.db" 10000 200000 | awk '{ print $1 }')"
+    else
+        log "C floors: ../shared/bench or gcc missing; no floor ratios"
+    fi
     log "SecItemCopyMatching through import Security for $socket_seconds s: 1 and 8 threads"
     for n in 1 8; do
         "$kcbench" secitem --service bench --account secret --threads "$n" --seconds "$socket_seconds" | tr ' ' '\n' |
@@ -532,8 +556,9 @@ if ((main_phases)); then
     as_load_user "$bin/keychainfs-bench" socket --vault "$KEYCHAINFS_VAULT" --service load --account secret \
         --clients 1 --seconds 0.2 >/dev/null || die "the load test's user cannot read load/secret"
     load_socket() {  # load_socket NAME: the owner's lookups of load/secret from 1 client
-        "$kcbench" socket --vault "$KEYCHAINFS_VAULT" --service load --account secret --clients 1 \
-            --seconds "$socket_seconds" | tr ' ' '\n' | sed -n "s/^\(rate\|median_us\|p90_us\)=/load.$1.\1=/p" >> "$res"
+        "$kcbench" socket --vault "$KEYCHAINFS_VAULT" --service load --account secret --clients 1 --service-times \
+            --seconds "$socket_seconds" | tr ' ' '\n' |
+            sed -n "s/^\(rate\|median_us\|p90_us\|daemon_wait_p50_us\|daemon_wait_p99_us\|daemon_service_p50_us\)=/load.$1.\1=/p" >> "$res"
     }
     load_socket quiet
     idle_n=1000
@@ -610,6 +635,11 @@ if ((scale_phase)); then
         # Closed by the fill, so the WAL is checkpointed: the file is the vault's whole size.
         put "$p.vault_bytes" "$(stat -c %s "$scale_vault")"
         put "$p.wal_bytes" "$(stat -c %s "$scale_vault-wal" 2>/dev/null || echo 0)"
+        # The C engine floor at this size, for the in-process find's ratio.
+        if [ -x "$work/enginefloor" ] || { [ -f "$root/../shared/bench/enginefloor.c" ] &&
+            gcc -O2 "$root/../shared/bench/enginefloor.c" -o "$work/enginefloor" -lsodium -lsqlite3 2>/dev/null; }; then
+            put "$p.engine_floor_rate" "$("$work/enginefloor" "$work/floor-engine.db" "$n" 200000 | awk '{ print $1 }')"
+        fi
 
         t0=$EPOCHREALTIME; "$kc" lock-keychain; put "$p.daemon_start_ms" "$(ms_since "$t0")"
         t0=$EPOCHREALTIME; echo "$passphrase" | "$kc" unlock-keychain; put "$p.unlock_ms" "$(ms_since "$t0")"

@@ -44,34 +44,31 @@ enum AuditVerbs {
         let query = try filterQuery(ctx.args)
         let client = try Engine.connect(vault)
         if rotate {
-            let info = try client.send(AuditRequest.rotate.request).info
-            let path = info["rotated"]?.stringValue ?? ""
+            let path = try client.call(AuditRequest.rotate, AuditRotation.self).rotated
             Terminal.writeString(1, ctx.json ? "{\"rotated\":\(Output.jsonString(path))}\n" : "audit log rotated: \(path)\n")
             return 0
         }
         if ctx.args.has("--verify") {
-            let info = try client.send(AuditRequest.verify.request).info
-            let lines = info["lines"].map(Output.json) ?? "0"
-            let files: Int64 = { if case .number(let n)? = info["files"] { return n }; return 1 }()
-            if let bad = info["first-bad"] {
-                let file = info["first-bad-file"]?.stringValue ?? ""
-                Terminal.writeString(2, "keychainfs: the audit log is broken at line \(Output.json(bad)) of \(file)\n")
+            let chain = try client.call(AuditRequest.verify, AuditChain.self)
+            let lines = chain.lines, files = chain.files
+            if let bad = chain.firstBreak {
+                Terminal.writeString(2, "keychainfs: the audit log is broken at line \(bad.line) of \(bad.file)\n")
                 return KeychainStatus.decode.exitCode
             }
             Terminal.writeString(1, ctx.json ? "{\"lines\":\(lines),\"files\":\(files),\"verified\":true}\n"
                                  : "audit log verified: \(lines) entries" + (files > 1 ? " in \(files) files" : "") + "\n")
             return 0
         }
-        let info: Fields
+        let found: AuditLines
         do {
-            info = try client.send(AuditRequest.read(query).request).info
+            found = try client.call(AuditRequest.read(query), AuditLines.self)
         } catch KeychainStatus.itemNotFound where { if case .named? = query.item { true } else { false } }() {
             throw StateError(message: "--item \(ctx.args.value("--item") ?? ""): no item of that name that you may see (a deleted item is found by its reference)", status: .itemNotFound)
         }
-        if case .number(let omitted)? = info["omitted"] {
+        if let omitted = found.omitted {
             Terminal.warn("audit: the \(omitted) oldest matching lines are left out (a reply holds 12 MiB of lines); narrow it with --since, --until, --item, --uid or --event")
         }
-        Terminal.writeString(1, AuditLines.render(log: info["log"]?.stringValue ?? "", names: info["names"]?.stringValue ?? "", json: ctx.json))
+        Terminal.writeString(1, AuditLineText.render(log: found.log, names: found.names, json: ctx.json))
         return 0
     }
 
@@ -108,7 +105,7 @@ enum AuditVerbs {
 }
 
 /// The daemon's raw lines as `audit` prints them: ISO times, and the names the daemon resolved.
-enum AuditLines {
+enum AuditLineText {
     static func render(log: String, names: String, json: Bool) -> String {
         var resolved: [Substring: (Substring, Substring)] = [:]
         for row in names.split(separator: "\n") {
@@ -166,18 +163,17 @@ enum VerifyVerbs {
         """
     ) { ctx in
         try ctx.checkPositionals()
-        let info = try ctx.client().send(Request(.verify)).info
-        let damaged = (info["damaged"]?.stringValue ?? "").split(separator: "\n").map(String.init)
-        let auditBad = info["audit-first-bad"]
+        let report = try ctx.client().call(BareRequest(.verify), VerifyReport.self)
+        let damaged = report.damaged
         if ctx.json {
-            Terminal.writeString(1, Output.jsonShaped(info) + "\n")
+            Terminal.writeString(1, Output.jsonShaped(report.fields) + "\n")
         } else {
-            func n(_ k: String) -> String { info[k].map(Output.json) ?? "0" }
-            var out = "items: \(n("checked")) checked, \(n("locked")) locked (not checked), \(n("other-device")) of another device, \(damaged.count) damaged\n"
+            var out = "items: \(report.checked) checked, \(report.locked) locked (not checked), \(report.otherDevice) of another device, \(damaged.count) damaged\n"
             for d in damaged { out += "  damaged: \(d)\n" }
-            out += auditBad.map { "audit log: broken at line \(Output.json($0)) of \(info["audit-first-bad-file"]?.stringValue ?? "")\n" } ?? "audit log: \(n("audit-lines")) entries, chain intact\n"
+            out += report.auditBreak.map { "audit log: broken at line \($0.line) of \($0.file)\n" }
+                ?? "audit log: \(report.auditLines ?? 0) entries, chain intact\n"
             Terminal.writeString(1, out)
         }
-        return damaged.isEmpty && auditBad == nil ? 0 : KeychainStatus.decode.exitCode
+        return damaged.isEmpty && report.auditBreak == nil ? 0 : KeychainStatus.decode.exitCode
     }
 }

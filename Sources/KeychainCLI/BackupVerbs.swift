@@ -46,17 +46,16 @@ enum BackupVerbs {
         defer { progress.finish() }
         progress.update("sealing the items...")
         let start = ExportRequest.start(passphrase: pass, kdf: kdf, synchronizableOnly: ctx.args.has("--synchronizable-only"))
-        let first = try client.send(start.request).info
-        guard case .number(let size)? = first["size"], case .data(var bytes)? = first["data"] else {
-            throw KeychainStatus.decode
-        }
+        let first = try client.call(start, ExportPiece.self)
+        guard let size = first.size else { throw KeychainStatus.decode }
+        var bytes = first.data
         if bytes.count < size {
-            guard case .number(let transfer)? = first["transfer"] else { throw KeychainStatus.decode }
+            guard let transfer = first.transfer else { throw KeychainStatus.decode }
             bytes.reserveCapacity(Int(size))
             while bytes.count < size {
                 progress.update(TransferProgress.amount(bytes.count, of: Int(size)))
-                let r = try client.send(ExportRequest.piece(transfer: transfer, offset: Int64(bytes.count)).request)
-                guard case .data(let piece)? = r.info["data"], !piece.isEmpty else { throw KeychainStatus.decode }
+                let piece = try client.call(ExportRequest.piece(transfer: transfer, offset: Int64(bytes.count)), ExportPiece.self).data
+                guard !piece.isEmpty else { throw KeychainStatus.decode }
                 bytes += piece
             }
         }
@@ -66,9 +65,8 @@ enum BackupVerbs {
             Terminal.warn("cannot write \(out): \(failure)")
             return KeychainStatus.io.exitCode
         }
-        let items = first["items"].map(Output.json) ?? "0"
-        Terminal.writeString(1, "exported \(items) items to \(out)\n")
-        if case .number(let damaged)? = first["damaged"], damaged > 0 {
+        Terminal.writeString(1, "exported \(first.items ?? 0) items to \(out)\n")
+        if let damaged = first.damaged, damaged > 0 {
             Terminal.warn("\(damaged) damaged item(s) could not be opened and are not in the backup")
         }
         return 0
@@ -134,7 +132,7 @@ enum BackupVerbs {
         guard let groups = BackupPiece.Groups(rawValue: ctx.args.value("--groups") ?? "keep") else {
             throw UsageError("--groups takes keep or skip")
         }
-        var info: Fields = [:]
+        var info = ImportProgress()
         let progress = TransferProgress("import", ctx.args)
         do {
             defer { progress.finish() }  // before any error is printed
@@ -150,18 +148,15 @@ enum BackupVerbs {
                 } else if sent == 0 {
                     progress.update(TransferProgress.amount(0, of: bytes.count))
                 }
-                info = try client.send(ImportRequest.piece(piece).request).info
+                info = try client.call(ImportRequest.piece(piece), ImportProgress.self)
                 if transfer == nil && !last {
-                    guard case .number(let t)? = info["transfer"] else { throw KeychainStatus.decode }
+                    guard let t = info.transfer else { throw KeychainStatus.decode }
                     transfer = t
                 }
                 if !last { progress.update(TransferProgress.amount(end, of: bytes.count)) }
                 sent = end
             } while sent < bytes.count
-            let restored = ["added", "replaced", "skipped"].reduce(Int64(0)) {
-                if case .number(let n)? = info[$1] { return $0 + n }
-                return $0
-            }
+            let restored = info.added + info.replaced + info.skipped
             progress.finish(TransferProgress.amount(bytes.count, of: bytes.count) + ", \(restored) items")
         } catch KeychainStatus.authFailed {
             // The daemon answers a caller who may not administer the vault the same way.
@@ -171,15 +166,13 @@ enum BackupVerbs {
         } catch KeychainStatus.decode {
             return nothingImported(.decode, "the backup is damaged, truncated or reordered")
         }
-        func n(_ key: String) -> String { info[key].map(Output.json) ?? "0" }
-        Terminal.writeString(1, "added \(n("added")), replaced \(n("replaced")), skipped \(n("skipped"))\n")
-        func names(_ key: String) -> [String] { (info[key]?.stringValue ?? "").split(separator: "\n").map(String.init) }
-        if !names("groups-created").isEmpty {
-            Terminal.writeString(1, "created groups: \(names("groups-created").joined(separator: ", "))\n")
+        Terminal.writeString(1, "added \(info.added), replaced \(info.replaced), skipped \(info.skipped)\n")
+        if !info.groupsCreated.isEmpty {
+            Terminal.writeString(1, "created groups: \(info.groupsCreated.joined(separator: ", "))\n")
         }
-        if !names("groups-missing").isEmpty {
+        if !info.groupsMissing.isEmpty {
             Terminal.warn("restored items are in groups this vault does not define, so nobody can read them until "
-                          + "they are made (keychainfs group add NAME ...): \(names("groups-missing").joined(separator: ", "))")
+                          + "they are made (keychainfs group add NAME ...): \(info.groupsMissing.joined(separator: ", "))")
         }
         return 0
     }
@@ -198,7 +191,7 @@ enum BackupVerbs {
     ) { ctx in
         try ctx.checkPositionals()
         let client = try ctx.client()
-        guard case .number(let count)? = try client.send(Request(.info)).info["other-device"], count > 0 else {
+        guard let count = try client.status().otherDevice, count > 0 else {
             Terminal.writeString(1, "no items bound to another device\n")
             return 0
         }
@@ -207,8 +200,8 @@ enum BackupVerbs {
             let answer = try Terminal.prompt("Delete \(count) item(s) bound to another device? Type yes: ")
             guard answer.withUnsafeBytes({ Array($0) }) == Array("yes".utf8) else { throw KeychainStatus.userCanceled }
         }
-        let r = try client.send(ImportRequest.purgeOtherDevice.request)
-        Terminal.writeString(1, "deleted \(r.info["deleted"].map(Output.json) ?? "0") item(s) bound to another device\n")
+        let r = try client.call(ImportRequest.purgeOtherDevice, ImportProgress.self)
+        Terminal.writeString(1, "deleted \(r.deleted ?? 0) item(s) bound to another device\n")
         return 0
     }
 

@@ -14,9 +14,8 @@ enum ErrorMeaning {
         switch status {
         case .interactionNotAllowed:
             // Also a presence-gated item with no approval program: only a lock is named.
-            guard let client = try? DaemonClient.connect(vaultPath: vault),
-                  let info = try? client.send(Request(.info)).info,
-                  ["locked", "never-unlocked"].contains(info["state"]?.stringValue ?? "") else { return nil }
+            guard let client = try? DaemonClient.connect(vaultPath: vault), let status = try? client.status(), status.isLocked
+            else { return nil }
             return "the vault is locked: run keychainfs unlock-keychain" + (vault == Paths.canonical(Paths.defaultVault()) ? "" : " \(vault)")
         case .notAvailable:
             return "no vault daemon for \(vault)"

@@ -26,7 +26,7 @@ enum SyncVerbs {
         try ctx.checkPositionals()
         let wantSecret = ctx.args.has("-w")
         let history = SyncRequest.history(service: ctx.args.value("-s"), account: ctx.args.value("-a"), secrets: wantSecret)
-        let entries = (try ctx.client().send(history.request).result.array ?? []).compactMap(\.item)
+        let entries = (try ctx.client().call(history, SyncReply.self).history.array ?? []).compactMap(\.item)
         var json: [String] = []
         for item in entries {
             var attributes = item.attributes
@@ -94,22 +94,22 @@ enum SyncVerbs {
         guard rest.count <= 1 else { throw UsageError("too many arguments") }
         let vault = rest.first.map(Paths.canonical) ?? Paths.canonical(Paths.defaultVault())
         let client = try DaemonClient.connect(vaultPath: vault, startWith: [selfExecutable(), "daemon", vault])
-        let info = try client.send(request.request).info
+        let reply = try client.call(request, SyncReply.self)
         if ctx.json {
-            Terminal.writeString(1, Output.json(info) + "\n")
+            Terminal.writeString(1, Output.json(reply.fields) + "\n")
             return 0
         }
         switch sub {
         case "join":
-            Terminal.writeString(1, "\(info["code"]?.stringValue ?? "?")\n")
+            Terminal.writeString(1, "\(reply.code ?? "?")\n")
             Terminal.warn("type this code on a member: keychainfs sync approve CODE")
         case "approve":
-            Terminal.writeString(1, "approved \(info["name"]?.stringValue ?? "?")\n")
+            Terminal.writeString(1, "approved \(reply.name ?? "?")\n")
         case "remove":
-            Terminal.writeString(1, "removed \(info["name"]?.stringValue ?? "?")\n")
+            Terminal.writeString(1, "removed \(reply.name ?? "?")\n")
         case "status", "init":
-            for key in info.keys.sorted() {
-                Terminal.writeString(1, "\(key): \(Output.json(info[key]!))\n")
+            for (key, value) in reply.status.sorted(by: { $0.key < $1.key }) {
+                Terminal.writeString(1, "\(key): \(Output.json(value))\n")
             }
         default:
             break

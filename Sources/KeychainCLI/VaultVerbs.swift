@@ -50,7 +50,7 @@ enum VaultVerbs {
         if Progress.enabled(ctx.args) {
             let wait = Progress.backOffSeconds(vault: ctx.vault)
             if wait > 0 { Progress.say(ctx.args, "waiting \(wait) s after failed unlock attempts...") }
-            if case .number(let mem)? = try? client.send(Request(.info)).info["kdf-mem"], mem >= Progress.slowKDFBytes {
+            if let mem = try? client.status().kdfMem, mem >= Progress.slowKDFBytes {
                 Progress.say(ctx.args, "deriving the key from the passphrase (Argon2id, \(mem >> 20) MiB)...")
             }
         }
@@ -93,22 +93,21 @@ enum VaultVerbs {
         summary: "Show the lock state, idle timeout, KDF cost and item counts of a vault."
     ) { ctx in
         try ctx.checkPositionals()
-        let i = try ctx.client().send(Request(.info)).info
-        if ctx.json { Terminal.writeString(1, Output.jsonShaped(i) + "\n"); return 0 }
-        var out = "Keychain \"\(ctx.vault)\" \(i["state"]?.stringValue ?? "?")"
-        var timeout: Int64 = 0
-        if case .number(let n)? = i["lock-timeout"] { timeout = n }
+        let i = try ctx.client().status()
+        if ctx.json { Terminal.writeString(1, Output.jsonShaped(i.fields) + "\n"); return 0 }
+        var out = "Keychain \"\(ctx.vault)\" \(i.state)"
+        let timeout = i.lockTimeout ?? 0
         out += timeout > 0 ? " timeout=\(timeout)s" : " no-timeout"
         out += "\n"
-        if case .number(let n)? = i["items"] { out += "items: \(n)\n" }
+        if let n = i.items { out += "items: \(n)\n" }
         for p in ProtectionClass.allCases {
-            if case .number(let n)? = i["count." + p.rawValue], n > 0 { out += "  \(p.rawValue) (\(p.appleName)): \(n)\n" }
+            if let n = i.itemsByProtection[p.rawValue], n > 0 { out += "  \(p.rawValue) (\(p.appleName)): \(n)\n" }
         }
-        if case .number(let n)? = i["other-device"], n > 0 { out += "bound to another device: \(n) (never readable here)\n" }
-        if case .number(let ops)? = i["kdf-ops"], case .number(let mem)? = i["kdf-mem"] {
+        if let n = i.otherDevice, n > 0 { out += "bound to another device: \(n) (never readable here)\n" }
+        if let ops = i.kdfOps, let mem = i.kdfMem {
             out += "kdf: argon2id, \(ops) passes, \(mem >> 20) MiB\n"
         }
-        if case .string(let g)? = i["groups"] { out += "your access groups: \(g.isEmpty ? "(none)" : g)\n" }
+        out += "your access groups: \(i.groups.isEmpty ? "(none)" : i.groups.joined(separator: ","))\n"
         Terminal.writeString(1, out)
         return 0
     }
@@ -191,15 +190,13 @@ enum VaultVerbs {
         }
         if Progress.enabled(ctx.args) {
             var current: Int64 = 0
-            if case .number(let mem)? = try? client.send(Request(.info)).info["kdf-mem"] { current = mem }
+            if let mem = try? client.status().kdfMem { current = mem }
             if ctx.args.value("--kdf") == "sensitive" || current >= Progress.slowKDFBytes {
                 Progress.say(ctx.args, "deriving keys from the passphrases (Argon2id, up to 1024 MiB)...")
             }
         }
-        let r = try client.send(PassphraseChange(old: old, new: new, kdf: kdf).request)
-        if case .number(let n)? = r.info["deleted"], n > 0 {
-            Terminal.writeString(2, "deleted \(n) WhenPasscodeSetThisDeviceOnly item(s)\n")
-        }
+        let n = try client.call(PassphraseChange(old: old, new: new, kdf: kdf), PassphraseChanged.self).deleted
+        if n > 0 { Terminal.writeString(2, "deleted \(n) WhenPasscodeSetThisDeviceOnly item(s)\n") }
         return 0
     }
 
@@ -221,26 +218,23 @@ enum VaultVerbs {
             }
             return 0
         }
-        let i = try client.send(Request(.info)).info
+        let i = try client.status()
         if ctx.json {
-            var all = i
+            var all = i.fields
             all["daemon"] = .bool(true)
             Terminal.writeString(1, Output.jsonShaped(all) + "\n")
         } else {
-            let pid = i["pid"].map(Output.json) ?? "?"
-            var out = "\(ctx.vault): daemon pid \(pid), \(i["state"]?.stringValue ?? "?"), socket \(Paths.socket(forVault: ctx.vault))\n"
-            if case .number(let n)? = i["locks-in"] { out += "  idle lock in \(n) s\n" }
-            if case .number(let n)? = i["items"] {
+            var out = "\(ctx.vault): daemon pid \(i.pid), \(i.state), socket \(Paths.socket(forVault: ctx.vault))\n"
+            if let n = i.locksIn { out += "  idle lock in \(n) s\n" }
+            if let n = i.items {
                 let counts = ProtectionClass.allCases.compactMap { p -> String? in
-                    guard case .number(let c)? = i["count." + p.rawValue], c > 0 else { return nil }
+                    guard let c = i.itemsByProtection[p.rawValue], c > 0 else { return nil }
                     return "\(p.rawValue) \(c)"
                 }
                 out += "  items: \(n)" + (counts.isEmpty ? "" : " (" + counts.joined(separator: ", ") + ")") + "\n"
             }
-            if case .string(let m)? = i["mounts"] {
-                for line in m.split(separator: "\n") { out += "  mount: \(line)\n" }
-            }
-            if case .number(let n)? = i["audit-lines"], case .string(let h)? = i["audit-head"] {
+            for line in i.mounts ?? [] { out += "  mount: \(line)\n" }
+            if let n = i.auditLines, let h = i.auditHead {
                 out += "  audit log: \(n) entries, head \(h.prefix(16))\n"
             }
             Terminal.writeString(1, out)

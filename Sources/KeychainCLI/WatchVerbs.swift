@@ -22,19 +22,18 @@ enum WatchVerbs {
         let watch = WatchRequest(service: ctx.args.value("-s"), account: ctx.args.value("-a"))
         let client = try ctx.client()
         try client.send(watch.request)
-        while let event = try client.receive() {
-            let info = event.info
+        while let frame = try client.receive() {
+            let event = try WatchEvent(decoding: frame)
+            // The same ISO 8601 time as the text lines, not epoch seconds.
+            let time = Output.isoDate(AbsoluteTime.absolute(unix: Double(event.time)))
             if ctx.json {
-                // The same ISO 8601 time as the text lines, not epoch seconds.
-                var shaped = info
-                if case .number(let t)? = info["time"] { shaped["time"] = .string(Output.isoDate(AbsoluteTime.absolute(unix: Double(t)))) }
+                var shaped = event.fields
+                shaped["time"] = .string(time)
                 Terminal.writeString(1, Output.jsonShaped(shaped) + "\n")
                 continue
             }
-            var time = "-"
-            if case .number(let t)? = info["time"] { time = Output.isoDate(AbsoluteTime.absolute(unix: Double(t))) }
-            var line = "\(time) \(info["event"]?.stringValue ?? "?")"
-            let s = info["service"]?.stringValue, a = info["account"]?.stringValue
+            var line = "\(time) \(event.kind)"
+            let s = event.service, a = event.account
             if s != nil || a != nil { line += " \(s ?? "*")/\(a ?? "*")" }
             Terminal.writeString(1, line + "\n")
         }

@@ -1,4 +1,5 @@
 import SQLiteStore
+import Synchronization
 
 /// The clear columns of a row that a search keeps for its caller: no sealed blob.
 struct ItemHeader {
@@ -117,6 +118,11 @@ final class ItemStore {
     /// time uses a connection (see `SearchContext`), so Swift's run-time exclusivity check is
     /// left out on this path.
     @exclusivity(unchecked) private var candidateStatements: [CandidateShape: Statement] = [:]
+    /// Item rows inserted, rewritten or deleted through this store since it was opened, whether
+    /// or not their transaction committed: while it stays, every row reads as it did
+    /// (`Vault.checkOpened`). Written with the vault's mutex held, as every write is; read by
+    /// any reader.
+    let rowWrites = Atomic<UInt64>(0)
 
     init(db: Connection, schema: SchemaState = SchemaState()) {
         self.db = db
@@ -306,6 +312,7 @@ final class ItemStore {
 
     /// Inserts an item and its lookup tokens. - Throws: `duplicateItem` on a primary-key clash.
     func insert(_ item: StoredItem, tokens: [[UInt8]]) throws -> Int64 {
+        rowWrites.add(1, ordering: .releasing)
         do {
             try db.prepare("""
                 INSERT INTO items(uuid, cls, pdmn, sync, agrp_token, pk_token, wrapped_key, attrs, data, version)
@@ -328,6 +335,7 @@ final class ItemStore {
 
     /// Rewrites an item in place (same row, so insertion order is kept) with new tokens.
     func replace(_ item: StoredItem, tokens: [[UInt8]]) throws {
+        rowWrites.add(1, ordering: .releasing)
         do {
             try db.prepare("""
                 UPDATE items SET uuid = ?, pdmn = ?, sync = ?, agrp_token = ?, pk_token = ?, wrapped_key = ?,
@@ -343,6 +351,7 @@ final class ItemStore {
     }
 
     func delete(rowID: Int64) throws {
+        rowWrites.add(1, ordering: .releasing)
         try db.prepare("DELETE FROM items WHERE rowid = ?").bind(.integer(rowID)).run()
     }
 
@@ -358,6 +367,7 @@ final class ItemStore {
 
     /// Deletes every item of one protection class (used when a passphrase is removed).
     func deleteAll(protection: ProtectionClass) throws -> Int {
+        rowWrites.add(1, ordering: .releasing)
         try db.prepare("DELETE FROM items WHERE pdmn = ?").bind(.integer(Int64(protection.code))).run()
         return db.changes
     }

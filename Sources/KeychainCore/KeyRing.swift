@@ -1,3 +1,4 @@
+import KeychainSystem
 import KeychainCrypto
 
 /// The vault's lock state (PRODUCT 5).

@@ -1,4 +1,3 @@
-import Glibc
 import KeychainSystem
 
 /// A lock around a body of code; the vault serialises every write through one. A pthread mutex
@@ -12,42 +11,6 @@ public final class PThreadMutex: Sendable {
 
     public func withLock<R>(_ body: () throws -> R) rethrows -> R {
         try mutex.withLock { try body() }
-    }
-}
-
-/// Many readers or one writer (`pthread_rwlock_t`). Writers go first: once one waits, new
-/// readers wait behind it (`PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP`), so a steady stream
-/// of searches cannot keep a lock from wiping the keys. Hence a reader must never take the read
-/// side again while it holds it: with a writer waiting in between, the second read never returns.
-final class ReadWriteLock: @unchecked Sendable {
-    // A pthread lock must not move: it lives in its own allocation, not in a Swift property.
-    private let lock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
-
-    init() {
-        var attributes = pthread_rwlockattr_t()
-        pthread_rwlockattr_init(&attributes)
-        defer { pthread_rwlockattr_destroy(&attributes) }
-        pthread_rwlockattr_setkind_np(&attributes, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
-        lock.initialize(to: pthread_rwlock_t())
-        precondition(pthread_rwlock_init(lock, &attributes) == 0)
-    }
-
-    deinit {
-        pthread_rwlock_destroy(lock)
-        lock.deallocate()
-    }
-
-    func withReadLock<R>(_ body: () throws -> R) rethrows -> R {
-        // EAGAIN (too many readers) and EDEADLK (this thread writes) are bugs here, not states.
-        precondition(pthread_rwlock_rdlock(lock) == 0)
-        defer { pthread_rwlock_unlock(lock) }
-        return try body()
-    }
-
-    func withWriteLock<R>(_ body: () throws -> R) rethrows -> R {
-        precondition(pthread_rwlock_wrlock(lock) == 0)
-        defer { pthread_rwlock_unlock(lock) }
-        return try body()
     }
 }
 

@@ -41,6 +41,9 @@ public final class Vault: @unchecked Sendable {
     static let fileItemKeyLimit = 1024
     /// Attribute blobs `open` decrypted (`attributeOpenCount`).
     let attributeOpens = Atomic<Int>(0)
+    /// Locks since open (`lock`): a private key opened before one is opened again after it
+    /// (`checkOpened`).
+    let locks = Atomic<UInt64>(0)
 
     private init(path: String, store: ItemStore, header: VaultHeader, device: DeviceKey) throws {
         self.path = path
@@ -209,7 +212,10 @@ public final class Vault: @unchecked Sendable {
     /// Waits for the searches in flight, then every later search finds these classes locked.
     public func lock() {
         mutex.withLock {
-            keys.lock { fileItemKeys.withLock { $0.removeAll() } }  // each wipes itself as it goes
+            keys.lock {
+                locks.add(1, ordering: .releasing)
+                fileItemKeys.withLock { $0.removeAll() }  // each wipes itself as it goes
+            }
         }
     }
 

@@ -5,6 +5,7 @@ import CSodium
 /// shared `SecurePool` region; larger ones get their own `sodium_malloc` allocation with guard
 /// pages. Bytes are reachable only inside closures.
 public final class SecureBytes: @unchecked Sendable {
+    // Unchecked: a pointer into sodium_malloc memory, read by any thread through closures; `wipe` is for its last user.
     private var pointer: UnsafeMutableRawPointer?
     private var region: SecureRegion?
     /// The number of bytes held.
@@ -55,7 +56,11 @@ public final class SecureBytes: @unchecked Sendable {
     public convenience init<C: Collection>(copying bytes: C) throws where C.Element == UInt8 {
         try self.init(count: bytes.count)
         withUnsafeMutableBytes { dst in
-            _ = dst.initializeMemory(as: UInt8.self, from: bytes)
+            // One copy from contiguous storage (arrays, `Data`); element by element otherwise.
+            let copied: Void? = bytes.withContiguousStorageIfAvailable { src in
+                if let from = src.baseAddress, src.count > 0 { dst.baseAddress!.copyMemory(from: from, byteCount: src.count) }
+            }
+            if copied == nil { _ = dst.initializeMemory(as: UInt8.self, from: bytes) }
         }
     }
 

@@ -1,6 +1,7 @@
 /// One `sodium_malloc` region cut into slots of one size. Its mutable parts are touched only
 /// with `SecurePool`'s lock held.
 final class SecureRegion: @unchecked Sendable {
+    // Unchecked: a sodium_malloc region whose mutable parts change only with SecurePool's lock held.
     let base: UnsafeMutableRawPointer
     let bytes: Int
     let sizeClass: Int

@@ -4,6 +4,7 @@ import KeychainfsAccess
 import KeychainCore
 import KeychainCrypto
 import KeychainProtocol
+import KeychainSystem
 import Synchronization
 
 /// Presence checks for items whose access control asks for user presence, biometry, a watch
@@ -101,7 +102,7 @@ final class ApprovalAgent: Sendable {
     }
 
     /// This daemon's executable, read once: the one relay whose word on who asks is taken.
-    private static let ownExecutable = CallerIdentity.executablePath(pid: getpid())
+    private static let ownExecutable = ProcessFiles.executable(of: getpid())
 
     /// The caller a relay asks for: `for-uid` and `for-pid` of an unlock request, the identity
     /// the Secret Service pinned for its D-Bus caller (its executable unknown). Nil without them.

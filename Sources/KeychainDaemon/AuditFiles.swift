@@ -1,7 +1,6 @@
-import Glibc
-import KeychainfsAccess
 import KeychainCore
 import KeychainCrypto
+import KeychainSystem
 
 /// The files of one audit log: `VAULT.audit`, and the files rotation moved aside,
 /// `VAULT.audit.1` (the oldest), `.2`, ... One chain runs through them in that order.
@@ -13,11 +12,9 @@ struct AuditFiles {
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { String(path[..<$0]) } ?? "."
         let prefix = (slash.map { String(path[path.index(after: $0)...]) } ?? path) + "."
-        guard let dir = opendir(directory.isEmpty ? "/" : directory) else { return [] }
-        defer { closedir(dir) }
+        guard let names = try? FileSystem.entries(of: directory.isEmpty ? "/" : directory) else { return [] }
         var found: [(Int, String)] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        for name in names {
             guard name.hasPrefix(prefix), let n = Int(name.dropFirst(prefix.count)), n > 0,
                   name.dropFirst(prefix.count).allSatisfy(\.isASCII) else { continue }
             found.append((n, path + ".\(n)"))
@@ -33,14 +30,13 @@ struct AuditFiles {
 
     /// The TIME of a file's last line (read from its end), nil when it has none.
     static func lastTime(of file: String) -> Int64? {
-        let fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_size > 0 else { return nil }
-        let length = Int(min(st.st_size, 4096))
+        guard let fd = try? FileDescriptor.open(file, .readOnly, options: .noFollow) else { return nil }
+        defer { try? fd.close() }
+        guard let size = try? fd.status().size, size > 0 else { return nil }
+        let length = Int(min(size, 4096))
         var tail = [UInt8](repeating: 0, count: length)
-        guard pread(fd, &tail, length, st.st_size - off_t(length)) == length else { return nil }
+        let read = tail.withUnsafeMutableBytes { try? fd.read(fromAbsoluteOffset: size - Int64(length), into: $0) }
+        guard read == length else { return nil }
         let body = tail.last == 10 ? tail.dropLast() : tail[...]
         let start = body.lastIndex(of: 10).map { $0 + 1 } ?? body.startIndex
         let fields = body[start...].split(separator: 9, maxSplits: 2, omittingEmptySubsequences: false)
@@ -54,11 +50,10 @@ struct AuditFiles {
     /// Undoes a rotation a crash interrupted: a new file that never took its place is removed,
     /// and a newest rotated name that is still the current file (linked, not yet replaced) too.
     func recoverRotation() {
-        unlink(freshPath)
+        try? FileSystem.remove(freshPath)
         guard let newest = rotated().last else { return }
-        var a = stat(), b = stat()
-        if stat(newest.path, &a) == 0, stat(path, &b) == 0, a.st_ino == b.st_ino, a.st_dev == b.st_dev {
-            unlink(newest.path)
+        if let a = try? FileSystem.status(of: newest.path), let b = try? FileSystem.status(of: path), a.isSameFile(as: b) {
+            try? FileSystem.remove(newest.path)
         }
     }
 }

@@ -1,9 +1,9 @@
 import Dispatch
-import Glibc
-import KeychainSystem
-import KeychainfsAccess
 import KeychainCore
 import KeychainCrypto
+import KeychainSystem
+import KeychainfsAccess
+import Synchronization
 
 /// The append-only, hash-chained audit log (PRODUCT 8): one line per read, write, denial, lock
 /// and unlock, with the caller's uid, pid and executable, never a secret or a name.
@@ -19,40 +19,24 @@ import KeychainCrypto
 /// of it reached the file, and the chain (SEQ and CHAIN) advances only past lines that are in the
 /// file. So a full disk costs the lines of what was refused, never the chain: the next line
 /// written continues it. Lines reach the disk with `sync` (lock and stop).
-final class AuditLog: @unchecked Sendable {
+final class AuditLog: Sendable {
     let path: String
     private let key: SecureBytes
-    private var mutex = pthread_mutex_t()
-    private var seq: Int64 = 0
-    private var head: [UInt8] = [UInt8](repeating: 0, count: 32)
-    private var fd: Int32 = -1
-    /// The line being built; kept between records so recording allocates nothing.
-    private var line: [UInt8] = []
-    /// Repeated opens counted since the last `flushRepeats`, by process and item.
-    private var repeats: [RepeatKey: Repeated] = [:]
-    private var flushScheduled = false
-    /// The last line could not be written: opens are not counted unseen until one is.
-    private var unwritten = false
-    /// The end of the file that is part of a failed line and could not be cut off yet.
-    private var cutBytes = 0
+    /// The file, the chain and the counts of repeated opens: reached only with the lock held.
+    private let writer: Mutex<Writer>
     /// How long repeated opens are counted before their line is written.
     static let repeatWindow = 1.0
-    /// The current file's length, as written by this log.
-    private var size: Int64 = 0
-    /// The length past which a line starts a new file (`audit-max-size`); 0 never rotates.
-    private var maxSize: Int64 = 0
-    private var rotating = false
     private var files: AuditFiles { AuditFiles(path: path) }
 
     /// Hashes only numbers and the reference (this is looked up on every open); the event and
     /// executable are compared on a hit.
-    private struct RepeatKey: Hashable {
+    fileprivate struct RepeatKey: Hashable {
         let uid: UInt32
         let pid: Int32
         let ref: PersistentRef
     }
 
-    private struct Repeated {
+    fileprivate struct Repeated {
         let event: AuditEvent
         let caller: CallerIdentity
         var count: Int
@@ -62,53 +46,25 @@ final class AuditLog: @unchecked Sendable {
     init(path: String, key: SecureBytes) {
         self.path = path
         self.key = key
-        line.reserveCapacity(512)
-        pthread_mutex_init(&mutex, nil)
         AuditFiles(path: path).recoverRotation()
-        // A log that cannot be opened fails every line (errSecIO): nothing is served unlogged.
-        fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        // Only the end of the file matters: the last whole line continues the chain, and half a
-        // line after it (a crash mid-write) chains nowhere, so it is cut off (now, or before the
-        // next line if the cut fails). A tail that cannot be read leaves the log unwritable
-        // rather than restart the chain after lines it cannot see.
-        var st = stat()
-        guard fd >= 0 else { return }
-        guard fstat(fd, &st) == 0 else { unusable(); return }
-        guard st.st_size > 0 else { return }
-        self.size = Int64(st.st_size)
-        let size = Int(st.st_size)
-        let tailLength = min(size, 64 * 1024)
-        let reader = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard reader >= 0 else { unusable(); return }
-        defer { close(reader) }
-        var tail = [UInt8](repeating: 0, count: tailLength)
-        guard pread(reader, &tail, tailLength, off_t(size - tailLength)) == tailLength else { unusable(); return }
-        guard let lastNewline = tail.lastIndex(of: 10) else {
-            // Not one whole line: the first line was cut, and the chain starts afresh.
-            if tailLength == size {
-                cutBytes = size
-                _ = cutPartialLine()
-            }
-            return
-        }
-        if lastNewline != tail.count - 1 {
-            cutBytes = tail.count - 1 - lastNewline
-            _ = cutPartialLine()
-        }
-        let lineStart = tail[..<lastNewline].lastIndex(of: 10).map { $0 + 1 } ?? 0
-        let last = String(decoding: tail[lineStart..<lastNewline], as: UTF8.self)
-        let fields = last.split(separator: "\t", omittingEmptySubsequences: false)
-        if fields.count == 8, let n = Int64(fields[0]), let h = Self.unhex(String(fields[7])) {
-            seq = n
-            head = h
-        }
+        writer = Mutex(Writer(path: path, key: key))
     }
 
-    deinit { if fd >= 0 { close(fd) } }
+    deinit { writer.withLock { w in try? w.fd?.close() } }
 
-    private func unusable() {
-        close(fd)
-        fd = -1
+    /// Runs `body` on the writer with the lock held; a flush of repeated opens that it asked
+    /// for is scheduled once the lock is let go.
+    private func withWriter<R: Sendable>(_ body: (inout Writer) throws -> R) rethrows -> R {
+        var schedule = false
+        defer {
+            if schedule {
+                DispatchQueue.global().asyncAfter(deadline: .now() + Self.repeatWindow) { [self] in try? flushRepeats() }
+            }
+        }
+        return try writer.withLock { w in
+            defer { (schedule, w.flushWanted) = (w.flushWanted, false) }
+            return try body(&w)
+        }
     }
 
     /// Appends one event. `detail` must never hold a secret or an attribute value.
@@ -139,57 +95,13 @@ final class AuditLog: @unchecked Sendable {
     /// the log cannot be written, no open is counted: each needs its own line, and fails.
     /// - Throws: `KeychainStatus.diskFull` or `.io`: the open must be refused.
     func recordRepeatable(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef) throws {
-        let key = RepeatKey(uid: caller.uid, pid: caller.pid, ref: ref)
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        // After a failed line, the pending counts go first, then this open needs a line of its own.
-        if unwritten { try flushLocked() }
-        if !unwritten, let seen = repeats[key], seen.event == event, seen.caller.executable == caller.executable {
-            repeats[key]!.count += 1
-            return
-        }
-        // Another program under a reused pid, or another event: the old count is written first.
-        if let other = repeats[key] {
-            try appendRepeated(key.ref, other)
-            repeats[key] = nil
-        }
-        try appendLocked(event.rawValue, caller) { Self.appendItem(ref, to: &$0) }
-        repeats[key] = Repeated(event: event, caller: caller, count: 0)
-        scheduleFlushLocked()
-        rotateIfFull()
+        try withWriter { try $0.recordRepeatable(event, caller: caller, item: ref) }
     }
 
     /// Writes the counts of repeated opens and starts counting afresh.
     /// - Throws: `KeychainStatus.diskFull` or `.io`; the counts not written stay pending.
     func flushRepeats() throws {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        try flushLocked()
-    }
-
-    private func flushLocked() throws {
-        flushScheduled = false
-        // Whatever could not be written is tried again a second later.
-        defer { if repeats.values.contains(where: { $0.count > 0 }) { scheduleFlushLocked() } }
-        for (key, seen) in repeats {
-            try appendRepeated(key.ref, seen)
-            repeats[key] = nil
-        }
-    }
-
-    private func scheduleFlushLocked() {
-        guard !flushScheduled else { return }
-        flushScheduled = true
-        DispatchQueue.global().asyncAfter(deadline: .now() + Self.repeatWindow) { [self] in try? flushRepeats() }
-    }
-
-    private func appendRepeated(_ ref: PersistentRef, _ seen: Repeated) throws {
-        guard seen.count > 0 else { return }
-        try appendLocked(seen.event.repeated, seen.caller) { line in
-            Self.appendItem(ref, to: &line)
-            line += " count=".utf8
-            Self.appendDecimal(Int64(seen.count), to: &line)
-        }
+        try withWriter { try $0.flushRepeats() }
     }
 
     static func appendItem(_ ref: PersistentRef, to line: inout [UInt8]) {
@@ -198,69 +110,15 @@ final class AuditLog: @unchecked Sendable {
     }
 
     private func append(_ event: String, _ caller: CallerIdentity?, detail: (inout [UInt8]) -> Void) throws {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        try appendLocked(event, caller, detail: detail)
-        rotateIfFull()
-    }
-
-    /// Builds a line in one reused buffer and hashes it in place: the mount records every file
-    /// open before answering it, so a line must cost little. SEQ and CHAIN advance only once
-    /// the whole line is in the file.
-    private func appendLocked(_ event: String, _ caller: CallerIdentity?, detail: (inout [UInt8]) -> Void) throws {
-        guard cutPartialLine() else {
-            unwritten = true
-            throw KeychainStatus.writeFailure(errno)
+        try withWriter { w in
+            try w.append(event, caller, detail: detail)
+            w.rotateIfFull()
         }
-        let tab = UInt8(ascii: "\t")
-        let nextSeq = seq + 1
-        var nextHead = head
-        line.removeAll(keepingCapacity: true)
-        Self.appendDecimal(nextSeq, to: &line); line.append(tab)
-        Self.appendDecimal(Int64(time(nil)), to: &line); line.append(tab)
-        if let caller { Self.appendDecimal(Int64(caller.uid), to: &line) } else { line.append(UInt8(ascii: "-")) }
-        line.append(tab)
-        if let caller { Self.appendDecimal(Int64(caller.pid), to: &line) } else { line.append(UInt8(ascii: "-")) }
-        line.append(tab)
-        Self.appendClean(event, to: &line); line.append(tab)
-        detail(&line); line.append(tab)
-        Self.appendClean(caller?.executable ?? "-", to: &line)
-        line.withUnsafeBytes { KeyedHash.extend(&nextHead, with: $0, key: key) }
-        line.append(tab)
-        Hex.append(nextHead, to: &line)
-        line.append(UInt8(ascii: "\n"))
-        var done = 0
-        while done < line.count {
-            let n = line.withUnsafeBytes { b in retryingOnInterrupt { write(fd, b.baseAddress! + done, b.count - done) } }
-            guard n > 0 else {
-                let e = n < 0 ? errno : EIO
-                // Half a line would chain nowhere and hide every line after it: cut it off now
-                // (or before the next line, if even that fails).
-                cutBytes = done
-                _ = cutPartialLine()
-                unwritten = true
-                throw KeychainStatus.writeFailure(e)
-            }
-            done += n
-        }
-        seq = nextSeq
-        head = nextHead
-        unwritten = false
-        size += Int64(line.count)
-    }
-
-    /// Rotates once the file has reached `maxSize`, after a whole record (never between the
-    /// lines of one flush). The lines are in the file either way: a rotation that fails is
-    /// tried again after the next line.
-    private func rotateIfFull() {
-        if maxSize > 0, size >= maxSize, !rotating { _ = try? rotateLocked() }
     }
 
     /// Sets the length past which the log moves to a new file (`audit-max-size`; 0: never).
     func setMaxSize(_ bytes: Int64) {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        maxSize = bytes
+        withWriter { $0.maxSize = bytes }
     }
 
     /// Moves the current file aside as the next `VAULT.audit.N` and starts a new one whose
@@ -268,66 +126,7 @@ final class AuditLog: @unchecked Sendable {
     /// Returns the rotated file's path.
     /// - Throws: `KeychainStatus.diskFull` or `.io`; the log then goes on in the same file.
     func rotate() throws -> String {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return try rotateLocked()
-    }
-
-    /// The new file gets its first line before it takes the current one's place, so at every
-    /// moment `VAULT.audit` holds a whole log that continues the chain (a crash in between is
-    /// undone at the next start: `AuditFiles.recoverRotation`).
-    private func rotateLocked() throws -> String {
-        rotating = true
-        defer { rotating = false }
-        try flushLocked()
-        guard fd >= 0 else { throw KeychainStatus.io }
-        guard fsync(fd) == 0 else { throw KeychainStatus.writeFailure(errno) }
-        let archived = files.nextRotatedPath()
-        let fresh = files.freshPath
-        unlink(fresh)
-        let newFD = open(fresh, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard newFD >= 0 else { throw KeychainStatus.writeFailure(errno) }
-        let (oldFD, oldSeq, oldHead, oldSize, oldCut, oldUnwritten) = (fd, seq, head, size, cutBytes, unwritten)
-        let name = archived.split(separator: "/").last.map(String.init) ?? archived
-        fd = newFD
-        size = 0
-        do {
-            try appendLocked(AuditEvent.rotated.rawValue, nil) { line in
-                line += "from=".utf8
-                Self.appendEscaped(name, to: &line)
-                line += " chain=".utf8
-                Hex.append(oldHead, to: &line)
-            }
-            guard fsync(newFD) == 0 else { throw KeychainStatus.writeFailure(errno) }
-            guard link(path, archived) == 0 else { throw KeychainStatus.writeFailure(errno) }
-            guard rename(fresh, path) == 0 else {
-                let e = errno
-                unlink(archived)
-                throw KeychainStatus.writeFailure(e)
-            }
-        } catch {
-            close(newFD)
-            unlink(fresh)
-            // A cut left pending was the new file's: the old one goes on as it was.
-            (fd, seq, head, size, cutBytes, unwritten) = (oldFD, oldSeq, oldHead, oldSize, oldCut, oldUnwritten)
-            throw error
-        }
-        close(oldFD)
-        return archived
-    }
-
-    /// Truncates the file back to its last whole line after a failed write (ftruncate);
-    /// false when that failed too.
-    private func cutPartialLine() -> Bool {
-        guard cutBytes > 0 else { return true }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { return false }
-        // Shorter than the cut part: someone else truncated the file, and the part is gone.
-        if st.st_size >= off_t(cutBytes) {
-            guard ftruncate(fd, st.st_size - off_t(cutBytes)) == 0 else { return false }
-        }
-        cutBytes = 0
-        return true
+        try withWriter { try $0.rotate() }
     }
 
     static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
@@ -348,8 +147,11 @@ final class AuditLog: @unchecked Sendable {
     /// Makes every recorded line durable (on lock and stop).
     /// - Throws: `KeychainStatus.diskFull` or `.io` when pending counts or the fsync failed.
     func sync() throws {
-        try flushRepeats()
-        guard fsync(fd) == 0 else { throw KeychainStatus.writeFailure(errno) }
+        try withWriter { w in
+            try w.flushRepeats()
+            guard let fd = w.fd else { throw KeychainStatus.io }
+            try KeychainStatus.writing { () throws(Errno) in try fd.sync() }
+        }
     }
 
     /// Checks the chain from the first line of the oldest file to the last of the current one.
@@ -359,7 +161,7 @@ final class AuditLog: @unchecked Sendable {
         var check = AuditChainCheck(key: key)
         let all = files.all()
         for (i, file) in all.enumerated() {
-            guard let text = readSmallFile(file) else {
+            guard let text = Self.text(of: file) else {
                 if i == all.count - 1 { break }  // no current file yet: nothing written since
                 return (check.lines, i + 1, AuditBreak(file: file, line: 1))
             }
@@ -370,10 +172,10 @@ final class AuditLog: @unchecked Sendable {
 
     /// The last line's number and chain value, for `status`.
     func headLine() -> (line: Int64, chain: String) {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        try? flushLocked()  // counts that cannot be written yet stay pending
-        return (seq, Hex.encode(head))
+        withWriter { w in
+            try? w.flushRepeats()  // counts that cannot be written yet stay pending
+            return (w.seq, Hex.encode(w.head))
+        }
     }
 
     /// The whole log's text, every file oldest first, for `keychainfs audit`. With `since`
@@ -383,8 +185,13 @@ final class AuditLog: @unchecked Sendable {
         let all = files.all()
         return all.enumerated().map { i, file in
             if let since, i < all.count - 1, let last = AuditFiles.lastTime(of: file), last < since { return "" }
-            return readSmallFile(file) ?? ""
+            return Self.text(of: file) ?? ""
         }.joined()
+    }
+
+    /// A whole file of the log as text; nil when it cannot be read.
+    private static func text(of file: String) -> String? {
+        (try? FileSystem.contents(of: file, limit: .max)).map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Appends `s` as a field (`appendEscaped`), `-` when it is empty.
@@ -416,5 +223,252 @@ final class AuditLog: @unchecked Sendable {
     static func unhex(_ s: String) -> [UInt8]? {
         guard s.utf8.count == 64 else { return nil }
         return Hex.decode(s)
+    }
+}
+
+/// What the log's lock guards: the open file, the chain's last SEQ and CHAIN, and the counts
+/// of repeated opens. Its methods run with the lock held.
+private struct Writer: Sendable {
+    let path: String
+    let key: SecureBytes
+    /// nil when the log could not be opened: every line fails (errSecIO), nothing is served unlogged.
+    var fd: FileDescriptor?
+    var seq: Int64 = 0
+    var head = [UInt8](repeating: 0, count: 32)
+    /// The line being built; kept between records so recording allocates nothing.
+    var line: [UInt8] = []
+    /// Repeated opens counted since the last `flushRepeats`, by process and item.
+    var repeats: [AuditLog.RepeatKey: AuditLog.Repeated] = [:]
+    var flushScheduled = false
+    /// A flush is to be scheduled once the lock is let go (`AuditLog.withWriter`).
+    var flushWanted = false
+    /// The last line could not be written: opens are not counted unseen until one is.
+    var unwritten = false
+    /// The end of the file that is part of a failed line and could not be cut off yet.
+    var cutBytes = 0
+    /// The current file's length, as written by this log.
+    var size: Int64 = 0
+    /// The length past which a line starts a new file (`audit-max-size`); 0 never rotates.
+    var maxSize: Int64 = 0
+    var rotating = false
+
+    init(path: String, key: SecureBytes) {
+        self.path = path
+        self.key = key
+        line.reserveCapacity(512)
+        fd = try? FileDescriptor.open(path, .writeOnly, options: [.append, .create, .noFollow], permissions: .ownerReadWrite)
+        if let fd { continueChain(fd) }
+    }
+
+    /// Only the end of the file matters: the last whole line continues the chain, and half a
+    /// line after it (a crash mid-write) chains nowhere, so it is cut off (now, or before the
+    /// next line if the cut fails). A tail that cannot be read leaves the log unwritable
+    /// rather than restart the chain after lines it cannot see.
+    private mutating func continueChain(_ fd: FileDescriptor) {
+        guard let status = try? fd.status() else { return unusable() }
+        guard status.size > 0 else { return }
+        size = status.size
+        let fileSize = Int(status.size)
+        let tailLength = min(fileSize, 64 * 1024)
+        guard let reader = try? FileDescriptor.open(path, .readOnly, options: .noFollow) else { return unusable() }
+        defer { try? reader.close() }
+        var tail = [UInt8](repeating: 0, count: tailLength)
+        let read = tail.withUnsafeMutableBytes { try? reader.read(fromAbsoluteOffset: Int64(fileSize - tailLength), into: $0) }
+        guard read == tailLength else { return unusable() }
+        guard let lastNewline = tail.lastIndex(of: 10) else {
+            // Not one whole line: the first line was cut, and the chain starts afresh.
+            if tailLength == fileSize {
+                cutBytes = fileSize
+                _ = cutPartialLine()
+            }
+            return
+        }
+        if lastNewline != tail.count - 1 {
+            cutBytes = tail.count - 1 - lastNewline
+            _ = cutPartialLine()
+        }
+        let lineStart = tail[..<lastNewline].lastIndex(of: 10).map { $0 + 1 } ?? 0
+        let last = String(decoding: tail[lineStart..<lastNewline], as: UTF8.self)
+        let fields = last.split(separator: "\t", omittingEmptySubsequences: false)
+        if fields.count == 8, let n = Int64(fields[0]), let h = AuditLog.unhex(String(fields[7])) {
+            seq = n
+            head = h
+        }
+    }
+
+    private mutating func unusable() {
+        try? fd?.close()
+        fd = nil
+    }
+
+    mutating func recordRepeatable(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef) throws {
+        let key = AuditLog.RepeatKey(uid: caller.uid, pid: caller.pid, ref: ref)
+        // After a failed line, the pending counts go first, then this open needs a line of its own.
+        if unwritten { try flushRepeats() }
+        if !unwritten, let seen = repeats[key], seen.event == event, seen.caller.executable == caller.executable {
+            repeats[key]!.count += 1
+            return
+        }
+        // Another program under a reused pid, or another event: the old count is written first.
+        if let other = repeats[key] {
+            try appendRepeated(key.ref, other)
+            repeats[key] = nil
+        }
+        try append(event.rawValue, caller) { AuditLog.appendItem(ref, to: &$0) }
+        repeats[key] = AuditLog.Repeated(event: event, caller: caller, count: 0)
+        scheduleFlush()
+        rotateIfFull()
+    }
+
+    mutating func flushRepeats() throws {
+        flushScheduled = false
+        // Whatever could not be written is tried again a second later.
+        defer { if repeats.values.contains(where: { $0.count > 0 }) { scheduleFlush() } }
+        for (key, seen) in repeats {
+            try appendRepeated(key.ref, seen)
+            repeats[key] = nil
+        }
+    }
+
+    private mutating func scheduleFlush() {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        flushWanted = true
+    }
+
+    private mutating func appendRepeated(_ ref: PersistentRef, _ seen: AuditLog.Repeated) throws {
+        guard seen.count > 0 else { return }
+        try append(seen.event.repeated, seen.caller) { line in
+            AuditLog.appendItem(ref, to: &line)
+            line += " count=".utf8
+            AuditLog.appendDecimal(Int64(seen.count), to: &line)
+        }
+    }
+
+    /// Builds a line in one reused buffer and hashes it in place: the mount records every file
+    /// open before answering it, so a line must cost little. SEQ and CHAIN advance only once
+    /// the whole line is in the file.
+    mutating func append(_ event: String, _ caller: CallerIdentity?, detail: (inout [UInt8]) -> Void) throws {
+        if let failure = cutPartialLine() {
+            unwritten = true
+            throw KeychainStatus.writeFailure(failure)
+        }
+        let tab = UInt8(ascii: "\t")
+        let nextSeq = seq + 1
+        var nextHead = head
+        line.removeAll(keepingCapacity: true)
+        AuditLog.appendDecimal(nextSeq, to: &line); line.append(tab)
+        AuditLog.appendDecimal(SystemClock.realtime().seconds, to: &line); line.append(tab)
+        if let caller { AuditLog.appendDecimal(Int64(caller.uid), to: &line) } else { line.append(UInt8(ascii: "-")) }
+        line.append(tab)
+        if let caller { AuditLog.appendDecimal(Int64(caller.pid), to: &line) } else { line.append(UInt8(ascii: "-")) }
+        line.append(tab)
+        AuditLog.appendClean(event, to: &line); line.append(tab)
+        detail(&line); line.append(tab)
+        AuditLog.appendClean(caller?.executable ?? "-", to: &line)
+        line.withUnsafeBytes { KeyedHash.extend(&nextHead, with: $0, key: key) }
+        line.append(tab)
+        Hex.append(nextHead, to: &line)
+        line.append(UInt8(ascii: "\n"))
+        let fd = self.fd
+        var done = 0
+        while done < line.count {
+            let written = line.withUnsafeBytes { b in
+                Result { () throws(Errno) in
+                    guard let fd else { throw Errno.badDescriptor }
+                    return try fd.write(UnsafeRawBufferPointer(rebasing: b[done...]))
+                }
+            }
+            let failure: Errno
+            switch written {
+            case .success(let n) where n > 0:
+                done += n
+                continue
+            case .success:
+                failure = .ioError
+            case .failure(let e):
+                failure = e
+            }
+            // Half a line would chain nowhere and hide every line after it: cut it off now
+            // (or before the next line, if even that fails).
+            cutBytes = done
+            _ = cutPartialLine()
+            unwritten = true
+            throw KeychainStatus.writeFailure(failure)
+        }
+        seq = nextSeq
+        head = nextHead
+        unwritten = false
+        size += Int64(line.count)
+    }
+
+    /// Rotates once the file has reached `maxSize`, after a whole record (never between the
+    /// lines of one flush). The lines are in the file either way: a rotation that fails is
+    /// tried again after the next line.
+    mutating func rotateIfFull() {
+        if maxSize > 0, size >= maxSize, !rotating { _ = try? rotate() }
+    }
+
+    /// The new file gets its first line before it takes the current one's place, so at every
+    /// moment `VAULT.audit` holds a whole log that continues the chain (a crash in between is
+    /// undone at the next start: `AuditFiles.recoverRotation`).
+    mutating func rotate() throws -> String {
+        rotating = true
+        defer { rotating = false }
+        try flushRepeats()
+        guard let oldFD = fd else { throw KeychainStatus.io }
+        try KeychainStatus.writing { () throws(Errno) in try oldFD.sync() }
+        let files = AuditFiles(path: path)
+        let archived = files.nextRotatedPath()
+        let fresh = files.freshPath
+        try? FileSystem.remove(fresh)
+        let newFD = try KeychainStatus.writing { () throws(Errno) in
+            try FileDescriptor.open(fresh, .writeOnly, options: [.append, .create, .exclusiveCreate, .noFollow],
+                                    permissions: .ownerReadWrite)
+        }
+        let (oldSeq, oldHead, oldSize, oldCut, oldUnwritten) = (seq, head, size, cutBytes, unwritten)
+        let name = archived.split(separator: "/").last.map(String.init) ?? archived
+        fd = newFD
+        size = 0
+        do {
+            try append(AuditEvent.rotated.rawValue, nil) { line in
+                line += "from=".utf8
+                AuditLog.appendEscaped(name, to: &line)
+                line += " chain=".utf8
+                Hex.append(oldHead, to: &line)
+            }
+            try KeychainStatus.writing { () throws(Errno) in
+                try newFD.sync()
+                try FileSystem.link(path, as: archived)
+                do throws(Errno) { try FileSystem.rename(fresh, to: path) } catch {
+                    try? FileSystem.remove(archived)
+                    throw error
+                }
+            }
+        } catch {
+            try? newFD.close()
+            try? FileSystem.remove(fresh)
+            // A cut left pending was the new file's: the old one goes on as it was.
+            (fd, seq, head, size, cutBytes, unwritten) = (Optional(oldFD), oldSeq, oldHead, oldSize, oldCut, oldUnwritten)
+            throw error
+        }
+        try? oldFD.close()
+        return archived
+    }
+
+    /// Truncates the file back to its last whole line after a failed write (ftruncate);
+    /// returns why when that failed too.
+    mutating func cutPartialLine() -> Errno? {
+        guard cutBytes > 0 else { return nil }
+        do throws(Errno) {
+            guard let fd else { throw Errno.badDescriptor }
+            let length = try fd.status().size
+            // Shorter than the cut part: someone else truncated the file, and the part is gone.
+            if length >= Int64(cutBytes) { try fd.truncate(toLength: length - Int64(cutBytes)) }
+        } catch {
+            return error
+        }
+        cutBytes = 0
+        return nil
     }
 }

@@ -17,13 +17,14 @@ import Synchronization
 ///          backup passphrase with the last piece. → info transfer, received until the last
 ///          piece; then added, replaced, skipped, groups-created, groups-missing.
 ///          option purge-other-device → info deleted: ThisDeviceOnly items of another machine.
-/// Both are for administrators only; `Daemon.handle` checks that before calling.
+/// Both are for administrators only; their rows in `OperationTable` say so. The replies are
+/// `ExportPiece` and `ImportProgress` (TypedReplies.swift).
 extension Daemon {
-    func exportBackup(_ request: ExportRequest, caller: CallerIdentity, log: @Sendable (String) -> Void) throws -> Response {
+    func exportBackup(_ request: ExportRequest, caller: CallerIdentity) throws -> ExportPiece {
         let passphrase: SecureBytes, kdf: KDFParameters, syncOnly: Bool
         switch request {
         case .piece(let id, let offset):
-            return Response(info: ["data": .data(try BackupTransfers.shared.piece(id, offset: Int(offset), uid: caller.uid))])
+            return ExportPiece(data: try BackupTransfers.shared.piece(id, offset: Int(offset), uid: caller.uid))
         case .start(let p, let preset, let synchronizableOnly):
             passphrase = p
             kdf = preset.flatMap(KDFParameters.init(presetName:)) ?? .moderate  // a preset decoding checked
@@ -51,24 +52,23 @@ extension Daemon {
         }
         // No line, no backup: the export is refused before any of it leaves.
         try audit(.export, caller, "items=\(export.itemCount)")
-        var info: Fields = ["size": .number(Int64(export.bytes.count)), "items": .number(Int64(export.itemCount)),
-                                "damaged": .number(Int64(export.damagedCount))]
         let first = min(export.bytes.count, BackupTransfers.pieceSize)
-        info["data"] = .data(Array(export.bytes[0..<first]))
+        var reply = ExportPiece(data: Array(export.bytes[0..<first]), size: Int64(export.bytes.count),
+                                items: Int64(export.itemCount), damaged: Int64(export.damagedCount))
         if first < export.bytes.count {
-            info["transfer"] = .number(try BackupTransfers.shared.start(uid: caller.uid, outgoing: true, bytes: export.bytes,
-                                                                        expected: export.bytes.count))
+            reply.transfer = try BackupTransfers.shared.start(uid: caller.uid, outgoing: true, bytes: export.bytes,
+                                                              expected: export.bytes.count)
         }
         log("export of \(export.itemCount) items by uid=\(caller.uid) pid=\(caller.pid)")
-        return Response(info: info)
+        return reply
     }
 
-    func importBackup(_ request: ImportRequest, caller: CallerIdentity, log: @Sendable (String) -> Void) throws -> Response {
+    func importBackup(_ request: ImportRequest, caller: CallerIdentity) throws -> ImportProgress {
         guard case .piece(let received) = request else {
             let deleted = try auditedChange(.purgeOtherDevice, caller) { try vault.purgeOtherDeviceItems() }
             itemsChanged()
             log("purged \(deleted) items bound to another device, by uid=\(caller.uid) pid=\(caller.pid)")
-            return Response(info: ["deleted": .number(Int64(deleted))])
+            return ImportProgress(deleted: Int64(deleted))
         }
         let piece = received.data
         let policy = received.policy ?? .keepNewer
@@ -76,7 +76,7 @@ extension Daemon {
         let bytes: [UInt8]
         if let id = received.transfer {
             guard let whole = try BackupTransfers.shared.append(id, piece, uid: caller.uid) else {
-                return Response(info: ["transfer": .number(id)])
+                return ImportProgress(transfer: id)
             }
             bytes = whole
         } else {
@@ -84,7 +84,7 @@ extension Daemon {
                   size <= Int64(BackupTransfers.maximumSize) else { throw KeychainStatus.param }
             if size > Int64(piece.count) {
                 let id = try BackupTransfers.shared.start(uid: caller.uid, outgoing: false, bytes: piece, expected: Int(size))
-                return Response(info: ["transfer": .number(id)])
+                return ImportProgress(transfer: id)
             }
             bytes = piece
         }
@@ -104,7 +104,7 @@ extension Daemon {
                             guard merged.group(named: group.name) == nil else { continue }
                             if keepGroups { merged.groups.append(group); created.append(group.name) }
                         }
-                        return created.isEmpty ? nil : (AccessGroupTable.settingName, try merged.encoded())
+                        return created.isEmpty ? nil : (AccessGroupTable.settingName, try merged.settingValue())
                     }
                 }
                 if !created.isEmpty {
@@ -124,10 +124,8 @@ extension Daemon {
         if !missing.isEmpty { counts += " groups-missing=\(missing.joined(separator: ","))" }
         try? audit(.imported, caller, counts)  // the import itself is already in the log
         log("import (\(counts)) by uid=\(caller.uid) pid=\(caller.pid)")
-        return Response(info: ["added": .number(Int64(summary.added)), "replaced": .number(Int64(summary.replaced)),
-                               "skipped": .number(Int64(summary.skipped)),
-                               "groups-created": .string(created.joined(separator: "\n")),
-                               "groups-missing": .string(missing.joined(separator: "\n"))])
+        return ImportProgress(added: Int64(summary.added), replaced: Int64(summary.replaced), skipped: Int64(summary.skipped),
+                              groupsCreated: created, groupsMissing: missing)
     }
 }
 

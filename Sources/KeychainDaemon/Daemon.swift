@@ -14,6 +14,8 @@ import Synchronization
 ///
 /// This file wires the parts together: the connection layer (`Connections/`), the request
 /// handlers by family (`Requests/`), lock triggers and change notifications.
+// Unchecked: `sync` and `retained` are set while the daemon starts, before any thread but the
+// starting one can reach it, and never after; every other field is a let of a Sendable type.
 public final class Daemon: @unchecked Sendable {
     let vault: Vault
     let vaultPath: String
@@ -28,7 +30,11 @@ public final class Daemon: @unchecked Sendable {
     /// so none is lost to another's read-modify-write.
     let groupChanges = Mutex(())
     let approvals = ApprovalAgent()
+    /// Private keys `useKey` opened, kept parsed until a lock or a change (Requests/OpenedKeys).
+    let openedKeys = OpenedKeys()
     let events = EventHub()
+    /// Each request's wait inside the daemon and its service time (`serviceTimes`).
+    let serviceClock = ServiceClock()
     let log: @Sendable (String) -> Void
     /// Fleet sync (Sync/): set once at the end of `init`, never changed.
     private(set) var sync: SyncRunner!
@@ -212,6 +218,7 @@ public final class Daemon: @unchecked Sendable {
     /// Locks the vault and makes its WhenUnlocked files vanish from every mount before returning.
     func lockEverywhere(by caller: CallerIdentity? = nil, trigger: String = "request") {
         vault.lock()
+        openedKeys.removeAll()
         for m in state.withLock({ $0.mounts }) { m.vaultDidLock() }
         events.publish(ChangeEvent(kind: .lock))
         // A lock locks whether or not its line can be written.
@@ -223,6 +230,7 @@ public final class Daemon: @unchecked Sendable {
     /// After a change, drop what the kernel cached so every mount shows it at once, tell the
     /// watchers, and run the `on_change` commands of the mounts that show the item.
     func itemsChanged(_ event: ChangeEvent? = nil) {
+        openedKeys.removeAll()
         sync.kick()
         let current = state.withLock { $0.mounts }
         for m in current {

@@ -87,12 +87,7 @@ struct ChangeEvent: Sendable {
     }
 
     /// What a watcher sees: names only for administrators, whose view is the whole vault.
-    func info(withNames: Bool) -> Fields {
-        var out: Fields = ["event": .string(kind.rawValue), "time": .number(Int64(time))]
-        if withNames {
-            if let service { out["service"] = .string(service) }
-            if let account { out["account"] = .string(account) }
-        }
-        return out
+    func watchEvent(withNames: Bool) -> WatchEvent {
+        WatchEvent(kind: kind.rawValue, time: Int64(time), service: withNames ? service : nil, account: withNames ? account : nil)
     }
 }

@@ -3,7 +3,8 @@ import Glibc
 import KeychainCrypto
 
 /// One kernel request and its replies: the only place that calls `fuse_reply_*`.
-struct FuseRequest {
+struct FuseRequest: @unchecked Sendable {
+    // Unchecked: a fuse_req_t, which libfuse lets any thread answer, once.
     let raw: fuse_req_t
 
     /// The calling process as the kernel reports it (`fuse_req_ctx`).

@@ -2,44 +2,47 @@ import CFuse
 import Glibc
 import KeychainfsAccess
 import KeychainCore
+import Synchronization
 
 /// Opens of presence-gated files wait for the approval program here, on a few threads of their
 /// own, so the kernel's workers go on serving every other request. At most `running` approvals
 /// run at once and `queued` more wait, half of all places at most for one uid; an open past
 /// that fails at once with EAGAIN.
-final class GatedOpens: @unchecked Sendable {
+final class GatedOpens: Sendable {
     static let running = 4
     static let queued = 16
     static let perUID = (running + queued) / 2
 
-    private let mutex = PThreadMutex()
-    private var waiting: [() -> Void] = []
-    private var threads = 0
-    private var byUID: [UInt32: Int] = [:]
+    private struct Queue: Sendable {
+        var waiting: [@Sendable () -> Void] = []
+        var threads = 0
+        var byUID: [UInt32: Int] = [:]
+    }
+    private let queue = Mutex(Queue())
 
     /// Runs `job` on a gated-open thread; false (nothing run) when the queue, or the caller's
     /// share of it, is full.
-    func submit(uid: UInt32, _ job: @escaping () -> Void) -> Bool {
-        let counted = { [self] in
+    func submit(uid: UInt32, _ job: @escaping @Sendable () -> Void) -> Bool {
+        let counted: @Sendable () -> Void = { [self] in
             job()
-            mutex.withLock {
-                byUID[uid, default: 1] -= 1
-                if byUID[uid] == 0 { byUID[uid] = nil }
+            queue.withLock { q in
+                q.byUID[uid, default: 1] -= 1
+                if q.byUID[uid] == 0 { q.byUID[uid] = nil }
             }
         }
-        let startThread = mutex.withLock { () -> Bool? in
-            guard byUID[uid, default: 0] < Self.perUID else { return nil }
+        let startThread = queue.withLock { q -> Bool? in
+            guard q.byUID[uid, default: 0] < Self.perUID else { return nil }
             let start: Bool
-            if threads < Self.running {
-                threads += 1
+            if q.threads < Self.running {
+                q.threads += 1
                 start = true
-            } else if waiting.count < Self.queued {
-                waiting.append(counted)
+            } else if q.waiting.count < Self.queued {
+                q.waiting.append(counted)
                 start = false
             } else {
                 return nil
             }
-            byUID[uid, default: 0] += 1
+            q.byUID[uid, default: 0] += 1
             return start
         }
         guard let startThread else { return false }
@@ -50,16 +53,16 @@ final class GatedOpens: @unchecked Sendable {
     }
 
     /// Runs jobs until none waits; the thread then ends (an idle mount holds no thread).
-    private func work(first: @escaping () -> Void) {
-        var job: (() -> Void)? = first
+    private func work(first: @escaping @Sendable () -> Void) {
+        var job: (@Sendable () -> Void)? = first
         while let next = job {
             next()
-            job = mutex.withLock { () -> (() -> Void)? in
-                if waiting.isEmpty {
-                    threads -= 1
+            job = queue.withLock { q -> (@Sendable () -> Void)? in
+                if q.waiting.isEmpty {
+                    q.threads -= 1
                     return nil
                 }
-                return waiting.removeFirst()
+                return q.waiting.removeFirst()
             }
         }
     }
@@ -73,16 +76,14 @@ extension MountServer {
                            ref: PersistentRef, attributes: Attributes, caller: CallerIdentity) {
         // Inside a request's handler the session is live; the share keeps it so until the answer.
         guard borrowSession() != nil else { return req.error(EIO) }
-        let info = UnsafeMutablePointer<fuse_file_info>.allocate(capacity: 1)
-        info.initialize(to: fi.pointee)
+        let copied = fi.pointee
         let accepted = gatedOpens.submit(uid: caller.uid) { [self] in
             let status = policy.approvePresence(ref: ref, attributes: attributes, caller: caller)
-            open(req, ino: ino, fi: info, approval: (ref, status))
-            info.deallocate()
+            var info = copied
+            open(req, ino: ino, fi: &info, approval: (ref, status))
             returnSession()
         }
         if !accepted {
-            info.deallocate()
             returnSession()
             req.error(EAGAIN)
         }

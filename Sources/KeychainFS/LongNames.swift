@@ -1,15 +1,18 @@
 import KeychainCore
+import Synchronization
 
 /// The values behind hashed long names (`%H` and 32 hex digits, docs/filesystem.md). A hash
 /// cannot be reversed, so a name is matched against the vault's values; this index does that
 /// once per change of the vault, not once per lookup, so that looking up a name that cannot
 /// exist costs a dictionary lookup instead of decrypting every item.
-final class LongNames: @unchecked Sendable {
-    private let mutex = PThreadMutex()
-    /// What the index was built from: the mount's entry generation and the lock state.
-    private var builtFor: (generation: UInt64, state: LockState)?
-    private var directories: [ItemClass: [[UInt8]: [UInt8]]] = [:]
-    private var items: [Directory: [[UInt8]: ItemName]] = [:]
+final class LongNames: Sendable {
+    private struct Index: Sendable {
+        /// What the index was built from: the mount's entry generation and the lock state.
+        var builtFor: (generation: UInt64, state: LockState)?
+        var directories: [ItemClass: [[UInt8]: [UInt8]]] = [:]
+        var items: [Directory: [[UInt8]: ItemName]] = [:]
+    }
+    private let index = Mutex(Index())
 
     /// Whether `name` has the form of a hashed name at all; other `%H` names cannot exist.
     static func isHashed(_ name: [UInt8]) -> Bool {
@@ -23,23 +26,21 @@ final class LongNames: @unchecked Sendable {
     func resolve(_ name: [UInt8], itemClass: ItemClass, in directory: Directory?, generation: UInt64, state: LockState,
                  listing: ((FileEntry) -> Void) throws -> Void) rethrows -> (service: [UInt8]?, item: ItemName?) {
         guard Self.isHashed(name) else { return (nil, nil) }
-        return try mutex.withLock {
+        return try index.withLock { index in
             // Holding the lock through a listing: concurrent lookups wait for one listing.
-            if builtFor?.generation != generation || builtFor?.state != state {
-                directories.removeAll()
-                items.removeAll()
-                builtFor = nil
+            if index.builtFor?.generation != generation || index.builtFor?.state != state {
+                index = Index()
                 try listing { e in
                     let s = FileNames.directoryName(e.service, itemClass: e.itemClass)
-                    if Self.isHashed(s) { directories[e.itemClass, default: [:]][s] = e.service }
+                    if Self.isHashed(s) { index.directories[e.itemClass, default: [:]][s] = e.service }
                     let item = e.name
                     let a = FileNames.fileName(of: item)
-                    if Self.isHashed(a) { items[Directory(itemClass: e.itemClass, service: e.service), default: [:]][a] = item }
+                    if Self.isHashed(a) { index.items[Directory(itemClass: e.itemClass, service: e.service), default: [:]][a] = item }
                 }
-                builtFor = (generation, state)
+                index.builtFor = (generation, state)
             }
-            guard let directory else { return (directories[itemClass]?[name], nil) }
-            return (nil, items[directory]?[name])
+            guard let directory else { return (index.directories[itemClass]?[name], nil) }
+            return (nil, index.items[directory]?[name])
         }
     }
 }

@@ -1,6 +1,6 @@
-import Glibc
 import KeychainCore
 import KeychainCrypto
+import Synchronization
 
 /// What an open file's descriptor holds; one state at a time, so "opened for writing" is a
 /// case, not a buffer that happens to be there.
@@ -56,27 +56,25 @@ final class OpenFile {
     var writerUID: UInt32 = 0
     private var charged = 0
 
-    /// Held in the object itself: one allocation less on every open.
-    private var contentMutex = pthread_mutex_t()
+    /// Held in the object itself: one allocation less on every open. It guards `contents` and
+    /// `charged`, which stay outside it because the mount server reads and changes them
+    /// through this object's methods within one `withContentLock`.
+    private let contentLock = Mutex(())
 
     init(node: Node, ref: PersistentRef?, protection: ProtectionClass, groups: [String]) {
         self.node = node
         self.ref = ref
         self.protection = protection
         self.groups = groups
-        pthread_mutex_init(&contentMutex, nil)
     }
 
     deinit {
         // A file dropped without a close (a failed create) still gives its share back.
         budget?.release(charged, uid: writerUID)
-        pthread_mutex_destroy(&contentMutex)
     }
 
     func withContentLock<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_mutex_lock(&contentMutex)
-        defer { pthread_mutex_unlock(&contentMutex) }
-        return try body()
+        try contentLock.withLock { _ in try body() }
     }
 
     /// Opened for writing, and neither revoked nor abandoned since (under the file's lock once shared).

@@ -1,4 +1,5 @@
 import KeychainCrypto
+import Synchronization
 
 /// What one of Apple's `SecKeyAlgorithm` names asks a key to do, parsed from its raw string
 /// (`algid:sign:ECDSA:digest-X962:SHA256`). Here, not in the Security module, because the
@@ -18,8 +19,23 @@ public enum AppleAlgorithm: Equatable, Sendable {
     }
 
     /// Parses Apple's raw name; nil for an algorithm not offered here (raw RSA, RFC 4754,
-    /// RSA OAEP with AES-GCM, MD5).
+    /// RSA OAEP with AES-GCM, MD5). A name parsed before is looked up: every key operation
+    /// names its algorithm, in the client and again in the daemon, and splitting the name
+    /// costs more than a lookup.
     public init?(rawName: String) {
+        if let known = Self.parsed.withLock({ $0[rawName] }) {
+            self = known
+            return
+        }
+        guard let algorithm = Self(parsing: rawName) else { return nil }
+        // Only names that parse are kept, a few dozen in all; the bound is for safety.
+        Self.parsed.withLock { if $0.count < 256 { $0[rawName] = algorithm } }
+        self = algorithm
+    }
+
+    private static let parsed = Mutex<[String: AppleAlgorithm]>([:])
+
+    private init?(parsing rawName: String) {
         let parts = rawName.split(separator: ":").map(String.init)
         guard parts.count >= 3, parts[0] == "algid" else { return nil }
         switch (parts[1], parts[2]) {

@@ -29,6 +29,7 @@ public enum KeyKind: Equatable, Sendable {
 /// A public or private EC or RSA key held by libcrypto (`EVP_PKEY`). Immutable; each operation
 /// makes its own `EVP_PKEY_CTX`, so one key may be used from several threads at once.
 public final class AsymmetricKey: @unchecked Sendable {
+    // Unchecked: an EVP_PKEY never changed after init; every operation makes its own EVP_PKEY_CTX.
     let pkey: OpaquePointer
     public let kind: KeyKind
     public let isPrivate: Bool

@@ -3,6 +3,7 @@ import COpenSSL
 /// An X.509 certificate parsed by libcrypto (`d2i_X509`), for Apple's `SecCertificate` and the
 /// attributes Apple derives from a certificate's DER. Immutable.
 public final class Certificate: @unchecked Sendable {
+    // Unchecked: an X509 never changed after parsing, which libcrypto reads from any thread.
     private let x509: OpaquePointer
     /// The DER the certificate was made from.
     public let der: [UInt8]

@@ -2,7 +2,7 @@ import COpenSSL
 import KeychainCrypto
 
 /// One object of a key or certificate file, as `security import` takes them.
-public enum KeyFileObject: @unchecked Sendable {
+public enum KeyFileObject: Sendable {
     case certificate(Certificate)
     /// A private key; its Apple representation comes from `privateBytes()`.
     case privateKey(AsymmetricKey)

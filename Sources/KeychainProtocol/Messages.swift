@@ -53,12 +53,15 @@ public enum Operation: UInt8, Sendable, CaseIterable {
     /// secret: the input (data to sign, ciphertext; empty for a key exchange).
     /// Reply: one data value, the signature, plaintext or shared secret.
     case useKey = 23
+    /// How long requests waited inside the daemon and how long they ran, owner's and root's
+    /// apart from everyone else's (`ServiceTimesRequest`, `ServiceTimes`). Administrators only.
+    case serviceTimes = 24
     /// Fleet sync's circle verbs (`keychainfs sync`), a `SyncRequest`; option `verb` names it.
     case sync = 30
 }
 
 /// A request. Secrets (item data, passphrases) travel only in `secrets`, in guarded memory.
-public struct Request {
+public struct Request: Sendable {
     public var operation: Operation
     public var query: Attributes
     public var changes: Attributes
@@ -119,7 +122,7 @@ public struct Request {
 }
 
 /// A response: the status, the shaped result of a search or add, and operation-specific info.
-public struct Response {
+public struct Response: Sendable {
     public var status: KeychainStatus
     public var result: QueryResult
     public var info: Fields

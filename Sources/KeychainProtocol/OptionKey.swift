@@ -5,10 +5,10 @@ import KeychainModel
 /// and which operation reads it (docs/operations.md repeats it). A name means what its operation
 /// says; several operations share a name (`service`, `name`, `transfer`, `kdf`).
 ///
-/// An operation ignores options it does not name. The typed requests (`DaemonRequest`:
-/// `KeyUseRequest`, `UnlockRequest`, `PassphraseChange`, `SettingsChange`, `AuditRequest`,
-/// `SyncRequest`, `MountRequest`, `WatchRequest`) are built from and read into these options;
-/// a missing or wrongly typed option they need is errSecParam.
+/// An operation ignores options it does not name. Every operation's typed request
+/// (TypedRequests.swift: `ItemAdd`, `KeyUseRequest`, `UnlockRequest`, `AuditRequest`,
+/// `SyncRequest`, `MountRequest`, ...) is built from and read into these options; a missing or
+/// wrongly typed option it needs is errSecParam.
 ///
 /// A string literal converts to a key, so tests may write the raw names; inside Sources every
 /// option is one of the named constants below.
@@ -168,4 +168,10 @@ extension OptionKey {
     public static let groups = OptionKey(rawValue: "groups")
     /// import, bool: delete ThisDeviceOnly items bound to another machine instead.
     public static let purgeOtherDevice = OptionKey(rawValue: "purge-other-device")
+}
+
+// MARK: serviceTimes
+extension OptionKey {
+    /// serviceTimes, bool: start counting again after this reply.
+    public static let reset = OptionKey(rawValue: "reset")
 }

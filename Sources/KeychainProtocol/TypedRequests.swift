@@ -13,58 +13,6 @@ public protocol TypedRequest {
     var request: Request { get }
 }
 
-/// Every request, typed where its family is: the daemon dispatches on this. The item operations
-/// (add's `generate` read by `KeyGeneration`), the group operations (`GroupRequest`, read inside
-/// their audited change) and ping, info, lock, stop and verify (no options) arrive as
-/// `.untyped`, with the request as sent.
-public enum DaemonRequest {
-    case useKey(KeyUseRequest)
-    case unlock(UnlockRequest)
-    case changePassphrase(PassphraseChange)
-    case setSettings(SettingsChange)
-    case audit(AuditRequest)
-    case sync(SyncRequest)
-    case mount(MountRequest)
-    case watch(WatchRequest)
-    case export(ExportRequest)
-    case `import`(ImportRequest)
-    case untyped(Request)
-
-    /// - Throws: errSecParam for a missing or wrongly typed option of a typed operation,
-    ///   errSecUnimplemented for a key use of an algorithm name the keychain does not know.
-    public init(decoding request: Request) throws {
-        switch request.operation {
-        case .useKey: self = .useKey(try KeyUseRequest(decoding: request))
-        case .unlock: self = .unlock(try UnlockRequest(decoding: request))
-        case .changePassphrase: self = .changePassphrase(try PassphraseChange(decoding: request))
-        case .setSettings: self = .setSettings(try SettingsChange(decoding: request))
-        case .audit: self = .audit(try AuditRequest(decoding: request))
-        case .sync: self = .sync(try SyncRequest(decoding: request))
-        case .mount, .unmount: self = .mount(try MountRequest(decoding: request))
-        case .watch: self = .watch(try WatchRequest(decoding: request))
-        case .export: self = .export(try ExportRequest(decoding: request))
-        case .import: self = .import(try ImportRequest(decoding: request))
-        default: self = .untyped(request)
-        }
-    }
-
-    public var request: Request {
-        switch self {
-        case .useKey(let r): return r.request
-        case .unlock(let r): return r.request
-        case .changePassphrase(let r): return r.request
-        case .setSettings(let r): return r.request
-        case .audit(let r): return r.request
-        case .sync(let r): return r.request
-        case .mount(let r): return r.request
-        case .watch(let r): return r.request
-        case .export(let r): return r.request
-        case .import(let r): return r.request
-        case .untyped(let r): return r
-        }
-    }
-}
-
 // MARK: Typed reads of options
 
 extension Dictionary where Key == OptionKey, Value == AttributeValue {
@@ -117,7 +65,7 @@ public enum KeyUse: String, Sendable, CaseIterable {
 }
 
 /// `useKey`: an operation with a stored private key, run by the daemon.
-public struct KeyUseRequest: TypedRequest {
+public struct KeyUseRequest: TypedRequest, Sendable {
     /// The key item's persistent reference (query `v_PersistentRef`).
     public var ref: [UInt8]
     /// The query's other keys: how the daemon may ask for presence (`u_AuthUI`, `u_NoAuthUI`).
@@ -234,7 +182,7 @@ public enum UnlockRequest: TypedRequest {
 }
 
 /// `changePassphrase`: the old and the new passphrase (empty removes it), and a KDF preset.
-public struct PassphraseChange: TypedRequest {
+public struct PassphraseChange: TypedRequest, Sendable {
     public var old: SecureBytes
     public var new: SecureBytes
     /// `interactive`, `moderate` or `sensitive`; the vault's own when nil.
@@ -536,8 +484,8 @@ public struct WatchRequest: TypedRequest {
 
 // MARK: groupAdd, groupSet, groupRemove, groupList
 
-/// The access group operations. The daemon reads a change inside its audited change, so a
-/// refused one keeps its `groups-changed-failed` line; the dispatch passes them on untyped.
+/// The access group operations. A change that does not decode is still audited by the daemon
+/// (its `groups-changed-failed` line).
 public enum GroupRequest: TypedRequest {
     case add(GroupChange)
     case set(GroupChange)
@@ -736,4 +684,127 @@ public struct BackupPiece {
         self.groups = groups
         self.passphrase = passphrase
     }
+}
+
+// MARK: add, copyMatching, update, delete
+
+/// `add` (SecItemAdd): the item's attributes and secret; option `generate` "private" asks the
+/// daemon to make a key item's private key (`KeyGeneration` in the daemon), with no secret.
+public struct ItemAdd: TypedRequest {
+    public var attributes: Attributes
+    public var secret: SecureBytes?
+    /// `private`, or nil for an item whose secret is given.
+    public var generate: String?
+
+    /// The `generate` value that asks for a private key.
+    public static let privateKey = "private"
+
+    public init(attributes: Attributes, secret: SecureBytes? = nil, generate: String? = nil) {
+        self.attributes = attributes
+        self.secret = secret
+        self.generate = generate
+    }
+
+    /// - Throws: errSecParam for a `generate` of another type than string.
+    public init(decoding request: Request) throws {
+        guard request.operation == .add, request.secrets.count <= 1 else { throw KeychainStatus.param }
+        attributes = request.query
+        secret = request.secrets.first
+        generate = try request.options.string(.generate)
+    }
+
+    public var request: Request {
+        Request(.add, query: attributes, options: generate.map { [.generate: .string($0)] } ?? [:],
+                secrets: secret.map { [$0] } ?? [])
+    }
+}
+
+/// `copyMatching` (SecItemCopyMatching): Apple's query dictionary, as given.
+public struct ItemSearch: TypedRequest {
+    public var query: Attributes
+
+    public init(query: Attributes) { self.query = query }
+
+    public init(decoding request: Request) throws {
+        guard request.operation == .copyMatching, request.secrets.isEmpty else { throw KeychainStatus.param }
+        query = request.query
+    }
+
+    public var request: Request { Request(.copyMatching, query: query) }
+}
+
+/// `update` (SecItemUpdate): the query, the attributes to change and, when given, a new secret.
+public struct ItemUpdate: TypedRequest {
+    public var query: Attributes
+    public var changes: Attributes
+    public var secret: SecureBytes?
+
+    public init(query: Attributes, changes: Attributes, secret: SecureBytes? = nil) {
+        self.query = query
+        self.changes = changes
+        self.secret = secret
+    }
+
+    public init(decoding request: Request) throws {
+        guard request.operation == .update, request.secrets.count <= 1 else { throw KeychainStatus.param }
+        query = request.query
+        changes = request.changes
+        secret = request.secrets.first
+    }
+
+    public var request: Request { Request(.update, query: query, changes: changes, secrets: secret.map { [$0] } ?? []) }
+}
+
+/// `delete` (SecItemDelete): the query.
+public struct ItemDelete: TypedRequest {
+    public var query: Attributes
+
+    public init(query: Attributes) { self.query = query }
+
+    public init(decoding request: Request) throws {
+        guard request.operation == .delete, request.secrets.isEmpty else { throw KeychainStatus.param }
+        query = request.query
+    }
+
+    public var request: Request { Request(.delete, query: query) }
+}
+
+// MARK: ping, info, lock, stop, verify
+
+/// An operation that carries nothing but its code: `ping`, `info`, `lock`, `stop`, `verify`.
+public struct BareRequest: TypedRequest {
+    public let operation: Operation
+
+    /// The operations that take no query, options or secret.
+    public static let operations: Set<Operation> = [.ping, .info, .lock, .stop, .verify]
+
+    public init(_ operation: Operation) {
+        precondition(Self.operations.contains(operation), "\(operation) carries more than its code")
+        self.operation = operation
+    }
+
+    public init(decoding request: Request) throws {
+        guard Self.operations.contains(request.operation), request.secrets.isEmpty else { throw KeychainStatus.param }
+        operation = request.operation
+    }
+
+    public var request: Request { Request(operation) }
+}
+
+// MARK: serviceTimes
+
+/// `serviceTimes`: the daemon's request timings since it started or was last reset.
+public struct ServiceTimesRequest: TypedRequest {
+    /// Counting starts again after this reply.
+    public var reset: Bool
+
+    public init(reset: Bool = false) { self.reset = reset }
+
+    /// - Throws: errSecParam for a `reset` of another type.
+    public init(decoding request: Request) throws {
+        guard request.operation == .serviceTimes, request.secrets.isEmpty else { throw KeychainStatus.param }
+        reset = try request.options.flag(.reset)
+    }
+
+    public var request: Request { Request(.serviceTimes, options: reset ? [.reset: .bool(true)] : [:]) }
 }

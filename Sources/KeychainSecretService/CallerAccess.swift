@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainfsAccess
 import KeychainProtocol
 

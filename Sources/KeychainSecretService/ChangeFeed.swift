@@ -1,6 +1,6 @@
 import Glibc
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainProtocol
 import Synchronization
 
@@ -17,7 +17,7 @@ enum FeedChange: Hashable {
 /// the CLI, a mount or `import Security` become collection signals. The thread queues what each
 /// event names and wakes the bus loop through a pipe; the bus thread does the rest (sd-bus is
 /// single-threaded).
-final class ChangeFeed: @unchecked Sendable {
+final class ChangeFeed: Sendable {
     /// Past this many queued changes the bus thread looks at everything once instead.
     static let queueLimit = 4096
     /// The read end the bus loop polls: readable after one or more events.
@@ -26,7 +26,7 @@ final class ChangeFeed: @unchecked Sendable {
     /// The reader waits on this pipe for a request to watch (again).
     private let restartRead: Int32
     private let restartWrite: Int32
-    private let connect: () throws -> DaemonClient
+    private let connect: @Sendable () throws -> DaemonClient
     /// Whether the reader is watching or about to (set by the bus thread, cleared by the reader).
     private let running = Mutex(false)
     /// Changes read and not yet taken by the bus thread.
@@ -40,7 +40,7 @@ final class ChangeFeed: @unchecked Sendable {
     }
     private let stream = Mutex(StreamState())
 
-    init?(connect: @escaping () throws -> DaemonClient) {
+    init?(connect: @escaping @Sendable () throws -> DaemonClient) {
         var wake: [Int32] = [-1, -1], restart: [Int32] = [-1, -1]
         guard pipe(&wake) == 0 else { return nil }
         guard pipe(&restart) == 0 else {
@@ -92,17 +92,18 @@ final class ChangeFeed: @unchecked Sendable {
         }
     }
 
-    private func take(_ event: Response) {
-        let kind = event.info["event"]?.stringValue
+    private func take(_ frame: Response) {
+        guard let event = try? WatchEvent(decoding: frame) else { return }
+        let kind = event.kind
         // The stream's last frame after an overflow: the next stream looks at everything.
-        if kind == "overflow" { return }
+        if kind == WatchEvent.overflow { return }
         // An unlock may load the table of a vault opened locked; a groups event is a new table.
         if kind == ChangeKind.groups.rawValue || kind == ChangeKind.unlock.rawValue {
             stream.withLock { $0.generation += 1 }
         }
         if kind == ChangeKind.add.rawValue || kind == ChangeKind.update.rawValue || kind == ChangeKind.delete.rawValue,
-           let service = event.info["service"]?.stringValue {
-            enqueue(.named(service: service, account: event.info["account"]?.stringValue))
+           let service = event.service {
+            enqueue(.named(service: service, account: event.account))
         } else {
             enqueue(.everything)
         }

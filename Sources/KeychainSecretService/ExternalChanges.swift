@@ -1,5 +1,5 @@
 import Glibc
-import KeychainCore
+import KeychainModel
 
 /// Collection signals for changes made outside D-Bus (CLI, mount, `import Security`). Each
 /// change the daemon's stream names (an add, update or delete of a service and account) is

@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 
 /// A property value, written as a variant.
 enum PropertyValue {

@@ -1,6 +1,6 @@
 import CSystemd
 import Glibc
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 import KeychainSystem
 

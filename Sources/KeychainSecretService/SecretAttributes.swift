@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 
 /// How a Secret Service item and a generic password map onto each other (docs/secret-service.md).

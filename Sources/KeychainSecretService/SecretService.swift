@@ -1,8 +1,9 @@
 import Glibc
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 import KeychainfsAccess
+import KeychainSystem
 
 /// The freedesktop Secret Service (API 0.2) on the session bus, served from a vault through its
 /// daemon (docs/secret-service.md). One thread: sd-bus calls the handlers from `run`.
@@ -41,13 +42,15 @@ public final class SecretService {
     /// What the caller of the call being handled may reach (one thread: set by `handle`).
     var caller = CallerAccess.none
     /// This process as the daemon sees it (uid, groups, executable), read once from /proc/self.
-    let provider = CallerIdentity.of(pid: getpid(), uid: geteuid(), gid: getegid())
+    let provider = CallerIdentity(pid: getpid(), uid: geteuid(), gid: getegid(),
+                                  groups: ProcessFiles.supplementaryGroups(of: getpid()).union([getegid()]),
+                                  executable: ProcessFiles.executable(of: getpid()))
 
     /// Connects to the session bus (taking no file descriptors from it) and owns
     /// `org.freedesktop.secrets`.
     /// - Parameter connect: opens a connection to the vault's daemon (called again if it goes away).
     /// - Throws: `BusFailure` when there is no session bus or another process owns the name.
-    public init(connect: @escaping () throws -> DaemonClient) throws {
+    public init(connect: @escaping @Sendable () throws -> DaemonClient) throws {
         bus = try BusConnection()
         vault = VaultItems(connect: connect)
         feed = ChangeFeed(connect: connect)

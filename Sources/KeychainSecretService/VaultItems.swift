@@ -1,5 +1,5 @@
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
 import KeychainfsAccess
@@ -35,10 +35,8 @@ final class VaultItems {
 
     /// The vault's lock state and this process's entitled groups, in order (the daemon's `info`).
     func state() throws -> (locked: Bool, groups: [String]) {
-        let info = try send(Request(.info)).info
-        let groups = info["groups"]?.stringValue ?? ""
-        return (info["state"]?.stringValue != LockState.unlocked.rawValue,
-                groups.split(separator: ",").map(String.init))
+        let status = try VaultStatus(decoding: send(BareRequest(.info).request))
+        return (!status.isUnlocked, status.groups)
     }
 
     /// The vault's owner, the uid its daemon runs as: the owner of the vault file (or of the

@@ -2,85 +2,71 @@ import KeychainCore
 import KeychainCrypto
 
 /// The circle verbs: init, join, approve, leave, status (docs/sync.md, "The circle").
-extension SyncEngine {
-    /// Makes this host the first member of a new circle on the server, creating the tables
-    /// when missing. - Throws: `KeychainStatus.param` for a connection string with a password
-    /// or when already in a circle, `SyncError.server` when the server cannot be reached.
-    public func initCircle(conninfo: String, name: String) throws -> Fields {
-        try mutex.withLock {
-            try checkNewLocked(conninfo)
-            let server = try reach(conninfo)
-            try server.createSchema()
-            let host = try HostKeys.generate(), circle = try CircleKeys.generate()
-            let founder = try MemberEntry.endorse(circle: circle.circleID, host: host.hostID, signKey: host.signPublic,
-                                                  boxKey: host.boxPublic, by: host)
-            try reachable { try server.createCircle(circle.circleID, founder: founder) }
-            try storeSecret("host", host.serialized())
-            try storeSecret("circle", circle.secrets())
-            var config = SyncConfig(state: .member, conninfo: conninfo, name: name)
-            config.circleID = circle.circleID
-            config.epoch = circle.epoch
-            config.members = [SyncConfig.Member(hostID: host.hostID, signKey: host.signPublic, boxKey: host.boxPublic, name: name)]
-            try config.save(vault)
-            (self.config, self.host, self.circle, self.server) = (config, host, circle, server)
-            log("sync: founded circle \(hex(circle.circleID).prefix(8))")
-            return statusLocked()
-        }
+extension SyncSession {
+    func initCircle(conninfo: String, name: String) throws -> Fields {
+        try checkNewLocked(conninfo)
+        let server = try reach(conninfo)
+        try server.createSchema()
+        let host = try HostKeys.generate(), circle = try CircleKeys.generate()
+        let founder = try MemberEntry.endorse(circle: circle.circleID, host: host.hostID, signKey: host.signPublic,
+                                              boxKey: host.boxPublic, by: host)
+        try reachable { try server.createCircle(circle.circleID, founder: founder) }
+        try storeSecret("host", host.serialized())
+        try storeSecret("circle", circle.secrets())
+        var config = SyncConfig(state: .member, conninfo: conninfo, name: name)
+        config.circleID = circle.circleID
+        config.epoch = circle.epoch
+        config.members = [SyncConfig.Member(hostID: host.hostID, signKey: host.signPublic, boxKey: host.boxPublic, name: name)]
+        try config.save(vault)
+        (self.config, self.host, self.circle, self.server) = (config, host, circle, server)
+        log("sync: founded circle \(hex(circle.circleID).prefix(8))")
+        return statusLocked()
     }
 
-    /// Asks to join the circle on the server. - Returns: the code to type on a member
-    /// (`sync approve CODE`); this host becomes a member once one does.
-    public func join(conninfo: String, name: String) throws -> String {
-        try mutex.withLock {
-            try checkNewLocked(conninfo)
-            let server = try reach(conninfo)
-            try server.createSchema()
-            let host = try HostKeys.generate()
-            let code = JoinCode.generate()
-            let key = try JoinCode.key(code: JoinCode.normalize(code)!, host: host.hostID)
-            try reachable { try server.postJoin(host: host.hostID, request: JoinCode.request(host, name: name, key: key)) }
-            try storeSecret("host", host.serialized())
-            try vault.setSyncSecret("join", key)
-            let config = SyncConfig(state: .joining, conninfo: conninfo, name: name)
-            try config.save(vault)
-            (self.config, self.host, self.joinKey, self.server) = (config, host, key, server)
-            log("sync: asked to join")
-            return code
-        }
+    func join(conninfo: String, name: String) throws -> String {
+        try checkNewLocked(conninfo)
+        let server = try reach(conninfo)
+        try server.createSchema()
+        let host = try HostKeys.generate()
+        let code = JoinCode.generate()
+        let key = try JoinCode.key(code: JoinCode.normalize(code)!, host: host.hostID)
+        try reachable { try server.postJoin(host: host.hostID, request: JoinCode.request(host, name: name, key: key)) }
+        try storeSecret("host", host.serialized())
+        try vault.setSyncSecret("join", key)
+        let config = SyncConfig(state: .joining, conninfo: conninfo, name: name)
+        try config.save(vault)
+        (self.config, self.host, self.joinKey, self.server) = (config, host, key, server)
+        log("sync: asked to join")
+        return code
     }
 
-    /// On a member: finds the pending join whose code this is, endorses the new host's keys
-    /// and seals the circle's keys to it. - Returns: the new host's name.
-    /// - Throws: `KeychainStatus.param` for a code that is not one, `SyncError.noSuchJoin`.
-    public func approve(code typed: String) throws -> String {
-        try mutex.withLock {
-            guard let code = JoinCode.normalize(typed) else { throw KeychainStatus.param }
-            guard loadLocked(), var config, config.state == .member, let host, let circle else { throw SyncError.notMember }
-            let server = try reachable { try connectedLocked(config) }
-            for (candidate, request) in try reachable({ try server.pendingJoins() }) where candidate.count == 16 {
-                let key = try JoinCode.key(code: code, host: candidate)
-                defer { key.wipe() }
-                guard let m = try? JoinCode.openRequest(request, host: candidate, key: key),
-                      m.signKey.count == 32, m.boxKey.count == 32 else { continue }
-                let secrets = try circle.secrets()
-                defer { secrets.wipe() }
-                let sealed = try SealedBox.seal(secrets, to: m.boxKey)
-                let entry = try MemberEntry.endorse(circle: circle.circleID, host: m.hostID, signKey: m.signKey,
-                                                    boxKey: m.boxKey, by: host)
-                try reachable { try server.addMember(circle.circleID, entry) }
-                config.members.removeAll { $0.hostID == m.hostID }
-                config.members.append(m)
-                try config.save(vault)
-                self.config = config
-                let grant = JoinCode.grant(circle: circle, approver: host.hostID, sealedSecrets: sealed,
-                                           members: config.members, epochStart: config.epochStart, former: config.former,
-                                           host: m.hostID, key: key)
-                try reachable { try server.grantJoin(host: m.hostID, grant: grant) }
-                log("sync: approved host \(hex(m.hostID).prefix(8))")
-                return m.name
-            }
-            throw SyncError.noSuchJoin
+    func approve(code typed: String) throws -> String {
+        guard let code = JoinCode.normalize(typed) else { throw KeychainStatus.param }
+        guard loadLocked(), var config, config.state == .member, let host, let circle else { throw SyncError.notMember }
+        let server = try reachable { try connectedLocked(config) }
+        for (candidate, request) in try reachable({ try server.pendingJoins() }) where candidate.count == 16 {
+            let key = try JoinCode.key(code: code, host: candidate)
+            defer { key.wipe() }
+            guard let m = try? JoinCode.openRequest(request, host: candidate, key: key),
+                  m.signKey.count == 32, m.boxKey.count == 32 else { continue }
+            let secrets = try circle.secrets()
+            defer { secrets.wipe() }
+            let sealed = try SealedBox.seal(secrets, to: m.boxKey)
+            let entry = try MemberEntry.endorse(circle: circle.circleID, host: m.hostID, signKey: m.signKey,
+                                                boxKey: m.boxKey, by: host)
+            try reachable { try server.addMember(circle.circleID, entry) }
+            config.members.removeAll { $0.hostID == m.hostID }
+            config.members.append(m)
+            try config.save(vault)
+            self.config = config
+            let grant = JoinCode.grant(circle: circle, approver: host.hostID, sealedSecrets: sealed,
+                                       members: config.members, epochStart: config.epochStart, former: config.former,
+                                       host: m.hostID, key: key)
+            try reachable { try server.grantJoin(host: m.hostID, grant: grant) }
+            log("sync: approved host \(hex(m.hostID).prefix(8))")
+            return m.name
         }
+        throw SyncError.noSuchJoin
     }
 
     /// A joining host's half of the approval: opens the grant, checks it names this host's
@@ -116,83 +102,69 @@ extension SyncEngine {
         log("sync: joined circle \(hex(grant.circleID).prefix(8))")
     }
 
-    /// Removes another member: a new epoch whose circle key is sealed to the remaining members
-    /// only, so the removed host can open nothing written after (its old keys read only what
-    /// came before). `match` is a member's name or at least 8 hex digits of its id.
-    /// - Returns: the removed host's name (or id). - Throws: `SyncError.noSuchMember`,
-    ///   `SyncError.circleChanged` when another member started an epoch first.
-    public func remove(host match: String) throws -> String {
-        try mutex.withLock {
-            guard loadLocked(), config?.state == .member, let host, let circle else { throw SyncError.notMember }
-            let server = try reachable { try connectedLocked(config!) }
-            // The newest epoch and members first: what another member did comes in the pull.
-            try reachable { try pullLocked(server) }
-            guard var config = self.config else { throw SyncError.notMember }
-            let lowered = match.lowercased()
-            let matches = config.members.filter {
-                $0.hostID != host.hostID && ($0.name == match || (lowered.count >= 8 && hex($0.hostID).hasPrefix(lowered)))
-            }
-            guard matches.count == 1, let gone = matches.first else { throw SyncError.noSuchMember }
-            let epoch = circle.epoch + 1
-            let key = try SecureBytes.random(count: 32)
-            var shares: [EpochEntry] = []
-            do {
-                for m in config.members where m.hostID != gone.hostID {
-                    let sealed = try SealedBox.seal(key, to: m.boxKey)
-                    let message = EpochEntry.message(circle: config.circleID, epoch: epoch, removed: gone.hostID,
-                                                     host: m.hostID, sealed: sealed)
-                    shares.append(EpochEntry(epoch: epoch, host: m.hostID, seq: 0, removed: gone.hostID, sealed: sealed,
-                                             signer: host.hostID, signature: try host.sign(message)))
-                }
-                let start = try reachable { try server.startEpoch(config.circleID, shares) }
-                circle.adopt(epoch: epoch, key: key)
-                config.members.removeAll { $0.hostID == gone.hostID }
-                config.former.append(SyncConfig.Former(member: gone, until: start))
-                config.epoch = epoch
-                config.epochStart = start
-            } catch {
-                key.wipe()
-                throw error
-            }
-            // The server keeps this host's share too: if what follows fails, a pull takes it back.
-            try storeSecret("circle", circle.secrets())
-            try config.save(vault)
-            self.config = config
-            log("sync: removed host \(hex(gone.hostID).prefix(8)); epoch \(epoch) began at log entry \(config.epochStart)")
-            return gone.name.isEmpty ? hex(gone.hostID) : gone.name
+    func remove(host match: String) throws -> String {
+        guard loadLocked(), config?.state == .member, let host, let circle else { throw SyncError.notMember }
+        let server = try reachable { try connectedLocked(config!) }
+        // The newest epoch and members first: what another member did comes in the pull.
+        try reachable { try pullLocked(server) }
+        guard var config = self.config else { throw SyncError.notMember }
+        let lowered = match.lowercased()
+        let matches = config.members.filter {
+            $0.hostID != host.hostID && ($0.name == match || (lowered.count >= 8 && hex($0.hostID).hasPrefix(lowered)))
         }
+        guard matches.count == 1, let gone = matches.first else { throw SyncError.noSuchMember }
+        let epoch = circle.epoch + 1
+        let key = try SecureBytes.random(count: 32)
+        var shares: [EpochEntry] = []
+        do {
+            for m in config.members where m.hostID != gone.hostID {
+                let sealed = try SealedBox.seal(key, to: m.boxKey)
+                let message = EpochEntry.message(circle: config.circleID, epoch: epoch, removed: gone.hostID,
+                                                 host: m.hostID, sealed: sealed)
+                shares.append(EpochEntry(epoch: epoch, host: m.hostID, seq: 0, removed: gone.hostID, sealed: sealed,
+                                         signer: host.hostID, signature: try host.sign(message)))
+            }
+            let start = try reachable { try server.startEpoch(config.circleID, shares) }
+            circle.adopt(epoch: epoch, key: key)
+            config.members.removeAll { $0.hostID == gone.hostID }
+            config.former.append(SyncConfig.Former(member: gone, until: start))
+            config.epoch = epoch
+            config.epochStart = start
+        } catch {
+            key.wipe()
+            throw error
+        }
+        // The server keeps this host's share too: if what follows fails, a pull takes it back.
+        try storeSecret("circle", circle.secrets())
+        try config.save(vault)
+        self.config = config
+        log("sync: removed host \(hex(gone.hostID).prefix(8)); epoch \(epoch) began at log entry \(config.epochStart)")
+        return gone.name.isEmpty ? hex(gone.hostID) : gone.name
     }
 
-    /// Leaves the circle: this host's entry is removed from the server (when reachable), and
-    /// its keys and sync state from the vault. Its items stay, as ordinary local items.
-    public func leave() throws {
-        try mutex.withLock {
-            _ = loadLocked()
-            guard let config else { throw SyncError.notMember }
-            if config.state == .member, let host, let server = try? connectedLocked(config) {
-                try? server.removeMember(config.circleID, host: host.hostID)
-            } else if let host, let server = try? connectedLocked(config) {
-                try? server.removeJoin(host: host.hostID)
-            }
-            for name in ["host", "circle", "join"] { try vault.setSyncSecret(name, nil) }
-            try vault.clearSyncStates()
-            try vault.dropQueuedSyncEntry(nil)
-            try SyncConfig.remove(vault)
-            host?.wipe()
-            circle?.wipe()
-            joinKey?.wipe()
-            (self.config, host, circle, joinKey, server, listener) = (nil, nil, nil, nil, nil, nil)
-            counters = Counters()
-            log("sync: left the circle")
+    func leave() throws {
+        _ = loadLocked()
+        guard let config else { throw SyncError.notMember }
+        if config.state == .member, let host, let server = try? connectedLocked(config) {
+            try? server.removeMember(config.circleID, host: host.hostID)
+        } else if let host, let server = try? connectedLocked(config) {
+            try? server.removeJoin(host: host.hostID)
         }
+        for name in ["host", "circle", "join"] { try vault.setSyncSecret(name, nil) }
+        try vault.clearSyncStates()
+        try vault.dropQueuedSyncEntry(nil)
+        try SyncConfig.remove(vault)
+        host?.wipe()
+        circle?.wipe()
+        joinKey?.wipe()
+        (self.config, host, circle, joinKey, server, listener) = (nil, nil, nil, nil, nil, nil)
+        counters = Counters()
+        log("sync: left the circle")
     }
 
-    /// What `sync status` shows. Names no key, item or secret.
-    public func status() -> Fields {
-        mutex.withLock {
-            _ = loadLocked()
-            return statusLocked()
-        }
+    func status() -> Fields {
+        _ = loadLocked()
+        return statusLocked()
     }
 
     func statusLocked() -> Fields {
@@ -221,7 +193,7 @@ extension SyncEngine {
         return out
     }
 
-    // MARK: Helpers (mutex held)
+    // MARK: Helpers
 
     private func checkNewLocked(_ conninfo: String) throws {
         _ = loadLocked()

@@ -1,7 +1,7 @@
 import KeychainCore
 
 /// The end of a full resync and the pruning of the server's log (docs/sync.md, "Pruning").
-extension SyncEngine {
+extension SyncSession {
     /// After the whole log was read: an item this host exchanged whose token the log no longer
     /// holds was deleted elsewhere, its tombstone pruned. It is deleted here only when unchanged
     /// since it was exchanged; a change not yet sent keeps it, with a copy in its history, and

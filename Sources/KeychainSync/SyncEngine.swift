@@ -1,19 +1,76 @@
 import KeychainCore
 import KeychainCrypto
+import Synchronization
 
 /// Fleet sync for one vault (docs/sync.md): the circle verbs, and rounds of pull then push
 /// that the daemon runs on a thread of its own while the vault is unlocked. Everything runs
 /// under one mutex; a round holds it, so a verb waits for the round in progress.
-public final class SyncEngine: @unchecked Sendable {
+public final class SyncEngine: Sendable {
     /// What a round did to the vault: `kind` is `add`/`update` or `delete`.
     public typealias Applied = @Sendable (_ kind: ChangeKind, _ change: SyncApplied) -> Void
 
+    /// The circle's state, keys and server connections (libpq's, which no two threads may use
+    /// at once), reached only with the lock held.
+    private let session: Mutex<SyncSession>
+
+    public init(vault: Vault, log: @escaping @Sendable (String) -> Void, onApplied: @escaping Applied) {
+        session = Mutex(SyncSession(vault: vault, log: log, onApplied: onApplied))
+    }
+
+    /// The socket to wait on for the server's notifications; nil when not listening.
+    public var notificationSocket: Int32? { session.withLock { $0.notificationSocket } }
+
+    /// One round: a joining host looks for its grant; a member pulls what others wrote, pushes
+    /// its own changes, and pulls again after a lost compare-and-swap. Server failures are
+    /// kept for `status` and retried on the next round. Does nothing before the first unlock.
+    public func step() { session.withLock { $0.step() } }
+
+    /// Makes this host the first member of a new circle on the server, creating the tables
+    /// when missing. - Throws: `KeychainStatus.param` for a connection string with a password
+    /// or when already in a circle, `SyncError.server` when the server cannot be reached.
+    public func initCircle(conninfo: String, name: String) throws -> Fields {
+        try session.withLock { try $0.initCircle(conninfo: conninfo, name: name) }
+    }
+
+    /// Asks to join the circle on the server. - Returns: the code to type on a member
+    /// (`sync approve CODE`); this host becomes a member once one does.
+    public func join(conninfo: String, name: String) throws -> String {
+        try session.withLock { try $0.join(conninfo: conninfo, name: name) }
+    }
+
+    /// On a member: finds the pending join whose code this is, endorses the new host's keys
+    /// and seals the circle's keys to it. - Returns: the new host's name.
+    /// - Throws: `KeychainStatus.param` for a code that is not one, `SyncError.noSuchJoin`.
+    public func approve(code typed: String) throws -> String {
+        try session.withLock { try $0.approve(code: typed) }
+    }
+
+    /// Removes another member: a new epoch whose circle key is sealed to the remaining members
+    /// only, so the removed host can open nothing written after (its old keys read only what
+    /// came before). `match` is a member's name or at least 8 hex digits of its id.
+    /// - Returns: the removed host's name (or id). - Throws: `SyncError.noSuchMember`,
+    ///   `SyncError.circleChanged` when another member started an epoch first.
+    public func remove(host match: String) throws -> String {
+        try session.withLock { try $0.remove(host: match) }
+    }
+
+    /// Leaves the circle: this host's entry is removed from the server (when reachable), and
+    /// its keys and sync state from the vault. Its items stay, as ordinary local items.
+    public func leave() throws {
+        try session.withLock { try $0.leave() }
+    }
+
+    /// What `sync status` shows. Names no key, item or secret.
+    public func status() -> Fields { session.withLock { $0.status() } }
+}
+
+/// What `SyncEngine`'s lock guards, and the work done with it held: the circle's state and
+/// keys as loaded from the vault, the server connections, the counters `status` shows.
+final class SyncSession {
     let vault: Vault
     let log: @Sendable (String) -> Void
-    let onApplied: Applied
-    let mutex = PThreadMutex()
+    let onApplied: SyncEngine.Applied
 
-    // State, with the mutex held.
     var config: SyncConfig?
     var host: HostKeys?
     var circle: CircleKeys?
@@ -28,51 +85,43 @@ public final class SyncEngine: @unchecked Sendable {
         var lastError: String?
     }
 
-    public init(vault: Vault, log: @escaping @Sendable (String) -> Void, onApplied: @escaping Applied) {
+    init(vault: Vault, log: @escaping @Sendable (String) -> Void, onApplied: @escaping SyncEngine.Applied) {
         self.vault = vault
         self.log = log
         self.onApplied = onApplied
     }
 
-    /// The socket to wait on for the server's notifications; nil when not listening.
-    public var notificationSocket: Int32? {
-        mutex.withLock { listener.map(\.socket) }
-    }
+    var notificationSocket: Int32? { listener.map(\.socket) }
 
     // MARK: A round
 
-    /// One round: a joining host looks for its grant; a member pulls what others wrote, pushes
-    /// its own changes, and pulls again after a lost compare-and-swap. Server failures are
-    /// kept for `status` and retried on the next round. Does nothing before the first unlock.
-    public func step() {
-        mutex.withLock {
-            // Locked, the keys of fleet sync (AfterFirstUnlock) stay: changes to items whose key
-            // is gone wait in the vault (`drainQueueLocked`), the others apply.
-            guard vault.lockState != .neverUnlocked, loadLocked(), var config else { return }
-            do {
-                if config.state == .member, vault.lockState == .unlocked, let circle {
-                    // Before the server: what waited for the unlock applies with the server gone too.
-                    try drainQueueLocked(self.server?.db.isOK == true ? self.server : nil, circle: circle, config: &config)
-                    try config.save(vault)
-                    self.config = config
-                }
-                let server = try connectedLocked(config)
-                if config.state == .joining {
-                    try finishJoinLocked(server)
-                    return
-                }
-                _ = try listenerLocked(config).notifications()
-                try pullLocked(server)
-                if try pushLocked(server) { try pullLocked(server) }
-                pruneLocked(server)
-                counters.lastError = nil
-            } catch let e as PostgresError {
-                counters.lastError = e.message
-                self.server = nil
-                listener = nil
-            } catch {
-                counters.lastError = "\(error)"
+    func step() {
+        // Locked, the keys of fleet sync (AfterFirstUnlock) stay: changes to items whose key
+        // is gone wait in the vault (`drainQueueLocked`), the others apply.
+        guard vault.lockState != .neverUnlocked, loadLocked(), var config else { return }
+        do {
+            if config.state == .member, vault.lockState == .unlocked, let circle {
+                // Before the server: what waited for the unlock applies with the server gone too.
+                try drainQueueLocked(self.server?.db.isOK == true ? self.server : nil, circle: circle, config: &config)
+                try config.save(vault)
+                self.config = config
             }
+            let server = try connectedLocked(config)
+            if config.state == .joining {
+                try finishJoinLocked(server)
+                return
+            }
+            _ = try listenerLocked(config).notifications()
+            try pullLocked(server)
+            if try pushLocked(server) { try pullLocked(server) }
+            pruneLocked(server)
+            counters.lastError = nil
+        } catch let e as PostgresError {
+            counters.lastError = e.message
+            self.server = nil
+            listener = nil
+        } catch {
+            counters.lastError = "\(error)"
         }
     }
 

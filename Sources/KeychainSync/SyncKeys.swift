@@ -1,10 +1,11 @@
 import KeychainCore
 import KeychainCrypto
+import Synchronization
 
 /// This host's identity in a circle: a random id, an Ed25519 pair that signs what it writes
 /// and a box pair that circle keys are sealed to. The secret halves stay in guarded memory
 /// and, on disk, sealed under a ThisDeviceOnly key (`Vault.syncSecret`).
-public final class HostKeys: @unchecked Sendable {
+public final class HostKeys: Sendable {
     public let hostID: [UInt8]
     public let signPublic: [UInt8]
     public let boxPublic: [UInt8]
@@ -60,19 +61,26 @@ public final class HostKeys: @unchecked Sendable {
 /// epoch, and the token key, which turns item uuids into the blind ids the server sees and
 /// stays the same across epochs. A host keeps the keys of every epoch it was a member in, to
 /// read the log written before; it writes with the newest only (`sync remove` makes a new one).
-public final class CircleKeys: @unchecked Sendable {
+public final class CircleKeys: Sendable {
     public let circleID: [UInt8]
-    /// The newest epoch: what this host writes with.
-    public private(set) var epoch: UInt32
-    private var keys: [UInt32: SecureBytes]
     let tokenKey: SecureBytes
+
+    /// The epochs' keys, which `adopt` adds to.
+    private struct Epochs: Sendable {
+        /// The newest epoch: what this host writes with.
+        var newest: UInt32
+        var keys: [UInt32: SecureBytes]
+    }
+    private let epochs: Mutex<Epochs>
 
     init(circleID: [UInt8], epoch: UInt32, circleKey: SecureBytes, tokenKey: SecureBytes) {
         self.circleID = circleID
-        self.epoch = epoch
-        self.keys = [epoch: circleKey]
+        epochs = Mutex(Epochs(newest: epoch, keys: [epoch: circleKey]))
         self.tokenKey = tokenKey
     }
+
+    /// The newest epoch: what this host writes with.
+    public var epoch: UInt32 { epochs.withLock { $0.newest } }
 
     /// A new circle: random id, epoch 1, random keys.
     public static func generate() throws -> CircleKeys {
@@ -81,21 +89,24 @@ public final class CircleKeys: @unchecked Sendable {
     }
 
     /// The newest epoch's circle key.
-    var circleKey: SecureBytes { keys[epoch]! }
+    var circleKey: SecureBytes { epochs.withLock { $0.keys[$0.newest]! } }
 
     /// The circle key of an epoch; nil for one this host was never given.
-    func key(for epoch: UInt32) -> SecureBytes? { keys[epoch] }
+    func key(for epoch: UInt32) -> SecureBytes? { epochs.withLock { $0.keys[epoch] } }
 
     /// Takes the key of a newer epoch, which becomes the one written with.
     func adopt(epoch newEpoch: UInt32, key: SecureBytes) {
-        precondition(newEpoch > epoch && key.count == 32)
-        keys[newEpoch] = key
-        epoch = newEpoch
+        epochs.withLock {
+            precondition(newEpoch > $0.newest && key.count == 32)
+            $0.keys[newEpoch] = key
+            $0.newest = newEpoch
+        }
     }
 
     /// `token key (32) || n × (epoch u32 || circle key 32)`: what is sealed to a joining
     /// member and stored (`sync.circle`).
     public func secrets() throws -> SecureBytes {
+        let keys = self.epochs.withLock { $0.keys }
         let epochs = keys.keys.sorted()
         let out = try SecureBytes(count: 32 + 36 * epochs.count)
         out.withUnsafeMutableBytes { o in
@@ -138,7 +149,7 @@ public final class CircleKeys: @unchecked Sendable {
     }
 
     public func wipe() {
-        for k in keys.values { k.wipe() }
+        for k in epochs.withLock({ $0.keys.values }) { k.wipe() }
         tokenKey.wipe()
     }
 }

@@ -1,7 +1,7 @@
 /// Pruning of the server's log (docs/sync.md, "Pruning"): what every member has read and a
 /// later version replaced, and tombstones every member has read, are deleted. `circles.pruned`
 /// is the log position up to which that was done; a host whose cursor is below it missed
-/// entries and reads the whole log again (`SyncEngine.pullLocked`).
+/// entries and reads the whole log again (`SyncSession.pullLocked`).
 extension SyncServer {
     /// A server made before pruning lacks `circles.pruned` and the log's token index: adds them
     /// (once; otherwise a look at the catalog, as DDL would lock the tables).

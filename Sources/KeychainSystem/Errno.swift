@@ -28,6 +28,7 @@ public struct Errno: Error, Hashable, Sendable, RawRepresentable, CustomStringCo
     public static let fileExists = Errno(rawValue: EEXIST)
     public static let invalidArgument = Errno(rawValue: EINVAL)
     public static let noSpace = Errno(rawValue: ENOSPC)
+    public static let diskQuotaExceeded = Errno(rawValue: EDQUOT)
     public static let noMemory = Errno(rawValue: ENOMEM)
     public static let readOnlyFileSystem = Errno(rawValue: EROFS)
     public static let ioError = Errno(rawValue: EIO)

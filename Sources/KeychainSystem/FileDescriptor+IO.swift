@@ -35,15 +35,24 @@ extension FileDescriptor {
         return out
     }
 
+    /// One write(2) of at most `bytes.count` bytes; returns how many it took, which may be fewer.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(Errno) -> Int {
+        try systemCall { Glibc.write(rawValue, bytes.baseAddress, bytes.count) }
+    }
+
     /// Writes every byte of `bytes` (write(2)). - Throws: `.ioError` when a write takes nothing.
     public func writeAll(_ bytes: UnsafeRawBufferPointer) throws(Errno) {
         var done = 0
         while done < bytes.count {
-            let start = bytes.baseAddress! + done, left = bytes.count - done
-            let n = try systemCall { write(rawValue, start, left) }
+            let n = try write(UnsafeRawBufferPointer(rebasing: bytes[done...]))
             guard n > 0 else { throw Errno.ioError }  // nothing taken: it would never finish
             done += n
         }
+    }
+
+    /// Cuts the file to `length` bytes, or extends it with zeros (ftruncate(2)).
+    public func truncate(toLength length: Int64) throws(Errno) {
+        _ = try systemCall { ftruncate(rawValue, off_t(length)) }
     }
 
     /// Where `seek` counts from.

@@ -42,6 +42,10 @@ public struct FileStatus: Sendable, Equatable {
     public var owner: UInt32
     public var group: UInt32
     public var size: Int64
+    /// The device holding the file and its inode there: together they name the file itself,
+    /// whatever path reached it (`st_dev`, `st_ino`).
+    public var device: UInt64
+    public var inode: UInt64
 
     init(_ st: stat) {
         kind = switch st.st_mode & S_IFMT {
@@ -58,7 +62,13 @@ public struct FileStatus: Sendable, Equatable {
         owner = st.st_uid
         group = st.st_gid
         size = Int64(st.st_size)
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
     }
+
+    /// True when both describe the same file: the same inode on the same device (two names
+    /// of one file, as link(2) makes them).
+    public func isSameFile(as other: FileStatus) -> Bool { device == other.device && inode == other.inode }
 
     /// A regular file that someone may execute.
     public var isExecutableFile: Bool { kind == .regular && !permissions.isDisjoint(with: .anyExecute) }

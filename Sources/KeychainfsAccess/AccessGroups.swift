@@ -1,5 +1,4 @@
-import KeychainCore
-import KeychainCrypto
+import KeychainModel
 
 /// An access group's Unix settings: who is entitled to it, and later the ownership and mode of
 /// its files in the mount.
@@ -73,7 +72,8 @@ extension AttributeValue {
     public var integerValue: Int64? { if case .number(let n) = self { return n }; return nil }
 }
 
-/// The vault's access groups, in creation order, kept as a sealed setting in the vault.
+/// The vault's access groups, in creation order. The daemon keeps them as a sealed setting in
+/// the vault (`settingName`, the bytes of `encoded()`); this module only decides with them.
 public struct AccessGroupTable: Sendable {
     public var groups: [AccessGroup]
 
@@ -81,37 +81,32 @@ public struct AccessGroupTable: Sendable {
 
     public init(groups: [AccessGroup]) { self.groups = groups }
 
-    /// Loads the table; an empty table when none was stored.
-    public static func load(from vault: Vault) throws -> AccessGroupTable {
-        guard let blob = try vault.sealedSetting(settingName) else { return AccessGroupTable(groups: []) }
-        return try blob.withUnsafeBytes { buf in
-            var r = ByteReader(buf)
-            do {
-                let count = Int(try r.u16())
-                var groups: [AccessGroup] = []
-                for _ in 0..<count {
-                    guard let g = AccessGroup(record: try AttributeCoding.readFields(from: &r)) else { throw KeychainStatus.decode }
-                    groups.append(g)
-                }
-                return AccessGroupTable(groups: groups)
-            } catch is ByteReader.Truncated {
-                throw KeychainStatus.decode
+    /// The table from the bytes of `encoded()`. - Throws: `KeychainStatus.decode` for bytes
+    /// that are cut short or hold a record that is not a group.
+    public init(encoded bytes: UnsafeRawBufferPointer) throws {
+        var r = ByteReader(bytes)
+        do {
+            let count = Int(try r.u16())
+            var groups: [AccessGroup] = []
+            for _ in 0..<count {
+                guard let g = AccessGroup(record: try AttributeCoding.readFields(from: &r)) else { throw KeychainStatus.decode }
+                groups.append(g)
             }
+            self.init(groups: groups)
+        } catch is ByteReader.Truncated {
+            throw KeychainStatus.decode
         }
     }
 
-    public func save(to vault: Vault) throws {
-        try vault.setSealedSetting(AccessGroupTable.settingName, encoded())
-    }
-
-    /// The table as stored in the vault's sealed setting `settingName`.
-    public func encoded() throws -> SecureBytes {
-        // The count is stored in 16 bits: a table that cannot be written is refused, not cut.
+    /// The table as stored: a 16-bit count, then each group's record.
+    /// - Throws: `KeychainStatus.param` for a table that cannot be written (over 65,535
+    ///   groups), rather than cut it.
+    public func encoded() throws -> [UInt8] {
         guard let count = UInt16(exactly: groups.count) else { throw KeychainStatus.param }
         var w = ByteWriter()
         w.u16(count)
         for g in groups { AttributeCoding.write(g.record, into: &w) }
-        return try SecureBytes(copying: w.bytes)
+        return w.bytes
     }
 
     /// The caller's entitled groups in creation order; the first is its default for adds.

@@ -18,6 +18,7 @@ public final class StaticSQL: Sendable {
 /// connection under the vault's mutex, a reader connection while a search holds it). Its
 /// statement caches are its own.
 public final class Connection: @unchecked Sendable {
+    // Unchecked: an sqlite3* and its statement cache, sent only inside a Vault, whose lock serialises every use.
     let handle: OpaquePointer
     // One thread at a time uses a connection, so Swift's run-time exclusivity check on its
     // caches (a thread-local lookup per access) is left out.

@@ -21,7 +21,7 @@ public struct SecAccessControlCreateFlags: OptionSet, Sendable {
 }
 
 /// An access control: a protection class and the conditions for using an item.
-public final class SecAccessControl: NSObject, @unchecked Sendable {
+public final class SecAccessControl: NSObject, Sendable {
     let control: AccessControl
 
     init(_ control: AccessControl) { self.control = control }

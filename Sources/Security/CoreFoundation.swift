@@ -18,6 +18,14 @@ public typealias CFOptionFlags = UInt
 public typealias CFIndex = Int
 public typealias CFErrorDomain = CFString
 
+extension NSData {
+    /// Calls `body` with the bytes where they are. Bridging to `Data` (`as Data`) copies them
+    /// one at a time on Linux (about 56 ns a byte: 3.7 ms for 64 KiB).
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawBufferPointer(start: length > 0 ? bytes : nil, count: length))
+    }
+}
+
 /// Implicitly unwrapped, as Apple declares them, so `kCFBooleanTrue` and `kCFBooleanTrue!` both work.
 public let kCFBooleanTrue: CFBoolean! = NSNumber(value: true)
 public let kCFBooleanFalse: CFBoolean! = NSNumber(value: false)

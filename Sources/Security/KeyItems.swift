@@ -84,10 +84,9 @@ enum KeyItems {
               case .data(let pub)? = item.attributes[ItemClass.publicKeyAttribute],
               let publicKey = try? pub.withUnsafeBytes({ try AsymmetricKey.apple(type: type, isPrivate: false, $0) })
         else { throw KeychainStatus.decode }
-        let attributes = objects(item.attributes)
-        guard keyClass == 1 else { return SecKey(publicKey, itemAttributes: attributes) }
+        guard keyClass == 1 else { return SecKey(publicKey, itemAttributes: item.attributes) }
         guard let ref = item.persistentRef else { throw KeychainStatus.decode }
-        return SecKey(stored: ref, publicKey: publicKey, itemAttributes: attributes)
+        return SecKey(stored: ref, publicKey: publicKey, itemAttributes: item.attributes)
     }
 
     // MARK: kSecReturnRef

@@ -3,7 +3,7 @@ import KeychainKeys
 
 /// An X.509 certificate (`SecCertificateRef`), parsed by libcrypto. Certificates compare equal
 /// when their DER is the same.
-public final class SecCertificate: NSObject, @unchecked Sendable {
+public final class SecCertificate: NSObject, Sendable {
     let certificate: Certificate
 
     init(_ certificate: Certificate) { self.certificate = certificate }

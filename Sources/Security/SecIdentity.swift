@@ -8,7 +8,7 @@ import KeychainProtocol
 /// application label (`klbl`) equals the certificate's public key hash (`pkhh`), as Apple's
 /// securityd joins them. Both items are searched with the caller's own access groups, so an
 /// identity exists for a caller only when it may see both.
-public final class SecIdentity: NSObject, @unchecked Sendable {
+public final class SecIdentity: NSObject, Sendable {
     let certificate: SecCertificate
     let privateKey: SecKey
 

@@ -2,56 +2,72 @@ import KeychainClient
 import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
+import Synchronization
 
 /// The process's connections to the keychain daemon: `$KEYCHAINFS_SOCKET`, else the socket of
-/// the default vault (`$KEYCHAINFS_VAULT` or the per-user one). A request takes an idle
-/// connection or makes one, so threads calling at once are answered in parallel; at most
-/// `maximumIdle` stay open between calls. A connection the daemon closed is remade once.
-final class KeychainConnection: @unchecked Sendable {
+/// the default vault (`$KEYCHAINFS_VAULT` or the per-user one). A request takes a free slot
+/// and its connection (making one in an empty slot), so threads calling at once are answered
+/// in parallel; at most `slotCount` stay open between calls, and a thread that finds every
+/// slot busy connects for its call alone. A connection the daemon closed is remade once.
+final class KeychainConnection: Sendable {
     static let shared = KeychainConnection()
-    static let maximumIdle = 8
-    private var mutex = pthread_mutex_t()
-    private var idle: [DaemonClient] = []
+    static let slotCount = 8
 
-    private init() { pthread_mutex_init(&mutex, nil) }
+    /// One kept connection. Its lock is held for a whole request, so the connection is used by
+    /// one thread at a time and never leaves the lock (a `DaemonClient` is not `Sendable`).
+    private final class Slot: Sendable {
+        let client = Mutex<DaemonClient?>(nil)
+    }
+
+    private let slots = (0..<KeychainConnection.slotCount).map { _ in Slot() }
+
+    /// No daemon could be reached: not retried.
+    private struct Unreachable: Error {}
+
+    private init() {}
 
     func send(_ request: Request) throws -> Response {
         for attempt in 0..<2 {
-            let client = try take()
             do {
-                let response = try client.send(request)
-                put(client)
-                return response
-            } catch KeychainStatus.io where attempt == 0 {
+                return try sendOnce(request)
+            } catch is Unreachable {
+                throw KeychainStatus.notAvailable  // no keychain can be reached
+            } catch let status as KeychainStatus where attempt == 0 && (status == .io || status == .notAvailable) {
                 drain()  // the daemon restarted: its other connections are gone too
-            } catch KeychainStatus.notAvailable where attempt == 0 {
-                drain()
-            } catch let status as KeychainStatus {
-                // A keychain status is an answer: the connection is still good.
-                if status != .io && status != .notAvailable { put(client) }
-                throw status
             }
         }
         throw KeychainStatus.notAvailable
     }
 
-    private func take() throws -> DaemonClient {
-        pthread_mutex_lock(&mutex)
-        let reused = idle.popLast()
-        pthread_mutex_unlock(&mutex)
-        return try reused ?? Self.connect()
+    /// Sends over the first free slot's connection, else over one of its own.
+    private func sendOnce(_ request: Request) throws -> Response {
+        for slot in slots {
+            if let response = try slot.client.withLockIfAvailable({ try Self.exchange(request, over: &$0) }) { return response }
+        }
+        var own: DaemonClient?
+        return try Self.exchange(request, over: &own)
     }
 
-    private func put(_ client: DaemonClient) {
-        pthread_mutex_lock(&mutex)
-        if idle.count < Self.maximumIdle { idle.append(client) }
-        pthread_mutex_unlock(&mutex)
+    /// Sends `request` over `client`, connecting first when there is none. A connection that
+    /// failed is dropped; one that answered with a keychain status is still good and stays.
+    /// - Throws: `Unreachable` when no connection can be made, else what the send threw.
+    private static func exchange(_ request: Request, over client: inout DaemonClient?) throws -> Response {
+        if client == nil {
+            do { client = try connect() } catch { throw Unreachable() }
+        }
+        do {
+            return try client!.send(request)
+        } catch let status as KeychainStatus where status != .io && status != .notAvailable {
+            throw status
+        } catch {
+            client = nil
+            throw error
+        }
     }
 
+    /// Closes the kept connections that no request is using.
     private func drain() {
-        pthread_mutex_lock(&mutex)
-        idle.removeAll()
-        pthread_mutex_unlock(&mutex)
+        for slot in slots { slot.client.withLockIfAvailable { $0 = nil } }
     }
 
     /// What a status means here, for an error's description (`SecCopyErrorMessageString` keeps
@@ -62,8 +78,7 @@ final class KeychainConnection: @unchecked Sendable {
             if let socket = Paths.environment("KEYCHAINFS_SOCKET") { return "no vault daemon at KEYCHAINFS_SOCKET=\(socket)" }
             return "no vault daemon for KEYCHAINFS_VAULT=\(Paths.canonical(Paths.defaultVault()))"
         case .interactionNotAllowed:
-            guard let info = try? send(Request(.info)).info,
-                  ["locked", "never-unlocked"].contains(info["state"]?.stringValue ?? "") else { return nil }
+            guard let status = try? VaultStatus(decoding: send(BareRequest(.info).request)), status.isLocked else { return nil }
             return "the vault is locked: run keychainfs unlock-keychain"
         default:
             return nil

@@ -7,7 +7,7 @@ import KeychainKeys
 /// (libcrypto's secure heap). A private key from the keychain is not: it holds its item's
 /// persistent reference and public half, and the daemon signs, decrypts and agrees with it
 /// (`StoredKeys`), as Apple's securityd does.
-public final class SecKey: NSObject, @unchecked Sendable {
+public final class SecKey: NSObject, Sendable {
     /// The key itself; for a stored private key, its public half.
     let key: AsymmetricKey
     /// The persistent reference of the keychain item whose private key this is, when the
@@ -15,16 +15,16 @@ public final class SecKey: NSObject, @unchecked Sendable {
     let storedReference: [UInt8]?
     /// The keychain item's attributes (`atag`, `labl`, `agrp`, ...) when the key came from the
     /// keychain or was stored there; `SecKeyCopyAttributes` includes them.
-    let itemAttributes: [String: AnyObject]
+    let itemAttributes: Attributes
 
-    init(_ key: AsymmetricKey, itemAttributes: [String: AnyObject] = [:]) {
+    init(_ key: AsymmetricKey, itemAttributes: Attributes = [:]) {
         self.key = key
         self.storedReference = nil
         self.itemAttributes = itemAttributes
     }
 
     /// A private key kept by the daemon: `publicKey` its public half, `reference` its item.
-    init(stored reference: [UInt8], publicKey: AsymmetricKey, itemAttributes: [String: AnyObject]) {
+    init(stored reference: [UInt8], publicKey: AsymmetricKey, itemAttributes: Attributes) {
         self.key = publicKey
         self.storedReference = reference
         self.itemAttributes = itemAttributes
@@ -187,7 +187,7 @@ public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
     dict[kSecAttrKeyType] = String(key.typeCode) as NSString
     dict[kSecClass] = kSecClassKey
     let own = Set([kSecValueData, kSecAttrKeyClass, kSecAttrKeyType, kSecClass].map { $0 as String } + [ItemClass.publicKeyAttribute.rawValue])
-    for (k, v) in key.itemAttributes where !own.contains(k) { dict[k as NSString] = v }
+    for (k, v) in KeyItems.objects(key.itemAttributes) where !own.contains(k) { dict[k as NSString] = v }
     return dict
 }
 

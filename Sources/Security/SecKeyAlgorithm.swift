@@ -2,13 +2,13 @@
 // defines for them (its SecKey.m), so algorithms stored or compared as strings match.
 
 /// A key algorithm, named by Apple's raw string.
-public struct SecKeyAlgorithm: RawRepresentable, Hashable, @unchecked Sendable {
-    public let rawValue: CFString
-    public init(rawValue: CFString) { self.rawValue = rawValue }
-    public init(_ rawValue: CFString) { self.rawValue = rawValue }
-
-    public static func == (a: SecKeyAlgorithm, b: SecKeyAlgorithm) -> Bool { (a.rawValue as String) == (b.rawValue as String) }
-    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue as String) }
+public struct SecKeyAlgorithm: RawRepresentable, Hashable, Sendable {
+    /// Apple's name (`algid:sign:ECDSA:message-X962:SHA256`); kept as a `String`, which is
+    /// `Sendable` where an `NSString` is not, and compared by its characters.
+    let name: String
+    public var rawValue: CFString { name as NSString }
+    public init(rawValue: CFString) { name = rawValue as String }
+    public init(_ rawValue: CFString) { name = rawValue as String }
 
     public static let rsaSignatureRaw = SecKeyAlgorithm("algid:sign:RSA:raw")
     public static let rsaSignatureDigestPKCS1v15Raw = SecKeyAlgorithm("algid:sign:RSA:digest-PKCS1v15")

@@ -16,16 +16,16 @@ extension SecKeyOperationType {
 
 /// The algorithm for `operation` on `key`, or the refusal Apple gives (errSecUnimplemented).
 private func spec(_ key: SecKey, _ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm) throws -> AppleAlgorithm {
-    guard let s = AppleAlgorithm(rawName: algorithm.rawValue as String),
+    guard let s = AppleAlgorithm(rawName: algorithm.name),
           s.supports(operation.use, kind: key.key.kind, isPrivate: key.isPrivate) else {
-        throw KeyFailure.unsupported("\(algorithm.rawValue) is not supported by \(key) for this operation")
+        throw KeyFailure.unsupported("\(algorithm.name) is not supported by \(key) for this operation")
     }
     return s
 }
 
 /// Whether `key` can run `algorithm` for `operation` (`SecKeyIsAlgorithmSupported`).
 public func SecKeyIsAlgorithmSupported(_ key: SecKey, _ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm) -> Bool {
-    AppleAlgorithm(rawName: algorithm.rawValue as String)?.supports(operation.use, kind: key.key.kind, isPrivate: key.isPrivate) ?? false
+    AppleAlgorithm(rawName: algorithm.name)?.supports(operation.use, kind: key.key.kind, isPrivate: key.isPrivate) ?? false
 }
 
 /// Signs `dataToSign` (`SecKeyCreateSignature`) with a private key: ECDSA signatures are DER
@@ -38,11 +38,11 @@ public func SecKeyCreateSignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _
                                   _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
     keyCall(error, "SecKeyCreateSignature") {
         let s = try spec(key, .sign, algorithm)
-        let input = dataToSign as Data
         if let ref = key.storedReference {
-            return try StoredKeys.use(ref, .sign, algorithm, input: input).withUnsafeBytes { Data($0) } as NSData
+            let signature = try dataToSign.withBytes { try StoredKeys.use(ref, .sign, algorithm, input: $0) }
+            return signature.withUnsafeBytes { Data($0) } as NSData
         }
-        return Data(try input.withUnsafeBytes { try s.sign($0, with: key.key) }) as NSData
+        return Data(try dataToSign.withBytes { try s.sign($0, with: key.key) }) as NSData
     }
 }
 
@@ -51,17 +51,17 @@ public func SecKeyCreateSignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _
 public func SecKeyVerifySignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ signedData: CFData, _ signature: CFData,
                                   _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> Bool {
     keyCall(error, "SecKeyVerifySignature") { () -> Bool? in
-        let sig = Array(signature as Data)
+        let sig = signature.withBytes { Array($0) }
         let ok: Bool
         switch try spec(key, .verify, algorithm) {
         case .ecdsa(let hash, let message):
-            let digest = try (signedData as Data).withUnsafeBytes { try AppleAlgorithm.digest($0, hash: hash, message: message) }
+            let digest = try signedData.withBytes { try AppleAlgorithm.digest($0, hash: hash, message: message) }
             ok = try key.key.verify(signature: sig, digest: digest, hash: hash, scheme: .ecdsaX962)
         case .rsaSignature(let scheme, let hash, let message):
-            let digest = try (signedData as Data).withUnsafeBytes { try AppleAlgorithm.digest($0, hash: hash, message: message) }
+            let digest = try signedData.withBytes { try AppleAlgorithm.digest($0, hash: hash, message: message) }
             ok = try key.key.verify(signature: sig, digest: digest, hash: hash, scheme: scheme)
         default:
-            throw KeyFailure.unsupported("\(algorithm.rawValue) does not verify")
+            throw KeyFailure.unsupported("\(algorithm.name) does not verify")
         }
         guard ok else { throw KeyError.verificationFailed }
         return true
@@ -74,14 +74,13 @@ public func SecKeyVerifySignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _
 public func SecKeyCreateEncryptedData(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ plaintext: CFData,
                                       _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
     keyCall(error, "SecKeyCreateEncryptedData") {
-        let input = plaintext as Data
         switch try spec(key, .encrypt, algorithm) {
         case .rsaEncryption(let padding):
-            return Data(try input.withUnsafeBytes { try key.key.encrypt($0, padding: padding) }) as NSData
+            return Data(try plaintext.withBytes { try key.key.encrypt($0, padding: padding) }) as NSData
         case .ecies(let hash, let variableIV):
-            return Data(try input.withUnsafeBytes { try ECIES.encrypt($0, to: key.key, hash: hash, variableIV: variableIV) }) as NSData
+            return Data(try plaintext.withBytes { try ECIES.encrypt($0, to: key.key, hash: hash, variableIV: variableIV) }) as NSData
         default:
-            throw KeyFailure.unsupported("\(algorithm.rawValue) does not encrypt")
+            throw KeyFailure.unsupported("\(algorithm.name) does not encrypt")
         }
     }
 }
@@ -94,12 +93,11 @@ public func SecKeyCreateDecryptedData(_ key: SecKey, _ algorithm: SecKeyAlgorith
                                       _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
     keyCall(error, "SecKeyCreateDecryptedData") {
         let s = try spec(key, .decrypt, algorithm)
-        let input = ciphertext as Data
         let plain: SecureBytes
         if let ref = key.storedReference {
-            plain = try StoredKeys.use(ref, .decrypt, algorithm, input: input)
+            plain = try ciphertext.withBytes { try StoredKeys.use(ref, .decrypt, algorithm, input: $0) }
         } else {
-            plain = try input.withUnsafeBytes { try s.decrypt($0, with: key.key) }
+            plain = try ciphertext.withBytes { try s.decrypt($0, with: key.key) }
         }
         return plain.withUnsafeBytes { Data($0) } as NSData
     }

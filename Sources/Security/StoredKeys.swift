@@ -8,14 +8,14 @@ import KeychainProtocol
 enum StoredKeys {
     /// Runs `use` (sign, decrypt) of `algorithm` with the key `ref` names on `input`.
     /// - Throws: the daemon's status (`KeychainStatus`).
-    static func use(_ ref: [UInt8], _ use: KeyUse, _ algorithm: SecKeyAlgorithm, input: Data) throws -> SecureBytes {
-        try send(KeyUseRequest(ref: ref, use: use, algorithm: algorithm.rawValue as String, input: try SecureBytes(copying: input)))
+    static func use(_ ref: [UInt8], _ use: KeyUse, _ algorithm: SecKeyAlgorithm, input: UnsafeRawBufferPointer) throws -> SecureBytes {
+        try send(KeyUseRequest(ref: ref, use: use, algorithm: algorithm.name, input: try SecureBytes(copying: input)))
     }
 
     /// ECDH of the key `ref` names with `peer` (Apple's external representation).
     static func exchange(_ ref: [UInt8], _ algorithm: SecKeyAlgorithm, peer: [UInt8], requestedSize: Int?,
                          sharedInfo: [UInt8]) throws -> SecureBytes {
-        try send(KeyUseRequest(ref: ref, use: .keyExchange, algorithm: algorithm.rawValue as String, peer: peer,
+        try send(KeyUseRequest(ref: ref, use: .keyExchange, algorithm: algorithm.name, peer: peer,
                                requestedSize: requestedSize.map { Int64($0) }, sharedInfo: sharedInfo, input: try SecureBytes(count: 0)))
     }
 

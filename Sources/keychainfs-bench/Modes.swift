@@ -5,7 +5,7 @@
 //   keychainfs-bench finds  --vault PATH --service S --items N [--prefix P] [--per-service M]
 //                           [--group G] [--finds F] [--threads T,...]
 //   keychainfs-bench socket --vault PATH --service S (--account A | --accounts N [--prefix P]
-//                           [--per-service M]) [--clients C] [--seconds T]
+//                           [--per-service M]) [--clients C] [--seconds T] [--service-times]
 //   keychainfs-bench idle   --vault PATH [--connections N] [--seconds T] [--partial]
 //
 // `fill` opens a vault file that no daemon is serving, unlocks it with the passphrase on standard
@@ -32,6 +32,7 @@ import KeychainClient
 import KeychainCore
 import KeychainCrypto
 import KeychainProtocol
+import Synchronization
 
 struct ModeOptions {
     var vault: String?
@@ -51,6 +52,7 @@ struct ModeOptions {
     var seconds = 3.0
     var connections = 1000
     var partial = false
+    var serviceTimes = false
 }
 
 func parseModeOptions(_ args: [String], usage: String) -> ModeOptions {
@@ -80,6 +82,7 @@ func parseModeOptions(_ args: [String], usage: String) -> ModeOptions {
         case "--clients": o.clients = c.positive(a)
         case "--connections": o.connections = c.positive(a)
         case "--partial": o.partial = true
+        case "--service-times": o.serviceTimes = true
         case "--seconds":
             guard let s = Double(c.value(a)), s > 0 else { fail("--seconds: not a positive number") }
             o.seconds = s
@@ -305,16 +308,20 @@ func threadCPUSeconds() -> Double {
 
 let socketUsage = """
     usage: keychainfs-bench socket --vault PATH --service S (--account A | --accounts N [--prefix P]
-                                   [--per-service M]) [--clients C] [--seconds T]
+                                   [--per-service M]) [--clients C] [--seconds T] [--service-times]
 
     C threads (default 1), each with its own connection to the vault's running daemon, send
     copyMatching requests with r_Data for S/A (or S/P<random i below N>; with --per-service M,
     S<i/M>/P<i>, the layout of fill --per-service) for T seconds (default 3) and check that each
-    answer holds a secret. Prints lookups per second and per-request latency.
+    answer holds a secret. Prints lookups per second, per-request latency and this process's
+    CPU per lookup (its threads' setup included, so run it for seconds). With
+    --service-times (the vault's owner or root), also the daemon's own count of the run's
+    requests: their wait inside the daemon and their service, median and 99th percentile,
+    the owner's and root's (daemon_*) apart from other users' (daemon_others_*).
     """
 
-/// One client thread's work and results; written by its thread only, read after the join.
-final class SocketWorker: @unchecked Sendable {
+/// One client thread's work and results.
+final class SocketWorker: Sendable {
     let vault: String
     let service: String
     let account: String?
@@ -324,10 +331,15 @@ final class SocketWorker: @unchecked Sendable {
     let start: Double
     let end: Double
     let seed: UInt64
-    var ops = 0
-    var errors = 0
-    var firstError: String?
-    var latencies: [Double] = []
+
+    struct Results: Sendable {
+        var ops = 0
+        var errors = 0
+        var firstError: String?
+        var latencies: [Double] = []
+    }
+    /// Set once by the worker's thread as it ends, read after the join.
+    let results = Mutex(Results())
 
     init(vault: String, options o: ModeOptions, start: Double, seed: UInt64) {
         self.vault = vault
@@ -342,10 +354,12 @@ final class SocketWorker: @unchecked Sendable {
     }
 
     func run() {
+        var r = Results()
+        defer { results.withLock { [r] in $0 = r } }
         let client: DaemonClient
         do { client = try DaemonClient.connect(vaultPath: vault) } catch {
-            errors += 1
-            firstError = "connect: \(describe(error))"
+            r.errors += 1
+            r.firstError = "connect: \(describe(error))"
             return
         }
         var rng = SplitMix64(state: seed)
@@ -353,7 +367,7 @@ final class SocketWorker: @unchecked Sendable {
         let fixedQuery: Attributes? = account.map {
             [.class: .itemClass(.genericPassword), .service: .string(service), .account: .string($0), .returnData: true]
         }
-        latencies.reserveCapacity(200_000)
+        r.latencies.reserveCapacity(200_000)
         while monotonic() < start { usleep(200) }
         while true {
             let query = fixedQuery ?? {
@@ -364,26 +378,26 @@ final class SocketWorker: @unchecked Sendable {
             let t0 = monotonic()
             if t0 >= end { break }
             do {
-                let r = try client.send(Request(.copyMatching, query: query))
+                let answer = try client.send(Request(.copyMatching, query: query))
                 let t1 = monotonic()
-                if let d = r.result.value?.data, d.count > 0 {
-                    ops += 1
-                    latencies.append(t1 - t0)
+                if let d = answer.result.value?.data, d.count > 0 {
+                    r.ops += 1
+                    r.latencies.append(t1 - t0)
                 } else {
-                    errors += 1
-                    if firstError == nil { firstError = "no data in the answer" }
+                    r.errors += 1
+                    if r.firstError == nil { r.firstError = "no data in the answer" }
                 }
             } catch {
-                errors += 1
-                if firstError == nil { firstError = describe(error) }
-                if errors > 100 { break }
+                r.errors += 1
+                if r.firstError == nil { r.firstError = describe(error) }
+                if r.errors > 100 { break }
             }
         }
     }
 }
 
 func startJoinableThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
-    final class Box: @unchecked Sendable { let body: @Sendable () -> Void; init(_ b: @escaping @Sendable () -> Void) { body = b } }
+    final class Box: Sendable { let body: @Sendable () -> Void; init(_ b: @escaping @Sendable () -> Void) { body = b } }
     let context = Unmanaged.passRetained(Box(body)).toOpaque()
     var thread = pthread_t()
     let rc = pthread_create(&thread, nil, { raw in
@@ -393,6 +407,14 @@ func startJoinableThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
     }, context)
     guard rc == 0 else { fail("pthread_create failed: \(rc)") }
     return thread
+}
+
+/// User and system CPU time of this process so far (getrusage), in seconds.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
 /// A number without digit grouping, for `key=value` output.
@@ -410,16 +432,33 @@ func socketMode(_ args: [String]) {
     guard o.account != nil || o.accounts > 0 else { fail("socket needs --account or --accounts\n\n" + socketUsage) }
     let vault = Paths.canonical(path)
     // Connections are made inside the threads before the common start time.
+    // The daemon's own count of the owner's wait and service starts with this run.
+    let admin = o.serviceTimes ? try? DaemonClient.connect(vaultPath: vault) : nil
+    if o.serviceTimes {
+        guard let admin, (try? admin.call(ServiceTimesRequest(reset: true), ServiceTimes.self)) != nil else {
+            fail("--service-times: the daemon does not report its service times to this user")
+        }
+    }
     let start = monotonic() + 0.3
+    let cpuBefore = processCPUSeconds()
     let workers = (0..<o.clients).map { SocketWorker(vault: vault, options: o, start: start, seed: 0x5EED &+ UInt64($0)) }
     let threads = workers.map { w in startJoinableThread { w.run() } }
     for t in threads { pthread_join(t, nil) }
-    let ops = workers.reduce(0) { $0 + $1.ops }
-    let errors = workers.reduce(0) { $0 + $1.errors }
-    let all = workers.flatMap(\.latencies).sorted()
-    if let e = workers.compactMap(\.firstError).first { emit("keychainfs-bench socket: \(errors) errors, first: \(e)", fd: 2) }
+    let clientCPU = processCPUSeconds() - cpuBefore
+    let results = workers.map { $0.results.withLock { $0 } }
+    let ops = results.reduce(0) { $0 + $1.ops }
+    let errors = results.reduce(0) { $0 + $1.errors }
+    let all = results.flatMap(\.latencies).sorted()
+    if let e = results.compactMap(\.firstError).first { emit("keychainfs-bench socket: \(errors) errors, first: \(e)", fd: 2) }
     emit("clients=\(o.clients) seconds=\(plain(o.seconds, 1)) ops=\(ops) errors=\(errors) "
          + "rate=\(plain(Double(ops) / o.seconds, 0)) median_us=\(plain(percentile(all, 50) * 1e6, 1)) "
-         + "p90_us=\(plain(percentile(all, 90) * 1e6, 1))")
+         + "p90_us=\(plain(percentile(all, 90) * 1e6, 1)) client_cpu_us_per_op=\(plain(clientCPU * 1e6 / Double(max(ops, 1)), 2))")
+    if let admin, let t = try? admin.call(ServiceTimesRequest(), ServiceTimes.self) {
+        // In the daemon: the privileged (owner's and root's) requests, and everyone else's.
+        for (name, s) in [("daemon", t.privileged), ("daemon_others", t.others)] {
+            emit("\(name)_requests=\(s.requests) \(name)_wait_p50_us=\(s.waitMedian) \(name)_wait_p99_us=\(s.waitP99) "
+                 + "\(name)_service_p50_us=\(s.serviceMedian) \(name)_service_p99_us=\(s.serviceP99)")
+        }
+    }
     if ops == 0 || errors > 0 { exit(1) }
 }

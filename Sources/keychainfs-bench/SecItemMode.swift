@@ -1,5 +1,6 @@
 import Glibc
 import Security
+import Synchronization
 
 /// `keychainfs-bench secitem --service S --account A [--threads N] [--seconds T]`: SecItemCopyMatching
 /// with kSecReturnData for one item through `import Security`, from N threads sharing the
@@ -20,7 +21,10 @@ func secitemMode(_ args: [String]) {
     }
     // Each thread builds its own query dictionary, as an app's code would.
     let (svc, acct) = (service, account)
-    final class Counter: @unchecked Sendable { var ops = 0; var errors = 0 }
+    final class Counter: Sendable {
+        let ops = Atomic(0)
+        let errors = Atomic(0)
+    }
     let counters = (0..<threads).map { _ in Counter() }
     let deadline = monotonic() + seconds
     let workers = counters.map { c in
@@ -29,12 +33,17 @@ func secitemMode(_ args: [String]) {
                          kSecReturnData: kCFBooleanTrue!] as CFDictionary
             while monotonic() < deadline {
                 var result: CFTypeRef?
-                if SecItemCopyMatching(query, &result) == errSecSuccess, result is NSData { c.ops += 1 } else { c.errors += 1 }
+                if SecItemCopyMatching(query, &result) == errSecSuccess, result is NSData {
+                    c.ops.add(1, ordering: .relaxed)
+                } else {
+                    c.errors.add(1, ordering: .relaxed)
+                }
             }
         }
     }
     for t in workers { pthread_join(t, nil) }
-    let ops = counters.reduce(0) { $0 + $1.ops }, errors = counters.reduce(0) { $0 + $1.errors }
+    let ops = counters.reduce(0) { $0 + $1.ops.load(ordering: .relaxed) }
+    let errors = counters.reduce(0) { $0 + $1.errors.load(ordering: .relaxed) }
     emit("threads=\(threads) seconds=\(plain(seconds, 1)) ops=\(ops) errors=\(errors) rate=\(plain(Double(ops) / seconds, 0))")
     if ops == 0 || errors > 0 { exit(1) }
 }

@@ -3,13 +3,14 @@ import Glibc
 import KeychainfsAccess
 import KeychainModel
 import KeychainProtocol
+import KeychainSystem
 import XCTest
 
 /// Who the unlock program is told asks: a caller named in an unlock request (`for-uid`,
 /// `for-pid`) is taken only from a relay running the daemon's own executable (the Secret
 /// Service provider); from any other socket caller the request is refused.
 final class RelayedAskerTests: XCTestCase {
-    let own = CallerIdentity.executablePath(pid: getpid())
+    let own = ProcessFiles.executable(of: getpid())
 
     func relay(_ exe: String?) -> CallerIdentity {
         CallerIdentity(pid: 4242, uid: 1000, gid: 1000, groups: [1000], executable: exe)

@@ -37,57 +37,57 @@ final class TypedRequestTests: XCTestCase {
 
     func testTypedRequestsEncodeAsTheStringKeyedOptionsDidAndDecodeBack() throws {
         let query = AuditQuery(since: 100, until: 200, uid: 1000, events: ["read", "add"], item: .named(service: "s", account: "a"))
-        try check("sign", .useKey(KeyUseRequest(ref: ref, use: .sign, algorithm: sign, input: try secret("message"))),
+        try check("sign", W.useKey(KeyUseRequest(ref: ref, use: .sign, algorithm: sign, input: try secret("message"))),
                   legacyBytes(.useKey, query: ["v_PersistentRef": .data(ref)], options: ["use": "sign", "algorithm": .string(sign)],
                               secrets: ["message"]))
-        try check("key exchange", .useKey(KeyUseRequest(ref: ref, use: .keyExchange, algorithm: "algid:keyexchange:ECDH:KDFX963:SHA256",
+        try check("key exchange", W.useKey(KeyUseRequest(ref: ref, use: .keyExchange, algorithm: "algid:keyexchange:ECDH:KDFX963:SHA256",
                                                         peer: [4, 1, 2], requestedSize: 32, sharedInfo: [9], input: try secret(""))),
                   legacyBytes(.useKey, query: ["v_PersistentRef": .data(ref)],
                               options: ["use": "keyExchange", "algorithm": "algid:keyexchange:ECDH:KDFX963:SHA256",
                                         "peer": .data([4, 1, 2]), "requestedSize": .number(32), "sharedInfo": .data([9])], secrets: [""]))
-        try check("unlock", .unlock(.passphrase(try secret("pass"))), legacyBytes(.unlock, options: [:], secrets: ["pass"]))
-        try check("unlock by program", .unlock(.byApprovalProgram(for: nil)), legacyBytes(.unlock, options: ["by": "approval-program"]))
-        try check("unlock by program for a relayed caller", .unlock(.byApprovalProgram(for: RelayedCaller(uid: 1000, pid: 4242))),
+        try check("unlock", W.unlock(.passphrase(try secret("pass"))), legacyBytes(.unlock, options: [:], secrets: ["pass"]))
+        try check("unlock by program", W.unlock(.byApprovalProgram(for: nil)), legacyBytes(.unlock, options: ["by": "approval-program"]))
+        try check("unlock by program for a relayed caller", W.unlock(.byApprovalProgram(for: RelayedCaller(uid: 1000, pid: 4242))),
                   legacyBytes(.unlock, options: ["by": "approval-program", "for-uid": .number(1000), "for-pid": .number(4242)]))
-        try check("passphrase", .changePassphrase(PassphraseChange(old: try secret("o"), new: try secret("n"), kdf: "sensitive")),
+        try check("passphrase", W.changePassphrase(PassphraseChange(old: try secret("o"), new: try secret("n"), kdf: "sensitive")),
                   legacyBytes(.changePassphrase, options: ["kdf": "sensitive"], secrets: ["o", "n"]))
-        try check("settings", .setSettings(SettingsChange(lockTimeout: 300, approvalProgram: "/bin/true", approvalTimeout: 30,
+        try check("settings", W.setSettings(SettingsChange(lockTimeout: 300, approvalProgram: "/bin/true", approvalTimeout: 30,
                                                           approvalRemember: 60, auditMaxSize: 0)),
                   legacyBytes(.setSettings, options: ["lock-timeout": .number(300), "approval-program": "/bin/true",
                                                       "approval-timeout": .number(30), "approval-remember": .number(60),
                                                       "audit-max-size": .number(0)]))
-        try check("audit verify", .audit(.verify), legacyBytes(.audit, options: ["verify": .bool(true)]))
-        try check("audit rotate", .audit(.rotate), legacyBytes(.audit, options: ["rotate": .bool(true)]))
-        try check("audit read", .audit(.read(query)),
+        try check("audit verify", W.audit(.verify), legacyBytes(.audit, options: ["verify": .bool(true)]))
+        try check("audit rotate", W.audit(.rotate), legacyBytes(.audit, options: ["rotate": .bool(true)]))
+        try check("audit read", W.audit(.read(query)),
                   legacyBytes(.audit, options: ["since": .number(100), "until": .number(200), "uid": .number(1000),
                                                 "events": "read,add", "item-service": "s", "item-account": "a"]))
-        try check("audit ref", .audit(.read(AuditQuery(item: .reference(Hex.encode(ref))))),
+        try check("audit ref", W.audit(.read(AuditQuery(item: .reference(Hex.encode(ref))))),
                   legacyBytes(.audit, options: ["item-ref": .string(Hex.encode(ref))]))
-        try check("sync init", .sync(.initCircle(server: "host=db", name: "a")),
+        try check("sync init", W.sync(.initCircle(server: "host=db", name: "a")),
                   legacyBytes(.sync, options: ["verb": "init", "server": "host=db", "name": "a"]))
-        try check("sync join", .sync(.join(server: "host=db", name: "b")),
+        try check("sync join", W.sync(.join(server: "host=db", name: "b")),
                   legacyBytes(.sync, options: ["verb": "join", "server": "host=db", "name": "b"]))
-        try check("sync approve", .sync(.approve(code: "ABCD-1234")), legacyBytes(.sync, options: ["verb": "approve", "code": "ABCD-1234"]))
-        try check("sync remove", .sync(.remove(host: "h1")), legacyBytes(.sync, options: ["verb": "remove", "host": "h1"]))
-        try check("sync leave", .sync(.leave), legacyBytes(.sync, options: ["verb": "leave"]))
-        try check("sync status", .sync(.status), legacyBytes(.sync, options: ["verb": "status"]))
-        try check("sync history", .sync(.history(service: "s", account: nil, secrets: true)),
+        try check("sync approve", W.sync(.approve(code: "ABCD-1234")), legacyBytes(.sync, options: ["verb": "approve", "code": "ABCD-1234"]))
+        try check("sync remove", W.sync(.remove(host: "h1")), legacyBytes(.sync, options: ["verb": "remove", "host": "h1"]))
+        try check("sync leave", W.sync(.leave), legacyBytes(.sync, options: ["verb": "leave"]))
+        try check("sync status", W.sync(.status), legacyBytes(.sync, options: ["verb": "status"]))
+        try check("sync history", W.sync(.history(service: "s", account: nil, secrets: true)),
                   legacyBytes(.sync, options: ["verb": "history", "service": "s", "secrets": .bool(true)]))
-        try check("mount", .mount(.mount(point: "/mnt/k", options: "ro")), legacyBytes(.mount, options: ["mountpoint": "/mnt/k", "options": "ro"]))
-        try check("unmount", .mount(.unmount(point: "/mnt/k")), legacyBytes(.unmount, options: ["mountpoint": "/mnt/k"]))
-        try check("watch", .watch(WatchRequest(service: "s")), legacyBytes(.watch, options: ["service": "s"]))
-        try check("watch all", .watch(WatchRequest()), legacyBytes(.watch, options: [:]))
-        try check("export", .export(.start(passphrase: try secret("bp"), kdf: "interactive", synchronizableOnly: true)),
+        try check("mount", W.mount(.mount(point: "/mnt/k", options: "ro")), legacyBytes(.mount, options: ["mountpoint": "/mnt/k", "options": "ro"]))
+        try check("unmount", W.mount(.unmount(point: "/mnt/k")), legacyBytes(.unmount, options: ["mountpoint": "/mnt/k"]))
+        try check("watch", W.watch(WatchRequest(service: "s")), legacyBytes(.watch, options: ["service": "s"]))
+        try check("watch all", W.watch(WatchRequest()), legacyBytes(.watch, options: [:]))
+        try check("export", W.export(.start(passphrase: try secret("bp"), kdf: "interactive", synchronizableOnly: true)),
                   legacyBytes(.export, options: ["kdf": "interactive", "synchronizable-only": .bool(true)], secrets: ["bp"]))
-        try check("export piece", .export(.piece(transfer: 7, offset: 16 << 20)),
+        try check("export piece", W.export(.piece(transfer: 7, offset: 16 << 20)),
                   legacyBytes(.export, options: ["transfer": .number(7), "offset": .number(16 << 20)]))
-        try check("import first piece", .import(.piece(BackupPiece(data: [1, 2], size: 4, policy: .keepNewer, groups: .keep))),
+        try check("import first piece", W.import(.piece(BackupPiece(data: [1, 2], size: 4, policy: .keepNewer, groups: .keep))),
                   legacyBytes(.import, options: ["data": .data([1, 2]), "size": .number(4), "policy": "keep-newer", "groups": "keep"]))
-        try check("import last piece", .import(.piece(BackupPiece(data: [3, 4], size: 4, transfer: 7, policy: .replace, groups: .skip,
+        try check("import last piece", W.import(.piece(BackupPiece(data: [3, 4], size: 4, transfer: 7, policy: .replace, groups: .skip,
                                                                   passphrase: try secret("bp")))),
                   legacyBytes(.import, options: ["data": .data([3, 4]), "size": .number(4), "transfer": .number(7), "policy": "replace",
                                                  "groups": "skip"], secrets: ["bp"]))
-        try check("purge", .import(.purgeOtherDevice), legacyBytes(.import, options: ["purge-other-device": .bool(true)]))
+        try check("purge", W.import(.purgeOtherDevice), legacyBytes(.import, options: ["purge-other-device": .bool(true)]))
         for (name, typed, legacy) in [
             ("group add", GroupRequest.add(GroupChange(name: "team", owner: 1000, gid: 100, mode: 0o440, grantsLock: true,
                                                         grantsAudit: false, executables: ["/usr/bin/a", "/usr/bin/b"])),
@@ -103,10 +103,28 @@ final class TypedRequestTests: XCTestCase {
         }
     }
 
-    private func check(_ name: String, _ typed: DaemonRequest, _ legacy: [UInt8]) throws {
+    /// Each operation's request type, by the operation's name.
+    private enum W {
+        static func useKey(_ r: KeyUseRequest) -> any TypedRequest { r }
+        static func unlock(_ r: UnlockRequest) -> any TypedRequest { r }
+        static func changePassphrase(_ r: PassphraseChange) -> any TypedRequest { r }
+        static func setSettings(_ r: SettingsChange) -> any TypedRequest { r }
+        static func audit(_ r: AuditRequest) -> any TypedRequest { r }
+        static func sync(_ r: SyncRequest) -> any TypedRequest { r }
+        static func mount(_ r: MountRequest) -> any TypedRequest { r }
+        static func watch(_ r: WatchRequest) -> any TypedRequest { r }
+        static func export(_ r: ExportRequest) -> any TypedRequest { r }
+        static func `import`(_ r: ImportRequest) -> any TypedRequest { r }
+    }
+
+    /// The typed request encodes to the legacy bytes, and what the daemon decodes from them (its
+    /// row's request type) encodes to them again.
+    private func check(_ name: String, _ typed: any TypedRequest, _ legacy: [UInt8]) throws {
         let encoded = try bytes(typed.request)
         XCTAssertEqual(encoded, legacy, name)
-        let decoded = try DaemonRequest(decoding: Request.decode(try SecureBytes(copying: encoded)))
+        let request = try Request.decode(try SecureBytes(copying: encoded))
+        XCTAssertNotNil(OperationTable.row(for: request), "\(name) has a row")
+        let decoded = try type(of: typed).init(decoding: request)
         XCTAssertEqual(try bytes(decoded.request), legacy, "\(name) decodes to the same request")
     }
 

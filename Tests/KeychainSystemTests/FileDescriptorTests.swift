@@ -69,6 +69,24 @@ final class FileDescriptorTests: XCTestCase {
         XCTAssertEqual(try fd.readToEnd(limit: 5), Array("23456".utf8))
     }
 
+    func testAppendedWritesLandAtTheEndAndTruncateCutsThem() throws {
+        let path = scratch.file("log")
+        try Data("first\n".utf8).write(to: URL(fileURLWithPath: path))
+        let fd = try FileDescriptor.open(path, .writeOnly, options: [.append, .noFollow])
+        defer { try? fd.close() }
+        try fd.seek(offset: 0, from: .start)  // O_APPEND writes at the end wherever the position is
+        XCTAssertEqual(try Array("second\n".utf8).withUnsafeBytes { b in try Result { () throws(Errno) in try fd.write(b) }.get() }, 7)
+        XCTAssertEqual(try FileSystem.contents(of: path, limit: 100), Array("first\nsecond\n".utf8))
+        try fd.truncate(toLength: 6)
+        XCTAssertEqual(try fd.status().size, 6)
+        XCTAssertEqual(try FileSystem.contents(of: path, limit: 100), Array("first\n".utf8))
+        let readOnly = try FileDescriptor.open(path, .readOnly)
+        defer { try? readOnly.close() }
+        XCTAssertEqual(thrownErrno { try readOnly.truncate(toLength: 0) }, .invalidArgument, "not open for writing")
+        XCTAssertEqual(thrownErrno { try [UInt8]([1]).withUnsafeBytes { b in try Result { () throws(Errno) in try readOnly.write(b) }.get() } },
+                       .badDescriptor)
+    }
+
     func testOpenedDescriptorsAreCloseOnExec() throws {
         let fd = try FileDescriptor.open("/dev/null", .readWrite)
         defer { try? fd.close() }

@@ -31,6 +31,19 @@ final class FileSystemTests: XCTestCase {
         XCTAssertEqual(thrownErrno { try FileSystem.entries(of: scratch.file("d/a")) }, .notDirectory)
     }
 
+    func testTwoNamesOfOneFileAreTheSameFileAndACopyIsNot() throws {
+        try Data("abc".utf8).write(to: URL(fileURLWithPath: scratch.file("a")))
+        try FileSystem.link(scratch.file("a"), as: scratch.file("b"))
+        try Data("abc".utf8).write(to: URL(fileURLWithPath: scratch.file("c")))
+        let a = try FileSystem.status(of: scratch.file("a"))
+        XCTAssertTrue(a.isSameFile(as: try FileSystem.status(of: scratch.file("b"))))
+        XCTAssertFalse(a.isSameFile(as: try FileSystem.status(of: scratch.file("c"))))
+        let fd = try FileDescriptor.open(scratch.file("b"), .readOnly)
+        defer { try? fd.close() }
+        XCTAssertTrue(a.isSameFile(as: try fd.status()), "fstat names the same inode")
+        XCTAssertEqual(thrownErrno { try FileSystem.link(scratch.file("a"), as: scratch.file("c")) }, .fileExists)
+    }
+
     func testRenameRemoveAndExists() throws {
         try Data("new".utf8).write(to: URL(fileURLWithPath: scratch.file("new")))
         try Data("old".utf8).write(to: URL(fileURLWithPath: scratch.file("old")))

@@ -1,6 +1,4 @@
-import Glibc
-import KeychainCore
-import KeychainCrypto
+import KeychainModel
 @testable import KeychainfsAccess
 import XCTest
 
@@ -85,7 +83,7 @@ final class AccessGroupTests: XCTestCase {
         XCTAssertNil(table.group(named: "nobody"))
 
         // The sealed setting's bytes: a u16 count, then each record.
-        let encoded = try table.encoded().withUnsafeBytes { Array($0) }
+        let encoded = try table.encoded()
         XCTAssertEqual(Array(encoded.prefix(2)), [0, 4])
         let back = try encoded.withUnsafeBytes { buf -> [AccessGroup] in
             var r = ByteReader(buf)
@@ -93,33 +91,28 @@ final class AccessGroupTests: XCTestCase {
             return try (0..<4).map { _ in try XCTUnwrap(AccessGroup(record: try AttributeCoding.readFields(from: &r))) }
         }
         XCTAssertEqual(back, table.groups)
+        XCTAssertEqual(try encoded.withUnsafeBytes { try AccessGroupTable(encoded: $0) }.groups, table.groups)
+    }
+
+    func testStoredBytesThatDoNotReadAsATableAreDecodeErrors() throws {
+        let encoded = try AccessGroupTable(groups: [AccessGroup(name: "team", owner: owner, gid: gid)]).encoded()
+        for cut in [0, 1, 2, encoded.count - 1] {
+            XCTAssertThrowsError(try Array(encoded.prefix(cut)).withUnsafeBytes { try AccessGroupTable(encoded: $0) }, "cut at \(cut)") {
+                XCTAssertEqual($0 as? KeychainStatus, .decode)
+            }
+        }
+        // A whole record that is not a group (no name).
+        var w = ByteWriter()
+        w.u16(1)
+        AttributeCoding.write(["owner": .number(5)] as Fields, into: &w)
+        XCTAssertThrowsError(try w.bytes.withUnsafeBytes { try AccessGroupTable(encoded: $0) }) {
+            XCTAssertEqual($0 as? KeychainStatus, .decode)
+        }
+        XCTAssertEqual(try [0, 0].withUnsafeBytes { try AccessGroupTable(encoded: $0) }.groups, [], "no groups")
     }
 
     func testATableTooLargeForItsCountIsRefusedNotCut() {
         let many = AccessGroupTable(groups: Array(repeating: AccessGroup(name: "g", owner: 0, gid: 0), count: 65_536))
         XCTAssertThrowsError(try many.encoded()) { XCTAssertEqual($0 as? KeychainStatus, .param) }
-    }
-}
-
-/// Callers' identities as the kernel reports them, read from /proc for this very process.
-final class CallerIdentityTests: XCTestCase {
-    func testThisProcessIsReadFromProc() {
-        let me = CallerIdentity.of(pid: getpid(), uid: getuid(), gid: getgid())
-        XCTAssertEqual(me.pid, getpid())
-        var groups = [gid_t](repeating: 0, count: 256)
-        let n = getgroups(Int32(groups.count), &groups)
-        XCTAssertEqual(me.groups, Set(groups.prefix(Int(n))).union([getgid()]), "Groups: of /proc/PID/status and the primary group")
-        var exe = [CChar](repeating: 0, count: 4096)
-        let len = readlink("/proc/self/exe", &exe, exe.count - 1)
-        XCTAssertEqual(me.executable, String(decoding: exe.prefix(len).map { UInt8(bitPattern: $0) }, as: UTF8.self))
-    }
-
-    func testAProcessThatIsGoneHasNoGroupsAndNoExecutable() {
-        // pid_max is at most 2^22: this pid never exists.
-        let gone = CallerIdentity.of(pid: 1 << 23, uid: 7, gid: 8)
-        XCTAssertEqual(gone.groups, [8], "only the gid the request carried")
-        XCTAssertNil(gone.executable)
-        XCTAssertNil(readSmallBytes("/proc/\(1 << 23)/status"))
-        XCTAssertEqual(readSmallFile("/proc/self/comm")?.isEmpty, false)
     }
 }

@@ -12,6 +12,8 @@ import Synchronization
 /// (`EPOLLONESHOT`), so exactly one thread works on a connection between two arms: its fields
 /// need no lock. Only `deadline` is read by the sweeper, which then shuts the socket down and
 /// lets the owning path close it.
+// Unchecked for that reason: epoll's one-shot arming, not a lock, hands the fields from thread
+// to thread.
 final class Connection: @unchecked Sendable {
     let id: UInt64
     let fd: Int32

@@ -4,31 +4,49 @@ import KeychainfsAccess
 import KeychainCore
 import KeychainCrypto
 import KeychainProtocol
+import KeychainSystem
 import Synchronization
 
 /// What the connection layer asks of the daemon.
 protocol RequestHandling: AnyObject, Sendable {
-    /// How an operation is admitted and where it runs.
-    func rule(for operation: Operation) -> OperationRule
-    /// Answers one request. On an event thread (`onSlowWorker` false) a request that turns out
-    /// to need waiting throws `Deferral.toSlowWorker`; on a slow worker, `Deferral.retry(at:)`
-    /// asks to run again once a back-off has passed.
-    func respond(to request: Request, from caller: CallerIdentity, onSlowWorker: Bool) throws -> Reply
+    /// The request's operation: how it is admitted and where it runs; nil when it names none.
+    func row(for request: Request) -> OperationRow?
+    /// Answers one request its row admitted, or hands the rest to a slow worker. Never throws:
+    /// every error is a status in the reply, also in the steps it hands on.
+    func respond(to request: Request, row: OperationRow, from caller: CallerIdentity) -> Outcome
+    /// Each request's wait and service time (`serviceTimes`).
+    var serviceClock: ServiceClock { get }
     /// Takes over a connection that now only receives events (`watch`).
     func adoptWatcher(fd: Int32, caller: CallerIdentity, request: Request)
     /// Ends the daemon after a `stop` has been answered.
     func stopAfterReply(_ caller: CallerIdentity) -> Never
 }
 
-struct Reply {
+struct Reply: Sendable {
     enum After { case nothing, watch, stop }
     var response: Response
     var after: After = .nothing
 }
 
-enum Deferral: Error {
-    case toSlowWorker
-    case retry(at: Double)
+/// One request's time inside the daemon: waiting (for a thread, a slow worker, the end of a
+/// back-off) and being served, in seconds.
+struct RequestTiming: Sendable {
+    var readyAt: Double
+    var waited = 0.0
+    var served = 0.0
+
+    init(readAt: Double) { readyAt = readAt }
+
+    /// Runs one step of the request, counting the wait before it and its run.
+    mutating func measure(_ step: () -> Outcome) -> Outcome {
+        let start = monotonicSeconds()
+        waited += max(0, start - readyAt)
+        let outcome = step()
+        let end = monotonicSeconds()
+        served += end - start
+        if case .onSlowWorker(let notBefore, _) = outcome { readyAt = max(end, notBefore) }
+        return outcome
+    }
 }
 
 /// The daemon's socket server: one epoll set holding the listener, every connection and a
@@ -36,10 +54,10 @@ enum Deferral: Error {
 /// a time (`EPOLLONESHOT`), so the thread that gets it owns the connection until it arms it
 /// again. An idle connection costs a descriptor, never a thread; a request that waits runs on
 /// a `SlowLane` worker; partial frames and unread replies have a deadline (`ServerLimits`).
-final class ConnectionServer: @unchecked Sendable {
-    private let epoll: Int32
+final class ConnectionServer: Sendable {
+    private let epoll: Epoll
     private let listener: Int32
-    private let timer: Int32
+    private let timer: PeriodicTimer
     private let handler: RequestHandling
     let quotas: Quotas
     let limits: ServerLimits
@@ -57,7 +75,7 @@ final class ConnectionServer: @unchecked Sendable {
     /// be built for want of guarded memory (it holds no secret).
     private let outOfMemoryFrame: [UInt8]
     /// Level-triggered: once written, every event thread wakes and ends (`stop`).
-    private let stopper: Int32
+    private let stopper: EventCounter
     private let running = Atomic<Int>(0)
 
     private static let listenerID: UInt64 = 1
@@ -75,16 +93,15 @@ final class ConnectionServer: @unchecked Sendable {
         quotas = Quotas(limits: limits)
         slow = SlowLane(limits: limits)
         closer = try DescriptorCloser()
-        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
-        timer = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC | TFD_NONBLOCK))
-        stopper = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        guard epoll >= 0, timer >= 0, stopper >= 0, kcfs_set_nonblocking(listener) == 0 else { throw KeychainStatus.io }
-        var wake = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: Self.stopID))
-        guard epoll_ctl(epoll, EPOLL_CTL_ADD, stopper, &wake) == 0 else { throw KeychainStatus.io }
-        var spec = itimerspec(it_interval: timespec(tv_sec: 1, tv_nsec: 0), it_value: timespec(tv_sec: 1, tv_nsec: 0))
-        guard timerfd_settime(timer, 0, &spec, nil) == 0,
-              register(listener, id: Self.listenerID, events: EPOLLIN.rawValue),
-              register(timer, id: Self.timerID, events: EPOLLIN.rawValue) else { throw KeychainStatus.io }
+        do {
+            epoll = try Epoll()
+            timer = try PeriodicTimer(everySeconds: 1)
+            stopper = try EventCounter(nonBlocking: true)
+            try epoll.add(stopper.descriptor, tag: Self.stopID, events: .readable)
+        } catch { throw KeychainStatus.io }
+        guard kcfs_set_nonblocking(listener) == 0 else { throw KeychainStatus.io }
+        guard register(listener, id: Self.listenerID, events: .readable),
+              register(timer.descriptor, id: Self.timerID, events: .readable) else { throw KeychainStatus.io }
         spare.withLock { $0 = open("/dev/null", O_RDONLY | O_CLOEXEC) }
     }
 
@@ -109,15 +126,15 @@ final class ConnectionServer: @unchecked Sendable {
     /// Ends an in-process server (tests): the event threads return, every connection and the
     /// listener are closed. Slow workers finish what they run and then wait, idle.
     func stop() {
-        var one: UInt64 = 1
-        _ = write(stopper, &one, 8)
+        stopper.signal()
         while running.load(ordering: .acquiring) > 0 { usleep(1_000) }
         slow.stop()
         closer.stop()
         for c in connections.withLock({ Array($0.values) }) { drop(c) }
         close(listener)
-        close(timer)
-        close(epoll)
+        timer.close()
+        stopper.close()
+        epoll.close()
         spare.withLock { if $0 >= 0 { close($0) } }
     }
 
@@ -138,7 +155,7 @@ final class ConnectionServer: @unchecked Sendable {
         let connection = Connection(id: id, fd: fd, caller: caller, deadlineSeconds: limits.frameDeadline,
                                     closer: mayPass ? closer : nil)
         connections.withLock { $0[id] = connection }
-        guard register(fd, id: id, events: EPOLLIN.rawValue) else {
+        guard register(fd, id: id, events: .readable) else {
             drop(connection)
             return false
         }
@@ -150,24 +167,21 @@ final class ConnectionServer: @unchecked Sendable {
     private func eventLoop() {
         defer { running.subtract(1, ordering: .releasing) }
         guard let scratch = try? WorkerScratch(onEventThread: true) else { return }
-        var event = epoll_event()
         while true {
-            let n = epoll_wait(epoll, &event, 1, -1)
-            guard n == 1 else { continue }  // EINTR
-            switch event.data.u64 {
+            guard let event = epoll.next() else { continue }  // EINTR
+            switch event.tag {
             case Self.stopID:
                 return
             case Self.listenerID:
                 acceptPending()
-                rearm(listener, id: Self.listenerID, events: EPOLLIN.rawValue)
+                rearm(listener, id: Self.listenerID, events: .readable)
             case Self.timerID:
-                var ticks: UInt64 = 0
-                _ = read(timer, &ticks, 8)
+                timer.drain()
                 sweepDeadlines()
-                rearm(timer, id: Self.timerID, events: EPOLLIN.rawValue)
+                rearm(timer.descriptor, id: Self.timerID, events: .readable)
             default:
-                guard let connection = connections.withLock({ $0[event.data.u64] }) else { continue }
-                if event.events & EPOLLOUT.rawValue != 0 {
+                guard let connection = connections.withLock({ $0[event.tag] }) else { continue }
+                if event.events.contains(.writable) {
                     afterSend(connection, connection.continueSending(quotas: quotas), scratch: scratch)
                 } else {
                     serveInTurn(connection, scratch: scratch)
@@ -193,11 +207,11 @@ final class ConnectionServer: @unchecked Sendable {
             case .closed: return drop(connection)
             case .frame(let frame):
                 connection.awakeMisses = 0
-                return answer(frame, on: connection, onSlowWorker: false, scratch: scratch)
+                return answer(frame, on: connection, scratch: scratch)
             case .wouldBlock:
                 if monotonicSeconds() < until { continue }
                 connection.awakeMisses += 1
-                return rearm(connection.fd, id: connection.id, events: EPOLLIN.rawValue)
+                return rearm(connection.fd, id: connection.id, events: .readable)
             }
         }
     }
@@ -247,19 +261,20 @@ final class ConnectionServer: @unchecked Sendable {
         if limits.isPrivileged(uid: uid) { return serve(connection, scratch: scratch) }
         guard turns.begin(connection) else { return }
         serve(connection, scratch: scratch)
-        if let next = turns.end(uid: uid) { rearm(next.fd, id: next.id, events: EPOLLIN.rawValue) }
+        if let next = turns.end(uid: uid) { rearm(next.fd, id: next.id, events: .readable) }
     }
 
     /// Reads from a connection that became readable, and answers each complete frame.
     private func serve(_ connection: Connection, scratch: WorkerScratch) {
         switch connection.receive(into: scratch.bytes, quotas: quotas) {
         case .closed: drop(connection)
-        case .wouldBlock: rearm(connection.fd, id: connection.id, events: EPOLLIN.rawValue)
-        case .frame(let frame): answer(frame, on: connection, onSlowWorker: false, scratch: scratch)
+        case .wouldBlock: rearm(connection.fd, id: connection.id, events: .readable)
+        case .frame(let frame): answer(frame, on: connection, scratch: scratch)
         }
     }
 
-    private func answer(_ frame: SecureBytes, on connection: Connection, onSlowWorker: Bool, scratch: WorkerScratch) {
+    private func answer(_ frame: SecureBytes, on connection: Connection, scratch: WorkerScratch) {
+        let readAt = monotonicSeconds()
         // Only a mount takes a descriptor (it is /dev/fuse: `Connection.receiveBytes`); any
         // other request's is closed with this reference.
         let passed = connection.takeDescriptor()
@@ -276,49 +291,74 @@ final class ConnectionServer: @unchecked Sendable {
             return
         }
         frame.wipe()  // its bytes live on in the request; its charge stays until the reply
-        let rule = handler.rule(for: request.operation)
-        guard rule.secrets.contains(request.secrets.count) else {
+        guard let row = handler.row(for: request), row.secrets.contains(request.secrets.count) else {
             connection.finished(frame: frame, quotas: quotas)
             reply(Reply(response: Response(status: .param)), on: connection, scratch: scratch)
             return
         }
-        if rule.slow && !onSlowWorker { return handOver(request, frame: frame, on: connection) }
-        do {
-            let r = try handler.respond(to: request, from: connection.caller, onSlowWorker: onSlowWorker)
-            connection.finished(frame: frame, quotas: quotas)
-            reply(r, on: connection, request: request, scratch: scratch)
-        } catch Deferral.toSlowWorker {
-            handOver(request, frame: frame, on: connection)
-        } catch {
-            connection.finished(frame: frame, quotas: quotas)
-            reply(Reply(response: Response(status: .internalComponent)), on: connection, scratch: scratch)
+        var timing = RequestTiming(readAt: readAt)
+        let caller = connection.caller
+        let first: @Sendable () -> Outcome = { [handler, request] in handler.respond(to: request, row: row, from: caller) }
+        if row.runsOnSlowWorker(request) {
+            return handOver(first, notBefore: 0, timing: timing, request: request, frame: frame, on: connection)
+        }
+        switch timing.measure(first) {
+        case .reply(let r):
+            finish(r, timing: timing, request: request, frame: frame, on: connection, scratch: scratch)
+        case .onSlowWorker(let notBefore, let next):
+            handOver(Self.unthrowing(next), notBefore: notBefore, timing: timing, request: request, frame: frame, on: connection)
         }
     }
 
-    /// Queues a request for a slow worker; the connection stays disarmed until it is answered.
-    private func handOver(_ request: Request, frame: SecureBytes, on connection: Connection) {
+    /// A step the daemon guarded (its errors are statuses already) as the lanes run it.
+    private static func unthrowing(_ step: @escaping @Sendable () throws -> Outcome) -> @Sendable () -> Outcome {
+        { (try? step()) ?? .reply(Reply(response: Response(status: .internalComponent))) }
+    }
+
+    private func finish(_ r: Reply, timing: RequestTiming, request: Request, frame: SecureBytes, on connection: Connection,
+                        scratch: WorkerScratch?) {
+        handler.serviceClock.record(privileged: limits.isPrivileged(uid: connection.caller.uid), wait: timing.waited,
+                                    service: timing.served)
+        connection.finished(frame: frame, quotas: quotas)
+        reply(r, on: connection, request: request, scratch: scratch)
+    }
+
+    /// Queues the rest of a request for a slow worker; the connection stays disarmed until it
+    /// is answered. A step that must wait longer (a back-off) goes back to the queue.
+    private func handOver(_ step: @escaping @Sendable () -> Outcome, notBefore: Double, timing: RequestTiming, request: Request,
+                          frame: SecureBytes, on connection: Connection) {
         guard quotas.admitSlow(uid: connection.caller.uid) else {
             connection.finished(frame: frame, quotas: quotas)
             // Too many of this caller's requests are waiting already.
             reply(Reply(response: Response(status: .allocate)), on: connection, scratch: nil)
             return
         }
-        slow.submit(SlowLane.Task(connection: connection) { [self] scratch in
-            do {
-                let r = try handler.respond(to: request, from: connection.caller, onSlowWorker: true)
-                quotas.releaseSlow(uid: connection.caller.uid)
-                connection.finished(frame: frame, quotas: quotas)
-                reply(r, on: connection, request: request, scratch: scratch)
-                return nil
-            } catch Deferral.retry(let at) {
-                return at
-            } catch {
-                quotas.releaseSlow(uid: connection.caller.uid)
-                connection.finished(frame: frame, quotas: quotas)
-                reply(Reply(response: Response(status: .internalComponent)), on: connection, scratch: scratch)
-                return nil
+        /// The step to run next and the time counted so far; one worker runs it at a time.
+        final class Pending: Sendable {
+            struct State: Sendable {
+                var step: @Sendable () -> Outcome
+                var timing: RequestTiming
             }
-        })
+            let state: Mutex<State>
+            init(_ state: State) { self.state = Mutex(state) }
+        }
+        let pending = Pending(Pending.State(step: step, timing: timing))
+        var task = SlowLane.Task(connection: connection) { [self] scratch in
+            var s = pending.state.withLock { $0 }
+            let outcome = s.timing.measure(s.step)
+            switch outcome {
+            case .reply(let r):
+                quotas.releaseSlow(uid: connection.caller.uid)
+                finish(r, timing: s.timing, request: request, frame: frame, on: connection, scratch: scratch)
+                return nil
+            case .onSlowWorker(let again, let next):
+                s.step = Self.unthrowing(next)
+                pending.state.withLock { $0 = s }
+                return again
+            }
+        }
+        task.notBefore = notBefore
+        slow.submit(task)
     }
 
     private func reply(_ r: Reply, on connection: Connection, request: Request? = nil, scratch: WorkerScratch?) {
@@ -334,7 +374,7 @@ final class ConnectionServer: @unchecked Sendable {
         case .watch:
             guard sent == .done, let request else { return drop(connection) }
             // From now on the event hub owns the descriptor.
-            _ = epoll_ctl(epoll, EPOLL_CTL_DEL, connection.fd, nil)
+            try? epoll.remove(connection.fd)
             connections.withLock { _ = $0.removeValue(forKey: connection.id) }
             connection.release(quotas: quotas)
             quotas.releaseConnection(uid: connection.caller.uid)
@@ -353,7 +393,7 @@ final class ConnectionServer: @unchecked Sendable {
     private func afterSend(_ connection: Connection, _ sent: Connection.Sent, scratch: WorkerScratch?) {
         switch sent {
         case .failed: drop(connection)
-        case .wouldBlock: rearm(connection.fd, id: connection.id, events: EPOLLOUT.rawValue)
+        case .wouldBlock: rearm(connection.fd, id: connection.id, events: .writable)
         case .done:
             // Bytes the client sent ahead are answered now: the socket will not signal them again.
             if connection.hasUnread, let scratch { serve(connection, scratch: scratch) }
@@ -361,13 +401,13 @@ final class ConnectionServer: @unchecked Sendable {
                     connection.keepsAwake {
                 scratch.awake = connection  // the event loop waits for its next request (`serveAwake`)
             } else {
-                rearm(connection.fd, id: connection.id, events: EPOLLIN.rawValue)
+                rearm(connection.fd, id: connection.id, events: .readable)
             }
         }
     }
 
     private func drop(_ connection: Connection) {
-        _ = epoll_ctl(epoll, EPOLL_CTL_DEL, connection.fd, nil)
+        try? epoll.remove(connection.fd)
         connections.withLock { _ = $0.removeValue(forKey: connection.id) }
         close(connection.fd)
         connection.release(quotas: quotas)
@@ -376,13 +416,11 @@ final class ConnectionServer: @unchecked Sendable {
 
     // MARK: epoll
 
-    private func register(_ fd: Int32, id: UInt64, events: UInt32) -> Bool {
-        var e = epoll_event(events: events | EPOLLONESHOT.rawValue | EPOLLRDHUP.rawValue, data: epoll_data_t(u64: id))
-        return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &e) == 0
+    private func register(_ fd: Int32, id: UInt64, events: Epoll.Events) -> Bool {
+        (try? epoll.add(fd, tag: id, events: events.union([.oneShot, .peerClosed]))) != nil
     }
 
-    private func rearm(_ fd: Int32, id: UInt64, events: UInt32) {
-        var e = epoll_event(events: events | EPOLLONESHOT.rawValue | EPOLLRDHUP.rawValue, data: epoll_data_t(u64: id))
-        _ = epoll_ctl(epoll, EPOLL_CTL_MOD, fd, &e)
+    private func rearm(_ fd: Int32, id: UInt64, events: Epoll.Events) {
+        try? epoll.rearm(fd, tag: id, events: events.union([.oneShot, .peerClosed]))
     }
 }

@@ -1,5 +1,6 @@
 import CProcess
 import Glibc
+import KeychainSystem
 import KeychainCore
 import Synchronization
 
@@ -19,13 +20,12 @@ final class DescriptorCloser: Sendable {
     }
     private let state = Mutex(State())
     /// Counts what was queued; the closer sleeps on it.
-    private let wake: Int32
+    private let wake: EventCounter
 
     init() throws {
-        wake = eventfd(0, Int32(EFD_CLOEXEC))
-        guard wake >= 0 else { throw KeychainStatus.io }
+        do { wake = try EventCounter() } catch { throw KeychainStatus.io }
         guard spawnThread("kcfs-closer", { [self] in run() }) else {
-            Glibc.close(wake)
+            wake.close()
             throw KeychainStatus.internalComponent
         }
     }
@@ -37,8 +37,7 @@ final class DescriptorCloser: Sendable {
             s.pending.append(fd)
             return s.pending.count <= Self.capacity
         }
-        var one: UInt64 = 1
-        _ = write(wake, &one, 8)
+        wake.signal()
         return room
     }
 
@@ -46,14 +45,12 @@ final class DescriptorCloser: Sendable {
     /// process's exit ends it).
     func stop() {
         state.withLock { $0.stopped = true }
-        var one: UInt64 = 1
-        _ = write(wake, &one, 8)
+        wake.signal()
     }
 
     private func run() {
         while true {
-            var count: UInt64 = 0
-            _ = read(wake, &count, 8)
+            wake.drain()
             let (batch, stopped) = state.withLock { s -> ([Int32], Bool) in
                 defer { s.pending = [] }
                 return (s.pending, s.stopped)
@@ -61,6 +58,6 @@ final class DescriptorCloser: Sendable {
             for fd in batch { Glibc.close(fd) }
             if stopped { break }
         }
-        Glibc.close(wake)
+        wake.close()
     }
 }

@@ -2,6 +2,7 @@ import CProcess
 import Glibc
 import KeychainfsAccess
 import KeychainProtocol
+import KeychainSystem
 
 /// The identity of a socket's peer, taken from the kernel once, when the connection is
 /// accepted, and never again from `/proc` by a pid that could by then name another process.
@@ -35,7 +36,7 @@ enum PinnedIdentity {
         let pidfd = kcfs_peer_pidfd(fd)
         guard pidfd >= 0 else { return nil }
         defer { close(pidfd) }
-        guard pid > 0, let path = CallerIdentity.executablePath(pid: pid) else { return nil }
+        guard pid > 0, let path = ProcessFiles.executable(of: pid) else { return nil }
         // Read first, checked after: a pid can be reused only once its process has been reaped.
         return kcfs_pidfd_alive(pidfd) == 1 ? path : nil
     }

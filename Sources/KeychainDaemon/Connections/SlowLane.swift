@@ -3,6 +3,7 @@ import Glibc
 import KeychainfsAccess
 import KeychainCore
 import KeychainCrypto
+import KeychainSystem
 
 /// Workers for requests that wait: passphrase checks and their back-off, approval programs,
 /// mounts, locks, backups. An event thread hands such a request over and goes back to the
@@ -12,30 +13,30 @@ import KeychainCrypto
 /// vault's owner and root), and some workers take only the owner's and root's tasks, so they
 /// are never queued behind another uid. A task may ask to run again later (a back-off that has
 /// not passed): it waits in the queue, holding no thread.
-final class SlowLane: @unchecked Sendable {
-    struct Task {
+final class SlowLane: Sendable {
+    struct Task: Sendable {
         let connection: Connection
         /// Runs the task on a worker; returns a time (monotonic seconds) to run again at, or nil.
-        let run: (_ scratch: WorkerScratch) -> Double?
+        let run: @Sendable (_ scratch: WorkerScratch) -> Double?
         var notBefore: Double = 0
     }
 
+    /// What the workers share: the queue, who runs now, whether to end.
+    private struct State: Sendable {
+        var queue: [Task] = []
+        /// uids (other than the privileged) with a task running now.
+        var running: Set<UInt32> = []
+        var stopping = false
+    }
+
     private let limits: ServerLimits
-    private var mutex = pthread_mutex_t()
-    private var condition = pthread_cond_t()
-    private var queue: [Task] = []
-    /// uids (other than the privileged) with a task running now.
-    private var running: Set<UInt32> = []
-    private var stopping = false
+    /// A pthread mutex and condition allocated once (`ConditionLock`) rather than a `Mutex`:
+    /// workers sleep until a task comes or a back-off ends, `Mutex` has no condition to wait
+    /// on, and a futex or eventfd beside one would redo what pthread_cond_timedwait does.
+    private let state = ConditionLock(State())
 
     init(limits: ServerLimits) {
         self.limits = limits
-        pthread_mutex_init(&mutex, nil)
-        var attr = pthread_condattr_t()
-        pthread_condattr_init(&attr)
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
-        pthread_cond_init(&condition, &attr)
-        pthread_condattr_destroy(&attr)
     }
 
     /// - Throws: `KeychainStatus.internalComponent` when a worker thread cannot be started.
@@ -49,18 +50,12 @@ final class SlowLane: @unchecked Sendable {
     }
 
     func submit(_ task: Task) {
-        pthread_mutex_lock(&mutex)
-        queue.append(task)
-        pthread_cond_broadcast(&condition)
-        pthread_mutex_unlock(&mutex)
+        state.withLockWakingWaiters { $0.queue.append(task) }
     }
 
     /// Workers end once the queue holds nothing they may run (an in-process server's `stop`).
     func stop() {
-        pthread_mutex_lock(&mutex)
-        stopping = true
-        pthread_cond_broadcast(&condition)
-        pthread_mutex_unlock(&mutex)
+        state.withLockWakingWaiters { $0.stopping = true }
     }
 
     private func work(privilegedOnly: Bool) {
@@ -69,39 +64,31 @@ final class SlowLane: @unchecked Sendable {
             guard var task = next(privilegedOnly: privilegedOnly) else { return }
             let uid = task.connection.caller.uid
             let again = task.run(scratch)
-            pthread_mutex_lock(&mutex)
-            running.remove(uid)
-            if let again {
-                task.notBefore = again
-                queue.append(task)
+            state.withLockWakingWaiters { s in
+                s.running.remove(uid)
+                if let again {
+                    task.notBefore = again
+                    s.queue.append(task)
+                }
             }
-            pthread_cond_broadcast(&condition)
-            pthread_mutex_unlock(&mutex)
         }
     }
 
     /// Waits for the first task this worker may run now.
     private func next(privilegedOnly: Bool) -> Task? {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        while true {
+        state.wait { s -> ConditionLock<State>.Decision<Task?> in
             let now = monotonicSeconds()
             var earliest = Double.infinity
-            for (i, t) in queue.enumerated() {
+            for (i, t) in s.queue.enumerated() {
                 let uid = t.connection.caller.uid
                 let privileged = limits.isPrivileged(uid: uid)
-                guard privileged || (!privilegedOnly && !running.contains(uid)) else { continue }
+                guard privileged || (!privilegedOnly && !s.running.contains(uid)) else { continue }
                 if t.notBefore > now { earliest = min(earliest, t.notBefore); continue }
-                if !privileged { running.insert(uid) }
-                return queue.remove(at: i)
+                if !privileged { s.running.insert(uid) }
+                return .done(s.queue.remove(at: i))
             }
-            if stopping { return nil }
-            if earliest.isFinite {
-                var ts = timespec(tv_sec: Int(earliest), tv_nsec: Int((earliest - earliest.rounded(.down)) * 1e9))
-                pthread_cond_timedwait(&condition, &mutex, &ts)
-            } else {
-                pthread_cond_wait(&condition, &mutex)
-            }
+            if s.stopping { return .done(nil) }
+            return .waitUntil(seconds: earliest)
         }
     }
 }

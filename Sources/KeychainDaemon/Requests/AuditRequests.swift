@@ -8,29 +8,25 @@ import KeychainProtocol
 /// reference is resolved to its item's names only for a caller entitled to that item, so
 /// anyone else sees the reference alone. Checking and rotating are the administrators'.
 struct AuditRequests: RequestFamily {
-    let daemon: Daemon
+    let context: RequestContext
 
-    func respond(_ request: AuditRequest, caller: CallerIdentity) throws -> Response {
-        guard let log = daemon.auditLog else { throw KeychainStatus.interactionNotAllowed }
-        if request.checksOrRotates {
-            guard isAdministrator(caller) else { throw KeychainStatus.authFailed }
-        }
-        let query: AuditQuery
-        switch request {
-        case .verify:
-            let (lines, files, bad) = log.verify()
-            var info: Fields = ["lines": .number(Int64(lines)), "files": .number(Int64(files))]
-            if let bad {
-                info["first-bad"] = .number(Int64(bad.line))
-                info["first-bad-file"] = .string(bad.file)
-            }
-            return Response(info: info)
-        case .rotate:
-            return Response(info: ["rotated": .string(try log.rotate())])
-        case .read(let q):
-            query = q
-        }
-        let filter = try AuditFilter(query, refsNamed: { try refs(service: $0, account: $1, caller: caller) })
+    private func openLog() throws -> AuditLog {
+        guard let log = context.control.auditLog else { throw KeychainStatus.interactionNotAllowed }
+        return log
+    }
+
+    func verify() throws -> Outcome {
+        let (lines, files, bad) = try openLog().verify()
+        return .reply(AuditChain(lines: Int64(lines), files: Int64(files),
+                                 firstBreak: bad.map { AuditBreakPoint(file: $0.file, line: Int64($0.line)) }))
+    }
+
+    func rotate() throws -> Outcome { .reply(AuditRotation(rotated: try openLog().rotate())) }
+
+    func read(_ request: AuditRequest) throws -> Outcome {
+        let log = try openLog()
+        guard case .read(let query) = request else { throw KeychainStatus.param }
+        let filter = try AuditFilter(query, refsNamed: { try refs(service: $0, account: $1) })
         var lines = log.contents(since: filter.since).split(separator: "\n").filter(filter.keeps)
         // One reply must fit a frame: the newest lines that fit, and how many older ones did not.
         var bytes = 0
@@ -43,16 +39,14 @@ struct AuditRequests: RequestFamily {
         lines.removeFirst(omitted)
         var names = ""
         var seen = Set<Substring>()
-        let groups = entitledGroups(caller)
+        let entitled = groups.entitled
         for line in lines {
             // Names share the frame with the lines: past 4 MiB of them, references stay bare.
             guard names.utf8.count < 4 << 20, let ref = AuditFilter.reference(in: line), seen.insert(ref).inserted,
-                  let found = name(of: ref, groups: groups) else { continue }
+                  let found = name(of: ref, groups: entitled) else { continue }
             names += "\(ref)\t\(found.0)\t\(found.1)\n"
         }
-        var info: Fields = ["log": .string(lines.map { $0 + "\n" }.joined()), "names": .string(names)]
-        if omitted > 0 { info["omitted"] = .number(Int64(omitted)) }
-        return Response(info: info)
+        return .reply(AuditLines(log: lines.map { $0 + "\n" }.joined(), names: names, omitted: omitted > 0 ? Int64(omitted) : nil))
     }
 
     /// Bytes of lines one reply carries: a frame's room less the names and the framing.
@@ -71,14 +65,14 @@ struct AuditRequests: RequestFamily {
 
     /// The references of the generic and internet passwords the caller may see with this
     /// service (or server) and account; an empty part matches any.
-    private func refs(service: String, account: String, caller: CallerIdentity) throws -> Set<String> {
+    private func refs(service: String, account: String) throws -> Set<String> {
         var found = Set<String>()
         for (itemClass, serviceKey) in [(ItemClass.genericPassword, AttributeKey.service), (.internetPassword, .server)] {
             var query: Attributes = [.class: .itemClass(itemClass), .returnPersistentRef: .bool(true),
                                      .matchLimit: .matchLimitAll, .synchronizable: .synchronizableAny]
             if !service.isEmpty { query[serviceKey] = .string(service) }
             if !account.isEmpty { query[.account] = .string(account) }
-            guard case .array(let hits)? = try? vault.copyMatching(query, accessGroups: entitledGroups(caller)) else { continue }
+            guard case .array(let hits)? = try? vault.copyMatching(query, accessGroups: groups.entitled) else { continue }
             for case .persistentRef(let bytes) in hits { found.insert(Hex.encode(bytes)) }
         }
         guard !found.isEmpty else { throw KeychainStatus.itemNotFound }

@@ -4,31 +4,34 @@ import KeychainProtocol
 
 /// group add, set, remove and list: the access groups and their owner/group/mode.
 struct GroupRequests: RequestFamily {
-    let daemon: Daemon
+    let context: RequestContext
 
-    func respond(_ request: Request, caller: CallerIdentity) throws -> Response {
-        if request.operation == .groupList {
-            let visible = daemon.state.withLock { $0.groupTable.groups }.filter { isAdministrator(caller) || $0.entitles(caller) }
-            return Response(result: .array(visible.map { .item(FoundItem(attributes: Attributes(fields: $0.record), secret: nil, persistentRef: nil)) }))
-        }
-        // Read inside the audited change: a refused change has its failure line.
-        try auditedChange(.groupsChanged, caller, "\(request.operation)") { try changeGroups(GroupRequest(decoding: request)) }
+    func list() -> Outcome {
+        let visible = context.control.groupTable.groups.filter { groups.isAdministrator || $0.entitles(caller) }
+        return .reply(ItemsReply(.array(visible.map {
+            .item(FoundItem(attributes: Attributes(fields: $0.record), secret: nil, persistentRef: nil))
+        })))
+    }
+
+    /// A change whose options do not decode is still audited: `groups-changed`, then its
+    /// `groups-changed-failed` line.
+    func change(_ request: GroupChangeRequest) throws -> Outcome {
+        try auditedChange(.groupsChanged, caller, "\(request.operation)") { try changeGroups(request.parsed.get()) }
         itemsChanged()
         // Before the reply: a watcher that caches the table (the Secret Service provider) has
         // the event in its socket by the time the changer learns the change is made.
-        daemon.events.publish(ChangeEvent(kind: .groups))
+        context.changes.publish(ChangeEvent(kind: .groups))
         log("groups changed by \(who(caller))")
-        return Response()
+        return .reply(StatusReply())
     }
 
     private func changeGroups(_ request: GroupRequest) throws {
-        // Read, changed and saved under the daemon.state's lock, so two changes cannot lose one.
-        try daemon.groupChanges.withLock { _ in try daemon.state.withLock { s in
-            var table = s.groupTable
+        let control = context.control
+        try control.changeGroupTable { table in
             switch request {
             case .add(let change):
                 guard table.group(named: change.name) == nil else { throw KeychainStatus.duplicateItem }
-                var g = AccessGroup(name: change.name, owner: daemon.ownerUID, gid: daemon.ownerGID)
+                var g = AccessGroup(name: change.name, owner: control.ownerUID, gid: control.ownerGID)
                 apply(change, to: &g)
                 table.groups.append(g)
             case .set(let change):
@@ -40,9 +43,7 @@ struct GroupRequests: RequestFamily {
             case .list:
                 return
             }
-            try table.save(to: vault)
-            s.groupTable = table
-        } }
+        }
     }
 
     /// The change's parts, checked when it was decoded.
@@ -53,5 +54,26 @@ struct GroupRequests: RequestFamily {
         if let grant = change.grantsAudit { g.grantsAudit = grant }
         if let lock = change.grantsLock { g.grantsLock = lock }
         if let exe = change.executables { g.executables = exe }
+    }
+}
+
+/// A group change as the table's rows take it: decoded, or the status decoding gave, which the
+/// change's audit line then records as its failure.
+struct GroupChangeRequest: TypedRequest {
+    let operation: Operation
+    let parsed: Result<GroupRequest, KeychainStatus>
+
+    init(decoding request: Request) {
+        operation = request.operation
+        do { parsed = .success(try GroupRequest(decoding: request)) } catch {
+            parsed = .failure(error as? KeychainStatus ?? .param)
+        }
+    }
+
+    var request: Request {
+        switch parsed {
+        case .success(let r): return r.request
+        case .failure: return Request(operation)
+        }
     }
 }

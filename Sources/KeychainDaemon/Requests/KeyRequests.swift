@@ -5,26 +5,41 @@ import KeychainKeys
 import KeychainProtocol
 
 /// useKey: signs, decrypts or agrees on a secret with a stored private key, as Apple's
-/// securityd does for keys that live in it. The key's bytes are opened under the same rules as
-/// a read of its secret (the caller's groups, the lock, presence approval), used here in
-/// guarded memory and wiped; only the result goes back. Each use is an audit line (`sign`,
-/// `decrypt`, `key-exchange`), counted per process as repeated reads are.
+/// securityd does for keys that live in it. The key is opened under the same rules as a read of
+/// its secret (the caller's groups, the lock, presence approval), on every use; its bytes are
+/// parsed in guarded memory and wiped, and the parsed key is kept for the next use
+/// (`OpenedKeys`); only the result goes back. Each use is an audit line (`sign`, `decrypt`,
+/// `key-exchange`), counted per process as repeated reads are.
 struct KeyRequests: RequestFamily {
-    let daemon: Daemon
+    let context: RequestContext
 
-    func respond(_ request: KeyUseRequest, caller: CallerIdentity, onSlowWorker: Bool) throws -> Response {
+    /// A presence-gated key continues on a slow worker, which asks the approval program first.
+    func use(_ request: KeyUseRequest) throws -> Outcome {
         guard let ref = PersistentRef(bytes: request.ref) else { throw KeychainStatus.param }
-        let use = request.use
         guard let algorithm = AppleAlgorithm(rawName: request.algorithm) else { throw KeychainStatus.unimplemented }
-        let (attributes, secret) = try openKey(ref, request.interaction, caller: caller, onSlowWorker: onSlowWorker)
-        defer { secret.wipe() }
+        let opened: OpenedKey
+        do {
+            opened = try context.openedKeys.open(ref, in: vault, accessGroups: groups.entitled)
+        } catch KeychainStatus.interactionNotAllowed {
+            let query = request.interaction
+            let noUI = query[.useNoAuthenticationUI]?.isTrue == true
+                || (query[.useAuthenticationUI] != nil && query[.useAuthenticationUI] != .authenticationUIAllow)
+            if noUI { throw KeychainStatus.interactionNotAllowed }
+            return .slow { .reply(try run(request, algorithm, ref: ref, opened: try approvedKey(ref))) }
+        }
+        return .reply(try run(request, algorithm, ref: ref, opened: opened))
+    }
+
+    private func run(_ request: KeyUseRequest, _ algorithm: AppleAlgorithm, ref: PersistentRef, opened: OpenedKey) throws -> KeyUseReply {
+        defer { opened.tokenBlob?.wipe() }
+        let use = request.use
+        let attributes = opened.attributes
         try Self.checkUsage(use, attributes)
-        if TokenKeys.isTokenKey(attributes) {
-            let (event, result) = try TokenKeys.use(request, algorithm, blob: secret, log: log)
+        if let blob = opened.tokenBlob {
+            let (event, result) = try TokenKeys.use(request, algorithm, blob: blob, log: log)
             return try answer(result, event: event, caller: caller, ref: ref)
         }
-        guard let type = attributes[.keyType]?.numberValue,
-              let key = try? secret.withUnsafeBytes({ try AsymmetricKey.apple(type: type, isPrivate: true, $0) })
+        guard let type = attributes[.keyType]?.numberValue, let key = opened.key
         else { throw KeychainStatus.decode }  // the item's bytes are not the key it says
         let input = request.input
         let result: SecureBytes
@@ -50,13 +65,12 @@ struct KeyRequests: RequestFamily {
 
     /// The use's audit line, then its result. No line, no result: a use whose line cannot be
     /// written is refused.
-    private func answer(_ result: SecureBytes, event: AuditEvent, caller: CallerIdentity, ref: PersistentRef) throws -> Response {
-        do { try daemon.auditRepeatable(event, caller: caller, item: ref) } catch {
+    private func answer(_ result: SecureBytes, event: AuditEvent, caller: CallerIdentity, ref: PersistentRef) throws -> KeyUseReply {
+        do { try context.audit.auditRepeatable(event, caller: caller, item: ref) } catch {
             result.wipe()
             throw error
         }
-        log("\(event.rawValue) \(who(caller))")
-        return Response(result: .value(.data(result)))
+        return KeyUseReply(output: result)
     }
 
     /// The usage flag a use needs: `sign` (kSecAttrCanSign), `decr` (kSecAttrCanDecrypt), `drve`
@@ -78,23 +92,13 @@ struct KeyRequests: RequestFamily {
         }
     }
 
-    /// The key's attributes and bytes; a presence-gated key first asks the approval program
-    /// (on a slow worker), unless the request says not to (`u_AuthUI` Fail or Skip).
-    private func openKey(_ ref: PersistentRef, _ query: Attributes, caller: CallerIdentity,
-                         onSlowWorker: Bool) throws -> (attributes: Attributes, secret: SecureBytes) {
-        let groups = entitledGroups(caller)
-        do {
-            return try vault.privateKey(ref, accessGroups: groups)
-        } catch KeychainStatus.interactionNotAllowed {
-            let noUI = query[.useNoAuthenticationUI]?.isTrue == true || (query[.useAuthenticationUI] != nil && query[.useAuthenticationUI] != .authenticationUIAllow)
-            if noUI { throw KeychainStatus.interactionNotAllowed }
-            guard onSlowWorker else { throw Deferral.toSlowWorker }
-            let probe: Attributes = [.class: .string(ItemClass.key.rawValue), .valuePersistentRef: .data(ref.bytes), .synchronizable: .synchronizableAny,
-                                     .returnAttributes: true, .returnPersistentRef: true]
-            let approved = try approveGatedItems(probe, groups: groups, caller: caller)
-            guard !approved.isEmpty else { throw KeychainStatus.interactionNotAllowed }
-            return try vault.privateKey(ref, accessGroups: groups, approved: approved)
-        }
+    /// A presence-gated key, opened once the approval program approved its use.
+    private func approvedKey(_ ref: PersistentRef) throws -> OpenedKey {
+        let probe: Attributes = [.class: .string(ItemClass.key.rawValue), .valuePersistentRef: .data(ref.bytes),
+                                 .synchronizable: .synchronizableAny, .returnAttributes: true, .returnPersistentRef: true]
+        let approved = try context.presence.approveGatedItems(probe, groups: groups.entitled, caller: caller)
+        guard !approved.isEmpty else { throw KeychainStatus.interactionNotAllowed }
+        return try context.openedKeys.open(ref, in: vault, accessGroups: groups.entitled, approved: approved)
     }
 }
 

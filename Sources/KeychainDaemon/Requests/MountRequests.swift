@@ -7,15 +7,13 @@ import KeychainProtocol
 
 /// mount and unmount: FUSE mounts the daemon serves.
 struct MountRequests: RequestFamily {
-    let daemon: Daemon
+    let context: RequestContext
 
-    /// `descriptor`: the /dev/fuse of a mount the caller made, passed with the request.
-    func respond(_ request: MountRequest, descriptor: PassedDescriptor?, caller: CallerIdentity) throws -> Response {
-        let point: String, raw: String
-        switch request {
-        case .unmount(let p): return try unmount(p, caller: caller)
-        case .mount(let p, let options): (point, raw) = (p, options)
-        }
+    /// The mount's /dev/fuse, when the caller made the mount itself, travels beside the request.
+    func mount(_ call: MountCall) throws -> Outcome {
+        guard case .mount(let point, let raw) = call.mount else { throw KeychainStatus.param }
+        let descriptor = call.descriptor
+        let control = context.control
         let options = try MountOptions(parsing: raw)
         guard point.hasPrefix("/") else { throw KeychainStatus.param }
         if let device = descriptor {
@@ -26,30 +24,34 @@ struct MountRequests: RequestFamily {
             var st = stat()
             guard stat(point, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { throw KeychainStatus.param }
         }
-        // Mounts that umount(8) ended are forgotten first.
-        let taken = daemon.state.withLock { s in
-            s.mounts.removeAll { $0.hasEnded }
-            return s.mounts.contains { $0.mountpoint == point }
-        }
-        guard !taken else { throw KeychainStatus.duplicateItem }
-        let server = MountServer(mountpoint: point, options: options, vault: vault, policy: daemon)
-        try server.start(device: descriptor?.take())
-        daemon.state.withLock { $0.mounts.append(server) }
-        daemon.recordMount(MountRecord(mountpoint: point, options: raw, uid: caller.uid))
+        try control.serve(point: point, options: options, raw: raw, device: descriptor?.take(), for: caller)
         try? audit(.mount, caller, options.description)  // every open through it is logged or refused
         log("mounted at \(point) (\(options.description)) by \(who(caller))")
-        return Response()
+        return .reply(StatusReply())
     }
 
-    private func unmount(_ point: String, caller: CallerIdentity) throws -> Response {
-        guard let server = daemon.state.withLock({ s -> MountServer? in
-            guard let i = s.mounts.firstIndex(where: { $0.mountpoint == point }) else { return nil }
-            return s.mounts.remove(at: i)
-        }) else { throw KeychainStatus.itemNotFound }
-        server.unmount()
-        daemon.forgetMount(point)
+    func unmount(_ request: MountRequest) throws -> Outcome {
+        guard case .unmount(let point) = request else { throw KeychainStatus.param }
+        try context.control.endMount(point)
         try? audit(.unmount, caller)  // an unmount ends reads, whether or not its line can be written
         log("unmounted \(point) by \(who(caller))")
-        return Response()
+        return .reply(StatusReply())
+    }
+}
+
+/// A mount request and the /dev/fuse descriptor passed beside it, if any.
+struct MountCall: TypedRequest {
+    let mount: MountRequest
+    let descriptor: PassedDescriptor?
+
+    init(decoding request: Request) throws {
+        mount = try MountRequest(decoding: request)
+        descriptor = request.descriptor
+    }
+
+    var request: Request {
+        var r = mount.request
+        r.descriptor = descriptor
+        return r
     }
 }

@@ -1,7 +1,7 @@
 import KeychainfsAccess
 import KeychainCore
 
-extension RequestFamily {
+extension Daemon {
     /// Asks the approval program about each presence-gated item `probe` finds (a search with
     /// `r_Attributes` and `r_PersistentRef`), never with the vault's lock held. A denial ends
     /// the round with the program's status; without a program nobody is asked.
@@ -23,7 +23,7 @@ extension RequestFamily {
         }
         var approved = Set<PersistentRef>()
         for (ref, label, control) in gated {
-            let status = daemon.approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault, settings: settings)
+            let status = approvals.approve(ref: ref, label: label, control: control, caller: caller, vault: vault, settings: settings)
             try audit(status == .success ? .presenceApproved : .presenceDenied, caller: caller, item: ref)
             // Nobody to ask, or nobody who can open it (an application password): the engine
             // refuses this one; the others are still asked.

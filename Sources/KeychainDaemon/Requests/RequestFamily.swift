@@ -1,39 +1,35 @@
 import KeychainfsAccess
 import KeychainCore
 
-/// A family of request handlers (items, groups, mounts, administration): a type each, in its
-/// own file, holding the daemon it serves. `Daemon.respond` checks the operation's right
-/// (`OperationRule`) before a family sees the request, and maps every error a family throws.
-/// The daemon's parts the families share are reached through these forwarders.
-protocol RequestFamily {
-    var daemon: Daemon { get }
+/// A family of request handlers (items, keys, groups, mounts, the audit log, administration):
+/// a type each, in its own file, holding the request's context. The operation table
+/// (`OperationTable`) checks the operation's right before a family sees the request, and the
+/// daemon maps every error a family throws to a status.
+protocol RequestFamily: Sendable {
+    var context: RequestContext { get }
 }
 
 extension RequestFamily {
-    var vault: Vault { daemon.vault }
+    var vault: Vault { context.vault }
+    var caller: CallerIdentity { context.caller }
+    var groups: GroupSnapshot { context.groups }
 
-    func log(_ line: String) { daemon.log(line) }
+    func log(_ line: String) { context.audit.logLine(line) }
 
-    func who(_ caller: CallerIdentity) -> String { daemon.who(caller) }
+    func who(_ caller: CallerIdentity) -> String { context.audit.who(caller) }
 
-    func entitledGroups(_ caller: CallerIdentity) -> [String] { daemon.entitledGroups(caller) }
-
-    func writableGroups(_ caller: CallerIdentity) -> [String] { daemon.writableGroups(caller) }
-
-    func isAdministrator(_ caller: CallerIdentity) -> Bool { daemon.isAdministrator(caller) }
-
-    func itemsChanged(_ event: ChangeEvent? = nil) { daemon.itemsChanged(event) }
+    func itemsChanged(_ event: ChangeEvent? = nil) { context.changes.itemsChanged(event) }
 
     func audit(_ event: AuditEvent, _ caller: CallerIdentity?, _ detail: String = "-") throws {
-        try daemon.audit(event, caller, detail)
+        try context.audit.audit(event, caller, detail)
     }
 
     func audit(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef) throws {
-        try daemon.audit(event, caller: caller, item: ref)
+        try context.audit.audit(event, caller: caller, item: ref)
     }
 
     func auditedChange<R>(_ event: AuditEvent, _ caller: CallerIdentity, _ detail: String = "-",
                           _ change: () throws -> R) throws -> R {
-        try daemon.auditedChange(event, caller, detail, change)
+        try context.audit.auditedChange(event, caller, detail, change)
     }
 }

@@ -6,34 +6,35 @@ import KeychainSync
 /// `keychainfs sync init|join|approve|remove|status|leave`: the circle verbs, for administrators.
 /// The request is a `SyncRequest` (options `verb`, `server`, `name`, `code`, `host`).
 struct SyncRequests: RequestFamily {
-    let daemon: Daemon
+    let context: RequestContext
 
-    func respond(_ request: SyncRequest, caller: CallerIdentity) throws -> Response {
-        let engine = daemon.sync.engine
+    func respond(_ request: SyncRequest) throws -> Outcome {
+        let runner = context.control.syncRunner
+        let engine = runner.engine
         do {
             switch request {
             case .initCircle(let server, let name):
                 let info = try auditedChange(.syncInit, caller) { try engine.initCircle(conninfo: server, name: name ?? "") }
-                daemon.sync.kick()
-                return Response(info: info)
+                runner.kick()
+                return .reply(SyncReply(status: info))
             case .join(let server, let name):
                 let code = try auditedChange(.syncJoin, caller) { try engine.join(conninfo: server, name: name ?? "") }
-                daemon.sync.kick()
-                return Response(info: ["code": .string(code)])
+                runner.kick()
+                return .reply(SyncReply(code: code))
             case .approve(let code):
                 let joined = try auditedChange(.syncApprove, caller) { try engine.approve(code: code) }
-                return Response(info: ["name": .string(joined)])
+                return .reply(SyncReply(name: joined))
             case .remove(let host):
                 let removed = try auditedChange(.syncRemove, caller) { try engine.remove(host: host) }
-                daemon.sync.kick()
-                return Response(info: ["name": .string(removed)])
+                runner.kick()
+                return .reply(SyncReply(name: removed))
             case .leave:
                 try auditedChange(.syncLeave, caller) { try engine.leave() }
-                return Response()
+                return .reply(SyncReply())
             case .status:
-                return Response(info: engine.status())
+                return .reply(SyncReply(status: engine.status()))
             case .history(let service, let account, let secrets):
-                return try history(service: service, account: account, secrets: secrets, caller: caller)
+                return .reply(SyncReply(history: try history(service: service, account: account, secrets: secrets)))
             }
         } catch let e as SyncError {
             log("sync \(request.verb) by \(who(caller)): \(e)")
@@ -52,17 +53,17 @@ extension SyncRequests {
     /// `keychainfs history`: the versions fleet sync set aside, newest first, each with its
     /// attributes, `history-at` (a date), `history-reason` and, with `secrets`, its secret.
     /// Of one service and account (each optional).
-    func history(service: String?, account: String?, secrets: Bool, caller: CallerIdentity) throws -> Response {
-        let entries = try daemon.vault.history(service: service.map { Array($0.utf8) }, account: account.map { Array($0.utf8) },
+    func history(service: String?, account: String?, secrets: Bool) throws -> QueryResult {
+        let entries = try vault.history(service: service.map { Array($0.utf8) }, account: account.map { Array($0.utf8) },
                                                secrets: secrets)
-        try? daemon.audit(.syncHistory, caller, "versions=\(entries.count) secrets=\(secrets ? 1 : 0)")
-        return Response(result: .array(entries.map { e in
+        try? audit(.syncHistory, caller, "versions=\(entries.count) secrets=\(secrets ? 1 : 0)")
+        return .array(entries.map { e in
             var attributes = e.attributes
             attributes[.class] = .string(e.itemClass.rawValue)
             attributes[.historyAt] = .date(AbsoluteTime.absolute(unix: e.at))
             attributes[.historyReason] = .string(e.reason.name)
             return .item(FoundItem(attributes: attributes, secret: e.secret, persistentRef: nil))
-        }))
+        })
     }
 }
 

@@ -1,0 +1,92 @@
+import KeychainfsAccess
+import KeychainCore
+import KeychainProtocol
+
+/// What a handler reaches, and nothing else: the caller and its groups as the request began,
+/// the vault, the audit writer, the change publisher and the presence approver. The
+/// administration families (lock and unlock, settings, mounts, groups, the audit log, sync,
+/// backups, stop) also reach the daemon's own parts, through `VaultControl`; the item and key
+/// handlers, which serve nearly every request, do not.
+struct RequestContext: Sendable {
+    let caller: CallerIdentity
+    let groups: GroupSnapshot
+    let vault: Vault
+    let audit: any AuditWriting
+    let changes: any ChangePublishing
+    let presence: any PresenceApproving
+    /// The private keys the daemon keeps opened for key uses (`OpenedKeys`).
+    let openedKeys: OpenedKeys
+    let control: any VaultControl
+}
+
+/// The caller's access as of the request's start, read from the group table once.
+struct GroupSnapshot: Sendable {
+    /// Entitled access groups, in the table's order (the first is an add's default).
+    let entitled: [String]
+    let writable: [String]
+    /// The vault's owner or root.
+    let isAdministrator: Bool
+    /// Entitled to a group that grants locking (`--may-lock`).
+    let mayLock: Bool
+    /// Entitled to a group that grants reading the audit log (`--may-audit`).
+    let mayAudit: Bool
+
+    /// Whether the caller holds `right`.
+    func holds(_ right: Right) -> Bool {
+        switch right {
+        case .anyone: return true
+        case .entitled: return isAdministrator || !entitled.isEmpty
+        case .administrator: return isAdministrator
+        case .locker: return isAdministrator || mayLock
+        case .auditor: return isAdministrator || mayAudit
+        }
+    }
+}
+
+/// The audit log as handlers write it, and the daemon's log.
+protocol AuditWriting: Sendable {
+    func audit(_ event: AuditEvent, _ caller: CallerIdentity?, _ detail: String) throws
+    func audit(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef) throws
+    /// A line per item for the first use, a count per second after it (reads, key uses).
+    func auditRepeatable(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef) throws
+    func auditedChange<R>(_ event: AuditEvent, _ caller: CallerIdentity, _ detail: String, _ change: () throws -> R) throws -> R
+    func auditedItemChange<R>(_ event: AuditEvent, _ caller: CallerIdentity,
+                              _ change: (_ record: ([PersistentRef]) throws -> Void) throws -> R) throws -> R
+    func logLine(_ line: String)
+    /// A caller as the daemon's log names it.
+    func who(_ caller: CallerIdentity) -> String
+}
+
+/// Tells mounts, watchers and sync about a change.
+protocol ChangePublishing: Sendable {
+    func itemsChanged(_ event: ChangeEvent?)
+    func publish(_ event: ChangeEvent)
+}
+
+/// Asks the approval program before a presence-gated item is used.
+protocol PresenceApproving: Sendable {
+    /// The items `probe` finds that need presence, each asked about; the approved ones.
+    func approveGatedItems(_ probe: Attributes, groups: [String], caller: CallerIdentity) throws -> Set<PersistentRef>
+}
+
+extension Daemon: AuditWriting, ChangePublishing, PresenceApproving {
+    func logLine(_ line: String) { log(line) }
+
+    func publish(_ event: ChangeEvent) { events.publish(event) }
+
+    /// The caller's groups and grants, read in one section of the state's lock.
+    func groupSnapshot(of caller: CallerIdentity) -> GroupSnapshot {
+        let administrator = isAdministrator(caller)
+        return state.withLock { s in
+            let table = s.groupTable.groups.isEmpty
+                ? AccessGroupTable(groups: [AccessGroup(name: "default", owner: ownerUID, gid: ownerGID)]) : s.groupTable
+            return GroupSnapshot(entitled: table.entitled(caller), writable: table.writable(caller), isAdministrator: administrator,
+                                 mayLock: table.grantsLock(to: caller), mayAudit: table.grantsAudit(to: caller))
+        }
+    }
+
+    func context(for caller: CallerIdentity) -> RequestContext {
+        RequestContext(caller: caller, groups: groupSnapshot(of: caller), vault: vault, audit: self, changes: self,
+                       presence: self, openedKeys: openedKeys, control: self)
+    }
+}
