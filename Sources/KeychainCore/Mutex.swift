@@ -1,16 +1,16 @@
 import KeychainSystem
-import Synchronization
 
-/// A lock around a body of code; the vault serialises every write through one. The standard
-/// library's `Synchronization.Mutex` underneath (a futex on Linux); the name is older than that.
-/// Not recursive: a body that takes the same lock again never returns.
+/// A lock around a body of code; the vault serialises every write through one. A pthread mutex
+/// (`KeychainSystem.Locked`): its waiters sleep rather than spin, and ThreadSanitizer sees it
+/// (it cannot follow `Synchronization.Mutex`'s futex slow path, and reported accesses under it
+/// as races). Not recursive: a body that takes the same lock again never returns.
 public final class PThreadMutex: Sendable {
-    private let mutex = Mutex<Void>(())
+    private let mutex = Locked<Void>(())
 
     public init() {}
 
     public func withLock<R>(_ body: () throws -> R) rethrows -> R {
-        try mutex.withLock { _ in try body() }
+        try mutex.withLock { try body() }
     }
 }
 

@@ -30,3 +30,12 @@ public final class Locked<State>: @unchecked Sendable {
         return try body(&state)
     }
 }
+
+extension Locked where State == Void {
+    /// The lock alone, for a body that guards state kept elsewhere (`PThreadMutex`).
+    public func withLock<R>(_ body: () throws -> R) rethrows -> R {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+}
