@@ -172,7 +172,7 @@ final class OpenedKeysTests: XCTestCase {
     func testUsesFromManyThreadsAtOnceAllVerify() throws {
         let key = try AsymmetricKey.generate(.p256)
         let ref = try store(key)
-        nonisolated(unsafe) let request = Request(.useKey, query: ["v_PersistentRef": .data(ref)], options: ["use": "sign", "algorithm": .string(sign)],
+        let request = Request(.useKey, query: ["v_PersistentRef": .data(ref)], options: ["use": "sign", "algorithm": .string(sign)],
                               secrets: [try SecureBytes(copying: message)])
         let digest = DigestAlgorithm.sha256.hash(message)
         nonisolated(unsafe) let d = self.d!

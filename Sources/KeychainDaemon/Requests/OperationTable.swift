@@ -83,7 +83,7 @@ struct OperationRow: Sendable {
     let lane: Lane
     let run: @Sendable (RequestContext, Request) throws -> Outcome
 
-    init<R: TypedRequest>(_ operation: DaemonOperation, _ right: Right, secrets: ClosedRange<Int> = 0...0, lane: Lane = .event,
+    init<R: TypedRequest & SendableMetatype>(_ operation: DaemonOperation, _ right: Right, secrets: ClosedRange<Int> = 0...0, lane: Lane = .event,
                           _ type: R.Type, _ handle: @escaping @Sendable (RequestContext, R) throws -> Outcome) {
         self.operation = operation
         self.right = right
