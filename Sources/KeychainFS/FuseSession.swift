@@ -36,14 +36,14 @@ extension MountServer {
         }
         ops.getattr = { req, ino, _ in MountServer.server(req).getattr(FuseRequest(raw: req!), ino: ino) }
         ops.setattr = { req, ino, attr, toSet, fi in
-            MountServer.server(req).setattr(FuseRequest(raw: req!), ino: ino, attr: attr!.pointee, toSet: toSet, fi: fi)
+            MountServer.server(req).setattr(FuseRequest(raw: req!), ino: ino, attr: attr!.pointee, toSet: toSet, handle: fi?.pointee.fh)
         }
-        ops.opendir = { req, ino, fi in MountServer.server(req).opendir(FuseRequest(raw: req!), ino: ino, fi: fi!) }
-        ops.readdir = { req, _, size, off, fi in MountServer.server(req).readdir(FuseRequest(raw: req!), size: size, offset: Int(off), fi: fi!) }
+        ops.opendir = { req, ino, fi in MountServer.server(req).opendir(FuseRequest(raw: req!), ino: ino, opened: OpenInfo(flags: fi!.pointee.flags)) }
+        ops.readdir = { req, _, size, off, fi in MountServer.server(req).readdir(FuseRequest(raw: req!), size: size, offset: Int(off), handle: fi!.pointee.fh) }
         ops.readdirplus = { req, _, size, off, fi in
-            MountServer.server(req).readdir(FuseRequest(raw: req!), size: size, offset: Int(off), fi: fi!, plus: true)
+            MountServer.server(req).readdir(FuseRequest(raw: req!), size: size, offset: Int(off), handle: fi!.pointee.fh, plus: true)
         }
-        ops.releasedir = { req, _, fi in MountServer.server(req).releasedir(FuseRequest(raw: req!), fi: fi!) }
+        ops.releasedir = { req, _, fi in MountServer.server(req).releasedir(FuseRequest(raw: req!), handle: fi!.pointee.fh) }
         ops.mkdir = { req, parent, name, _ in MountServer.server(req).mkdir(FuseRequest(raw: req!), parent: parent, name: MountServer.bytes(name)) }
         ops.rmdir = { req, parent, name in MountServer.server(req).rmdir(FuseRequest(raw: req!), parent: parent, name: MountServer.bytes(name)) }
         ops.unlink = { req, parent, name in MountServer.server(req).unlink(FuseRequest(raw: req!), parent: parent, name: MountServer.bytes(name)) }
@@ -51,15 +51,17 @@ extension MountServer {
             MountServer.server(req).rename(FuseRequest(raw: req!), parent: parent, name: MountServer.bytes(name), newParent: newParent,
                                newName: MountServer.bytes(newName), flags: flags)
         }
-        ops.open = { req, ino, fi in MountServer.server(req).open(FuseRequest(raw: req!), ino: ino, fi: fi!) }
-        ops.create = { req, parent, name, _, fi in MountServer.server(req).create(FuseRequest(raw: req!), parent: parent, name: MountServer.bytes(name), fi: fi!) }
-        ops.read = { req, _, size, off, fi in MountServer.server(req).read(FuseRequest(raw: req!), size: size, offset: Int(off), fi: fi!) }
-        ops.write = { req, _, buf, size, off, fi in
-            MountServer.server(req).write(FuseRequest(raw: req!), data: UnsafeRawBufferPointer(start: buf, count: size), offset: Int(off), fi: fi!)
+        ops.open = { req, ino, fi in MountServer.server(req).open(FuseRequest(raw: req!), ino: ino, opened: OpenInfo(flags: fi!.pointee.flags)) }
+        ops.create = { req, parent, name, _, fi in
+            MountServer.server(req).create(FuseRequest(raw: req!), parent: parent, name: MountServer.bytes(name), opened: OpenInfo(flags: fi!.pointee.flags))
         }
-        ops.flush = { req, _, fi in MountServer.server(req).flush(FuseRequest(raw: req!), fi: fi!) }
-        ops.release = { req, _, fi in MountServer.server(req).release(FuseRequest(raw: req!), fi: fi!) }
-        ops.fsync = { req, _, _, fi in MountServer.server(req).flush(FuseRequest(raw: req!), fi: fi!) }
+        ops.read = { req, _, size, off, fi in MountServer.server(req).read(FuseRequest(raw: req!), size: size, offset: Int(off), handle: fi!.pointee.fh) }
+        ops.write = { req, _, buf, size, off, fi in
+            MountServer.server(req).write(FuseRequest(raw: req!), data: UnsafeRawBufferPointer(start: buf, count: size), offset: Int(off), handle: fi!.pointee.fh)
+        }
+        ops.flush = { req, _, fi in MountServer.server(req).flush(FuseRequest(raw: req!), handle: fi!.pointee.fh) }
+        ops.release = { req, _, fi in MountServer.server(req).release(FuseRequest(raw: req!), handle: fi!.pointee.fh) }
+        ops.fsync = { req, _, _, fi in MountServer.server(req).flush(FuseRequest(raw: req!), handle: fi!.pointee.fh) }
         ops.getxattr = { req, ino, name, size in
             MountServer.server(req).getxattr(FuseRequest(raw: req!), ino: ino, name: String(cString: name!), size: size)
         }

@@ -1,4 +1,3 @@
-import CFuse
 import Glibc
 import KeychainfsAccess
 import KeychainCore
@@ -69,18 +68,15 @@ final class GatedOpens: Sendable {
 }
 
 extension MountServer {
-    /// Hands a gated open to the approval threads: the program's answer comes back into `open`
-    /// (with the kernel's file info copied, since libfuse's lives on the worker's stack), which
-    /// answers the request from there. Called with no lock held.
-    func openAfterApproval(_ req: FuseRequest, ino: UInt64, fi: UnsafeMutablePointer<fuse_file_info>,
+    /// Hands a gated open to the approval threads: the program's answer comes back into `open`,
+    /// which answers the request from there. Called with no lock held.
+    func openAfterApproval(_ req: any FileRequest, ino: UInt64, opened: OpenInfo,
                            ref: PersistentRef, attributes: Attributes, caller: CallerIdentity) {
         // Inside a request's handler the session is live; the share keeps it so until the answer.
         guard borrowSession() != nil else { return req.error(EIO) }
-        let copied = fi.pointee
         let accepted = gatedOpens.submit(uid: caller.uid) { [self] in
             let status = policy.approvePresence(ref: ref, attributes: attributes, caller: caller)
-            var info = copied
-            open(req, ino: ino, fi: &info, approval: (ref, status))
+            open(req, ino: ino, opened: opened, approval: (ref, status))
             returnSession()
         }
         if !accepted {
