@@ -92,7 +92,9 @@ enum ItemVerbs {
                            Use of -w PASSWORD\(c == .genericPassword ? ", -p" : "") or -X is insecure: the command line is visible
                            to other users. Prefer "-w -" or -w last on the line.
               without -l the label is the \(c == .genericPassword ? "service" : "server") (-s), as security sets it
-              -U           update the item if it already exists
+              -U           update the item of this name if there is one, in the access group it is
+                           in (GROUP's only, with --access-group); none: add it; items of this
+                           name in several groups: exit 2, nothing changed
               -T APP       a program that may use the item (repeatable): the item goes into the
                            access group trusted-HASH whose --exe list is these programs and
                            keychainfs itself, made if missing (-T "" is not offered)
@@ -144,20 +146,57 @@ enum ItemVerbs {
                 }
                 attrs[.accessGroup] = .string(try TrustedApplications.group(for: ctx.args.all("-T"), client: client))
             }
+            // Found before the secret is asked for: an ambiguous name asks for nothing.
+            let existing = ctx.args.has("-U") ? try itemToUpdate(attrs, c, client: client) : nil
             let secret = try readSecret(ctx, legacy: c == .genericPassword)
-            do {
+            guard let existing else {
                 try client.send(Request(.add, query: attrs, secrets: [secret]))
-            } catch KeychainStatus.duplicateItem where ctx.args.has("-U") {
-                var query: Attributes = [.class: .string(c.rawValue)]
-                for key in c.primaryKey + [.accessGroup] { if let v = attrs[key] { query[key] = v } }
-                if attrs[.synchronizable] != nil { query[.synchronizable] = attrs[.synchronizable] }
-                var changes = attrs
-                for key in [.class] + c.primaryKey { changes[key] = nil }
-                if !ctx.args.has("-l") { changes[.label] = nil }  // an update keeps the label it has
-                try client.send(Request(.update, query: query, changes: changes, secrets: [secret]))
+                return 0
             }
+            var changes = attrs
+            for key in [.class] + c.primaryKey { changes[key] = nil }
+            if !ctx.args.has("-l") { changes[.label] = nil }  // an update keeps the label it has
+            try client.send(Request(.update, query: [.class: .string(c.rawValue), .valuePersistentRef: .data(existing)],
+                                    changes: changes, secrets: [secret]))
             return 0
         }
+    }
+
+    /// The persistent reference of the item that `add -U` updates: the one whose primary key is
+    /// the add's (missing attributes as empty, as the store counts them; `sync` as given), in
+    /// whichever of the caller's access groups it lives, or only in the group `attrs` names
+    /// (`--access-group`, `-T`). nil when there is none: the add goes ahead.
+    /// - Throws: `UsageError` when items of that name live in several groups (nothing changes);
+    ///   the search's status otherwise.
+    static func itemToUpdate(_ attrs: Attributes, _ c: ItemClass, client: DaemonClient) throws -> [UInt8]? {
+        var query: Attributes = [.class: .string(c.rawValue), .matchLimit: .matchLimitAll,
+                                 .returnAttributes: .bool(true), .returnPersistentRef: .bool(true)]
+        for key in c.primaryKey { query[key] = attrs[key] ?? AttributeKind.of(key).empty }
+        for key in [AttributeKey.accessGroup, .synchronizable] { query[key] = attrs[key] }
+        let found: [FoundItem]
+        do {
+            found = try client.send(Request(.copyMatching, query: query)).result.array?.compactMap(\.item) ?? []
+        } catch KeychainStatus.itemNotFound {
+            return nil
+        }
+        guard found.count <= 1 else {
+            let named = nameWords(c).compactMap { key, word in attrs[key]?.stringValue.map { "\(word) \(Output.jsonString($0))" } }
+            let groups = found.compactMap { $0.attributes[.accessGroup]?.stringValue }.sorted()
+            throw UsageError("\(found.count) items match \(named.joined(separator: " ")) (groups: \(groups.joined(separator: ", "))); "
+                             + "name one with --access-group")
+        }
+        guard let item = found.first else { return nil }
+        guard let ref = item.persistentRef else { throw KeychainStatus.decode }
+        return ref
+    }
+
+    /// The attributes that name an item of the class, in the order the error of an ambiguous
+    /// `add -U` lists those given.
+    static func nameWords(_ c: ItemClass) -> KeyValuePairs<AttributeKey, String> {
+        c == .genericPassword
+            ? [.service: "service", .account: "account"]
+            : [.server: "server", .account: "account", .protocol: "protocol", .port: "port", .path: "path",
+               .securityDomain: "security domain", .authenticationType: "authentication type"]
     }
 
     /// The secret of `-w`: a value, `-` for standard input, or a prompt when -w ends the line;

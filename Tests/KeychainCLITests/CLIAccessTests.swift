@@ -118,6 +118,20 @@ final class CLIAccessTests: HarnessTestCase {
         XCTAssertEqual(try run(Self.owner, ["find-generic-password", "-s", "membersvc", "-w"]).stdout, "from-member\n")
     }
 
+    /// `add -U` updates the item of its name wherever the caller sees it: one in a group the
+    /// caller reads but may not change is refused, not shadowed by a copy in a group of its own.
+    func testUpdateOfAnItemInAGroupTheCallerOnlyReadsExits30() throws {
+        XCTAssertEqual(try h.run(["group", "add", "own", "--owner", Self.member]).status, 0)
+        let u = try run(Self.member, ["add-generic-password", "-U", "-s", "teamsvc", "-a", "deploy", "-w", "-"], input: "shadow")
+        XCTAssertEqual(u.status, 30, "\(u)")
+        XCTAssertEqual(u.stderr, Sentence.missingEntitlement)
+        XCTAssertEqual(try run(Self.member, ["find-generic-password", "-s", "teamsvc", "-a", "deploy", "-w"]).stdout, "team-secret\n")
+        XCTAssertEqual(try run(Self.member, ["find-generic-password", "-s", "teamsvc", "--access-group", "own"]).status, 44)
+        // Without -U the add goes to the member's own group, as any add does.
+        XCTAssertEqual(try run(Self.member, ["add-generic-password", "-s", "teamsvc", "-a", "deploy", "-w", "-"], input: "mine").status, 0)
+        XCTAssertEqual(try run(Self.member, ["find-generic-password", "-s", "teamsvc", "--access-group", "own", "-w"]).stdout, "mine\n")
+    }
+
     func testMembershipComesFromTheKernelsGroupList() throws {
         // The same member without its supplementary groups is nobody.
         let r = try run(Self.member, ["find-generic-password", "-s", "teamsvc", "-w", "--access-group", "team"], initGroups: false)

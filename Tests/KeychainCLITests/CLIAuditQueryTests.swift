@@ -46,8 +46,8 @@ final class CLIAuditQueryTests: HarnessTestCase {
             let line = try XCTUnwrap(lines.first { $0[4] == event }, "a \(event) line")
             XCTAssertEqual(line[5], ref, "\(event) names the item")
         }
-        // The failed add of add -U keeps its own line, then the update names the item.
-        XCTAssertEqual(lines.first { $0[4] == "add-failed" }?[5], "status=-25299")
+        // add -U finds the item first: no add is tried, so no add-failed line.
+        XCTAssertFalse(lines.contains { $0[4] == "add-failed" }, "\(lines)")
         // Deleted: the name is gone, the reference stays.
         XCTAssertTrue(lines.filter { $0[5] == ref }.allSatisfy { $0[8] == "-" })
     }
@@ -96,9 +96,9 @@ final class CLIAuditQueryTests: HarnessTestCase {
             return rows(r.stdout)
         }
         XCTAssertEqual(try audit(["--event", "read"]).map { $0[4] }, ["read"])
-        // add -U's first try found a duplicate: an add line with no item, then its add-failed line.
+        // add -U of an existing item updates it: no add line of its own.
         XCTAssertEqual(try audit(["--event", "add,delete"]).map { $0[4] + " " + ($0[5] == "-" ? "-" : "ref") },
-                       ["add ref", "add -", "delete ref", "add ref"])
+                       ["add ref", "delete ref", "add ref"])
         XCTAssertEqual(try audit(["--item", ref]).map { $0[4] }, ["add", "read", "update", "delete"])
         XCTAssertEqual(try audit(["--item", ref.uppercased()]).map { $0[4] }, ["add", "read", "update", "delete"])
         XCTAssertEqual(try audit(["--item", "other/acct"]).map { $0[4] }, ["add"])

@@ -37,6 +37,22 @@ final class UpdateDeleteTests: XCTestCase {
         XCTAssertEqual(r.array?.compactMap { $0.item?.attributes["acct"]?.stringValue }, ["a", "b"])
     }
 
+    /// As Apple's SecItemUpdate: a query without `agrp` changes the matches in every group given,
+    /// each staying in its group; one with `agrp` only that group's.
+    func testUpdateWithoutAGroupChangesTheMatchesOfEveryGroup() throws {
+        try vault.addPassword(service: "s", account: "a", secret: "shared", groups: ["app.shared"])
+        try vault.update(["class": "genp", "svce": "s", "acct": "a"], changes: ["v_Data": "both"], accessGroups: groups)
+        XCTAssertEqual(try vault.password(service: "s", account: "a", groups: ["app.default"]), "both")
+        XCTAssertEqual(try vault.password(service: "s", account: "a", groups: ["app.shared"]), "both")
+        try vault.update(["class": "genp", "svce": "s", "acct": "a", "agrp": "app.shared"], changes: ["v_Data": "one"],
+                         accessGroups: groups)
+        XCTAssertEqual(try vault.password(service: "s", account: "a", groups: ["app.default"]), "both")
+        XCTAssertEqual(try vault.password(service: "s", account: "a", groups: ["app.shared"]), "one")
+        // Only the groups given: the caller of app.default alone changes nothing of app.shared.
+        try vault.update(["class": "genp", "svce": "s", "acct": "a"], changes: ["v_Data": "mine"], accessGroups: ["app.default"])
+        XCTAssertEqual(try vault.password(service: "s", account: "a", groups: ["app.shared"]), "one")
+    }
+
     func testUpdateSecretAndKeepInsertionOrderAndBumpModificationDate() throws {
         let before = try vault.copyMatching(["class": "genp", "svce": "s", "acct": "a", "r_Attributes": true],
                                             accessGroups: groups).value?.item?.attributes
