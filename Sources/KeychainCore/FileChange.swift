@@ -8,6 +8,10 @@ public struct ItemName: Hashable, Sendable {
     /// An internet password's other primary-key attributes (`FileNames.qualifierKeys`) that are
     /// not empty or zero; always empty for a generic password.
     public var qualifiers: Attributes
+    /// The access group the name names, for an item that shares its name with an item in
+    /// another group (`%~agrp=`, docs/filesystem.md); nil for the plain name, which shows the
+    /// first such item the caller may read.
+    public var group: String?
 
     public init(service: [UInt8], account: [UInt8]) {
         self.service = service
@@ -58,6 +62,19 @@ public struct ItemName: Hashable, Sendable {
         if itemClass == .internetPassword {
             for key in FileNames.qualifierKeys { out[key] = qualifiers[key] ?? AttributeKind.of(key).empty }
         }
+        return out
+    }
+
+    /// `accessGroups` narrowed to the group the name names, if it names one.
+    public func narrowing(_ accessGroups: [String]) -> [String] {
+        guard let group else { return accessGroups }
+        return accessGroups.filter { $0 == group }
+    }
+
+    /// The same name without its group: the plain name of the item.
+    public var plain: ItemName {
+        var out = self
+        out.group = nil
         return out
     }
 

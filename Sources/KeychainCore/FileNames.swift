@@ -116,13 +116,18 @@ public enum FileNames {
         escape(value, topLevel: c == .genericPassword)
     }
 
+    /// The suffix that names an item's access group: `%~agrp=` and the escaped group.
+    public static let groupMarker = Array("%~agrp=".utf8)
+
     /// An item's file name: the escaped account, and for an internet password each qualifier
     /// that is set as `%~key=value` (value escaped as a name is; numbers in decimal), in the order
-    /// of `qualifierKeys`. `%~` never occurs in an escaped value, so the name splits back.
-    /// Longer than 255 bytes: `%H` and the hash of the name it would have been.
+    /// of `qualifierKeys`; then, for a name that carries its group (an item that shares its name
+    /// with one in another group), `%~agrp=` and the group. `%~` never occurs in an escaped
+    /// value, so the name splits back. Longer than 255 bytes: `%H` and the hash of the name it
+    /// would have been.
     public static func fileName(of name: ItemName) -> [UInt8] {
         if isFlat(name.itemClass) { return flatFileName(of: name) }
-        guard name.itemClass == .internetPassword, !name.qualifiers.isEmpty else { return escape(name.account) }
+        guard name.group != nil || (name.itemClass == .internetPassword && !name.qualifiers.isEmpty) else { return escape(name.account) }
         var out = escapeBytes(name.account, escapeFirstDot: name.account == Array(".".utf8) || name.account == Array("..".utf8))
         if name.account.isEmpty { out = [UInt8(ascii: "%")] }
         for key in qualifierKeys {
@@ -130,6 +135,7 @@ public enum FileNames {
             let text = v.integerView.map { Array(String($0).utf8) } ?? v.byteView ?? []
             out += Array("%~\(key)=".utf8) + escapeBytes(text, escapeFirstDot: false)
         }
+        if let group = name.group { out += groupMarker + escapeBytes(Array(group.utf8), escapeFirstDot: false) }
         if out.count > maximumLength {
             return Array("%H".utf8) + hexByte(KeyedHash.hash(out, key: nil, length: 16))
         }
@@ -140,21 +146,27 @@ public enum FileNames {
     /// (resolved by lookup) or a name not in canonical form.
     public static func itemName(_ file: [UInt8], service: [UInt8], itemClass c: ItemClass) -> ItemName? {
         if isFlat(c) { return flatItemName(file, itemClass: c) }
-        guard c == .internetPassword else {
-            return unescape(file).map { ItemName(service: service, account: $0) }
-        }
         var parts = split(file, on: Array("%~".utf8))
+        var group: String?
+        if parts.count > 1, let last = parts.last, last.starts(with: Array("agrp=".utf8)) {
+            guard let bytes = unescapeBytes(Array(last.dropFirst(5))), !bytes.isEmpty,
+                  let text = String(validating: bytes, as: UTF8.self) else { return nil }
+            group = text
+            parts.removeLast()
+        }
         guard let account = unescape(parts.removeFirst()) else { return nil }
         var qualifiers: Attributes = [:]
         for part in parts {
-            guard let eq = part.firstIndex(of: UInt8(ascii: "=")) else { return nil }
+            guard c == .internetPassword, let eq = part.firstIndex(of: UInt8(ascii: "=")) else { return nil }
             let key = AttributeKey(rawValue: String(decoding: part[..<eq], as: UTF8.self))
             guard qualifierKeys.contains(key), qualifiers[key] == nil,
                   let bytes = unescapeBytes(Array(part[(eq + 1)...])) else { return nil }
             let number = AttributeKind.of(key) == .number ? Int64(String(decoding: bytes, as: UTF8.self)) : nil
             qualifiers[key] = number.map(AttributeValue.number) ?? .data(bytes)
         }
-        let name = ItemName(server: service, account: account, qualifiers: qualifiers)
+        var name = c == .internetPassword ? ItemName(server: service, account: account, qualifiers: qualifiers)
+                                          : ItemName(service: service, account: account)
+        name.group = group
         return fileName(of: name) == file ? name : nil  // only canonical spellings are accepted
     }
 

@@ -20,13 +20,15 @@ extension Vault {
 
     /// Stores `secret` as the item `name`: into the first such item in `accessGroups`, else
     /// into a new item in the first group (a new file's first close; `created` tells which).
+    /// A name with its group stores only in that group.
     /// - Throws: `missingEntitlement` without groups, and as `storeFileSecret(_:in:accessGroups:)`.
     public func storeFileSecret(_ secret: SecureBytes, named name: ItemName, accessGroups: [String]) throws -> FileChange {
         let q = try Self.fileQuery(name)
-        let prepared = try prepareAdd(name.attributes, secret: secret, accessGroups: accessGroups)
+        let groups = name.narrowing(accessGroups)
+        let prepared = try prepareAdd(name.attributes, secret: secret, accessGroups: groups)
         return try mutex.withLock {
             try store.db.transaction {
-                if let m = try firstFileItem(q, accessGroups: accessGroups) {
+                if let m = try firstFileItem(q, accessGroups: groups) {
                     return FileChange(entry: try reseal(m, attributes: m.attributes, secret: secret, secretChanged: true),
                                       groups: Self.groups(of: m.attributes))
                 }
@@ -67,8 +69,10 @@ extension Vault {
                 let source = try fileMatch(ref, accessGroups: accessGroups, needSecret: true)
                 guard source.stored.itemClass == name.itemClass else { throw KeychainStatus.param }  // no rename across classes
                 defer { source.secret?.wipe() }
+                // A rename keeps the item's group: a name with another group is no name it can take.
+                if let group = name.group, source.attributes[.accessGroup] != .string(group) { throw KeychainStatus.param }
                 var target: Match?
-                try forEachFileItem(q, accessGroups: visibleGroups ?? accessGroups) { item, attributes in
+                try forEachFileItem(q, accessGroups: name.narrowing(visibleGroups ?? accessGroups)) { item, attributes in
                     guard item.uuid != source.stored.uuid else { return true }
                     target = Match(stored: item.header, attributes: attributes, secret: nil)
                     return false
@@ -117,13 +121,14 @@ extension Vault {
         }
     }
 
-    /// Deletes the items named `name` in `accessGroups` (`rm`), in one transaction.
+    /// Deletes the items named `name` in `accessGroups` (`rm`; a name with its group: in that
+    /// group only), in one transaction.
     /// - Returns: their access groups. - Throws: `itemNotFound` when there is none.
     @discardableResult
     public func deleteFile(_ name: ItemName, accessGroups: [String]) throws -> Set<String> {
         var query = name.attributes
         query[.synchronizable] = .synchronizableAny
-        return try delete(query, accessGroups: accessGroups)
+        return try delete(query, accessGroups: name.narrowing(accessGroups))
     }
 
     // MARK: Internals (called with the mutex held)

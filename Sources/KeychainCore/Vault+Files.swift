@@ -39,14 +39,15 @@ extension Vault {
     }
 
     /// The items named `name` (one path: an internet password's plain name finds only the item
-    /// whose qualifiers are all empty), in insertion order; the first is the one its file shows.
+    /// whose qualifiers are all empty; a name with its group only that group's), in insertion
+    /// order; the first is the one its file shows.
     public func fileEntries(named name: ItemName, accessGroups: [String], limit: Int = Int.max) throws -> [FileEntry] {
         let flat = FileNames.isFlat(name.itemClass)
         // A label has no lookup token: a key's or certificate's name is found among its class's.
         let q = flat ? try Self.fileQuery(itemClass: name.itemClass, service: nil, account: nil) : try Self.fileQuery(name)
         var out: [FileEntry] = []
         try withReader { reader in
-            try forEachFileItem(q, accessGroups: accessGroups, in: reader) { item, attributes in
+            try forEachFileItem(q, accessGroups: name.narrowing(accessGroups), in: reader) { item, attributes in
                 let e = fileEntry(item, attributes, keepRow: true)
                 if !flat || e.name == name { out.append(e) }
                 return out.count < limit

@@ -22,15 +22,18 @@ extension MountServer {
 
     /// Drops what the kernel knows of one directory (and item), and of its listing.
     func invalidate(_ directory: Directory, name: ItemName?) {
-        entries.invalidate(directory, name: name)
+        if let name { forgetEntries(of: name) } else { entries.invalidate(directory, name: nil) }
         let held = heldItems { $0 == directory }
         withSession { se in
             let dir = inodes.existing(directory.node)
             if let dir, let name {
-                // Also when the kernel does not know it: it may hold a negative entry for a new item.
-                Self.invalidateEntry(se, parent: dir, name: FileNames.fileName(of: name))
-                if let ino = inodes.existing(.item(name)) {
-                    _ = fuse_lowlevel_notify_inval_inode(se, ino, 0, 0)
+                // Every name of the item, also those the kernel does not know: it may hold a
+                // negative entry for a new item.
+                for n in spellings(of: name) {
+                    Self.invalidateEntry(se, parent: dir, name: FileNames.fileName(of: n))
+                    if let ino = inodes.existing(.item(n)) {
+                        _ = fuse_lowlevel_notify_inval_inode(se, ino, 0, 0)
+                    }
                 }
             } else if name == nil {
                 for node in held { invalidateHeld(se, node) }

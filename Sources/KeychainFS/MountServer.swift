@@ -278,11 +278,27 @@ public final class MountServer: Sendable {
     /// A change made through this mount: its own names go at once, before the reply, and the
     /// daemon tells watchers and other mounts.
     func changed(_ kind: ChangeKind, _ name: ItemName, previous: ItemName? = nil, groups: Set<String>?) {
-        let directory = Directory(itemClass: name.itemClass, service: name.service)
-        entries.invalidate(directory, name: name)
-        if let previous { entries.invalidate(Directory(itemClass: previous.itemClass, service: previous.service), name: previous) }
+        forgetEntries(of: name)
+        if let previous { forgetEntries(of: previous) }
         policy.itemChanged(kind, itemClass: name.itemClass, service: name.service, account: name.account,
                            previous: previous.map { ($0.service, $0.account) }, groups: groups.map { $0.sorted() })
+    }
+
+    /// Drops the kept entries of every name of an item: its plain name and the ones with a group.
+    func forgetEntries(of name: ItemName) {
+        let directory = Directory(itemClass: name.itemClass, service: name.service)
+        for n in spellings(of: name) { entries.invalidate(directory, name: n) }
+    }
+
+    /// The names an item may be known by here: the plain one, and one per group it could be in.
+    func spellings(of name: ItemName) -> [ItemName] {
+        guard !FileNames.isFlat(name.itemClass) else { return [name] }
+        let plain = name.plain
+        return [plain] + policy.allGroups().map { g in
+            var n = plain
+            n.group = g
+            return n
+        }
     }
 
     /// A change of a whole directory (a rename of a service or server).

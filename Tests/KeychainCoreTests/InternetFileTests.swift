@@ -68,6 +68,41 @@ final class InternetFileTests: XCTestCase {
         XCTAssertTrue(LongHashed.isHashed(FileNames.fileName(of: long)))
     }
 
+    /// A name that carries its access group (an item sharing its name with one in another
+    /// group): `%~agrp=` and the escaped group, last, for both password classes.
+    func testNamesWithAGroupRoundTripAndOtherSpellingsDoNotExist() {
+        let server = bytes("db.example.com")
+        func grouped(_ n: ItemName, _ g: String) -> ItemName {
+            var out = n
+            out.group = g
+            return out
+        }
+        let cases: [(ItemName, ItemClass, String)] = [
+            (grouped(ItemName(service: bytes("db"), account: bytes("app")), "team"), .genericPassword, "app%~agrp=team"),
+            (grouped(ItemName(service: bytes("db"), account: []), "a/b%"), .genericPassword, "%%~agrp=a%2Fb%25"),
+            (grouped(ItemName(service: bytes("db"), account: bytes("..")), "t"), .genericPassword, "%2E.%~agrp=t"),
+            (grouped(ItemName(server: server, account: bytes("alice"), qualifiers: ["port": .number(8443)]), "ops"),
+             .internetPassword, "alice%~port=8443%~agrp=ops"),
+            (grouped(ItemName(server: server, account: bytes("alice")), "ops"), .internetPassword, "alice%~agrp=ops"),
+        ]
+        for (name, c, file) in cases {
+            XCTAssertEqual(String(decoding: FileNames.fileName(of: name), as: UTF8.self), file)
+            let service = c == .genericPassword ? bytes("db") : server
+            let back = FileNames.itemName(bytes(file), service: service, itemClass: c)
+            XCTAssertEqual(back, name, file)
+            XCTAssertEqual(back?.plain, name.plain, file)
+            XCTAssertNil(back?.plain.group)
+        }
+        // The group goes last, is not empty, and a generic password has no other qualifier.
+        for (bad, c) in [("app%~agrp=", ItemClass.genericPassword), ("app%~agrp=t%~port=1", .internetPassword),
+                         ("app%~port=1%~agrp=t", .genericPassword), ("app%~agrp=t%~agrp=u", .genericPassword),
+                         ("app%~agrp=%74", .genericPassword)] {
+            XCTAssertNil(FileNames.itemName(bytes(bad), service: bytes("db"), itemClass: c), bad)
+        }
+        XCTAssertEqual(ItemName(service: bytes("db"), account: bytes("a")).narrowing(["x", "y"]), ["x", "y"])
+        XCTAssertEqual(grouped(ItemName(service: bytes("db"), account: bytes("a")), "y").narrowing(["x", "y"]), ["y"])
+    }
+
     func testEntriesOfOneServerAndAccountHaveDistinctNames() throws {
         try addInternet("db.example.com", "alice", "plain")
         try addInternet("db.example.com", "alice", "tls", ["port": "8443", "ptcl": "htps"])

@@ -32,7 +32,7 @@ extension ItemDirectory {
         }
     }
 
-    /// The files the caller may see, once per name. `ls -l` stats every name it lists:
+    /// The files the caller may see, each under a name of its own. `ls -l` stats every name it lists:
     /// READDIRPLUS answers with the listing's attributes, and the entries it primes answer later
     /// lookups.
     func listItems(groups: [String]) throws -> [Listed] {
@@ -42,9 +42,17 @@ extension ItemDirectory {
         let mountWide = groups == mount.visibleGroups
         let service = FileNames.isFlat(directory.itemClass) ? nil : directory.service
         try mount.vault.forEachFileEntry(itemClass: directory.itemClass, service: service, accessGroups: groups, keepRows: false) { e in
-            let n = e.name
-            let fileName = FileNames.fileName(of: n)
-            guard seen.insert(fileName).inserted else { return true }
+            var n = e.name
+            var fileName = FileNames.fileName(of: n)
+            if !seen.insert(fileName).inserted {
+                // The plain name shows the first item of that name; one in another group is
+                // listed under the name that carries its group. (Keys and certificates share
+                // labels freely: their names show the first.)
+                guard !FileNames.isFlat(n.itemClass) else { return true }
+                n.group = e.group
+                fileName = FileNames.fileName(of: n)
+                guard seen.insert(fileName).inserted else { return true }
+            }
             list.append(Listed(name: fileName, node: .item(n), dotIno: 0, file: FileFacts(e)))
             if mountWide { mount.entries.store(e, name: n, generation: generation, evicting: false) }
             return true
@@ -119,7 +127,9 @@ struct ServiceDirectory: ItemDirectory {
 
     func unlink(_ req: any FileRequest, name: [UInt8]) {
         do {
-            guard let n = try mount.itemName(name, in: directory) else { return req.error(ENOENT) }
+            guard var n = try mount.itemName(name, in: directory) else { return req.error(ENOENT) }
+            // The plain name removes the item it shows this caller, not its namesakes in other groups.
+            if n.group == nil, let shown = try mount.entry(n, groups: mount.caller(req, writing: false).groups) { n.group = shown.group }
             let groups = try mount.vault.deleteFile(n, accessGroups: mount.caller(req, writing: true).groups)
             mount.changed(.delete, n, groups: groups)
             req.ok()
