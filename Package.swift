@@ -119,7 +119,7 @@ let package = Package(
         .testTarget(name: "KeychainClientTests", dependencies: ["KeychainClient", "KeychainProtocol", "KeychainModel",
                                                                "KeychainCrypto"]),
         .testTarget(name: "KeychainfsAccessTests", dependencies: ["KeychainfsAccess", "KeychainModel"]),
-        .testTarget(name: "KeychainFSTests", dependencies: ["KeychainFS", "KeychainCore", "KeychainCrypto"]),
+        .testTarget(name: "KeychainFSTests", dependencies: ["KeychainFS", "KeychainCore", "KeychainCrypto", "KeychainfsAccess"]),
         .testTarget(name: "KeychainTPMTests", dependencies: ["KeychainTPM", "KeychainCore"]),
         .testTarget(name: "KeychainSecretServiceTests", dependencies: ["KeychainSecretService", "KeychainCore", "KeychainCrypto",
                                                                       "KeychainKeys"]),
