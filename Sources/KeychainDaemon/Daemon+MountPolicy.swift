@@ -19,12 +19,14 @@ extension Daemon: MountPolicy {
     public var directoryOwner: (uid: UInt32, gid: UInt32) { (ownerUID, ownerGID) }
 
     public func itemChanged(_ kind: ChangeKind, itemClass: ItemClass, service: [UInt8], account: [UInt8]?,
-                            previous: (service: [UInt8], account: [UInt8]?)?, groups: [String]?) {
-        // From a mount's own thread: tell the others on a queue, never from inside a kernel request.
+                            previous: (service: [UInt8], account: [UInt8]?)?, groups: [String]?, from origin: MountServer) {
         var event = ChangeEvent(kind: kind, service: service, account: account, previous: previous, groups: groups)
         // Mounts invalidate generic passwords by name; an internet password's change drops everything.
         if itemClass != .genericPassword { event.touched = nil }
-        DispatchQueue.global().async { [self, event] in itemsChanged(event) }
+        // From inside a kernel request of `origin`: the other mounts are handed the change on
+        // their own queues, and the rest (watchers, on_change, sync) runs off this thread.
+        for m in state.withLock({ $0.mounts }) where m !== origin { m.noticeChange(event.touched) }
+        DispatchQueue.global().async { [self, event] in itemsChanged(event, mountsTold: true) }
     }
 
     public func approvePresence(ref: PersistentRef, attributes: Attributes, caller: CallerIdentity) -> KeychainStatus {

@@ -229,11 +229,14 @@ public final class Daemon: @unchecked Sendable {
 
     /// After a change, drop what the kernel cached so every mount shows it at once, tell the
     /// watchers, and run the `on_change` commands of the mounts that show the item.
-    func itemsChanged(_ event: ChangeEvent? = nil) {
+    func itemsChanged(_ event: ChangeEvent? = nil) { itemsChanged(event, mountsTold: false) }
+
+    /// `mountsTold`: a mount's own change, which the other mounts already have (`itemChanged`).
+    func itemsChanged(_ event: ChangeEvent?, mountsTold: Bool) {
         openedKeys.removeAll()
         sync.kick()
         let current = state.withLock { $0.mounts }
-        for m in current {
+        for m in current where !mountsTold {
             // A change that names its item drops just those names; others drop everything.
             if let touched = event?.touched {
                 for name in touched { m.invalidate(service: name.service, account: name.account) }

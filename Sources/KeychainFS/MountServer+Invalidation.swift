@@ -14,6 +14,15 @@ extension MountServer {
         invalidateAll()
     }
 
+    /// A change another mount made: generic passwords by name, anything else (nil) as a whole.
+    /// Returns at once; the kernel is told on this mount's notice queue.
+    public func noticeChange(_ touched: [(service: [UInt8], account: [UInt8]?)]?) {
+        notices.async { [self] in
+            guard let touched else { return invalidateAll() }
+            for name in touched { invalidate(service: name.service, account: name.account) }
+        }
+    }
+
     /// Drops what the kernel knows of one generic-password service (and account), and of the
     /// service's directory listing (a change the daemon saw, made elsewhere).
     public func invalidate(service: [UInt8], account: [UInt8]?) {

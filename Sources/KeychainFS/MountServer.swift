@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import KeychainfsAccess
 import KeychainCore
@@ -17,8 +18,9 @@ public protocol MountPolicy: AnyObject, Sendable {
     /// `previous` is the name the item had before a rename, `groups` the access groups of the
     /// items it changed (nil when unknown: only administrators then learn the names).
     /// `service` is an internet password's server when `itemClass` says so.
+    /// `origin` is the mount that made it, which has dropped its own names already.
     func itemChanged(_ kind: ChangeKind, itemClass: ItemClass, service: [UInt8], account: [UInt8]?,
-                     previous: (service: [UInt8], account: [UInt8]?)?, groups: [String]?)
+                     previous: (service: [UInt8], account: [UInt8]?)?, groups: [String]?, from origin: MountServer)
     /// Records a file-interface decision in the audit log. The audit calls throw when the line
     /// could not be written; an open is then refused (EIO), a denial stands either way.
     func audit(_ event: AuditEvent, caller: CallerIdentity, detail: String) throws
@@ -86,6 +88,9 @@ public final class MountServer: Sendable {
     let gatedOpens = GatedOpens()
     /// The values of hashed long names.
     let longNames = LongNames()
+    /// Changes made through other mounts, told to this mount's kernel in order, on a queue of its
+    /// own: never from inside another mount's request, whose kernel locks a notification may wait on.
+    let notices = DispatchQueue(label: "keychainfs.mount.notices")
 
     public init(mountpoint: String, options: MountOptions, vault: Vault, policy: MountPolicy) {
         self.mountpoint = mountpoint
@@ -281,7 +286,7 @@ public final class MountServer: Sendable {
         forgetEntries(of: name)
         if let previous { forgetEntries(of: previous) }
         policy.itemChanged(kind, itemClass: name.itemClass, service: name.service, account: name.account,
-                           previous: previous.map { ($0.service, $0.account) }, groups: groups.map { $0.sorted() })
+                           previous: previous.map { ($0.service, $0.account) }, groups: groups.map { $0.sorted() }, from: self)
     }
 
     /// Drops the kept entries of every name of an item: its plain name and the ones with a group.
@@ -306,6 +311,6 @@ public final class MountServer: Sendable {
         entries.invalidate(directory, name: nil)
         entries.invalidate(previous, name: nil)
         policy.itemChanged(kind, itemClass: directory.itemClass, service: directory.service, account: nil,
-                           previous: (previous.service, nil), groups: groups.map { $0.sorted() })
+                           previous: (previous.service, nil), groups: groups.map { $0.sorted() }, from: self)
     }
 }

@@ -86,7 +86,7 @@ final class RecordingPolicy: MountPolicy {
     func allGroups() -> [String] { table.groups.map(\.name) }
     func approvePresence(ref: PersistentRef, attributes: Attributes, caller: CallerIdentity) -> KeychainStatus { .authFailed }
     func itemChanged(_ kind: ChangeKind, itemClass: ItemClass, service: [UInt8], account: [UInt8]?,
-                     previous: (service: [UInt8], account: [UInt8]?)?, groups: [String]?) {
+                     previous: (service: [UInt8], account: [UInt8]?)?, groups: [String]?, from origin: MountServer) {
         let name = String(decoding: service, as: UTF8.self) + (account.map { "/" + String(decoding: $0, as: UTF8.self) } ?? "")
         events.withLock { $0.append("\(kind) \(name) \(groups ?? [])") }
     }
