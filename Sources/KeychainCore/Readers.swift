@@ -96,6 +96,17 @@ final class ReaderPool: Sendable {
         withExtendedLifetime(surplus) {}  // closed outside the lock
     }
 
+    /// Frees the page caches of the idle readers (`PRAGMA shrink_memory`), after a scan of a
+    /// large directory filled them; a reader in use keeps its own.
+    func shrinkIdle() {
+        let idle = state.withLock { s -> [SearchContext] in
+            defer { s.idle = [] }
+            return s.idle
+        }
+        for context in idle { try? context.store.db.execute("PRAGMA shrink_memory") }
+        state.withLock { $0.idle += idle }
+    }
+
     /// Closes every idle reader (the vault is closing: none is in use then).
     func closeAll() {
         let closing = state.withLock { s -> [SearchContext] in

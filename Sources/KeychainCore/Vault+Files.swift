@@ -20,6 +20,26 @@ public struct FileEntry: Sendable {
     public var rowLeftOut = false
 
     public var itemClass: ItemClass { ref.itemClass }
+
+    /// About how many bytes of memory the entry holds (its arrays, strings, attributes and
+    /// kept row), for caches bounded in bytes.
+    public var footprint: Int {
+        // A heap array or string costs its bytes plus about 32 of header; a dictionary slot about 64.
+        func bytes(_ v: AttributeValue) -> Int {
+            switch v {
+            case .string(let s): return s.utf8.count > 15 ? s.utf8.count + 32 : 0
+            case .data(let d): return d.count + 32
+            default: return 0
+            }
+        }
+        var total = 160 + service.count + account.count + 64 + group.utf8.count
+        total += attributes.reduce(0) { $0 + 64 + bytes($1.value) }
+        if let row {
+            total += 160 + row.groupToken.count + row.primaryKeyToken.count + row.wrappedKey.count + row.attributes.count + row.secret.count
+        }
+        return total
+    }
+
     /// The name the file interface gives the item (from its primary-key attributes).
     public var name: ItemName { ItemName(itemClass: ref.itemClass, attributes: attributes) }
 }

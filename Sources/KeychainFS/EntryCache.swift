@@ -1,5 +1,6 @@
 import Dispatch
 import KeychainCore
+import KeychainSystem
 import Synchronization
 
 /// The entries (attributes, never secrets) of files the kernel asked about, so that `open`,
@@ -10,9 +11,10 @@ import Synchronization
 /// drops the names it touches, a lock drops everything, and a search that raced with a change
 /// does not store what it found: `store` takes the generation read before the search.
 final class EntryCache: Sendable {
-    /// Enough for `ls -l` of a large service; past it the cache starts again empty. An entry
-    /// keeps only the attributes below (a few hundred bytes, plus a small item's sealed row).
-    static let capacity = 32_768
+    /// The bytes the entries may hold (`FileEntry.footprint`): an entry keeps only the
+    /// attributes below, about 1.5 KB with a small item's sealed row, so some thousands. Past it the cache starts
+    /// again empty (a lookup) or stores no more (a listing priming it).
+    static let capacity = 4 << 20
 
     /// What `stat`, `open` and the approval prompt read; extended attributes search instead.
     /// The primary key stays too: an entry gives its item's name (`FileEntry.name`).
@@ -22,6 +24,7 @@ final class EntryCache: Sendable {
 
     private struct Contents {
         var entries: [ItemName: FileEntry] = [:]
+        var bytes = 0
         /// Counts changes, so a search that raced with one stores nothing.
         var generation: UInt64 = 0
     }
@@ -35,19 +38,31 @@ final class EntryCache: Sendable {
         contents.withLock { $0.entries[name] }
     }
 
+    /// How many bytes the entries hold now.
+    var bytes: Int { contents.withLock { $0.bytes } }
+
     /// Keeps `entry` as the file of `name` unless something changed since
     /// `generation` was read.
     /// `evicting: false` (a listing priming the cache) stores nothing once the cache is full.
-    func store(_ entry: FileEntry, name: ItemName, generation seen: UInt64, evicting: Bool = true) {
+    /// Returns false when it stored nothing because the cache was full.
+    @discardableResult
+    func store(_ entry: FileEntry, name: ItemName, generation seen: UInt64, evicting: Bool = true) -> Bool {
         var kept = entry
         kept.attributes = entry.attributes.filter { Self.keptAttributes.contains($0.key) }
-        contents.withLock { c in
-            guard seen == c.generation else { return }
-            if c.entries.count >= Self.capacity {
-                guard evicting else { return }
-                c.entries.removeAll(keepingCapacity: true)
+        let size = kept.footprint
+        var old: [ItemName: FileEntry] = [:]
+        defer { if !old.isEmpty { Self.freeLater(old) } }
+        return contents.withLock { c in
+            guard seen == c.generation else { return true }
+            if c.bytes + size > Self.capacity {
+                guard evicting else { return false }
+                old = c.entries
+                c.entries = [:]
+                c.bytes = 0
             }
-            c.entries[name] = kept
+            if let replaced = c.entries.updateValue(kept, forKey: name) { c.bytes -= replaced.footprint }
+            c.bytes += size
+            return true
         }
     }
 
@@ -56,9 +71,10 @@ final class EntryCache: Sendable {
         contents.withLock { c in
             c.generation &+= 1
             if let name {
-                c.entries[name] = nil
+                if let gone = c.entries.removeValue(forKey: name) { c.bytes -= gone.footprint }
             } else {
                 c.entries = c.entries.filter { $0.key.service != directory.service || $0.key.itemClass != directory.itemClass }
+                c.bytes = c.entries.values.reduce(0) { $0 + $1.footprint }
             }
         }
     }
@@ -68,10 +84,21 @@ final class EntryCache: Sendable {
     func removeAll() {
         let old = contents.withLock { c -> [ItemName: FileEntry] in
             c.generation &+= 1
+            c.bytes = 0
             defer { c.entries = [:] }
             return c.entries
         }
         guard old.count > 1024 else { return }
-        DispatchQueue.global(qos: .utility).async { withExtendedLifetime(old) {} }
+        Self.freeLater(old)
+    }
+
+    /// Frees many entries on another thread, then gives the heap's free pages back: a lock
+    /// or a full cache does not wait for tens of thousands of deallocations.
+    private static func freeLater(_ entries: [ItemName: FileEntry]) {
+        let held = Released(entries)
+        DispatchQueue.global(qos: .utility).async {
+            held.drop()
+            CurrentProcess.releaseFreeHeap()
+        }
     }
 }

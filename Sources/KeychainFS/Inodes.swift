@@ -23,6 +23,15 @@ enum Node: Hashable, Sendable {
         }
     }
 
+    /// The node with an account of its own: a name kept for as long as the kernel holds it is
+    /// allocated apart from the listing it came in, so that the listing's pages can go back to
+    /// the system when it is freed.
+    var ownCopy: Node {
+        guard case .item(var n) = self else { return self }
+        n.account = n.account.withUnsafeBufferPointer { Array($0) }
+        return .item(n)
+    }
+
     /// The attribute a directory node names (`svce`, `srvr`).
     var directoryAttribute: AttributeKey { directory?.itemClass == .internetPassword ? .server : .service }
 
@@ -46,47 +55,130 @@ struct Directory: Hashable, Sendable {
 }
 
 /// Inode numbers for the nodes the kernel knows, with its lookup counts (released by forget).
+///
+/// Compact at a million names: an inode's low 32 bits are one more than its slot in one array,
+/// and the way back from a node to its number is an open-addressing table of 4-byte slot
+/// numbers (`NodeIndex`), so each node is held once. A slot the kernel has forgotten is given
+/// to the next new node with its generation (the high 32 bits) counted up, so that no number
+/// ever names two files in one mount's life.
 final class InodeTable: Sendable {
     static let rootIno: UInt64 = 1
 
+    /// One inode: its node, nil once the node was replaced by a rename (the kernel may still
+    /// hold the number until it forgets it), and the kernel's lookup count; free when both are gone.
+    fileprivate struct Slot {
+        var node: Node?
+        var lookups: UInt64
+        var generation: UInt32 = 0
+        var isFree: Bool { node == nil && lookups == 0 }
+    }
+
     private struct Numbers {
-        var nodes: [UInt64: (node: Node, lookups: UInt64)] = [rootIno: (.root, 1)]
-        var numbers: [Node: UInt64] = [.root: rootIno]
-        var next: UInt64 = 2
+        var slots: [Slot] = [Slot(node: .root, lookups: 1)]
+        /// Free slots below `slots.count`, reused before the array grows.
+        var free: [Int32] = []
+        var index = NodeIndex()
+        /// Slots in use, the root's included.
+        var live = 1
+        /// The most slots there ever were, and the last generation given: a slot below that
+        /// mark had numbers before, and takes the next generation.
+        var highWater = 1
+        var lastGeneration: UInt32 = 0
+
+        /// The slot `ino` names, if it names one now (its generation is the slot's).
+        func slot(_ ino: UInt64) -> Int? {
+            let low = ino & 0xffff_ffff
+            guard low >= 1, low <= UInt64(slots.count) else { return nil }
+            let i = Int(low - 1)
+            return UInt64(slots[i].generation) == ino >> 32 ? i : nil
+        }
+
+        func number(of slot: Int) -> UInt64 { UInt64(slots[slot].generation) << 32 | UInt64(slot + 1) }
+
+        func number(_ node: Node) -> UInt64? { index.find(node, in: slots).map { number(of: Int($0)) } }
+
+        mutating func add(_ given: Node) -> UInt64 {
+            let node = given.ownCopy
+            var slot = Int32(slots.count)
+            // (The free list may still name slots past the end, dropped with the tail.)
+            while let reused = free.popLast() {
+                guard Int(reused) < slots.count else { continue }
+                slot = reused
+                break
+            }
+            var generation: UInt32 = 0
+            if Int(slot) < highWater {
+                lastGeneration &+= 1
+                generation = lastGeneration
+            }
+            highWater = max(highWater, Int(slot) + 1)
+            if Int(slot) < slots.count {
+                slots[Int(slot)] = Slot(node: node, lookups: 1, generation: generation)
+            } else {
+                slots.append(Slot(node: node, lookups: 1, generation: generation))
+            }
+            index.insert(slot, for: node, in: slots)
+            live += 1
+            return number(of: Int(slot))
+        }
 
         mutating func forget(_ ino: UInt64, _ count: UInt64) {
-            guard ino != InodeTable.rootIno, let index = nodes.index(forKey: ino) else { return }
-            let entry = nodes.values[index]
-            if entry.lookups <= count {
-                nodes.remove(at: index)
-                numbers[entry.node] = nil
-            } else {
-                nodes.values[index].lookups -= count
-            }
+            guard ino != InodeTable.rootIno, let i = slot(ino), !slots[i].isFree else { return }
+            guard slots[i].lookups <= count else { return slots[i].lookups -= count }
+            let node = slots[i].node
+            slots[i].node = nil
+            slots[i].lookups = 0
+            live -= 1
+            if let node { index.remove(Int32(i), of: node, in: slots) }
+            free.append(Int32(i))
+            if i == slots.count - 1 { dropFreeTail() }
+        }
+
+        /// Detaches a node from its number (replaced by a rename): lookups of the name no longer
+        /// find it, and the number stays taken until the kernel forgets it.
+        mutating func detach(_ node: Node) {
+            guard let slot = index.find(node, in: slots) else { return }
+            slots[Int(slot)].node = nil
+            index.remove(slot, of: node, in: slots)
+        }
+
+        mutating func move(_ old: Node, to new: Node) {
+            guard let slot = index.find(old, in: slots) else { return }
+            slots[Int(slot)].node = nil
+            index.remove(slot, of: old, in: slots)
+            detach(new)
+            slots[Int(slot)].node = new
+            index.insert(slot, for: new, in: slots)
+        }
+
+        /// After the kernel forgot the newest numbers (a large listing it no longer holds):
+        /// the free slots at the end go, and once most of the array is unused it is copied at
+        /// its new size, so that its memory is given back.
+        mutating func dropFreeTail() {
+            while let last = slots.last, last.isFree, slots.count > 1 { slots.removeLast() }
+            guard slots.capacity > 4 * max(slots.count, 1024) else { return }
+            slots = Array(slots)
+            free = free.filter { Int($0) < slots.count }
         }
     }
 
     private let table = Mutex(Numbers())
 
-    func node(_ ino: UInt64) -> Node? { table.withLock { $0.nodes[ino]?.node } }
+    func node(_ ino: UInt64) -> Node? {
+        table.withLock { t in t.slot(ino).flatMap { t.slots[$0].node } }
+    }
 
     /// The inode for `node`, counting one kernel lookup.
     func lookedUp(_ node: Node) -> UInt64 {
         table.withLock { t in
-            if let ino = t.numbers[node] {
-                t.nodes[ino]!.lookups += 1
-                return ino
-            }
-            let ino = t.next
-            t.next += 1
-            t.numbers[node] = ino
-            t.nodes[ino] = (node, 1)
+            guard let ino = t.number(node) else { return t.add(node) }
+            t.slots[t.slot(ino)!].lookups += 1
             return ino
         }
     }
 
     /// The inode already assigned to `node`, without counting a lookup.
-    func existing(_ node: Node) -> UInt64? { table.withLock { $0.numbers[node] } }
+    func existing(_ node: Node) -> UInt64? { table.withLock { $0.number(node) } }
 
     func forget(_ ino: UInt64, _ count: UInt64) {
         table.withLock { $0.forget(ino, count) }
@@ -100,19 +192,14 @@ final class InodeTable: Sendable {
     }
 
     /// Moves a node's number to its new name, as the kernel does on rename; whatever the new
-    /// name had is forgotten (it was replaced).
+    /// name had is detached (it was replaced).
     func rename(_ old: Node, to new: Node) {
-        table.withLock { t in
-            guard let ino = t.numbers.removeValue(forKey: old) else { return }
-            if let replaced = t.numbers.removeValue(forKey: new) { t.nodes[replaced] = nil }
-            t.numbers[new] = ino
-            t.nodes[ino]!.node = new
-        }
+        table.withLock { $0.move(old, to: new) }
     }
 
     /// Renames a service directory and every item under it.
     func renameService(_ old: Directory, to new: [UInt8]) {
-        let affected = table.withLock { $0.numbers.keys.filter { $0.directory == old } }
+        let affected = table.withLock { t in t.slots.compactMap { $0.node?.directory == old ? $0.node : nil } }
         for node in affected {
             switch node {
             case .service(let c, _): rename(node, to: .service(c, new))
@@ -124,16 +211,90 @@ final class InodeTable: Sendable {
         }
     }
 
+    /// How many inodes the kernel holds (the root included).
+    var count: Int { table.withLock { $0.live } }
+
     /// The directories the kernel knows (services, servers, class roots), with their inodes,
     /// for invalidation.
     func directories() -> [(UInt64, Node)] {
         table.withLock { t in
-            t.nodes.compactMap { ino, entry in
-                switch entry.node {
-                case .service, .classRoot: return (ino, entry.node)
+            t.slots.indices.compactMap { i in
+                switch t.slots[i].node {
+                case .service?, .classRoot?: return (t.number(of: i), t.slots[i].node!)
                 default: return nil
                 }
             }
+        }
+    }
+}
+
+/// The slot of each node, by the node's hash: linear probing over slot numbers, half empty at
+/// most, with removed positions marked until the next rebuild.
+private struct NodeIndex {
+    private static let empty: Int32 = -1
+    private static let removed: Int32 = -2
+    private var positions = [Int32](repeating: NodeIndex.empty, count: 16)
+    /// Positions not empty: live slots and removed marks.
+    private var taken = 0
+    private var live = 0
+
+    func find(_ node: Node, in slots: [InodeTable.Slot]) -> Int32? {
+        let mask = positions.count - 1
+        var p = node.hashValue & mask
+        while true {
+            let slot = positions[p]
+            if slot == Self.empty { return nil }
+            if slot >= 0, slots[Int(slot)].node == node { return slot }
+            p = (p + 1) & mask
+        }
+    }
+
+    /// Adds `slot` for `node`, which the index does not hold yet.
+    mutating func insert(_ slot: Int32, for node: Node, in slots: [InodeTable.Slot]) {
+        if (taken + 1) * 2 > positions.count {
+            // `slots` holds `node` at `slot` already: the rebuild may have placed it.
+            rebuild(from: slots)
+            if find(node, in: slots) == slot { return }
+        }
+        live += 1
+        let mask = positions.count - 1
+        var p = node.hashValue & mask
+        while positions[p] >= 0 { p = (p + 1) & mask }
+        if positions[p] == Self.empty { taken += 1 }
+        positions[p] = slot
+    }
+
+    /// Drops `slot`, which held `node` (the slot itself may already hold another node or none).
+    /// A table left mostly empty is rebuilt smaller.
+    mutating func remove(_ slot: Int32, of node: Node, in slots: [InodeTable.Slot]) {
+        let mask = positions.count - 1
+        var p = node.hashValue & mask
+        while positions[p] != Self.empty {
+            if positions[p] == slot {
+                positions[p] = Self.removed
+                live -= 1
+                break
+            }
+            p = (p + 1) & mask
+        }
+        if positions.count > 1024, live * 16 < positions.count { rebuild(from: slots) }
+    }
+
+    /// Every live slot again, in a table at least four times their number (so it stays at most
+    /// half full until the next rebuild).
+    mutating func rebuild(from slots: [InodeTable.Slot]) {
+        let live = slots.reduce(0) { $0 + ($1.node == nil ? 0 : 1) }
+        var size = 16
+        while size < live * 4 { size *= 2 }
+        positions = [Int32](repeating: Self.empty, count: size)
+        taken = live
+        self.live = live
+        let mask = size - 1
+        for (i, s) in slots.enumerated() {
+            guard let node = s.node else { continue }
+            var p = node.hashValue & mask
+            while positions[p] != Self.empty { p = (p + 1) & mask }
+            positions[p] = Int32(i)
         }
     }
 }

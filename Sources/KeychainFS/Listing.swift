@@ -17,6 +17,19 @@ struct Listed {
     }
 }
 
+/// A directory's listing from opendir to releasedir: "." and "..", then its names.
+struct Listing {
+    let dots: (Listed, Listed)
+    let names: [Listed]
+
+    var count: Int { names.count + 2 }
+    subscript(index: Int) -> Listed { index == 0 ? dots.0 : index == 1 ? dots.1 : names[index - 2] }
+
+    /// Past this many names a listing's memory is freed off the request thread, and the heap
+    /// given back to the system after it.
+    static let large = 4096
+}
+
 /// What an item's `stat` is made of: a few numbers and its group, not its attributes.
 struct FileFacts {
     let group: String

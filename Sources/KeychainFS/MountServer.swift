@@ -50,7 +50,7 @@ final class KnownCaller {
 /// contents have locks of their own, taken after this one, never before.
 struct MountState {
     var files: [UInt64: OpenFile] = [:]
-    var directories: [UInt64: [Listed]] = [:]
+    var directories: [UInt64: Listing] = [:]
     var nextHandle: UInt64 = 1
     var callers: [Int32: KnownCaller] = [:]
     /// Services made with mkdir that hold no item yet; they last until unmount.

@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import KeychainCore
 import KeychainCrypto
@@ -49,8 +50,17 @@ extension MountServer {
     }
 
     func releasedir(_ req: any FileRequest, handle: UInt64) {
-        locked { $0.directories[handle] = nil }
+        let list = locked { $0.directories.removeValue(forKey: handle) }
         req.ok()
+        guard let list, list.count > Listing.large else { return }
+        // Tens of thousands of names: freed on another thread, with the pages the scan left in
+        // the vault's caches, and then the heap's free pages go back to the system.
+        let held = Released(list)
+        DispatchQueue.global(qos: .utility).async { [vault] in
+            held.drop()
+            vault.releaseCaches()
+            CurrentProcess.releaseFreeHeap()
+        }
     }
 
     // MARK: Files
@@ -198,4 +208,12 @@ extension MountServer {
         }
         req.ok()
     }
+}
+
+/// A value handed to another thread to be freed there.
+final class Released<Value>: @unchecked Sendable {
+    // Unchecked: set once here, cleared once by the one thread it is handed to.
+    private var value: Value?
+    init(_ value: Value) { self.value = value }
+    func drop() { value = nil }
 }

@@ -1,3 +1,4 @@
+import CProcess
 import Glibc
 
 /// The running process: who it runs as, its program, its environment, how it ends.
@@ -25,6 +26,12 @@ public enum CurrentProcess {
               limit.rlim_cur != rlim_t.max else { return nil }  // RLIM_INFINITY
         return Int(clamping: limit.rlim_cur)
     }
+
+    /// Gives the heap's free pages back to the system (malloc_trim(3)), after a large burst of
+    /// short-lived allocations (a listing of a big directory, a dropped cache): glibc keeps
+    /// them in its arenas otherwise, and the resident size never comes down.
+    @discardableResult
+    public static func releaseFreeHeap() -> Bool { kcfs_release_free_heap() == 1 }
 
     /// The path of the running program (`/proc/self/exe`).
     public static func executablePath() throws(Errno) -> String {

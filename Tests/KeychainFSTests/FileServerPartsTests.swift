@@ -168,7 +168,7 @@ final class InodeAndNameTests: XCTestCase {
         table.forget(ino, 1)
         XCTAssertNil(table.node(ino))
         XCTAssertNil(table.existing(node))
-        XCTAssertNotEqual(table.lookedUp(node), ino, "numbers are not reused")
+        XCTAssertNotEqual(table.lookedUp(node), ino, "a forgotten number names no other file")
         table.forget(InodeTable.rootIno, 100)
         XCTAssertEqual(table.node(InodeTable.rootIno), .root, "the root is never forgotten")
     }

@@ -12,6 +12,9 @@ int kcfs_accept_cloexec(int listener);
 /// Returns 0, or -1 with errno set.
 int kcfs_pipe_cloexec(int ends[2]);
 
+/// Gives the heap's free pages back to the system (malloc_trim(3)); 1 when some were released.
+int kcfs_release_free_heap(void);
+
 /// 1 when the process is dumpable, 0 when not, -1 on error (prctl PR_GET_DUMPABLE).
 int kcfs_is_dumpable(void);
 

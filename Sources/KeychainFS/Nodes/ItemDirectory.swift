@@ -39,10 +39,13 @@ extension ItemDirectory {
         var list: [Listed] = []
         var seen = Set<[UInt8]>()
         let generation = mount.entries.currentGeneration
-        let mountWide = groups == mount.visibleGroups
+        // Entries for the whole mount prime the cache, until it is full.
+        var priming = groups == mount.visibleGroups
         let service = FileNames.isFlat(directory.itemClass) ? nil : directory.service
         try mount.vault.forEachFileEntry(itemClass: directory.itemClass, service: service, accessGroups: groups, keepRows: false) { e in
             var n = e.name
+            // One copy of the directory's name for all its items.
+            if n.service == directory.service { n.service = directory.service }
             var fileName = FileNames.fileName(of: n)
             if !seen.insert(fileName).inserted {
                 // The plain name shows the first item of that name; one in another group is
@@ -54,7 +57,7 @@ extension ItemDirectory {
                 guard seen.insert(fileName).inserted else { return true }
             }
             list.append(Listed(name: fileName, node: .item(n), dotIno: 0, file: FileFacts(e)))
-            if mountWide { mount.entries.store(e, name: n, generation: generation, evicting: false) }
+            if priming { priming = mount.entries.store(e, name: n, generation: generation, evicting: false) }
             return true
         }
         return list

@@ -1,0 +1,77 @@
+import KeychainCore
+@testable import KeychainFS
+import XCTest
+
+/// Inode numbers as the kernel sees them: one per name while it holds it, given back by forget.
+final class InodeTableTests: XCTestCase {
+    func item(_ account: String) -> Node { .item(ItemName(service: Array("svc".utf8), account: Array(account.utf8))) }
+
+    func testANameKeepsItsNumberUntilForgottenAndNoNumberNamesTwoFiles() {
+        let t = InodeTable()
+        let a = t.lookedUp(item("a"))
+        XCTAssertEqual(t.lookedUp(item("a")), a)
+        XCTAssertEqual(t.existing(item("a")), a)
+        XCTAssertEqual(t.node(a), item("a"))
+        t.forget(a, 1)
+        XCTAssertEqual(t.node(a), item("a"), "one of two lookups forgotten")
+        t.forget(a, 1)
+        XCTAssertNil(t.node(a))
+        XCTAssertNil(t.existing(item("a")))
+        let b = t.lookedUp(item("b"))
+        XCTAssertNotEqual(b, a, "a forgotten number names no other file")
+        XCTAssertEqual(t.node(b), item("b"))
+        XCTAssertNotEqual(t.lookedUp(item("c")), b)
+        XCTAssertEqual(t.node(InodeTable.rootIno), .root)
+        t.forget(InodeTable.rootIno, 5)
+        XCTAssertEqual(t.node(InodeTable.rootIno), .root, "the root is never forgotten")
+    }
+
+    func testRenameMovesTheNumberAndTheReplacedOneStaysTakenUntilForgotten() {
+        let t = InodeTable()
+        let a = t.lookedUp(item("a")), b = t.lookedUp(item("b"))
+        t.rename(item("a"), to: item("b"))
+        XCTAssertEqual(t.existing(item("b")), a)
+        XCTAssertNil(t.existing(item("a")))
+        XCTAssertNil(t.node(b), "the replaced file's number names nothing")
+        let c = t.lookedUp(item("c"))
+        XCTAssertNotEqual(c, b, "a number the kernel still holds is not given out")
+        t.forget(b, 1)
+        XCTAssertEqual(t.node(a), item("b"))
+        XCTAssertEqual(t.node(c), item("c"))
+    }
+
+    func testAHundredThousandNamesForgottenLeaveOnlyTheRoot() {
+        let t = InodeTable()
+        let names = (0..<100_000).map { item("user\($0)") }
+        var numbers: [UInt64] = []
+        for n in names { numbers.append(t.lookedUp(n)) }
+        XCTAssertEqual(Set(numbers).count, names.count)
+        XCTAssertEqual(t.count, names.count + 1)
+        for (i, n) in names.enumerated() where i % 997 == 0 {
+            XCTAssertEqual(t.existing(n), numbers[i])
+            XCTAssertEqual(t.node(numbers[i]), n)
+        }
+        // Forgotten in the kernel's order, which is no order: odd ones first, then the rest.
+        for (i, ino) in numbers.enumerated() where i % 2 == 1 { t.forget(ino, 1) }
+        XCTAssertEqual(t.count, names.count / 2 + 1)
+        XCTAssertEqual(t.existing(names[2]), numbers[2])
+        XCTAssertNil(t.existing(names[3]))
+        for (i, ino) in numbers.enumerated().reversed() where i % 2 == 0 { t.forget(ino, 1) }
+        XCTAssertEqual(t.count, 1)
+        XCTAssertNil(t.existing(names[0]))
+        let again = t.lookedUp(item("user0"))
+        XCTAssertFalse(numbers.contains(again), "a forgotten number names no other file")
+        XCTAssertEqual(t.node(again), item("user0"))
+        XCTAssertNil(t.node(numbers[0]), "the old number of the slot names nothing")
+    }
+
+    func testServiceRenameMovesEveryItemUnderIt() {
+        let t = InodeTable()
+        let dir = Node.service(.genericPassword, Array("svc".utf8))
+        let d = t.lookedUp(dir), a = t.lookedUp(item("a"))
+        t.renameService(Directory(itemClass: .genericPassword, service: Array("svc".utf8)), to: Array("new".utf8))
+        XCTAssertEqual(t.existing(.service(.genericPassword, Array("new".utf8))), d)
+        XCTAssertEqual(t.existing(.item(ItemName(service: Array("new".utf8), account: Array("a".utf8)))), a)
+        XCTAssertEqual(t.directories().map(\.0), [d])
+    }
+}
