@@ -161,6 +161,10 @@ if ls_complete:
                  f"tmpfs {ms(ls_tmpfs)}", ratio(num("ls.kcfs.warm.median_us") / 1000, ls_tmpfs), ""))
     rows.append((f"GNU ls -l of {grouped(big)} accounts", ms(num("ls.kcfs.gnu_ms")),
                  f"tmpfs {ms(num('ls.tmpfs.gnu_ms'))}", ratio(num("ls.kcfs.gnu_ms"), num("ls.tmpfs.gnu_ms")), ""))
+    # The floor: a C file system that lists as keychainfs does and answers GETXATTR (ENODATA).
+    rows.append((f"GNU ls -l of {grouped(big)} accounts, against the C floor", ms(num("ls.kcfs.gnu_ms")),
+                 f"minfs --big {ms(num('ls.minfs_big.gnu_ms'))}", ratio(num("ls.kcfs.gnu_ms"), num("ls.minfs_big.gnu_ms")),
+                 "~1x the floor"))
 else:
     projected = cold_ms * big / cold_entries if cold_entries > 0 else float("nan")
     rows.append((f"ls -l of {grouped(big)} accounts, cold: PROJECTED from {grouped(cold_entries)} entries in {ms(cold_ms)}",

@@ -147,8 +147,8 @@ put() { echo "$1=$2" >> "$res"; }   # one figure for bench/report.py
 
 mnt_default="$work/mnt-default"; mnt_cache="$work/mnt-kernel-cache"
 mnt_minfs="$work/mnt-minfs"; mnt_minfs1="$work/mnt-minfs-single"; mnt_minfsf="$work/mnt-minfs-flush"
-tmpfs="$work/tmpfs"; mnt_scale="$work/mnt-scale"
-mkdir "$mnt_default" "$mnt_cache" "$mnt_minfs" "$mnt_minfs1" "$mnt_minfsf" "$tmpfs" "$mnt_scale"
+mnt_minfsb="$work/mnt-minfs-big"; tmpfs="$work/tmpfs"; mnt_scale="$work/mnt-scale"
+mkdir "$mnt_default" "$mnt_cache" "$mnt_minfs" "$mnt_minfs1" "$mnt_minfsf" "$mnt_minfsb" "$tmpfs" "$mnt_scale"
 main_vault="$work/bench.vault"; scale_vault="$work/scale.vault"
 export KEYCHAINFS_RUNTIME_DIR="$work/run" KEYCHAINFS_DEVICE_KEY="$work/device.key" KEYCHAINFS_VAULT="$main_vault"
 kc=""; daemon_pid=""; scale_daemon_pid=""; load_user=""; load_idle_pid=""; load_busy_pid=""; floor_pid=""
@@ -180,7 +180,7 @@ cleanup() {
             kill "$pid" 2>/dev/null; sleep 0.5; kill -9 "$pid" 2>/dev/null
         fi
     done
-    for m in "$mnt_minfs" "$mnt_minfs1" "$mnt_minfsf"; do
+    for m in "$mnt_minfs" "$mnt_minfs1" "$mnt_minfsf" "$mnt_minfsb"; do
         is_mounted "$m" && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }
     done
     for f in "$work"/minfs*.pid; do   # (minfs removes its pid file when it ends)
@@ -494,6 +494,16 @@ if ((main_phases)); then
     (cd "$tmpfs/big" && seq -f 'user%.0f' 0 $((big - 1)) | xargs touch)
     "$rl" ls -n 3 -r 1 "$tmpfs/big" | put_ls ls.tmpfs
     t0=$EPOCHREALTIME; ls -l "$tmpfs/big" > /dev/null; put ls.tmpfs.gnu_ms "$(ms_since "$t0")"
+    # The floor of GNU ls -l on any file system that serves extended attributes: GNU ls asks each
+    # name's security.selinux and ACL (two GETXATTR round trips a name) after a READDIRPLUS that
+    # answers its stat. minfs --big lists $big empty files so and answers ENODATA.
+    log "GNU ls -l of minfs --big $big (READDIRPLUS, GETXATTR answered ENODATA)"
+    "$bin/minfs" "$mnt_minfsb" --big "$big" -o default_permissions --pidfile "$work/minfs-big.pid"
+    is_mounted "$mnt_minfsb" || die "$mnt_minfsb is not mounted"
+    t0=$EPOCHREALTIME; timeout $((ls_budget * 2)) ls -l "$mnt_minfsb/big" > "$work/ls-minfs.txt"
+    put ls.minfs_big.gnu_ms "$(ms_since "$t0")"
+    put ls.minfs_big.gnu_lines "$(($(wc -l < "$work/ls-minfs.txt") - 1))"
+    fusermount3 -u "$mnt_minfsb"
 
     # ---------------------------------------------------------------- the CLI per invocation
     measure_cli
