@@ -245,6 +245,12 @@ if "seckey.daemon_rate" in r:
     rows.append(("P-256 signatures/s through the daemon against in process", rate(num("seckey.daemon_rate")),
                  f"in process {rate(num('seckey.inproc_rate'))}", ratio(num("seckey.daemon_rate"), num("seckey.inproc_rate")),
                  f">= 0.5x: {verdict(num('seckey.daemon_rate') >= 0.5 * num('seckey.inproc_rate'))}"))
+    if "seckey.floor_daemon_rate" in r:
+        floor = num("seckey.floor_daemon_rate")
+        rows.append(("P-256 signatures/s, C floor through a daemon against C in process (bench/signfloor.c)", rate(floor),
+                     f"in process {rate(num('seckey.floor_inproc_rate'))}", ratio(floor, num("seckey.floor_inproc_rate")), ""))
+        rows.append(("P-256 signatures/s through the daemon against the C floor", rate(num("seckey.daemon_rate")),
+                     f"signfloor {rate(floor)}", ratio(num("seckey.daemon_rate"), floor), ""))
 if "load.quiet.median_us" in r:
     quiet, busy = num("load.quiet.median_us"), num("load.busy.median_us")
     rows.append(("load test: owner's lookup latency, quiet (median, 1 client)", us(quiet), "", "", ""))

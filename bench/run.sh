@@ -299,6 +299,14 @@ seckey_run() {
     log "P-256 signatures: SecKeyCreateSignature through the daemon and KeychainKeys in process, $socket_seconds s each; openssl speed -seconds 3 ecdsap256"
     "$kcbench" seckey --seconds "$socket_seconds" | tr ' ' '\n' | sed -n 's/^\(daemon_rate\|inproc_rate\|daemon_ops\|inproc_ops\)=/seckey.\1=/p' >> "$res"
     put seckey.openssl_sign_rate "$(openssl speed -seconds 3 ecdsap256 2>/dev/null | awk '/ecdsa \(nistp256\)/ { print $(NF - 1); exit }')"
+    # The C floor: a thread-per-connection daemon that signs with a key it holds, one client.
+    if cc -O2 -pthread "$root/bench/signfloor.c" -o "$work/signfloor" -lcrypto 2>/dev/null; then
+        "$work/signfloor" server "$work/signfloor.sock" & floor_pid=$!
+        for _ in $(seq 100); do [ -S "$work/signfloor.sock" ] && break; sleep 0.05; done
+        put seckey.floor_daemon_rate "$("$work/signfloor" client "$work/signfloor.sock" "$socket_seconds" | awk '{ print $1 }')"
+        kill "$floor_pid" 2>/dev/null; wait "$floor_pid" 2>/dev/null || true; floor_pid=""
+        put seckey.floor_inproc_rate "$("$work/signfloor" inproc "$socket_seconds" | awk '{ print $1 }')"
+    fi
 }
 if ((sync_only)); then
     # shellcheck disable=SC2086 # --sync-args is split into options on purpose
