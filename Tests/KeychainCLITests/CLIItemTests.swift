@@ -417,9 +417,8 @@ final class CLIItemTests: HarnessTestCase {
         XCTAssertEqual(bad.stderr, Sentence.secretInArgv + Sentence.param)
     }
 
-    /// Known bug: find-/delete-generic-password cannot reach a synchronizable item: their query
-    /// never sets `sync`, so the engine only sees sync=0 items, and neither verb accepts
-    /// --synchronizable. Only dump-keychain (which queries `syna`) shows it.
+    /// find-/delete-generic-password reach a synchronizable item without --synchronizable, as
+    /// macOS's `security` does (their query asks for any `sync`).
     func testFindAndDeleteReachSynchronizableItems() throws {
         XCTAssertEqual(try h.run(["add-generic-password", "-s", "sync", "-a", "app", "-w", "cloud", "--synchronizable"]).status, 0)
         let find = try h.run(["find-generic-password", "-s", "sync", "-a", "app", "-w"])
