@@ -81,6 +81,10 @@ let package = Package(
                                                               "KeychainProtocol", "KeychainClient", "KeychainfsAccess",
                                                               "KeychainSystem"]),
 
+        // OpenSSH's agent protocol: the wire fields, the messages, ECDSA key and signature blobs.
+        // No I/O and no engine, so the agent stays a thin client of the daemon.
+        .target(name: "KeychainSSHAgent"),
+
         // The command line: verbs, option parsing, passphrase input, output formats. A client of
         // the daemon: it links neither the daemon nor libfuse (docs/cli.md, "The daemon").
         .target(name: "KeychainCLI", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainProtocol", "KeychainClient", "KeychainSystem"]),
@@ -118,6 +122,7 @@ let package = Package(
         .testTarget(name: "KeychainProtocolTests", dependencies: ["KeychainProtocol", "KeychainModel", "KeychainCrypto"]),
         .testTarget(name: "KeychainClientTests", dependencies: ["KeychainClient", "KeychainProtocol", "KeychainModel",
                                                                "KeychainCrypto"]),
+        .testTarget(name: "KeychainSSHAgentTests", dependencies: ["KeychainSSHAgent"]),
         .testTarget(name: "KeychainfsAccessTests", dependencies: ["KeychainfsAccess", "KeychainModel"]),
         .testTarget(name: "KeychainFSTests", dependencies: ["KeychainFS", "KeychainCore", "KeychainCrypto", "KeychainfsAccess"]),
         .testTarget(name: "KeychainTPMTests", dependencies: ["KeychainTPM", "KeychainCore"]),
