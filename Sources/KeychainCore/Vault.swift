@@ -62,10 +62,6 @@ public final class Vault: @unchecked Sendable {
         keys.wipeAll()
     }
 
-    /// Runs a search on a reader: a read-only connection of its own, with the keys' read side
-    /// held and not the mutex, so searches run beside writes and beside each other. When every
-    /// reader is busy (or none can be opened) it runs on the write connection under the mutex.
-    /// `body` must not call back into the vault.
     /// Frees what the idle connections cache (`PRAGMA shrink_memory`), after a listing of a
     /// large directory filled their caches with pages no lookup needs again soon.
     public func releaseCaches() {
@@ -73,6 +69,10 @@ public final class Vault: @unchecked Sendable {
         mutex.withLock { try? store.db.execute("PRAGMA shrink_memory") }
     }
 
+    /// Runs a search on a reader: a read-only connection of its own, with the keys' read side
+    /// held and not the mutex, so searches run beside writes and beside each other. When every
+    /// reader is busy (or none can be opened) it runs on the write connection under the mutex.
+    /// `body` must not call back into the vault.
     func withReader<R>(_ body: (SearchContext) throws -> R) rethrows -> R {
         guard let reader = readers.take() else { return try mutex.withLock { try body(writeContext) } }
         defer { readers.give(reader) }
