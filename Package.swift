@@ -85,9 +85,15 @@ let package = Package(
         // No I/O and no engine, so the agent stays a thin client of the daemon.
         .target(name: "KeychainSSHAgent"),
 
+        // `keychainfs ssh-agent`: the agent's socket and sessions, listing and signing through the
+        // daemon. A thin client: no engine, no libcrypto (ClientBoundaryTests).
+        .target(name: "KeychainAgent", dependencies: ["KeychainSSHAgent", "KeychainModel", "KeychainCrypto", "KeychainProtocol",
+                                                      "KeychainClient", "KeychainSystem"]),
+
         // The command line: verbs, option parsing, passphrase input, output formats. A client of
         // the daemon: it links neither the daemon nor libfuse (docs/cli.md, "The daemon").
-        .target(name: "KeychainCLI", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainProtocol", "KeychainClient", "KeychainSystem"]),
+        .target(name: "KeychainCLI", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainProtocol", "KeychainClient", "KeychainSystem",
+                                                    "KeychainAgent"]),
         .executableTarget(name: "keychainfs", dependencies: ["KeychainCLI", "KeychainSystem"],
                           // The Swift runtime linked in (release builds): a command starts without loading
                           // and binding a dozen shared libraries, a third of a Swift process start here.

@@ -46,6 +46,17 @@ public enum AttributeValue: Hashable, Sendable {
     }
 }
 
+extension AttributeValue {
+    /// A number given as a number or a numeric string (a key's `type` "73").
+    public var numberValue: Int64? {
+        switch self {
+        case .number(let n): return n
+        case .string(let s): return Int64(s)
+        default: return nil
+        }
+    }
+}
+
 extension AttributeValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral {
     public init(stringLiteral value: String) { self = .string(value) }
     public init(integerLiteral value: Int64) { self = .number(value) }

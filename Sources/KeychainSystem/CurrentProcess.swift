@@ -27,6 +27,12 @@ public enum CurrentProcess {
         return Int(clamping: limit.rlim_cur)
     }
 
+    /// No core dumps and no ptrace by the same user (RLIMIT_CORE 0, PR_SET_DUMPABLE 0), for a
+    /// process that holds or relays secrets. - Throws: the `Errno` of the call that failed.
+    public static func harden() throws(Errno) {
+        _ = try systemCall { kcfs_harden_process() }
+    }
+
     /// Gives the heap's free pages back to the system (malloc_trim(3)), after a large burst of
     /// short-lived allocations (a listing of a big directory, a dropped cache): glibc keeps
     /// them in its arenas otherwise, and the resident size never comes down.

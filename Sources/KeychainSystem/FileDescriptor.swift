@@ -58,6 +58,11 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
         return (FileDescriptor(rawValue: ends[0]), FileDescriptor(rawValue: ends[1]))
     }
 
+    /// Makes `target` a copy of this descriptor (dup2(2)), closing what `target` was.
+    public func duplicate(onto target: Int32) throws(Errno) {
+        _ = try systemCall { dup2(rawValue, target) }
+    }
+
     /// Closes the descriptor (close(2)). Not repeated on `EINTR`: Linux has closed it anyway.
     public func close() throws(Errno) {
         if Glibc.close(rawValue) != 0 { throw Errno.current }

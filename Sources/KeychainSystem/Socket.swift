@@ -46,6 +46,11 @@ extension FileDescriptor {
         _ = try systemCall { Glibc.listen(rawValue, backlog) }
     }
 
+    /// Takes the next connection of a listening socket (accept4(2)), close-on-exec, blocking.
+    public func accept() throws(Errno) -> FileDescriptor {
+        FileDescriptor(rawValue: try systemCall { kcfs_accept_cloexec(rawValue) })
+    }
+
     /// Connects to the socket at `path` (connect(2)). An interrupted connect of a Unix socket
     /// leaves it unconnected, so it is repeated. - Throws: `.noSuchFile` when nothing is there,
     /// `.connectionRefused` when nothing listens, `.nameTooLong`.

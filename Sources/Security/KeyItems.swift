@@ -141,13 +141,3 @@ enum KeyItems {
         }
     }
 }
-
-extension AttributeValue {
-    var numberValue: Int64? {
-        switch self {
-        case .number(let n): return n
-        case .string(let s): return Int64(s)
-        default: return nil
-        }
-    }
-}

@@ -151,14 +151,3 @@ enum StoredKeyFacts {
         return nil
     }
 }
-
-extension AttributeValue {
-    /// A number given as a number or a numeric string (`type` "73").
-    var numberValue: Int64? {
-        switch self {
-        case .number(let n): return n
-        case .string(let s): return Int64(s)
-        default: return nil
-        }
-    }
-}

@@ -1,0 +1,91 @@
+import KeychainClient
+import KeychainSystem
+import Synchronization
+
+/// `keychainfs ssh-agent`: OpenSSH's agent protocol over the vault's keys (docs/ssh-agent.md).
+/// It holds no key: it lists and signs through the daemon as the user it runs as, so what it
+/// offers is what that user's access groups allow, and the daemon audits every signature.
+public final class SSHAgentServer: Sendable {
+    private let listener: FileDescriptor
+    private let connect: @Sendable () throws -> DaemonClient
+    private let state = AgentState()
+    private let sessions = Atomic<Int>(0)
+
+    /// Connections served at once; more are closed unanswered. One user's clients (an ssh per
+    /// session, git, ssh-add) are far fewer.
+    public static let maximumSessions = 128
+
+    /// - Parameters:
+    ///   - listener: a listening socket (`AgentSocket.listen`, or one systemd passed).
+    ///   - connect: opens a connection to the vault's daemon; each client connection gets its own.
+    public init(listener: FileDescriptor, connect: @escaping @Sendable () throws -> DaemonClient) {
+        self.listener = listener
+        self.connect = connect
+    }
+
+    /// Accepts clients until the listener fails; each is served on a thread of its own.
+    /// Only this user's processes (and root's) are served: the socket's directory keeps others
+    /// out, and the peer's credentials are checked again here.
+    public func run() throws {
+        while true {
+            let client = try nextClient()
+            guard isServed(client) else {
+                try? client.close()
+                continue
+            }
+            guard sessions.add(1, ordering: .relaxed).newValue <= Self.maximumSessions,
+                  start(SessionStart(socket: client, connect: connect, state: state)) else {
+                sessionEnded()
+                try? client.close()
+                continue
+            }
+        }
+    }
+}
+
+extension SSHAgentServer {
+    // Atomic is noncopyable: a closure reaches it through the server, never captures it.
+    /// The next connection; one that ended before it was taken is skipped.
+    private func nextClient() throws(Errno) -> FileDescriptor {
+        while true {
+            do {
+                return try listener.accept()
+            } catch .connectionAborted {
+                continue
+            }
+        }
+    }
+
+    /// Whether the peer is this user or root, by the kernel's credentials of the connection.
+    private func isServed(_ client: FileDescriptor) -> Bool {
+        guard let peer = try? client.peerCredentials() else { return false }
+        if peer.uid == 0 { return true }
+        return peer.uid == CurrentProcess.effectiveUserID
+    }
+
+    private func sessionEnded() { sessions.subtract(1, ordering: .relaxed) }
+
+    /// Serves `session` on a thread of its own; false when no thread can be made.
+    private func start(_ session: SessionStart) -> Bool {
+        let thread = Result { () throws(Errno) in
+            try SystemThread.detach { [self] in
+                session.run()
+                sessionEnded()
+            }
+        }
+        if case .failure = thread { return false }
+        return true
+    }
+}
+
+/// What a session's thread needs, handed over whole: the session itself (not `Sendable`) is
+/// made on that thread and never leaves it.
+private struct SessionStart: Sendable {
+    let socket: FileDescriptor
+    let connect: @Sendable () throws -> DaemonClient
+    let state: AgentState
+
+    func run() {
+        AgentSession(socket: socket, keys: VaultKeys(connect: connect), state: state).serve()
+    }
+}

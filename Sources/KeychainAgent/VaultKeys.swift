@@ -1,0 +1,130 @@
+import KeychainClient
+import KeychainCrypto
+import KeychainModel
+import KeychainProtocol
+import KeychainSSHAgent
+
+/// A private key of the vault that the agent offers: its SSH public key, the comment shown by
+/// `ssh-add -l` (the item's label) and the persistent reference the daemon signs with.
+struct VaultIdentity {
+    let key: SSHPublicKey
+    let comment: String
+    let ref: [UInt8]
+}
+
+/// The vault's signing keys, through the daemon: listed with the caller's own access groups
+/// (a key outside them is never seen) and used with `useKey`, so the private key never leaves
+/// the daemon, each signature is audited there, and a locked vault's WhenUnlocked keys are
+/// neither listed nor usable.
+final class VaultKeys {
+    private let connect: () throws -> DaemonClient
+    private var client: DaemonClient?
+
+    init(connect: @escaping () throws -> DaemonClient) { self.connect = connect }
+
+    /// Apple's key types (`kSecAttrKeyType` as a number): ECSECPrimeRandom and RSA.
+    static let ellipticCurveType: Int64 = 73
+    static let rsaType: Int64 = 42
+
+    /// Every private key of the caller's groups that may sign and has a type SSH speaks, in
+    /// the vault's order. A vault with none, or whose keys are all locked, gives none.
+    func identities() throws -> [VaultIdentity] {
+        let query: Attributes = [
+            .class: .itemClass(.key), .keyClass: .number(1), .synchronizable: .synchronizableAny,
+            .returnAttributes: .bool(true), .returnPersistentRef: .bool(true), .matchLimit: .matchLimitAll,
+        ]
+        let result: QueryResult
+        do {
+            result = try call(ItemSearch(query: query), ItemsReply.self).result
+        } catch KeychainStatus.itemNotFound {
+            return []
+        }
+        guard case .array(let values) = result else { return [] }
+        return values.compactMap { value in value.item.flatMap(Self.identity) }
+    }
+
+    /// The SSH form of one found key item; nil for a key that may not sign or that SSH cannot name.
+    static func identity(_ item: FoundItem) -> VaultIdentity? {
+        let attributes = item.attributes
+        switch attributes[.canSign] {
+        case .bool(false)?, .number(0)?: return nil
+        default: break
+        }
+        guard let ref = item.persistentRef, case .data(let publicBytes)? = attributes[ItemClass.publicKeyAttribute] else { return nil }
+        let key: SSHPublicKey
+        switch attributes[.keyType]?.numberValue {
+        case ellipticCurveType?:
+            guard let blob = try? SSHPublicKeyBlob(uncompressedPoint: publicBytes) else { return nil }
+            key = .ecdsa(blob)
+        case rsaType?:
+            guard let rsa = try? SSHPublicKey(pkcs1RSAPublicKey: publicBytes) else { return nil }
+            key = rsa
+        default:
+            return nil
+        }
+        var comment = ""
+        if case .string(let label)? = attributes[.label] { comment = label }
+        return VaultIdentity(key: key, comment: comment, ref: ref)
+    }
+
+    /// Signs `data` with `identity` in the daemon and returns SSH's signature blob.
+    /// - Throws: `AgentRefusal` when the flags ask for SHA-1 with RSA; the daemon's status when
+    ///   it refuses (locked, denied, presence not approved).
+    func sign(_ data: [UInt8], with identity: VaultIdentity, flags: AgentSignFlags) throws -> [UInt8] {
+        let algorithm: String
+        var rsa: RSASignatureAlgorithm?
+        switch identity.key {
+        case .ecdsa(let blob):
+            algorithm = "algid:sign:ECDSA:message-X962:SHA\(blob.curve.digestBits)"
+        case .rsa:
+            guard let chosen = RSASignatureAlgorithm(flags: flags) else { throw AgentRefusal.sha1Signature }
+            rsa = chosen
+            algorithm = "algid:sign:RSA:message-PKCS1v15:" + (chosen == .sha256 ? "SHA256" : "SHA512")
+        }
+        let input = try SecureBytes(copying: data)
+        defer { input.wipe() }
+        let reply = try call(KeyUseRequest(ref: identity.ref, use: .sign, algorithm: algorithm, input: input), KeyUseReply.self)
+        defer { reply.output.wipe() }
+        let signature = reply.output.withUnsafeBytes { Array($0) }
+        switch identity.key {
+        case .ecdsa(let blob): return try SSHSignatureBlob.ecdsa(der: signature, curve: blob.curve)
+        case .rsa: return SSHSignatureBlob.rsa(signature, algorithm: rsa!)
+        }
+    }
+
+    /// One request on this session's daemon connection, made on first use. A connection the
+    /// daemon closed (it restarted) is made again once.
+    private func call<Reply: TypedReply>(_ request: some TypedRequest, _ reply: Reply.Type) throws -> Reply {
+        for attempt in 0..<2 {
+            let daemon = try client ?? connect()
+            client = daemon
+            do {
+                return try daemon.call(request, reply)
+            } catch KeychainStatus.notAvailable where attempt == 0 {
+                client = nil
+            }
+        }
+        throw KeychainStatus.notAvailable
+    }
+}
+
+/// A request the agent refuses itself, before asking the daemon.
+enum AgentRefusal: Error {
+    /// RSA with SHA-1 (`ssh-rsa` signatures): RFC 8332's SHA-2 flags are required.
+    case sha1Signature
+    /// The agent is locked (`ssh-add -x`).
+    case locked
+    /// The key is not among the identities this agent offers.
+    case unknownKey
+}
+
+/// The `authorized_keys` lines of the vault's signing keys, as `keychainfs ssh-public-key` prints them.
+public enum SSHPublicKeys {
+    /// One line per key the agent would offer (`TYPE BASE64 LABEL`), only those labelled
+    /// `label` when it is given, in the vault's order.
+    public static func lines(label: String?, connect: @escaping () throws -> DaemonClient) throws -> [String] {
+        try VaultKeys(connect: connect).identities()
+            .filter { label == nil || $0.comment == label }
+            .map { $0.key.openSSHLine(comment: $0.comment) }
+    }
+}
