@@ -129,6 +129,7 @@ let package = Package(
         .testTarget(name: "KeychainClientTests", dependencies: ["KeychainClient", "KeychainProtocol", "KeychainModel",
                                                                "KeychainCrypto"]),
         .testTarget(name: "KeychainSSHAgentTests", dependencies: ["KeychainSSHAgent"]),
+        .testTarget(name: "KeychainAgentTests", dependencies: ["KeychainTestSupport"]),
         .testTarget(name: "KeychainfsAccessTests", dependencies: ["KeychainfsAccess", "KeychainModel"]),
         .testTarget(name: "KeychainFSTests", dependencies: ["KeychainFS", "KeychainCore", "KeychainCrypto", "KeychainfsAccess"]),
         .testTarget(name: "KeychainTPMTests", dependencies: ["KeychainTPM", "KeychainCore"]),
