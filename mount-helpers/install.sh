@@ -7,6 +7,8 @@
 #                                             git's and docker's credential helpers (docs/credential-helpers.md)
 #   /usr/sbin/mount.fuse.keychainfs           so `mount -t fuse.keychainfs` and fstab lines work
 #   /etc/systemd/system/keychainfs@.service   the daemon per vault
+#   /etc/systemd/user/keychainfs-ssh-agent.{socket,service}
+#                                             the SSH agent per user, started by its socket
 #   /usr/local/lib/keychainfs/pam-unlock      the pam_exec hook that unlocks at login
 #   /usr/local/share/dbus-1/services/org.freedesktop.secrets.service
 #                                             so the session bus starts `keychainfs secret-service`
@@ -28,6 +30,8 @@ install -D -m 0755 "$bin/docker-credential-keychainfs" "$prefix/usr/local/bin/do
 mkdir -p "$prefix/usr/sbin"
 ln -sf /usr/local/bin/keychainfs "$prefix/usr/sbin/mount.fuse.keychainfs"
 install -D -m 0644 mount-helpers/systemd/keychainfs@.service "$prefix/etc/systemd/system/keychainfs@.service"
+install -D -m 0644 mount-helpers/systemd/keychainfs-ssh-agent.socket "$prefix/etc/systemd/user/keychainfs-ssh-agent.socket"
+install -D -m 0644 mount-helpers/systemd/keychainfs-ssh-agent.service "$prefix/etc/systemd/user/keychainfs-ssh-agent.service"
 install -D -m 0644 mount-helpers/systemd/run-keychain.mount "$prefix/usr/local/share/keychainfs/run-keychain.mount"
 install -D -m 0644 mount-helpers/dbus/org.freedesktop.secrets.service \
     "$prefix/usr/local/share/dbus-1/services/org.freedesktop.secrets.service"

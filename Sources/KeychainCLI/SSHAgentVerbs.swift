@@ -48,6 +48,12 @@ enum SSHAgentVerbs {
         do { path = try ctx.args.value("-a") ?? AgentSocket.defaultPath() } catch let e as AgentSetupError {
             throw StateError(message: e.description, status: .param)
         }
+        if let passed = activationSocket() {
+            // Started by systemd for its socket unit: it owns the socket file.
+            try CurrentProcess.harden()
+            try SSHAgentServer(listener: passed, connect: { try Engine.connect(vault) }).run()
+            return 0
+        }
         if ctx.args.has("-D") {
             let listener: FileDescriptor
             do { listener = try AgentSocket.listen(at: path) } catch let e as AgentSetupError {
@@ -72,6 +78,14 @@ enum SSHAgentVerbs {
         let pid = try startInBackground(socket: path, vault: vault)
         Terminal.writeString(1, shellLines(ctx, socket: path, pid: pid))
         return 0
+    }
+
+    /// The listening socket systemd passed (socket activation: `LISTEN_FDS=1` for this process,
+    /// descriptor 3), or nil.
+    private static func activationSocket() -> FileDescriptor? {
+        guard CurrentProcess.environment("LISTEN_FDS") == "1",
+              CurrentProcess.environment("LISTEN_PID") == String(CurrentProcess.id) else { return nil }
+        return FileDescriptor(rawValue: 3)
     }
 
     /// Set in the environment of an agent started in the background.

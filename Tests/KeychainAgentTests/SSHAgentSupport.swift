@@ -47,6 +47,9 @@ class SSHAgentTestCase: HarnessTestCase {
         started = []
     }
 
+    /// Ends `pid` with the test.
+    func track(_ pid: pid_t) { started.append(pid) }
+
     func path(_ name: String) -> String { h.dir + "/" + name }
 
     /// The key part (`TYPE BASE64`) and comment of a `.pub` file.

@@ -111,6 +111,26 @@ final class SSHAgentTests: SSHAgentTestCase {
         XCTAssertEqual(try openSSH(["/usr/bin/ssh-add", "-l"], socket: restarted).status, 0)
     }
 
+    func testSystemdSocketActivationServesFromThePassedSocket() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-socket-activate") else {
+            throw XCTSkip("systemd-socket-activate is not installed")
+        }
+        let socket = try socketDirectory("agent") + "/agent.sock"
+        // As keychainfs-ssh-agent.socket does: systemd listens, the agent starts on the first connection.
+        var argv = ["/usr/bin/systemd-socket-activate", "-l", socket]
+        for name in ["KEYCHAINFS_RUNTIME_DIR", "KEYCHAINFS_DEVICE_KEY"] { argv += ["-E", name + "=" + h.environment[name]!] }
+        argv += [CLIHarness.binary, "ssh-agent", "-D", h.vault]
+        var pid: pid_t = 0
+        let cargv = argv.map { strdup($0) } + [nil]
+        defer { for p in cargv { free(p) } }
+        XCTAssertEqual(posix_spawn(&pid, argv[0], nil, nil, cargv, environ), 0)
+        track(pid)
+        XCTAssertTrue(h.waitUntil(10) { FileManager.default.fileExists(atPath: socket) }, "systemd-socket-activate listens")
+        let listed = try openSSH(["/usr/bin/ssh-add", "-L"], socket: socket)
+        XCTAssertEqual(listed.status, 0, text(listed.err))
+        XCTAssertEqual(text(listed.out).split(separator: "\n").count, Self.keys.count)
+    }
+
     /// The pid of the agent listening on `socket`, by its peer credentials.
     func agentPID(_ socket: String) throws -> pid_t {
         let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)

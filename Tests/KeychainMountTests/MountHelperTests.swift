@@ -144,10 +144,11 @@ final class MountHelperTests: XCTestCase {
         link("/usr/local/bin/keychainfs-daemon", to: CLIHarness.engineBinary)
         let units = h.dir + "/units"
         try FileManager.default.createDirectory(atPath: units, withIntermediateDirectories: true)
-        for f in ["keychainfs@.service", "run-keychain.mount"] {
+        let files = ["keychainfs@.service", "run-keychain.mount", "keychainfs-ssh-agent.socket", "keychainfs-ssh-agent.service"]
+        for f in files {
             try FileManager.default.copyItem(atPath: Self.repo + "/mount-helpers/systemd/" + f, toPath: units + "/" + f)
         }
-        let r = try Spawn.run(["/usr/bin/systemd-analyze", "verify", units + "/keychainfs@.service", units + "/run-keychain.mount"],
+        let r = try Spawn.run(["/usr/bin/systemd-analyze", "verify"] + files.map { units + "/" + $0 },
                               environment: ["SYSTEMD_UNIT_PATH": units + ":", "PATH": "/usr/bin:/bin"], input: Data(), timeout: 60)
         XCTAssertEqual(r.status, 0, String(decoding: r.err, as: UTF8.self))
         XCTAssertEqual(String(decoding: r.err, as: UTF8.self), "")
