@@ -98,10 +98,12 @@ final class AgentSession {
         return listed.first { $0.key.blob == blob }
     }
 
-    /// LOCK and UNLOCK (string passphrase); ADD_IDENTITY is not taken by this agent yet.
+    /// LOCK and UNLOCK (string passphrase), ADD_IDENTITY and ADD_ID_CONSTRAINED (a private key).
     private func answerSecret(_ number: UInt8, _ body: SecureBytes) -> AgentResponse {
-        guard number == AgentMessageNumber.lock.rawValue || number == AgentMessageNumber.unlock.rawValue,
-              let passphrase = try? Self.onlyString(body) else { return .failure }
+        if number == AgentMessageNumber.addIdentity.rawValue || number == AgentMessageNumber.addIdentityConstrained.rawValue {
+            return add(body, constrained: number == AgentMessageNumber.addIdentityConstrained.rawValue)
+        }
+        guard let passphrase = try? Self.onlyString(body) else { return .failure }
         if number == AgentMessageNumber.lock.rawValue {
             if state.lock(passphrase) { return .success }
             passphrase.wipe()
@@ -109,6 +111,21 @@ final class AgentSession {
         }
         defer { passphrase.wipe() }
         return state.unlock(passphrase) ? .success : .failure
+    }
+
+    /// Stores the key in the vault and offers it again if it had been removed from the list.
+    /// Destination restrictions (`ssh-add -h`) and other constraint extensions are refused:
+    /// a key that must be restricted is never stored unrestricted.
+    private func add(_ body: SecureBytes, constrained: Bool) -> AgentResponse {
+        guard !state.isLocked else { return .failure }
+        let stored: Bool = body.withUnsafeBytes { bytes in
+            guard let added = try? AddedIdentity.decode(bytes, constrained: constrained), added.extensions.isEmpty,
+                  (try? keys.add(added, body: bytes)) != nil else { return false }
+            state.restore(added.publicKey.blob)
+            return true
+        }
+        if stored { offered = [] }
+        return stored ? .success : .failure
     }
 
     /// The one string field that is all of `body`, copied into its own guarded buffer.

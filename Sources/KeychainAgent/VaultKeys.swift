@@ -3,6 +3,7 @@ import KeychainCrypto
 import KeychainModel
 import KeychainProtocol
 import KeychainSSHAgent
+import KeychainSystem
 
 /// A private key of the vault that the agent offers: its SSH public key, the comment shown by
 /// `ssh-add -l` (the item's label) and the persistent reference the daemon signs with.
@@ -40,7 +41,30 @@ final class VaultKeys {
             return []
         }
         guard case .array(let values) = result else { return [] }
-        return values.compactMap { value in value.item.flatMap(Self.identity) }
+        let now = SystemClock.realtime().seconds
+        var offered: [VaultIdentity] = []
+        for item in values.compactMap(\.item) {
+            guard let identity = Self.identity(item) else { continue }
+            // A key added with a lifetime that has run out leaves the vault (ssh-add -t).
+            if let end = AddedKeys.expiry(item.attributes), end <= now {
+                _ = try? call(ItemDelete(query: [.class: .itemClass(.key), .valuePersistentRef: .data(identity.ref)]), ItemsReply.self)
+                continue
+            }
+            offered.append(identity)
+        }
+        return offered
+    }
+
+    /// Stores a key that `ssh-add` sent; a key the vault holds already counts as added.
+    /// - Throws: `AgentRefusal.unsupportedKey`; the daemon's status when it refuses.
+    func add(_ added: AddedIdentity, body: UnsafeRawBufferPointer) throws {
+        let (attributes, secret) = try AddedKeys.item(added, body: body, now: SystemClock.realtime().seconds)
+        defer { secret.wipe() }
+        do {
+            _ = try call(ItemAdd(attributes: attributes, secret: secret), ItemsReply.self)
+        } catch KeychainStatus.duplicateItem {
+            return
+        }
     }
 
     /// The SSH form of one found key item; nil for a key that may not sign or that SSH cannot name.
@@ -53,6 +77,9 @@ final class VaultKeys {
         guard let ref = item.persistentRef, case .data(let publicBytes)? = attributes[ItemClass.publicKeyAttribute] else { return nil }
         let key: SSHPublicKey
         switch attributes[.keyType]?.numberValue {
+        case AddedKeys.ed25519Type?:
+            guard publicBytes.count == 32 else { return nil }
+            key = .ed25519(publicBytes)
         case ellipticCurveType?:
             guard let blob = try? SSHPublicKeyBlob(uncompressedPoint: publicBytes) else { return nil }
             key = .ecdsa(blob)
@@ -74,6 +101,8 @@ final class VaultKeys {
         let algorithm: String
         var rsa: RSASignatureAlgorithm?
         switch identity.key {
+        case .ed25519:
+            algorithm = "algid:sign:EdDSA:message-Ed25519"
         case .ecdsa(let blob):
             algorithm = "algid:sign:ECDSA:message-X962:SHA\(blob.curve.digestBits)"
         case .rsa:
@@ -87,6 +116,7 @@ final class VaultKeys {
         defer { reply.output.wipe() }
         let signature = reply.output.withUnsafeBytes { Array($0) }
         switch identity.key {
+        case .ed25519: return try SSHSignatureBlob.ed25519(signature)
         case .ecdsa(let blob): return try SSHSignatureBlob.ecdsa(der: signature, curve: blob.curve)
         case .rsa: return SSHSignatureBlob.rsa(signature, algorithm: rsa!)
         }
@@ -114,8 +144,8 @@ enum AgentRefusal: Error {
     case sha1Signature
     /// The agent is locked (`ssh-add -x`).
     case locked
-    /// The key is not among the identities this agent offers.
-    case unknownKey
+    /// A key type `ssh-add` may send but this agent does not store (RSA, for now).
+    case unsupportedKey
 }
 
 /// The `authorized_keys` lines of the vault's signing keys, as `keychainfs ssh-public-key` prints them.

@@ -16,6 +16,15 @@ public enum ECDSACurve: String, CaseIterable, Sendable {
         }
     }
 
+    /// The curve's size in bits, as a key's `kSecAttrKeySizeInBits`.
+    public var bits: Int {
+        switch self {
+        case .p256: 256
+        case .p384: 384
+        case .p521: 521
+        }
+    }
+
     /// The digest RFC 5656 section 6.2.1 pairs with the curve: SHA-256, SHA-384, SHA-512.
     public var digestBits: Int {
         switch self {

@@ -1,6 +1,8 @@
-/// A public key of a type this agent serves, in SSH's encodings: ECDSA on the NIST curves
-/// (RFC 5656) and RSA (RFC 4253 section 6.6, signed with SHA-2 as RFC 8332 asks).
+/// A public key of a type this agent serves, in SSH's encodings: Ed25519 (RFC 8709), ECDSA on
+/// the NIST curves (RFC 5656) and RSA (RFC 4253 section 6.6, signed with SHA-2 as RFC 8332 asks).
 public enum SSHPublicKey: Equatable, Sendable {
+    /// The 32-byte public key A.
+    case ed25519([UInt8])
     case ecdsa(SSHPublicKeyBlob)
     /// Exponent and modulus as big-endian magnitudes.
     case rsa(exponent: [UInt8], modulus: [UInt8])
@@ -13,7 +15,12 @@ public enum SSHPublicKey: Equatable, Sendable {
     public init(blob: [UInt8]) throws {
         var reader = SSHWireReader(blob)
         let keyType = try reader.readText()
-        if keyType == "ssh-rsa" {
+        if keyType == "ssh-ed25519" {
+            let publicKey = try reader.readString()
+            try reader.expectEnd()
+            guard publicKey.count == 32 else { throw SSHAgentCodecError.malformed("an Ed25519 public key is 32 bytes") }
+            self = .ed25519(publicKey)
+        } else if keyType == "ssh-rsa" {
             let exponent = try reader.readPositiveMPInt()
             let modulus = try reader.readPositiveMPInt()
             try reader.expectEnd()
@@ -34,7 +41,7 @@ public enum SSHPublicKey: Equatable, Sendable {
         try self.init(rsaExponent: exponent, modulus: modulus)
     }
 
-    private init(rsaExponent exponent: [UInt8], modulus: [UInt8]) throws {
+    init(rsaExponent exponent: [UInt8], modulus: [UInt8]) throws {
         guard Self.bitLength(modulus) >= Self.minimumRSABits else { throw SSHAgentCodecError.malformed("RSA modulus under \(Self.minimumRSABits) bits") }
         guard !exponent.isEmpty, exponent.count <= 8 else { throw SSHAgentCodecError.malformed("RSA exponent") }
         self = .rsa(exponent: exponent, modulus: modulus)
@@ -43,6 +50,7 @@ public enum SSHPublicKey: Equatable, Sendable {
     /// The key type name that starts the blob and the `authorized_keys` line.
     public var keyType: String {
         switch self {
+        case .ed25519: "ssh-ed25519"
         case .ecdsa(let key): key.curve.keyType
         case .rsa: "ssh-rsa"
         }
@@ -50,6 +58,11 @@ public enum SSHPublicKey: Equatable, Sendable {
 
     public var blob: [UInt8] {
         switch self {
+        case .ed25519(let publicKey):
+            var writer = SSHWireWriter()
+            writer.writeText("ssh-ed25519")
+            writer.writeString(publicKey)
+            return writer.bytes
         case .ecdsa(let key):
             return key.blob
         case .rsa(let exponent, let modulus):

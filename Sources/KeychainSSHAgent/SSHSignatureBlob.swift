@@ -26,6 +26,15 @@ public enum SSHSignatureBlob {
         return writer.bytes
     }
 
+    /// An Ed25519 signature (RFC 8709 section 6): string "ssh-ed25519", string the 64-byte signature.
+    public static func ed25519(_ signature: [UInt8]) throws -> [UInt8] {
+        guard signature.count == 64 else { throw SSHAgentCodecError.malformed("an Ed25519 signature is 64 bytes") }
+        var writer = SSHWireWriter()
+        writer.writeText("ssh-ed25519")
+        writer.writeString(signature)
+        return writer.bytes
+    }
+
     /// The type name and r and s (magnitudes) of an ECDSA signature blob.
     /// - Throws: `unsupportedKeyType`, `malformed`, `truncated` or `trailingBytes`.
     public static func decodeECDSA(_ blob: [UInt8]) throws -> (curve: ECDSACurve, r: [UInt8], s: [UInt8]) {

@@ -122,6 +122,9 @@ enum StoredKeyFacts {
         if let secret, let pub = publicKey(of: secret, type: query[.keyType]?.numberValue,
                                            isPrivate: query[.keyClass]?.numberValue.map { $0 == 1 }) {
             q[attribute] = .data(pub)
+            // Apple's application label is the SHA-1 of the public key; a caller that holds only
+            // the key's bytes (an SSH agent) leaves it to the keychain, as SecItemAdd of a SecKey does.
+            if q[.applicationLabel] == nil { q[.applicationLabel] = .data(DigestAlgorithm.sha1.hash(pub)) }
         }
         return q
     }

@@ -1,0 +1,75 @@
+import Foundation
+import KeychainTestSupport
+import XCTest
+
+/// `ssh-add FILE` stores the key in the vault (non-extractable), with `-t` and `-c` kept as the
+/// key's lifetime and a presence check per use.
+final class SSHAddTests: SSHAgentTestCase {
+    func testAnAddedKeyLogsInAfterItsFileIsDeleted() throws {
+        let socket = try startAgent(socketDirectory("agent") + "/agent.sock")
+        try tool(["/usr/bin/ssh-keygen", "-q", "-N", "", "-t", "ecdsa", "-b", "384", "-C", "laptop key", "-f", path("id_new")])
+        let added = try openSSH(["/usr/bin/ssh-add", path("id_new")], socket: socket)
+        XCTAssertEqual(added.status, 0, text(added.err))
+        let pub = try publicLine("id_new")
+        try FileManager.default.removeItem(atPath: path("id_new"))
+
+        let port = try startSSHD(authorizedKeys: pub + "\n")
+        let login = try self.login(port: port, socket: socket)
+        XCTAssertEqual(login.status, 0, text(login.err))
+        XCTAssertEqual(text(login.out), "logged-in\n")
+        XCTAssertTrue(text(try openSSH(["/usr/bin/ssh-add", "-L"], socket: socket).out).contains(pub + "\n"), "listed with its comment")
+
+        // In the vault as a non-extractable private key labelled with the comment.
+        let dump = try h.run(["dump-keychain"]).stdout
+        let item = dump.components(separatedBy: "\nkeychain: ").first { $0.contains("\"labl\"<blob>=\"laptop key\"") } ?? ""
+        XCTAssertTrue(item.contains("\"extr\"<uint32>=0"), item)
+        XCTAssertTrue(item.contains("\"kcls\"<uint32>=1"), item)
+        let exported = try h.run(["export", "-t", "privKeys", "-l", "laptop key", "-o", path("out.pem")])
+        XCTAssertNotEqual(exported.status, 0, "not exported: \(exported)")
+        XCTAssertEqual(try h.run(["ssh-public-key", "laptop key", "-k", h.vault]).stdout, pub + "\n")
+        let again = try openSSH(["/usr/bin/ssh-add", path("id_p256")], socket: socket)
+        XCTAssertEqual(again.status, 0, "a key the vault holds already: \(text(again.err))")
+        XCTAssertEqual(text(try openSSH(["/usr/bin/ssh-add", "-L"], socket: socket).out).split(separator: "\n").count, Self.keys.count + 1,
+                       "added once")
+    }
+
+    func testALifetimeEndsTheKeyInTheVaultToo() throws {
+        let socket = try startAgent(socketDirectory("agent") + "/agent.sock")
+        try tool(["/usr/bin/ssh-keygen", "-q", "-N", "", "-t", "ecdsa", "-C", "short-lived", "-f", path("id_short")])
+        let added = try openSSH(["/usr/bin/ssh-add", "-t", "2", path("id_short")], socket: socket)
+        XCTAssertEqual(added.status, 0, text(added.err))
+        XCTAssertTrue(text(try openSSH(["/usr/bin/ssh-add", "-l"], socket: socket).out).contains("short-lived"))
+        usleep(2_500_000)
+        XCTAssertFalse(text(try openSSH(["/usr/bin/ssh-add", "-l"], socket: socket).out).contains("short-lived"), "expired")
+        XCTAssertEqual(try h.run(["ssh-public-key", "short-lived", "-k", h.vault]).status, 44, "gone from the vault")
+    }
+
+    func testAConfirmedKeyAsksTheApprovalProgramOnEachUse() throws {
+        let approval = try ScriptedApprovalProgram(in: h.dir)
+        XCTAssertEqual(try h.run(["set-keychain-settings", "--approval-program", approval.path]).status, 0)
+        let socket = try startAgent(socketDirectory("agent") + "/agent.sock")
+        try tool(["/usr/bin/ssh-keygen", "-q", "-N", "", "-t", "ecdsa", "-C", "confirm-me", "-f", path("id_confirm")])
+        XCTAssertEqual(try openSSH(["/usr/bin/ssh-add", "-c", path("id_confirm")], socket: socket).status, 0)
+        let port = try startSSHD(authorizedKeys: try publicLine("id_confirm") + "\n")
+
+        try approval.say("no")
+        let denied = try login(port: port, socket: socket)
+        XCTAssertEqual(denied.status, 255, "refused by the approval program: \(text(denied.err))")
+        XCTAssertEqual(approval.callLines.count, 1, "asked once")
+
+        try approval.say("yes")
+        for round in 1...2 {
+            let approved = try login(port: port, socket: socket)
+            XCTAssertEqual(approved.status, 0, text(approved.err))
+            XCTAssertEqual(approval.callLines.count, 1 + round, "asked once per use")
+        }
+    }
+
+    func testRSAAndDestinationRestrictedKeysAreRefusedNotStoredUnrestricted() throws {
+        let socket = try startAgent(socketDirectory("agent") + "/agent.sock")
+        try tool(["/usr/bin/ssh-keygen", "-q", "-N", "", "-t", "ecdsa", "-C", "restricted", "-f", path("id_restricted")])
+        let restricted = try openSSH(["/usr/bin/ssh-add", "-h", "example.com", path("id_restricted")], socket: socket)
+        XCTAssertNotEqual(restricted.status, 0, "ssh-add -h is not kept yet: refused, not stored without it")
+        XCTAssertEqual(try h.run(["ssh-public-key", "restricted", "-k", h.vault]).status, 44)
+    }
+}
