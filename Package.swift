@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "KeychainProtocol", targets: ["KeychainProtocol"]),
         .library(name: "KeychainCredentialHelpers", targets: ["KeychainCredentialHelpers"]),
         .library(name: "KeychainTPM", targets: ["KeychainTPM"]),  // for Fuzz/ (FuzzSealedKey)
+        .library(name: "KeychainSSHAgent", targets: ["KeychainSSHAgent"]),  // for Fuzz/ (FuzzAgentMessages)
         .executable(name: "keychainfs", targets: ["keychainfs"]),
         .executable(name: "keychainfs-daemon", targets: ["keychainfs-daemon"]),
         .executable(name: "keychainfs-bench", targets: ["keychainfs-bench"]),

@@ -33,6 +33,10 @@ let package = Package(
         .executableTarget(name: "FuzzVaultHeader", dependencies: ["FuzzSupport",
             .product(name: "KeychainCore", package: "keychainfs"),
         ]),
+        // The SSH agent's messages: frames, requests, key blobs and keys to add.
+        .executableTarget(name: "FuzzAgentMessages", dependencies: ["FuzzSupport",
+            .product(name: "KeychainSSHAgent", package: "keychainfs"),
+        ]),
         // SealedKey.parse (the sealed device key file) and TokenKey(blob:), and what they encode.
         .executableTarget(name: "FuzzSealedKey", dependencies: ["FuzzSupport",
             .product(name: "KeychainTPM", package: "keychainfs"),

@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 
-all_targets=(FuzzQuery FuzzMessages FuzzFileNames FuzzVaultHeader FuzzCredentialInput FuzzSealedKey)
+all_targets=(FuzzQuery FuzzMessages FuzzFileNames FuzzVaultHeader FuzzCredentialInput FuzzSealedKey FuzzAgentMessages)
 
 usage() {
     cat <<EOF

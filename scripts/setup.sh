@@ -7,10 +7,11 @@ set -euo pipefail
 # Service (CSystemd); dbus-daemon, dbus-bin (dbus-send): the private session bus of SecretServiceTests;
 # nginx-light: a real TLS server reads its certificate and key from the mount (MountNginxTests), with
 # curl as its client; libtss2-dev: the TPM 2.0 stack that seals the device key (CTSS2), swtpm: the
-# software TPM the TPM tests run, tpm2-tools: tpm2_pcrextend, the tests' firmware update
+# software TPM the TPM tests run, tpm2-tools: tpm2_pcrextend, the tests' firmware update;
+# openssh-client, openssh-server: ssh, ssh-add, ssh-keygen and an sshd on 127.0.0.1 against the SSH agent (KeychainAgentTests)
 packages=(fuse3 libfuse3-dev libpq-dev libsodium-dev libsqlite3-dev libssl-dev openssl pkg-config attr python3 python3-cryptography
           postgresql systemd libsystemd-dev dbus-daemon dbus-bin nginx-light curl
-          libtss2-dev swtpm swtpm-tools tpm2-tools)
+          libtss2-dev swtpm swtpm-tools tpm2-tools openssh-client openssh-server)
 # The real Secret Service clients SecretServiceTests drive: secret-tool (libsecret), Python's
 # secretstorage and keyring. Installed without recommends: they would bring gnome-keyring, a second
 # Secret Service, and its PAM module.

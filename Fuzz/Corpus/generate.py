@@ -158,3 +158,28 @@ write("FuzzSealedKey", "valid-named-pcr7-recovery", sealed(1 << 7, (keyedhash_pu
 write("FuzzSealedKey", "invalid-format-3", sealed(0, (keyedhash_public, private)).replace(b"\x00\x01", b"\x00\x03", 1))
 write("FuzzSealedKey", "invalid-format-2-unnamed", sealed(0, (keyedhash_public, private)).replace(b"\x00\x01", b"\x00\x02", 1))
 write("FuzzSealedKey", "invalid-empty-name", sealed(0, (keyedhash_public, private), root_name=b""))
+
+# FuzzAgentMessages: OpenSSH agent frames (draft-miller-ssh-agent), a uint32 length first.
+def ssh_string(b):
+    return struct.pack(">I", len(b)) + b
+
+
+def agent_frame(payload):
+    return struct.pack(">I", len(payload)) + payload
+
+
+P256_G = bytes.fromhex("04" "6B17D1F2E12C4247F8BCE6E563A440F277037D812DEB33A0F4A13945D898C296"
+                       "4FE342E2FE1A7F9B8EE7EB4A7C0F9E162BCE33576B315ECECBB6406837BF51F5")
+P256_BLOB = ssh_string(b"ecdsa-sha2-nistp256") + ssh_string(b"nistp256") + ssh_string(P256_G)
+write("FuzzAgentMessages", "valid-request-identities", agent_frame(b"\x0b"))
+write("FuzzAgentMessages", "valid-sign-ecdsa",
+      agent_frame(b"\x0d" + ssh_string(P256_BLOB) + ssh_string(b"session data") + struct.pack(">I", 0)))
+write("FuzzAgentMessages", "valid-add-ecdsa",
+      agent_frame(b"\x11" + ssh_string(b"ecdsa-sha2-nistp256") + ssh_string(b"nistp256") + ssh_string(P256_G)
+                  + ssh_string(b"\x01") + ssh_string(b"comment")))
+write("FuzzAgentMessages", "valid-add-ed25519-constrained",
+      agent_frame(b"\x19" + ssh_string(b"ssh-ed25519") + ssh_string(bytes(range(32))) + ssh_string(bytes(32) + bytes(range(32)))
+                  + ssh_string(b"k") + b"\x01" + struct.pack(">I", 60) + b"\x02"))
+write("FuzzAgentMessages", "valid-lock", agent_frame(b"\x16" + ssh_string(b"passphrase")))
+write("FuzzAgentMessages", "valid-remove-all", agent_frame(b"\x13"))
+write("FuzzAgentMessages", "valid-extension", agent_frame(b"\x1b" + ssh_string(b"session-bind@openssh.com") + ssh_string(b"hostkey")))

@@ -5,8 +5,8 @@ import XCTest
 /// the C library only through KeychainSystem.
 final class ClientBoundaryTests: XCTestCase {
     static let clientTargets = ["KeychainCrypto", "KeychainModel", "KeychainProtocol", "KeychainClient", "KeychainCLI", "Security",
-                                "KeychainCredentialHelpers", "keychainfs", "git-credential-keychainfs",
-                                "docker-credential-keychainfs"]
+                                "KeychainCredentialHelpers", "KeychainAgent", "KeychainSSHAgent", "keychainfs",
+                                "git-credential-keychainfs", "docker-credential-keychainfs"]
 
     /// The vault, sync, access and TPM code; C libraries of their own (SQLite, libpq, the TSS)
     /// stay theirs.
@@ -53,6 +53,16 @@ final class ClientBoundaryTests: XCTestCase {
         let imports = try Self.imports(of: reached.union(["KeychainSecretService"]).sorted())
         XCTAssertGreaterThan(imports.count, 50)
         XCTAssertEqual(imports.filter { engine.contains($0.module) }.map(\.line), [])
+    }
+
+    /// The SSH agent is a client of the daemon inside the thin `keychainfs`: it reaches neither
+    /// the engine, SQLite nor libcrypto (the daemon signs), and its protocol codec depends on nothing.
+    func testTheSSHAgentReachesNeitherTheEngineNorLibcrypto() throws {
+        let graph = try Self.declaredDependencies()
+        XCTAssertEqual(graph["KeychainSSHAgent"], [])
+        let reached = Self.reached(from: "KeychainAgent", in: graph)
+        XCTAssertTrue(reached.isSuperset(of: ["KeychainSSHAgent", "KeychainClient"]), "\(reached)")
+        XCTAssertEqual(reached.intersection(["KeychainCore", "SQLiteStore", "CSQLite", "KeychainKeys", "COpenSSL"]), [])
     }
 
     /// Checks the reading of Package.swift that the tests above rely on.
