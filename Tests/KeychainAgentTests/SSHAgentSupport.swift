@@ -99,16 +99,19 @@ class SSHAgentTestCase: HarnessTestCase {
 
     /// sshd on 127.0.0.1 at a free port, with its own host key, `authorizedKeys` as root's
     /// authorized_keys file, no PAM and no passwords; returns the port.
-    func startSSHD(authorizedKeys: String) throws -> Int {
+    /// - Parameter hostKeyAgent: an agent socket holding the host key, whose public half is at
+    ///   `hostKey` (sshd's `HostKeyAgent`); nil for a host key file of its own.
+    func startSSHD(authorizedKeys: String, hostKey: String? = nil, hostKeyAgent: String? = nil) throws -> Int {
         guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/sshd") else { throw XCTSkip("openssh-server is not installed") }
-        try tool(["/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", path("ssh_host_key")])
+        if hostKey == nil { try tool(["/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", path("ssh_host_key")]) }
         try authorizedKeys.write(toFile: path("authorized_keys"), atomically: true, encoding: .utf8)
         try FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)  // privilege separation
         for _ in 0..<20 {
             let port = Int.random(in: 20_000..<60_000)
             let config = """
             ListenAddress 127.0.0.1:\(port)
-            HostKey \(path("ssh_host_key"))
+            HostKey \(hostKey ?? path("ssh_host_key"))
+            \(hostKeyAgent.map { "HostKeyAgent " + $0 } ?? "")
             AuthorizedKeysFile \(path("authorized_keys"))
             StrictModes no
             UsePAM no
@@ -144,10 +147,11 @@ class SSHAgentTestCase: HarnessTestCase {
     }
 
     /// `ssh root@127.0.0.1 -p PORT echo logged-in` with only the agent's keys.
-    func login(port: Int, socket: String) throws -> Spawn.Outcome {
+    /// - Parameter strict: the host key must already be in known_hosts.
+    func login(port: Int, socket: String, strict: Bool = false) throws -> Spawn.Outcome {
         try openSSH(["/usr/bin/ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-o", "IdentityAgent=" + socket,
                      "-o", "IdentitiesOnly=no", "-o", "UserKnownHostsFile=" + path("known_hosts"),
-                     "-o", "StrictHostKeyChecking=accept-new", "-o", "ConnectTimeout=10",
+                     "-o", "StrictHostKeyChecking=" + (strict ? "yes" : "accept-new"), "-o", "ConnectTimeout=10",
                      "-p", String(port), "root@127.0.0.1", "echo", "logged-in"], socket: socket)
     }
 }
