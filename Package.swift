@@ -35,8 +35,8 @@ let package = Package(
 
         // libsodium wrappers: guarded memory, AEAD, Argon2id, keyed BLAKE2b.
         .target(name: "KeychainCrypto", dependencies: ["CSodium", "KeychainSystem"]),
-        // Public-key cryptography from OpenSSL 3: EC and RSA keys, signatures, encryption, ECDH,
-        // Apple's encodings. The only importer of COpenSSL.
+        // Public-key cryptography from OpenSSL 3: EC, RSA and Ed25519 keys, signatures, encryption,
+        // ECDH, Apple's encodings. The only importer of COpenSSL.
         .target(name: "KeychainKeys", dependencies: ["COpenSSL", "KeychainCrypto"]),
         // A small SQLite connection wrapper.
         .target(name: "SQLiteStore", dependencies: ["CSQLite"]),

@@ -20,6 +20,7 @@ static const int kc_gcm_get_tag = EVP_CTRL_GCM_GET_TAG;
 static const int kc_gcm_set_tag = EVP_CTRL_GCM_SET_TAG;
 static const int kc_pkey_rsa = EVP_PKEY_RSA;
 static const int kc_pkey_ec = EVP_PKEY_EC;
+static const int kc_pkey_ed25519 = EVP_PKEY_ED25519;
 
 // Parameter names. OSSL_PARAM and OSSL_PARAM_BLD keep the name's pointer, so it must outlive
 // the call: a Swift string passed as `const char *` does not.

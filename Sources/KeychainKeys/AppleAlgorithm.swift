@@ -8,6 +8,9 @@ public enum AppleAlgorithm: Equatable, Sendable {
     /// `hash` nil: a digest of any length (`digest-X962`); `message`: hash the input first.
     case ecdsa(hash: DigestAlgorithm?, message: Bool)
     case rsaSignature(SignatureScheme, hash: DigestAlgorithm?, message: Bool)
+    /// `algid:sign:EdDSA:message-Ed25519`, a name of keychainfs's (Apple has no Ed25519 SecKey
+    /// algorithm): the message signed whole, as Ed25519 hashes it itself.
+    case ed25519
     case rsaEncryption(RSAEncryptionPadding)
     case ecies(hash: DigestAlgorithm, variableIV: Bool)
     /// `kdf` nil: the bare shared secret.
@@ -61,6 +64,9 @@ public enum AppleAlgorithm: Equatable, Sendable {
                 self = .rsaSignature(.pss, hash: h, message: parts[3] == "message-PSS")
             default: return nil
             }
+        case ("sign", "EdDSA"):
+            guard parts.count == 4, parts[3] == "message-Ed25519" else { return nil }
+            self = .ed25519
         case ("encrypt", "RSA"):
             if parts.count == 4 && parts[3] == "PKCS1" { self = .rsaEncryption(.pkcs1); return }
             guard parts.count == 5, parts[3] == "OAEP", let h = DigestAlgorithm(rawValue: parts[4]) else { return nil }
@@ -82,13 +88,16 @@ public enum AppleAlgorithm: Equatable, Sendable {
     /// private key; verification and encryption work with either half, as on Apple's platforms.
     public func supports(_ use: Use, kind: KeyKind, isPrivate: Bool) -> Bool {
         let ec: Bool = { if case .ec = kind { return true }; return false }()
+        let rsa = kind == .rsa, ed25519 = kind == .ed25519
         switch (self, use) {
         case (.ecdsa, .sign): return ec && isPrivate
         case (.ecdsa, .verify): return ec
-        case (.rsaSignature, .sign): return !ec && isPrivate
-        case (.rsaSignature, .verify): return !ec
-        case (.rsaEncryption, .encrypt): return !ec
-        case (.rsaEncryption, .decrypt): return !ec && isPrivate
+        case (.rsaSignature, .sign): return rsa && isPrivate
+        case (.rsaSignature, .verify): return rsa
+        case (.ed25519, .sign): return ed25519 && isPrivate
+        case (.ed25519, .verify): return ed25519
+        case (.rsaEncryption, .encrypt): return rsa
+        case (.rsaEncryption, .decrypt): return rsa && isPrivate
         case (.ecies, .encrypt): return ec
         case (.ecies, .decrypt): return ec && isPrivate
         case (.ecdh, .keyExchange): return ec && isPrivate
@@ -107,7 +116,7 @@ public enum AppleAlgorithm: Equatable, Sendable {
 
     // MARK: Operations of a private key
 
-    /// Signs `input` with `key`: DER (X9.62) for ECDSA, modulus-long for RSA.
+    /// Signs `input` with `key`: DER (X9.62) for ECDSA, modulus-long for RSA, 64 bytes for Ed25519.
     /// - Throws: `unsupported` for an algorithm that does not sign or a key it does not fit,
     ///   `invalidInput` for a digest of the wrong length.
     public func sign(_ input: UnsafeRawBufferPointer, with key: AsymmetricKey) throws -> [UInt8] {
@@ -117,6 +126,8 @@ public enum AppleAlgorithm: Equatable, Sendable {
             return try key.sign(digest: try Self.digest(input, hash: hash, message: message), hash: hash, scheme: .ecdsaX962)
         case .rsaSignature(let scheme, let hash, let message):
             return try key.sign(digest: try Self.digest(input, hash: hash, message: message), hash: hash, scheme: scheme)
+        case .ed25519:
+            return try key.sign(message: input)
         default:
             throw KeyError.unsupported
         }
@@ -151,19 +162,23 @@ public enum AppleAlgorithm: Equatable, Sendable {
 
 extension AsymmetricKey {
     /// A key from Apple's external representation and `kSecAttrKeyType` code: 73 (EC, X9.63)
-    /// or 42 (RSA, PKCS#1 DER).
+    /// or 42 (RSA, PKCS#1 DER), or from raw bytes for `ed25519TypeCode`.
     /// - Throws: `invalidKeyData`; `unsupported` for another type.
     public static func apple(type: Int64, isPrivate: Bool, _ bytes: UnsafeRawBufferPointer) throws -> AsymmetricKey {
         switch type {
         case 73: return try ec(bytes, isPrivate: isPrivate)
         case 42: return try rsa(bytes, isPrivate: isPrivate)
+        case ed25519TypeCode: return try ed25519(bytes, isPrivate: isPrivate)
         default: throw KeyError.unsupported
         }
     }
 
-    /// Apple's `kSecAttrKeyType` code of this key: 73 for EC, 42 for RSA.
+    /// Apple's `kSecAttrKeyType` code of this key: 73 for EC, 42 for RSA; `ed25519TypeCode`.
     public var appleTypeCode: Int64 {
-        if case .rsa = kind { return 42 }
-        return 73
+        switch kind {
+        case .ec: return 73
+        case .rsa: return 42
+        case .ed25519: return Self.ed25519TypeCode
+        }
     }
 }

@@ -24,10 +24,12 @@ public enum Curve: Int, CaseIterable, Sendable {
 public enum KeyKind: Equatable, Sendable {
     case ec(Curve)
     case rsa
+    /// Ed25519 (RFC 8032), for signatures only; Apple has no SecKey type for it.
+    case ed25519
 }
 
-/// A public or private EC or RSA key held by libcrypto (`EVP_PKEY`). Immutable; each operation
-/// makes its own `EVP_PKEY_CTX`, so one key may be used from several threads at once.
+/// A public or private EC, RSA or Ed25519 key held by libcrypto (`EVP_PKEY`). Immutable; each
+/// operation makes its own context, so one key may be used from several threads at once.
 public final class AsymmetricKey: @unchecked Sendable {
     // Unchecked: an EVP_PKEY never changed after init; every operation makes its own EVP_PKEY_CTX.
     let pkey: OpaquePointer
@@ -42,8 +44,9 @@ public final class AsymmetricKey: @unchecked Sendable {
 
     deinit { EVP_PKEY_free(pkey) }
 
-    /// The key size in bits: the curve's, or the RSA modulus's.
-    public var sizeInBits: Int { Int(EVP_PKEY_get_bits(pkey)) }
+    /// The key size in bits: the curve's, or the RSA modulus's; 256 for Ed25519, the size of
+    /// its keys (libcrypto says 253, the bits of the curve's order).
+    public var sizeInBits: Int { kind == .ed25519 ? 256 : Int(EVP_PKEY_get_bits(pkey)) }
 
     // MARK: Generation
 
@@ -86,12 +89,13 @@ public final class AsymmetricKey: @unchecked Sendable {
             switch kind {
             case .ec: return try AsymmetricKey.ec(raw, isPrivate: false)
             case .rsa: return try AsymmetricKey.rsa(raw, isPrivate: false)
+            case .ed25519: return try AsymmetricKey.ed25519(raw, isPrivate: false)
             }
         }
     }
 
     /// Apple's public representation: the uncompressed point `04 || X || Y` (ANSI X9.63) for EC,
-    /// the PKCS#1 `RSAPublicKey` DER for RSA.
+    /// the PKCS#1 `RSAPublicKey` DER for RSA; the raw 32-byte public key for Ed25519.
     public func publicBytes() -> [UInt8] {
         switch kind {
         case .ec:
@@ -112,13 +116,16 @@ public final class AsymmetricKey: @unchecked Sendable {
                 _ = i2d_PublicKey(pkey, &cursor)
             }
             return out
+        case .ed25519:
+            return ed25519PublicBytes()
         }
     }
 
     // MARK: Private representation
 
     /// Apple's private representation, in guarded memory: `04 || X || Y || K` for EC (K the
-    /// private scalar, padded to the field size), the PKCS#1 `RSAPrivateKey` DER for RSA.
+    /// private scalar, padded to the field size), the PKCS#1 `RSAPrivateKey` DER for RSA, the
+    /// 32-byte seed for Ed25519.
     /// - Throws: `unsupported` for a public key; `CryptoError.allocationFailed`.
     public func privateBytes() throws -> SecureBytes {
         guard isPrivate else { throw KeyError.unsupported }
@@ -145,6 +152,8 @@ public final class AsymmetricKey: @unchecked Sendable {
                 _ = i2d_PrivateKey(pkey, &cursor)
             }
             return out
+        case .ed25519:
+            return try ed25519Seed()
         }
     }
 

@@ -40,4 +40,11 @@ enum LibCrypto {
         defer { EVP_PKEY_CTX_free(ctx) }
         return try body(ctx)
     }
+
+    /// An `EVP_MD_CTX` for one `EVP_DigestSign` or `EVP_DigestVerify`, freed after `body`.
+    static func withDigestContext<R>(_ body: (OpaquePointer) throws -> R) throws -> R {
+        let ctx = try notNil(EVP_MD_CTX_new())
+        defer { EVP_MD_CTX_free(ctx) }
+        return try body(ctx)
+    }
 }

@@ -5,8 +5,9 @@ import KeychainCrypto
 /// BIO on its secure heap (`BIO_s_secmem`, cleared when freed) and handed back in guarded memory:
 /// the mount's `/.keys` and `/.certificates` files.
 public enum PEM {
-    /// A private key in Apple's external representation (`type` 73 EC, 42 RSA) as unencrypted
-    /// PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`), as `openssl pkey` writes it.
+    /// A private key in Apple's external representation (`type` 73 EC, 42 RSA; Ed25519's raw
+    /// seed) as unencrypted PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`), as `openssl pkey`
+    /// writes it.
     /// - Throws: `invalidKeyData` when the bytes are not a private key of `type`; `library`.
     public static func privateKey(type: Int64, apple bytes: SecureBytes) throws -> SecureBytes {
         let key = try bytes.withUnsafeBytes { try AsymmetricKey.apple(type: type, isPrivate: true, $0) }
@@ -27,7 +28,8 @@ public enum PEM {
 
     /// The length of `privateKey(type:apple:)` for a key whose Apple representation has
     /// `appleLength` bytes, known without the bytes: PKCS#8 wraps an RSA key's PKCS#1 DER in
-    /// fixed fields, and an EC key's PKCS#8 has one length per curve. Nil for other types.
+    /// fixed fields, an EC key's PKCS#8 has one length per curve, and an Ed25519 key's is 48
+    /// bytes (RFC 8410: the seed in fixed fields). Nil for other types.
     public static func privateKeyLength(type: Int64, appleLength: Int) -> Int? {
         switch type {
         case 42:
@@ -38,6 +40,10 @@ public enum PEM {
         case 73:
             guard let curve = Curve.allCases.first(where: { $0.privateLength == appleLength }) else { return nil }
             return ecLengths[curve]
+        case AsymmetricKey.ed25519TypeCode:
+            // SEQUENCE { INTEGER 0, AlgorithmIdentifier { id-Ed25519 }, OCTET STRING { OCTET STRING { seed } } }
+            guard appleLength == 32 || appleLength == 64 else { return nil }
+            return armoredLength(48, label: "PRIVATE KEY")
         default:
             return nil
         }

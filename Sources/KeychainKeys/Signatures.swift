@@ -56,7 +56,7 @@ extension AsymmetricKey {
             try LibCrypto.check(EVP_PKEY_CTX_set_signature_md(ctx, hash.md))
             try LibCrypto.check(EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, hash.md))
             try LibCrypto.check(EVP_PKEY_CTX_set_rsa_pss_saltlen(ctx, RSA_PSS_SALTLEN_DIGEST))
-        default:
+        default:  // a scheme of another kind; Ed25519 signs messages, not digests (sign(message:))
             throw KeyError.unsupported
         }
     }

@@ -2,9 +2,9 @@ import KeychainModel
 import KeychainCrypto
 import KeychainKeys
 
-/// A public or private EC or RSA key (`SecKeyRef`). Keys compare equal when they are the same
-/// kind of key with the same public key. A key made or imported here is held in this process
-/// (libcrypto's secure heap). A private key from the keychain is not: it holds its item's
+/// A public or private EC, RSA or Ed25519 key (`SecKeyRef`). Keys compare equal when they are
+/// the same kind of key with the same public key. A key made or imported here is held in this
+/// process (libcrypto's secure heap). A private key from the keychain is not: it holds its item's
 /// persistent reference and public half, and the daemon signs, decrypts and agrees with it
 /// (`StoredKeys`), as Apple's securityd does.
 public final class SecKey: NSObject, Sendable {
@@ -44,11 +44,12 @@ public final class SecKey: NSObject, Sendable {
         switch key.kind {
         case .ec: kind = isPrivate ? "ECPrivateKey" : "ECPublicKey"
         case .rsa: kind = isPrivate ? "RSAPrivateKey" : "RSAPublicKey"
+        case .ed25519: kind = isPrivate ? "Ed25519PrivateKey" : "Ed25519PublicKey"
         }
         return "<SecKeyRef key type: \(kind), block size: \(key.sizeInBits) bits>"
     }
 
-    /// Apple's `kSecAttrKeyType` raw value: "73" for EC, "42" for RSA.
+    /// Apple's `kSecAttrKeyType` raw value: "73" for EC, "42" for RSA; keychainfs's code for Ed25519.
     var typeCode: Int64 { key.appleTypeCode }
 
     /// Apple's application label (`klbl`): SHA-1 of the public key's external representation.

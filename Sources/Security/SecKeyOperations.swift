@@ -60,6 +60,8 @@ public func SecKeyVerifySignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _
         case .rsaSignature(let scheme, let hash, let message):
             let digest = try signedData.withBytes { try AppleAlgorithm.digest($0, hash: hash, message: message) }
             ok = try key.key.verify(signature: sig, digest: digest, hash: hash, scheme: scheme)
+        case .ed25519:
+            ok = try signedData.withBytes { try key.key.verify(signature: sig, message: $0) }
         default:
             throw KeyFailure.unsupported("\(algorithm.name) does not verify")
         }

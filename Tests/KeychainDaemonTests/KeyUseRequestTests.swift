@@ -69,6 +69,23 @@ final class KeyUseRequestTests: XCTestCase {
         XCTAssertEqual(forged.status, .noSuchAttr)
     }
 
+    func testStoredEd25519KeySignsTheMessageWhole() throws {
+        let key = try AsymmetricKey.generateEd25519()
+        let ref = try store(key, ["extr": .bool(false)])
+        let attributes = try d.call(Request(.copyMatching, query: ["v_PersistentRef": .data(ref), "r_Attributes": true]))
+        guard case .value(.item(let item)) = attributes.result, case .data(let pubk)? = item.attributes["pubk"] else {
+            return XCTFail("no pubk: \(attributes.result)")
+        }
+        XCTAssertEqual(pubk.count, 32)
+        let message = Array("ssh-agent sign request".utf8)
+        let signature = try XCTUnwrap(bytes(try use(ref, algorithm: "algid:sign:EdDSA:message-Ed25519", input: message)))
+        let publicKey = try pubk.withUnsafeBytes {
+            try AsymmetricKey.apple(type: AsymmetricKey.ed25519TypeCode, isPrivate: false, $0)
+        }
+        XCTAssertTrue(try message.withUnsafeBytes { try publicKey.verify(signature: signature, message: $0) })
+        XCTAssertEqual(try use(ref).status, .unimplemented, "ECDSA is not for an Ed25519 key")
+    }
+
     func testDecryptionAndKeyExchangeReturnOnlyTheResult() throws {
         let rsa = try AsymmetricKey.generateRSA(bits: 2048)
         let rsaRef = try store(rsa, ["extr": .bool(false)])

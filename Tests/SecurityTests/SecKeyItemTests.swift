@@ -92,6 +92,41 @@ final class SecKeyItemTests: SecItemConformanceCase {
         assertStatus(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecValueRef: rsa] as CFDictionary, nil), errSecParam)
     }
 
+    /// An Ed25519 seed stored as a key item under keychainfs's type code (Apple has none): the
+    /// daemon derives its public key, and it signs there as RFC 8032 says (section 7.1, TEST 2).
+    func testStoredEd25519SeedSignsInTheDaemon() throws {
+        let t = tag()
+        let seed = unhex("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb")
+        let expected = unhex("""
+            92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da\
+            085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00
+            """)
+        let add: [String: Any] = [kSecClass as String: kSecClassKey, kSecAttrKeyType as String: "2147509167",
+                                  kSecAttrKeyClass as String: kSecAttrKeyClassPrivate, kSecAttrApplicationTag as String: t,
+                                  kSecAttrIsExtractable as String: false, kSecValueData as String: seed]
+        assertStatus(SecItemAdd(add as CFDictionary, nil), errSecSuccess)
+        let key = try XCTUnwrap(copyMatching(keyQuery(t).merging([kSecReturnRef as String: true]) { $1 }).result as? SecKey)
+        XCTAssertTrue(key.description.contains("Ed25519PrivateKey"), key.description)
+        let ed25519 = SecKeyAlgorithm(rawValue: "algid:sign:EdDSA:message-Ed25519" as CFString)
+        XCTAssertTrue(SecKeyIsAlgorithmSupported(key, .sign, ed25519))
+        XCTAssertFalse(SecKeyIsAlgorithmSupported(key, .sign, .ecdsaSignatureMessageX962SHA256))
+        var error: Unmanaged<CFError>?
+        let message = Data([0x72])
+        let signature = try XCTUnwrap(SecKeyCreateSignature(key, ed25519, message as CFData, &error))
+        XCTAssertEqual(signature as Data, expected)
+        let publicKey = try XCTUnwrap(SecKeyCopyPublicKey(key))
+        XCTAssertTrue(SecKeyVerifySignature(publicKey, ed25519, message as CFData, signature, &error))
+        XCTAssertFalse(SecKeyVerifySignature(publicKey, ed25519, Data([0x73]) as CFData, signature, &error))
+    }
+
+    /// Bytes from hex text, as RFC 8032 prints its vectors.
+    private func unhex(_ hex: String) -> Data {
+        let digits = Array(hex.utf8)
+        return Data(stride(from: 0, to: digits.count, by: 2).map {
+            UInt8(String(decoding: digits[$0...$0 + 1], as: UTF8.self), radix: 16)!
+        })
+    }
+
     func testTopLevelPermanentStoresBothHalves() throws {
         let t = tag()
         _ = try createPermanent(t)

@@ -142,9 +142,10 @@ enum StoredKeyFacts {
         return c
     }
 
-    /// The public key of `secret` read as a key of `type` and class (each tried when unknown).
+    /// The public key of `secret` read as a key of `type` and class (each tried when unknown,
+    /// private first: 32 bytes of unknown class are taken as an Ed25519 seed).
     static func publicKey(of secret: SecureBytes, type: Int64?, isPrivate: Bool?) -> [UInt8]? {
-        for t in type.map({ [$0] }) ?? [73, 42] {
+        for t in type.map({ [$0] }) ?? [73, 42, AsymmetricKey.ed25519TypeCode] {
             for p in isPrivate.map({ [$0] }) ?? [true, false] {
                 if let key = try? secret.withUnsafeBytes({ try AsymmetricKey.apple(type: t, isPrivate: p, $0) }) {
                     return key.publicBytes()
