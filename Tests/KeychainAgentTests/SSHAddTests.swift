@@ -33,6 +33,20 @@ final class SSHAddTests: SSHAgentTestCase {
                        "added once")
     }
 
+    func testAnEd25519KeyIsStoredAndSigns() throws {
+        let socket = try startAgent(socketDirectory("agent") + "/agent.sock")
+        try tool(["/usr/bin/ssh-keygen", "-q", "-N", "", "-t", "ed25519", "-C", "ed key", "-f", path("id_ed25519")])
+        let added = try openSSH(["/usr/bin/ssh-add", path("id_ed25519")], socket: socket)
+        XCTAssertEqual(added.status, 0, text(added.err))
+        let pub = try publicLine("id_ed25519")
+        try FileManager.default.removeItem(atPath: path("id_ed25519"))
+        XCTAssertTrue(text(try openSSH(["/usr/bin/ssh-add", "-L"], socket: socket).out).contains(pub + "\n"))
+        let port = try startSSHD(authorizedKeys: pub + "\n")
+        let login = try self.login(port: port, socket: socket)
+        XCTAssertEqual(login.status, 0, text(login.err))
+        XCTAssertEqual(text(login.out), "logged-in\n")
+    }
+
     func testALifetimeEndsTheKeyInTheVaultToo() throws {
         let socket = try startAgent(socketDirectory("agent") + "/agent.sock")
         try tool(["/usr/bin/ssh-keygen", "-q", "-N", "", "-t", "ecdsa", "-C", "short-lived", "-f", path("id_short")])
