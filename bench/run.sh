@@ -20,7 +20,8 @@
 # process and by `openssl speed`, on a fresh small vault; prints them, writes no page),
 # --sync-only (fleet sync: bench/sync.sh with the built binaries, --sync-args "..." passed to it;
 # propagation latency, throughput and a new host's catch-up next to an INSERT+NOTIFY baseline;
-# prints them, writes no page).
+# prints them, writes no page), --ssh-agent-only (bench/ssh-agent.sh with the built binaries:
+# signatures per second and ssh logins through `keychainfs ssh-agent` next to OpenSSH's ssh-agent).
 # Environment: KEYCHAINFS_BENCH_SCRATCH, the SwiftPM scratch path (default /tmp/perf-build).
 #
 # In ONE run, against one vault and one daemon, it measures:
@@ -51,9 +52,9 @@
 # Everything it mounts or starts is undone on exit, also when interrupted. Needs root.
 set -euo pipefail
 
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
 
-quick=0; lock_only=0; cli_only=0; seckey_only=0; sync_only=0; sync_args=""; use_hyperfine=1; write_doc=1; keep=0; items=""; build=1; scale_max=""; main_phases=1; scale_phase=1; source=""
+quick=0; lock_only=0; cli_only=0; seckey_only=0; sync_only=0; sync_args=""; ssh_agent_only=0; use_hyperfine=1; write_doc=1; keep=0; items=""; build=1; scale_max=""; main_phases=1; scale_phase=1; source=""
 while (($#)); do
     case "$1" in
         --quick) quick=1 ;;
@@ -71,6 +72,7 @@ while (($#)); do
         --seckey-only) seckey_only=1; main_phases=0; scale_phase=0; write_doc=0 ;;
         --sync-only) sync_only=1; main_phases=0; scale_phase=0; write_doc=0 ;;
         --sync-args) shift; sync_args=${1?--sync-args needs a value} ;;
+        --ssh-agent-only) ssh_agent_only=1; main_phases=0; scale_phase=0; write_doc=0 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench/run.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -78,7 +80,7 @@ while (($#)); do
 done
 [[ -z "$items" || "$items" =~ ^[1-9][0-9]*$ ]] || { echo "bench/run.sh: --items takes a positive number" >&2; exit 2; }
 [[ -z "$scale_max" || "$scale_max" =~ ^[1-9][0-9]*$ ]] || { echo "bench/run.sh: --scale-max takes a positive number" >&2; exit 2; }
-((main_phases || scale_phase || seckey_only || sync_only)) || { echo "bench/run.sh: --scale-only and --no-scale leave nothing to run" >&2; exit 2; }
+((main_phases || scale_phase || seckey_only || sync_only || ssh_agent_only)) || { echo "bench/run.sh: --scale-only and --no-scale leave nothing to run" >&2; exit 2; }
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 src=$root   # the tree the binaries are built from
@@ -311,6 +313,10 @@ seckey_run() {
 if ((sync_only)); then
     # shellcheck disable=SC2086 # --sync-args is split into options on purpose
     "$root/bench/sync.sh" --kc "$kc" --bench "$kcbench" $sync_args
+    exit 0
+fi
+if ((ssh_agent_only)); then
+    "$root/bench/ssh-agent.sh" --bin "$(dirname "$kc")"
     exit 0
 fi
 if ((seckey_only)); then
