@@ -150,6 +150,12 @@ enum AgentRefusal: Error {
 
 /// The `authorized_keys` lines of the vault's signing keys, as `keychainfs ssh-public-key` prints them.
 public enum SSHPublicKeys {
+    /// The line of one key item returned with its attributes and reference; nil for a key the
+    /// agent would not offer.
+    public static func line(of item: FoundItem) -> String? {
+        VaultKeys.identity(item).map { $0.key.openSSHLine(comment: $0.comment) }
+    }
+
     /// One line per key the agent would offer (`TYPE BASE64 LABEL`), only those labelled
     /// `label` when it is given, in the vault's order.
     public static func lines(label: String?, connect: @escaping () throws -> DaemonClient) throws -> [String] {

@@ -6,7 +6,7 @@ import KeychainSystem
 
 /// `keychainfs ssh-agent` and `ssh-public-key`: the vault's keys for OpenSSH (docs/ssh-agent.md).
 enum SSHAgentVerbs {
-    static let all: [Verb] = [agent, publicKey]
+    static let all: [Verb] = [agent, publicKey, generateKey]
 
     static let agent = Verb(
         name: "ssh-agent", usage: "[-a SOCKET] [-D] [-c | -s] [-k] [VAULT]",
@@ -38,6 +38,71 @@ enum SSHAgentVerbs {
         ~/.ssh/authorized_keys or a known_hosts entry. Exits 44 when no key matches.
         """
     ) { try runPublicKey($0) }
+
+    static let generateKey = Verb(
+        name: "generate-key", usage: "-t ed25519|ecdsa|rsa [-b BITS] [--tpm] -l LABEL [--ssh] [--access-group G] [VAULT]",
+        summary: "Make a private key in the daemon (or in the TPM) that never leaves the keychain.",
+        valued: ["-t", "-b", "-l", "--access-group"], flags: ["--tpm", "--ssh"],
+        details: """
+        The key is made by the daemon and stored as a non-extractable private key that may sign
+        (as SecKeyCreateRandomKey with kSecAttrIsPermanent does): the agent offers it, SecKey
+        signs with it, and nothing gives its bytes out.
+          -t TYPE    ed25519, ecdsa (P-256, P-384 or P-521 by -b; default 256) or rsa (-b 1024
+                     to 4096 in whole bytes; default 3072)
+          --tpm      made inside the TPM (ecdsa P-256 only), as a Secure Enclave key, bound to
+                     this machine (WhenUnlockedThisDeviceOnly); docs/tpm.md
+          -l LABEL   its label: the comment ssh-add -l shows
+          --ssh      print its authorized_keys line (TYPE BASE64 LABEL), as ssh-keygen's .pub
+          --access-group G   one of your entitled access groups (default: your first)
+        """
+    ) { try runGenerateKey($0) }
+
+    static func runGenerateKey(_ ctx: Context) throws -> Int32 {
+        try ctx.checkPositionals()
+        guard let label = ctx.args.value("-l"), !label.isEmpty else { throw UsageError("generate-key needs -l LABEL") }
+        let bits = try ctx.args.value("-b").map { text -> Int64 in
+            guard let n = Int64(text), n > 0 else { throw UsageError("-b takes a number of bits") }
+            return n
+        }
+        var attributes: Attributes = [
+            .class: .itemClass(.key), .keyClass: .number(1), .label: .string(label),
+            .isExtractable: .bool(false), .neverExtractable: .bool(true), .canSign: .bool(true), .canDecrypt: .bool(false),
+            .returnAttributes: .bool(true), .returnPersistentRef: .bool(true),
+        ]
+        switch ctx.args.value("-t") {
+        case "ed25519"?:
+            guard bits == nil || bits == 256 else { throw UsageError("an Ed25519 key has 256 bits") }
+            attributes[.keyType] = .number(2_147_509_167)  // KeychainKeys' AsymmetricKey.ed25519TypeCode
+        case "ecdsa"?:
+            guard [256, 384, 521].contains(bits ?? 256) else { throw UsageError("-b takes 256, 384 or 521 for ecdsa") }
+            attributes[.keyType] = .number(73)
+            attributes[.keySizeInBits] = .number(bits ?? 256)
+        case "rsa"?:
+            guard let size = Optional(bits ?? 3072), (1024...4096).contains(size), size % 8 == 0 else {
+                throw UsageError("-b takes 1024 to 4096 in whole bytes for rsa")
+            }
+            attributes[.keyType] = .number(42)
+            attributes[.keySizeInBits] = .number(size)
+        case let other:
+            throw UsageError(other == nil ? "generate-key needs -t ed25519, ecdsa or rsa" : "-t takes ed25519, ecdsa or rsa")
+        }
+        if ctx.args.has("--tpm") {
+            guard attributes[.keyType] == .number(73), bits ?? 256 == 256 else { throw UsageError("--tpm makes ecdsa P-256 keys only") }
+            attributes[.tokenID] = .string(ValueName.tokenIDSecureEnclave)
+        }
+        if let group = ctx.args.value("--access-group") { attributes[.accessGroup] = .string(group) }
+        let request = ItemAdd(attributes: attributes, generate: ctx.args.has("--tpm") ? nil : ItemAdd.privateKey)
+        let result: QueryResult
+        do {
+            result = try ctx.client().call(request, ItemsReply.self).result
+        } catch KeychainStatus.notAvailable where ctx.args.has("--tpm") {
+            throw StateError(message: "no TPM answers the daemon of \(ctx.vault) (KEYCHAINFS_TCTI, docs/tpm.md)", status: .notAvailable)
+        }
+        guard ctx.args.has("--ssh") else { return 0 }
+        guard case .value(.item(let item)) = result, let line = SSHPublicKeys.line(of: item) else { throw KeychainStatus.decode }
+        Terminal.writeString(1, line + "\n")
+        return 0
+    }
 
     static func runAgent(_ ctx: Context) throws -> Int32 {
         try ctx.checkPositionals()

@@ -13,7 +13,7 @@ enum KeyGeneration {
     /// public key) unless the caller gave one, and `bsiz`/`esiz` of the key made.
     /// - Throws: errSecParam for a generation that is not of a private key item, that comes
     ///   with a secret, or of a type or size the keychain does not make (EC 256, 384, 521;
-    ///   RSA 1024-4096 in whole bytes).
+    ///   RSA 1024-4096 in whole bytes; Ed25519, 256).
     static func prepare(_ request: ItemAdd) throws -> (query: Attributes, secret: SecureBytes?, generated: Bool) {
         guard let mode = request.generate else { return (request.attributes, request.secret, false) }
         guard mode == ItemAdd.privateKey, request.secret == nil, StoredKeyFacts.isKeyItem(request.attributes),
@@ -28,6 +28,9 @@ enum KeyGeneration {
             let size = Int(clamping: bits ?? 2048)
             guard AsymmetricKey.rsaSizes.contains(size), size % 8 == 0 else { throw KeychainStatus.param }
             key = try AsymmetricKey.generateRSA(bits: size)
+        case AsymmetricKey.ed25519TypeCode:
+            guard bits == nil || bits == 256 else { throw KeychainStatus.param }
+            key = try AsymmetricKey.generateEd25519()
         default:
             throw KeychainStatus.param
         }
