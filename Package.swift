@@ -130,7 +130,7 @@ let package = Package(
         .testTarget(name: "KeychainClientTests", dependencies: ["KeychainClient", "KeychainProtocol", "KeychainModel",
                                                                "KeychainCrypto"]),
         .testTarget(name: "KeychainSSHAgentTests", dependencies: ["KeychainSSHAgent"]),
-        .testTarget(name: "KeychainAgentTests", dependencies: ["KeychainTestSupport"]),
+        .testTarget(name: "KeychainAgentTests", dependencies: ["KeychainTestSupport", "KeychainAgent", "KeychainCrypto"]),
         .testTarget(name: "KeychainfsAccessTests", dependencies: ["KeychainfsAccess", "KeychainModel"]),
         .testTarget(name: "KeychainFSTests", dependencies: ["KeychainFS", "KeychainCore", "KeychainCrypto", "KeychainfsAccess"]),
         .testTarget(name: "KeychainTPMTests", dependencies: ["KeychainTPM", "KeychainCore"]),

@@ -20,7 +20,7 @@ enum AddedKeys {
 
     /// The add query and the key's bytes in Apple's representation, in guarded memory.
     /// - Parameter body: the message the ranges of `added` point into.
-    /// - Throws: `AgentRefusal.unsupportedKey` for RSA (not stored by the agent yet);
+    /// - Throws: `AgentRefusal.unsupportedKey` for an RSA key whose primes are not odd;
     ///   `CryptoError` without guarded memory.
     static func item(_ added: AddedIdentity, body: UnsafeRawBufferPointer, now: Int64) throws -> (Attributes, SecureBytes) {
         var attributes: Attributes = [
@@ -44,8 +44,10 @@ enum AddedKeys {
             secret = try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: body[range.prefix(32)]))  // the seed
             attributes[.keyType] = .number(ed25519Type)
             attributes[.keySizeInBits] = .number(256)
-        case .rsa:
-            throw AgentRefusal.unsupportedKey
+        case .rsa(let exponent, let modulus, let d, let iqmp, let p, let q):
+            secret = try RSAPrivateKeyDER.encode(modulus: modulus, exponent: exponent, body: body, d: d, iqmp: iqmp, p: p, q: q)
+            attributes[.keyType] = .number(42)
+            attributes[.keySizeInBits] = .number(Int64(SSHPublicKey.bitLength(modulus)))
         }
         attributes[.effectiveKeySize] = attributes[.keySizeInBits]
         if added.confirm {

@@ -144,7 +144,7 @@ enum AgentRefusal: Error {
     case sha1Signature
     /// The agent is locked (`ssh-add -x`).
     case locked
-    /// A key type `ssh-add` may send but this agent does not store (RSA, for now).
+    /// A key `ssh-add` may send but this agent does not store (an RSA key with even primes).
     case unsupportedKey
 }
 

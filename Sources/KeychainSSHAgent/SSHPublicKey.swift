@@ -80,7 +80,7 @@ public enum SSHPublicKey: Equatable, Sendable {
     }
 
     /// Bits of a big-endian magnitude without leading zero bytes.
-    static func bitLength(_ magnitude: [UInt8]) -> Int {
+    public static func bitLength(_ magnitude: [UInt8]) -> Int {
         guard let first = magnitude.first else { return 0 }
         return (magnitude.count - 1) * 8 + (8 - first.leadingZeroBitCount)
     }

@@ -79,7 +79,20 @@ final class SSHAddTests: SSHAgentTestCase {
         }
     }
 
-    func testRSAAndDestinationRestrictedKeysAreRefusedNotStoredUnrestricted() throws {
+    func testAnRSAKeyIsStoredWithItsCRTValuesAndSignsWithSHA2() throws {
+        let socket = try startAgent(socketDirectory("agent") + "/agent.sock")
+        try tool(["/usr/bin/ssh-keygen", "-q", "-N", "", "-t", "rsa", "-b", "3072", "-C", "rsa added", "-f", path("id_added")])
+        let added = try openSSH(["/usr/bin/ssh-add", path("id_added")], socket: socket)
+        XCTAssertEqual(added.status, 0, text(added.err))
+        let pub = try publicLine("id_added")
+        try FileManager.default.removeItem(atPath: path("id_added"))
+        let port = try startSSHD(authorizedKeys: pub + "\n")
+        let login = try self.login(port: port, socket: socket)
+        XCTAssertEqual(login.status, 0, text(login.err))
+        // The agent signs RSA only with SHA-2 (SSHAgentProtocolTests), so this login used it.
+    }
+
+    func testDestinationRestrictedKeysAreRefusedNotStoredUnrestricted() throws {
         let socket = try startAgent(socketDirectory("agent") + "/agent.sock")
         try tool(["/usr/bin/ssh-keygen", "-q", "-N", "", "-t", "ecdsa", "-C", "restricted", "-f", path("id_restricted")])
         let restricted = try openSSH(["/usr/bin/ssh-add", "-h", "example.com", path("id_restricted")], socket: socket)
