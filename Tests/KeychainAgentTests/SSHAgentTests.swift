@@ -133,20 +133,10 @@ final class SSHAgentTests: SSHAgentTestCase {
 
     /// The pid of the agent listening on `socket`, by its peer credentials.
     func agentPID(_ socket: String) throws -> pid_t {
-        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { path in
-            socket.utf8CString.withUnsafeBytes { path.copyMemory(from: $0) }
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else { throw AttackStepFailed(description: "no agent on \(socket)") }
+        let client = try RawAgentClient(socket)
         var cred = (Int32(0), UInt32(0), UInt32(0))
         var length = socklen_t(MemoryLayout.size(ofValue: cred))
-        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length)
+        getsockopt(client.fd, SOL_SOCKET, SO_PEERCRED, &cred, &length)
         return cred.0
     }
 }
