@@ -44,14 +44,17 @@ public final class SSHAgentServer: Sendable {
 }
 
 extension SSHAgentServer {
-    // Atomic is noncopyable: a closure reaches it through the server, never captures it.
-    /// The next connection; one that ended before it was taken is skipped.
+    /// The next connection; one that ended before it was taken is skipped. Out of descriptors
+    /// or kernel memory (many clients at once), the agent waits a moment and goes on: only a
+    /// listener that is broken ends it.
     private func nextClient() throws(Errno) -> FileDescriptor {
         while true {
             do {
                 return try listener.accept()
             } catch .connectionAborted {
                 continue
+            } catch .tooManyOpenFiles, .tooManyOpenFilesInSystem, .noBufferSpace, .noMemory {
+                SystemClock.sleep(microseconds: 10_000)
             }
         }
     }
@@ -63,6 +66,7 @@ extension SSHAgentServer {
         return peer.uid == CurrentProcess.effectiveUserID
     }
 
+    // Atomic is noncopyable: a closure reaches it through the server, never captures it.
     private func sessionEnded() { sessions.subtract(1, ordering: .relaxed) }
 
     /// Serves `session` on a thread of its own; false when no thread can be made.

@@ -11,6 +11,10 @@ struct VaultIdentity {
     let key: SSHPublicKey
     let comment: String
     let ref: [UInt8]
+    /// The Unix time a key added with `ssh-add -t` ends at; nil for a lasting key.
+    var expiry: Int64? = nil
+
+    func hasExpired(at now: Int64) -> Bool { expiry.map { $0 <= now } ?? false }
 }
 
 /// The vault's signing keys, through the daemon: listed with the caller's own access groups
@@ -46,7 +50,7 @@ final class VaultKeys {
         for item in values.compactMap(\.item) {
             guard let identity = Self.identity(item) else { continue }
             // A key added with a lifetime that has run out leaves the vault (ssh-add -t).
-            if let end = AddedKeys.expiry(item.attributes), end <= now {
+            if identity.hasExpired(at: now) {
                 _ = try? call(ItemDelete(query: [.class: .itemClass(.key), .valuePersistentRef: .data(identity.ref)]), ItemsReply.self)
                 continue
             }
@@ -55,14 +59,16 @@ final class VaultKeys {
         return offered
     }
 
-    /// Stores a key that `ssh-add` sent; a key the vault holds already counts as added.
+    /// Stores a key that `ssh-add` sent; a key the vault holds already counts as added, unless
+    /// the add asks for a lifetime or a confirmation, which the stored key may not have: that is
+    /// refused rather than answered as if the key now had them.
     /// - Throws: `AgentRefusal.unsupportedKey`; the daemon's status when it refuses.
     func add(_ added: AddedIdentity, body: UnsafeRawBufferPointer) throws {
         let (attributes, secret) = try AddedKeys.item(added, body: body, now: SystemClock.realtime().seconds)
         defer { secret.wipe() }
         do {
             _ = try call(ItemAdd(attributes: attributes, secret: secret), ItemsReply.self)
-        } catch KeychainStatus.duplicateItem {
+        } catch KeychainStatus.duplicateItem where added.lifetime == nil && !added.confirm {
             return
         }
     }
@@ -91,13 +97,14 @@ final class VaultKeys {
         }
         var comment = ""
         if case .string(let label)? = attributes[.label] { comment = label }
-        return VaultIdentity(key: key, comment: comment, ref: ref)
+        return VaultIdentity(key: key, comment: comment, ref: ref, expiry: AddedKeys.expiry(attributes))
     }
 
     /// Signs `data` with `identity` in the daemon and returns SSH's signature blob.
     /// - Throws: `AgentRefusal` when the flags ask for SHA-1 with RSA; the daemon's status when
     ///   it refuses (locked, denied, presence not approved).
     func sign(_ data: [UInt8], with identity: VaultIdentity, flags: AgentSignFlags) throws -> [UInt8] {
+        guard !identity.hasExpired(at: SystemClock.realtime().seconds) else { throw AgentRefusal.expired }
         let algorithm: String
         var rsa: RSASignatureAlgorithm?
         switch identity.key {
@@ -142,8 +149,8 @@ final class VaultKeys {
 enum AgentRefusal: Error {
     /// RSA with SHA-1 (`ssh-rsa` signatures): RFC 8332's SHA-2 flags are required.
     case sha1Signature
-    /// The agent is locked (`ssh-add -x`).
-    case locked
+    /// The key's lifetime (`ssh-add -t`) has run out.
+    case expired
     /// A key `ssh-add` may send but this agent does not store (an RSA key with even primes).
     case unsupportedKey
 }

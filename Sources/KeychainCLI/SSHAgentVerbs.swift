@@ -78,7 +78,8 @@ enum SSHAgentVerbs {
             attributes[.keyType] = .number(73)
             attributes[.keySizeInBits] = .number(bits ?? 256)
         case "rsa"?:
-            guard let size = Optional(bits ?? 3072), (1024...4096).contains(size), size % 8 == 0 else {
+            let size = bits ?? 3072
+            guard (1024...4096).contains(size), size % 8 == 0 else {
                 throw UsageError("-b takes 1024 to 4096 in whole bytes for rsa")
             }
             attributes[.keyType] = .number(42)
@@ -120,11 +121,11 @@ enum SSHAgentVerbs {
             return 0
         }
         if ctx.args.has("-D") {
+            try CurrentProcess.harden()
             let listener: FileDescriptor
             do { listener = try AgentSocket.listen(at: path) } catch let e as AgentSetupError {
                 throw StateError(message: e.description, status: .io)
             }
-            try CurrentProcess.harden()
             TerminationSignals.handle { _ in
                 try? FileSystem.remove(path)
                 CurrentProcess.exit(0)
@@ -160,7 +161,8 @@ enum SSHAgentVerbs {
     /// closes its standard error (a pipe to this process) once it does, or says there why not.
     private static func startInBackground(socket: String, vault: String) throws -> Int32 {
         var env = [backgroundVariable + "=1"]
-        for name in ["PATH", "HOME", "XDG_RUNTIME_DIR", "KEYCHAINFS_RUNTIME_DIR", "KEYCHAINFS_VAULT", "KEYCHAINFS_DEVICE_KEY"] {
+        for name in ["PATH", "HOME", "XDG_RUNTIME_DIR", "KEYCHAINFS_RUNTIME_DIR", "KEYCHAINFS_VAULT", "KEYCHAINFS_DEVICE_KEY",
+                     "KEYCHAINFS_TCTI"] {  // the agent may start the vault's daemon, which needs these
             if let v = CurrentProcess.environment(name) { env.append(name + "=" + v) }
         }
         let report = try FileDescriptor.pipe()

@@ -50,7 +50,10 @@ public struct AddedIdentity: Equatable, Sendable {
             let d = try reader.readPositiveMPIntRange(), iqmp = try reader.readPositiveMPIntRange()
             let p = try reader.readPositiveMPIntRange(), q = try reader.readPositiveMPIntRange()
             publicKey = try SSHPublicKey(rsaExponent: exponent, modulus: modulus)
-            guard !d.isEmpty, !iqmp.isEmpty, !p.isEmpty, !q.isEmpty else { throw SSHAgentCodecError.malformed("RSA key fields") }
+            // Each private field is below the modulus, which bounds the work of storing the key.
+            guard [d, iqmp, p, q].allSatisfy({ !$0.isEmpty && $0.count <= modulus.count }) else {
+                throw SSHAgentCodecError.malformed("RSA key fields")
+            }
             key = .rsa(exponent: exponent, modulus: modulus, d: d, iqmp: iqmp, p: p, q: q)
         } else if let curve = ECDSACurve(keyType: keyType) {
             guard String(decoding: body[try reader.readStringRange()], as: UTF8.self) == curve.rawValue else {

@@ -7,8 +7,9 @@ public enum SSHPublicKey: Equatable, Sendable {
     /// Exponent and modulus as big-endian magnitudes.
     case rsa(exponent: [UInt8], modulus: [UInt8])
 
-    /// The smallest RSA modulus this agent serves: OpenSSH refuses RSA keys under 1024 bits.
+    /// The RSA moduli this agent serves: OpenSSH refuses keys under 1024 bits and over 16384.
     public static let minimumRSABits = 1024
+    public static let maximumRSABits = 16384
 
     /// Decodes a key blob as a client names it in SIGN_REQUEST or REMOVE_IDENTITY.
     /// - Throws: `unsupportedKeyType` for another type; `malformed`, `truncated`, `trailingBytes`.
@@ -42,7 +43,9 @@ public enum SSHPublicKey: Equatable, Sendable {
     }
 
     init(rsaExponent exponent: [UInt8], modulus: [UInt8]) throws {
-        guard Self.bitLength(modulus) >= Self.minimumRSABits else { throw SSHAgentCodecError.malformed("RSA modulus under \(Self.minimumRSABits) bits") }
+        guard (Self.minimumRSABits...Self.maximumRSABits).contains(Self.bitLength(modulus)) else {
+            throw SSHAgentCodecError.malformed("RSA modulus not of \(Self.minimumRSABits) to \(Self.maximumRSABits) bits")
+        }
         guard !exponent.isEmpty, exponent.count <= 8 else { throw SSHAgentCodecError.malformed("RSA exponent") }
         self = .rsa(exponent: exponent, modulus: modulus)
     }

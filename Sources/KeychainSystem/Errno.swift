@@ -45,4 +45,7 @@ public struct Errno: Error, Hashable, Sendable, RawRepresentable, CustomStringCo
     public static let tooManySymbolicLinks = Errno(rawValue: ELOOP)
     public static let noChild = Errno(rawValue: ECHILD)
     public static let protocolNotAvailable = Errno(rawValue: ENOPROTOOPT)
+    public static let tooManyOpenFiles = Errno(rawValue: EMFILE)
+    public static let tooManyOpenFilesInSystem = Errno(rawValue: ENFILE)
+    public static let noBufferSpace = Errno(rawValue: ENOBUFS)
 }

@@ -53,9 +53,29 @@ final class SSHAddTests: SSHAgentTestCase {
         let added = try openSSH(["/usr/bin/ssh-add", "-t", "2", path("id_short")], socket: socket)
         XCTAssertEqual(added.status, 0, text(added.err))
         XCTAssertTrue(text(try openSSH(["/usr/bin/ssh-add", "-l"], socket: socket).out).contains("short-lived"))
+        // A client that listed the key while it lived, and keeps its connection, signs no more after.
+        let client = try RawAgentClient(socket)
+        client.sendFrame([11])
+        let blobs = RawAgentClient.blobs(client.reply() ?? [])
+        XCTAssertEqual(blobs.count, Self.keys.count + 1)
         usleep(2_500_000)
+        for blob in blobs {
+            client.sendFrame([13] + RawAgentClient.string(blob) + RawAgentClient.string([1, 2, 3]) + [0, 0, 0, 2])
+            let reply = client.reply() ?? []
+            XCTAssertEqual(reply.first, blob == blobs.last ? 5 : 14, "only the expired key is refused")
+        }
         XCTAssertFalse(text(try openSSH(["/usr/bin/ssh-add", "-l"], socket: socket).out).contains("short-lived"), "expired")
         XCTAssertEqual(try h.run(["ssh-public-key", "short-lived", "-k", h.vault]).status, 44, "gone from the vault")
+    }
+
+    func testConstraintsOnAKeyTheVaultHoldsAreRefusedNotPretended() throws {
+        let socket = try startAgent(socketDirectory("agent") + "/agent.sock")
+        // id_p256 is in the vault without constraints: -c or -t would not reach the stored key.
+        let confirmed = try openSSH(["/usr/bin/ssh-add", "-c", path("id_p256")], socket: socket)
+        XCTAssertNotEqual(confirmed.status, 0, "ssh-add -c of a stored key: \(text(confirmed.err))")
+        let limited = try openSSH(["/usr/bin/ssh-add", "-t", "60", path("id_p256")], socket: socket)
+        XCTAssertNotEqual(limited.status, 0, "ssh-add -t of a stored key")
+        XCTAssertEqual(try openSSH(["/usr/bin/ssh-add", path("id_p256")], socket: socket).status, 0, "without constraints: already added")
     }
 
     func testAConfirmedKeyAsksTheApprovalProgramOnEachUse() throws {

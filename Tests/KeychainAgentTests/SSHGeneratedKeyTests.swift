@@ -8,16 +8,13 @@ final class SSHGeneratedKeyTests: SSHAgentTestCase {
     nonisolated(unsafe) static var tpm: SoftwareTPM?
 
     override class func setUp() {
-        // The harness copies the environment: its daemon reaches this TPM.
-        tpm = try? SoftwareTPM()
-        if let tpm { setenv("KEYCHAINFS_TCTI", tpm.tcti, 1) }
+        tpm = SoftwareTPM.forHarness()
         super.setUp()
     }
 
     override class func tearDown() {
         super.tearDown()
-        unsetenv("KEYCHAINFS_TCTI")
-        tpm?.stop()
+        tpm?.stopForHarness()
         tpm = nil
     }
 

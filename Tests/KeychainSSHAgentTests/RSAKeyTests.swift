@@ -32,6 +32,21 @@ final class RSAKeyTests: XCTestCase {
         XCTAssertThrowsError(try SSHPublicKey(pkcs1RSAPublicKey: negative))
     }
 
+    func testModuliOver16384BitsAndPrivateFieldsLongerThanTheModulusAreRefused() {
+        var big = SSHWireWriter()
+        big.writeText("ssh-rsa")
+        big.writePositiveMPInt(Self.exponent)
+        big.writePositiveMPInt([0xC1] + [UInt8](repeating: 1, count: 2048))  // 16,392 bits
+        XCTAssertThrowsError(try SSHPublicKey(blob: big.bytes))
+
+        // ADD_IDENTITY of this key with a d one byte longer than n: the work of storing it is bounded by n.
+        var add = SSHWireWriter()
+        add.writeText("ssh-rsa")
+        for field in [Self.modulus, Self.exponent, [0x01] + Self.modulus, [3], [5], [7]] { add.writePositiveMPInt(field) }
+        add.writeText("")
+        XCTAssertThrowsError(try AddedIdentity.decode(add.bytes, constrained: false))
+    }
+
     func testFlagsChooseSHA2AndNeverSHA1() {
         XCTAssertNil(RSASignatureAlgorithm(flags: []), "ssh-rsa (SHA-1) is refused")
         XCTAssertEqual(RSASignatureAlgorithm(flags: .rsaSHA2_256), .sha256)

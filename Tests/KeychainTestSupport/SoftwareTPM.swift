@@ -38,6 +38,21 @@ package final class SoftwareTPM {
         pid = child
     }
 
+    /// One that the daemons a test class's harnesses start reach: its TCTI goes into this
+    /// process's environment (`KEYCHAINFS_TCTI`), which each `CLIHarness` copies. Nil when swtpm
+    /// does not start. End it with `stopForHarness` in the class tearDown.
+    package static func forHarness() -> SoftwareTPM? {
+        guard let tpm = try? SoftwareTPM() else { return nil }
+        setenv("KEYCHAINFS_TCTI", tpm.tcti, 1)
+        return tpm
+    }
+
+    /// Takes `KEYCHAINFS_TCTI` out of the environment, then stops.
+    package func stopForHarness() {
+        unsetenv("KEYCHAINFS_TCTI")
+        stop()
+    }
+
     /// Ends swtpm and removes its state.
     package func stop() {
         if pid > 0 {

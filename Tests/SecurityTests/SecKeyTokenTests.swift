@@ -13,15 +13,13 @@ final class SecKeyTokenTests: SecItemConformanceCase {
 
     override class func setUp() {
         // The daemon the base class starts inherits KEYCHAINFS_TCTI from the harness's environment.
-        tpm = try? SoftwareTPM()
-        if let tpm { setenv("KEYCHAINFS_TCTI", tpm.tcti, 1) }
+        tpm = SoftwareTPM.forHarness()
         super.setUp()
     }
 
     override class func tearDown() {
         super.tearDown()
-        unsetenv("KEYCHAINFS_TCTI")
-        tpm?.stop()
+        tpm?.stopForHarness()
         tpm = nil
     }
 
@@ -402,15 +400,13 @@ final class SecKeyTokenOtherTPMTests: SecItemConformanceCase {
     nonisolated(unsafe) static var tpm: SoftwareTPM?
 
     override class func setUp() {
-        tpm = try? SoftwareTPM()
-        if let tpm { setenv("KEYCHAINFS_TCTI", tpm.tcti, 1) }
+        tpm = SoftwareTPM.forHarness()
         super.setUp()
     }
 
     override class func tearDown() {
         super.tearDown()
-        unsetenv("KEYCHAINFS_TCTI")
-        tpm?.stop()
+        tpm?.stopForHarness()
         tpm = nil
     }
 
