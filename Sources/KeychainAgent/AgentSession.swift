@@ -12,6 +12,8 @@ final class AgentSession {
     private let state: AgentState
     /// What the last identities answer offered, so a signature right after it needs no search.
     private var offered: [VaultIdentity] = []
+    /// The hosts this connection was bound to (`session-bind@openssh.com`).
+    private var bindings = SessionBindings()
 
     /// Messages that carry a secret (a passphrase, a private key): read into guarded memory.
     private static let secretBearing: Set<UInt8> = [
@@ -72,13 +74,19 @@ final class AgentSession {
         case .requestIdentities:
             guard !state.isLocked, let listed = try? state.offered(keys.identities()) else { return .identities([]) }
             offered = listed
-            return .identities(listed.map { AgentIdentity(keyBlob: $0.key.blob, comment: $0.comment) })
+            return .identities(listed.filter { bindings.permit($0.destinations, user: nil) }
+                .map { AgentIdentity(keyBlob: $0.key.blob, comment: $0.comment) })
         case .sign(let blob, let data, let flags):
-            guard !state.isLocked, let identity = find(blob),
-                  let signature = try? keys.sign(data, with: identity, flags: flags) else { return .failure }
+            guard !state.isLocked, let identity = find(blob) else { return .failure }
+            // A restricted key signs only a login to a host it may be used at, on a bound connection.
+            if let destinations = identity.destinations,
+               !bindings.permitSigning(data, with: destinations, keyBlob: blob) { return .failure }
+            guard let signature = try? keys.sign(data, with: identity, flags: flags) else { return .failure }
             return .signature(signature)
+        case .sessionBind(let bind):
+            return bindings.bind(bind) ? .success : .failure
         case .removeIdentity(let blob):
-            guard !state.isLocked, find(blob) != nil else { return .failure }
+            guard !state.isLocked, let identity = find(blob), bindings.permit(identity.destinations, user: nil) else { return .failure }
             state.remove(blob)
             return .success
         case .removeAllIdentities:
@@ -114,8 +122,8 @@ final class AgentSession {
     }
 
     /// Stores the key in the vault and offers it again if it had been removed from the list.
-    /// Destination restrictions (`ssh-add -h`) and other constraint extensions are refused:
-    /// a key that must be restricted is never stored unrestricted.
+    /// Destinations (`ssh-add -h`) are stored with the key; constraint extensions this agent
+    /// does not know are refused: a key that must be restricted is never stored unrestricted.
     private func add(_ body: SecureBytes, constrained: Bool) -> AgentResponse {
         guard !state.isLocked else { return .failure }
         let stored: Bool = body.withUnsafeBytes { bytes in

@@ -13,6 +13,8 @@ struct VaultIdentity {
     let ref: [UInt8]
     /// The Unix time a key added with `ssh-add -t` ends at; nil for a lasting key.
     var expiry: Int64? = nil
+    /// The hosts a key added with `ssh-add -h` may be used at; nil for any.
+    var destinations: DestinationRestriction? = nil
 
     func hasExpired(at now: Int64) -> Bool { expiry.map { $0 <= now } ?? false }
 }
@@ -60,15 +62,21 @@ final class VaultKeys {
     }
 
     /// Stores a key that `ssh-add` sent; a key the vault holds already counts as added, unless
-    /// the add asks for a lifetime or a confirmation, which the stored key may not have: that is
+    /// the add asks for a lifetime, a confirmation or destinations, which the stored key may not have: that is
     /// refused rather than answered as if the key now had them.
     /// - Throws: `AgentRefusal.unsupportedKey`; the daemon's status when it refuses.
     func add(_ added: AddedIdentity, body: UnsafeRawBufferPointer) throws {
+        // Destinations are kept in the application tag, which makes the item another one to the
+        // vault: a key stored already, without them or with others, would stay usable anywhere.
+        if let destinations = added.destinations, let stored = try identities().first(where: { $0.key == added.publicKey }) {
+            guard stored.destinations == destinations else { throw AgentRefusal.storedOtherwise }
+            return
+        }
         let (attributes, secret) = try AddedKeys.item(added, body: body, now: SystemClock.realtime().seconds)
         defer { secret.wipe() }
         do {
             _ = try call(ItemAdd(attributes: attributes, secret: secret), ItemsReply.self)
-        } catch KeychainStatus.duplicateItem where added.lifetime == nil && !added.confirm {
+        } catch KeychainStatus.duplicateItem where added.lifetime == nil && !added.confirm && added.destinations == nil {
             return
         }
     }
@@ -97,7 +105,10 @@ final class VaultKeys {
         }
         var comment = ""
         if case .string(let label)? = attributes[.label] { comment = label }
-        return VaultIdentity(key: key, comment: comment, ref: ref, expiry: AddedKeys.expiry(attributes))
+        // Destinations that do not decode: the key is not offered at all, never offered unrestricted.
+        let destinations: DestinationRestriction?
+        do { destinations = try AddedKeys.destinations(attributes) } catch { return nil }
+        return VaultIdentity(key: key, comment: comment, ref: ref, expiry: AddedKeys.expiry(attributes), destinations: destinations)
     }
 
     /// Signs `data` with `identity` in the daemon and returns SSH's signature blob.
@@ -153,6 +164,8 @@ enum AgentRefusal: Error {
     case expired
     /// A key `ssh-add` may send but this agent does not store (an RSA key with even primes).
     case unsupportedKey
+    /// `ssh-add -h` of a key the vault holds with other destinations or none.
+    case storedOtherwise
 }
 
 /// The `authorized_keys` lines of the vault's signing keys, as `keychainfs ssh-public-key` prints them.
