@@ -84,7 +84,7 @@ final class AgentSession {
             guard let signature = try? keys.sign(data, with: identity, flags: flags) else { return .failure }
             return .signature(signature)
         case .sessionBind(let bind):
-            return bindings.bind(bind) ? .success : .failure
+            return bindings.bind(bind, hostSigned: keys.hostSigned) ? .success : .failure
         case .removeIdentity(let blob):
             guard !state.isLocked, let identity = find(blob), bindings.permit(identity.destinations, user: nil) else { return .failure }
             state.remove(blob)

@@ -1,4 +1,3 @@
-import KeychainCrypto
 import KeychainSSHAgent
 
 /// The hosts one client connection has been bound to (`session-bind@openssh.com`), in order: the
@@ -15,11 +14,11 @@ struct SessionBindings {
     static let limit = 16
     private(set) var hops: [Binding] = []
 
-    /// Records a binding whose signature the host key made; false (the agent's failure reply) for
-    /// a bad signature, a host key this agent cannot check, a connection already bound to log
-    /// in, an identifier bound to another key, or too many hops.
-    mutating func bind(_ bind: SessionBind) -> Bool {
-        guard Self.hostSigned(bind) else { return false }
+    /// Records a binding whose signature the host key made (`hostSigned` checks it); false (the
+    /// agent's failure reply) for a bad signature, a connection already bound to log in, an
+    /// identifier bound to another key, or too many hops.
+    mutating func bind(_ bind: SessionBind, hostSigned: (SessionBind) -> Bool) -> Bool {
+        guard hostSigned(bind) else { return false }
         for hop in hops {
             // Only a forwarding hop may be followed by another.
             guard hop.isForwarding else { return false }
@@ -55,16 +54,5 @@ struct SessionBindings {
         // Past the first hop the request must name the host key, and it must be the last bound.
         if let hostKey = request.hostKey { return hostKey == last.hostKey }
         return hops.count == 1
-    }
-
-    /// Whether the bound host key signed the session identifier. Ed25519 host keys are checked
-    /// here (libsodium); this agent links no library that checks ECDSA or RSA, so a binding to
-    /// such a host key is refused, and restricted keys do not sign on that connection.
-    static func hostSigned(_ bind: SessionBind) -> Bool {
-        guard case .ed25519(let publicKey)? = try? SSHPublicKey(blob: bind.hostKey) else { return false }
-        var reader = SSHWireReader(bind.signature)
-        guard (try? reader.readText()) == "ssh-ed25519", let signature = try? reader.readString(),
-              (try? reader.expectEnd()) != nil, signature.count == Signature.length else { return false }
-        return Signature.verify(signature, of: bind.sessionID, publicKey: publicKey)
     }
 }

@@ -140,6 +140,19 @@ final class VaultKeys {
         }
     }
 
+    /// Whether a session-bind's host key signed its session identifier. Ed25519 is checked here
+    /// (libsodium); ECDSA and RSA by the daemon (`checkSignature`), since this agent links no
+    /// library for them. Any doubt (a type not spoken, `ssh-rsa`, no daemon) is a no.
+    func hostSigned(_ bind: SessionBind) -> Bool {
+        guard let check = try? HostSignature(hostKey: bind.hostKey, signature: bind.signature) else { return false }
+        if check.keyType == AddedKeys.ed25519Type {
+            return Signature.verify(check.signature, of: bind.sessionID, publicKey: check.publicKey)
+        }
+        let request = SignatureCheck(keyType: check.keyType, publicKey: check.publicKey, algorithm: check.algorithm,
+                                     signedData: bind.sessionID, signature: check.signature)
+        return (try? call(request, StatusReply.self)) != nil
+    }
+
     /// One request on this session's daemon connection, made on first use. A connection the
     /// daemon closed (it restarted) is made again once.
     private func call<Reply: TypedReply>(_ request: some TypedRequest, _ reply: Reply.Type) throws -> Reply {

@@ -29,6 +29,7 @@ public struct KeychainStatus: Error, RawRepresentable, Hashable, Sendable {
     public static let dataNotAvailable = KeychainStatus(rawValue: -25316)
     public static let passphraseRequired = KeychainStatus(rawValue: -25260)
     public static let keyUsageIncorrect = KeychainStatus(rawValue: -67731)
+    public static let verifyFailed = KeychainStatus(rawValue: -67808)
     public static let decode = KeychainStatus(rawValue: -26275)
     public static let missingEntitlement = KeychainStatus(rawValue: -34018)
 
@@ -60,6 +61,7 @@ public struct KeychainStatus: Error, RawRepresentable, Hashable, Sendable {
         case -25316: return "The contents of this item cannot be retrieved."
         case -25260: return "Passphrase is required for import/export."
         case -67731: return "The key usage is incorrect."
+        case -67808: return "A cryptographic verification failure has occurred."
         case -26275: return "Unable to decode the provided data."
         case -34018: return "A required entitlement isn't present."
         default: return "OSStatus \(rawValue)"

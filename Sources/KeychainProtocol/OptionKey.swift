@@ -36,12 +36,24 @@ extension Dictionary where Key == OptionKey, Value == AttributeValue {
     public init(fields: Fields) { self.init(uniqueKeysWithValues: fields.map { (OptionKey(rawValue: $0.key), $0.value) }) }
 }
 
+// MARK: checkSignature
+extension OptionKey {
+    /// checkSignature, number: Apple's `kSecAttrKeyType` code of `public-key`. Required.
+    public static let keyType = OptionKey(rawValue: "key-type")
+    /// checkSignature, data: the public key, Apple's external representation. Required.
+    public static let publicKey = OptionKey(rawValue: "public-key")
+    /// checkSignature, data: the signed bytes. Required.
+    public static let signedData = OptionKey(rawValue: "signed-data")
+    /// checkSignature, data: the signature, in Apple's form for `algorithm`. Required.
+    public static let signature = OptionKey(rawValue: "signature")
+}
+
 // MARK: useKey
 extension OptionKey {
     /// useKey, string: `sign`, `decrypt` or `keyExchange` (`KeyUse`). Required.
     public static let use = OptionKey(rawValue: "use")
-    /// useKey, string: Apple's raw `SecKeyAlgorithm` name. Required; an unknown name is
-    /// errSecUnimplemented.
+    /// useKey and checkSignature, string: Apple's raw `SecKeyAlgorithm` name. Required; an
+    /// unknown name is errSecUnimplemented.
     public static let algorithm = OptionKey(rawValue: "algorithm")
     /// useKey (keyExchange), data: the other side's public key, Apple's external representation.
     /// Required for a key exchange.

@@ -125,6 +125,41 @@ public struct KeyUseRequest: TypedRequest, Sendable {
     }
 }
 
+/// `checkSignature`: whether `publicKey` made `signature` over `signedData` with `algorithm`.
+/// Nothing in it is secret.
+public struct SignatureCheck: TypedRequest, Sendable {
+    /// Apple's `kSecAttrKeyType` code (73 EC, 42 RSA).
+    public var keyType: Int64
+    /// Apple's external representation: X9.63 for EC, PKCS#1 `RSAPublicKey` DER for RSA.
+    public var publicKey: [UInt8]
+    /// Apple's raw `SecKeyAlgorithm` name of a signature algorithm.
+    public var algorithm: String
+    public var signedData: [UInt8]
+    public var signature: [UInt8]
+
+    public init(keyType: Int64, publicKey: [UInt8], algorithm: String, signedData: [UInt8], signature: [UInt8]) {
+        self.keyType = keyType
+        self.publicKey = publicKey
+        self.algorithm = algorithm
+        self.signedData = signedData
+        self.signature = signature
+    }
+
+    /// - Throws: errSecParam for a missing option, one of another type, or a secret.
+    public init(decoding request: Request) throws {
+        guard request.operation == .checkSignature, request.secrets.isEmpty,
+              let keyType = try request.options.number(.keyType), let publicKey = try request.options.data(.publicKey),
+              let algorithm = try request.options.string(.algorithm), let signedData = try request.options.data(.signedData),
+              let signature = try request.options.data(.signature) else { throw KeychainStatus.param }
+        self.init(keyType: keyType, publicKey: publicKey, algorithm: algorithm, signedData: signedData, signature: signature)
+    }
+
+    public var request: Request {
+        Request(.checkSignature, options: [.keyType: .number(keyType), .publicKey: .data(publicKey), .algorithm: .string(algorithm),
+                                           .signedData: .data(signedData), .signature: .data(signature)])
+    }
+}
+
 // MARK: unlock, changePassphrase, setSettings
 
 /// The caller a relay asks for (the Secret Service provider for its D-Bus caller), as the bus

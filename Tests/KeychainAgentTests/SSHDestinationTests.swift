@@ -44,6 +44,25 @@ final class SSHDestinationTests: SSHAgentTestCase {
         XCTAssertNotEqual(again.status, 0, text(again.err) + listing)
     }
 
+    /// Hosts with ECDSA and RSA host keys: their session-bind signatures are checked by the
+    /// daemon (`checkSignature`), and a key restricted to them logs in.
+    func testARestrictedKeyLogsInAtHostsWithECDSAAndRSAHostKeys() throws {
+        for (type, args) in [("ecdsa", ["-t", "ecdsa", "-b", "384"]), ("rsa", ["-t", "rsa", "-b", "2048"])] {
+            let user = "id_for_" + type, host = "host_" + type
+            try tool(["/usr/bin/ssh-keygen", "-q", "-N", "", "-t", "ed25519", "-C", user, "-f", path(user)])
+            try tool(["/usr/bin/ssh-keygen", "-q", "-N", ""] + args + ["-f", path(host)])
+            let port = try startSSHD(authorizedKeys: try publicLine(user) + "\n", hostKey: path(host))
+            try ("here " + publicLine(host) + "\n").write(toFile: path("known_hosts"), atomically: true, encoding: .utf8)
+            let socket = try startAgent(socketDirectory("agent-" + type) + "/agent.sock")
+            let added = try openSSH(["/usr/bin/ssh-add", "-H", path("known_hosts"), "-h", "here", path(user)], socket: socket)
+            XCTAssertEqual(added.status, 0, text(added.err))
+            try FileManager.default.removeItem(atPath: path(user))
+            let login = try restrictedLogin(port: port, socket: socket, key: user)
+            XCTAssertEqual(login.status, 0, "\(type) host key: \(text(login.err))")
+            XCTAssertEqual(text(login.out), "logged-in\n")
+        }
+    }
+
     /// On a connection bound to no host, a restricted key signs nothing: ssh always binds first,
     /// so an unbound signature request is not a login ssh made.
     func testARestrictedKeySignsNothingOnAnUnboundConnection() throws {
