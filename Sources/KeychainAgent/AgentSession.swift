@@ -1,5 +1,6 @@
 import KeychainCrypto
 import KeychainModel
+import KeychainProtocol
 import KeychainSSHAgent
 import KeychainSystem
 
@@ -8,6 +9,8 @@ import KeychainSystem
 /// with SSH_AGENT_FAILURE; a frame whose length cannot be right ends the connection.
 final class AgentSession {
     private let socket: FileDescriptor
+    /// Who is served, named in the audit line of each signature.
+    private let client: AgentClient
     private let keys: VaultKeys
     private let state: AgentState
     /// What the last identities answer offered, so a signature right after it needs no search.
@@ -24,8 +27,9 @@ final class AgentSession {
     /// encoding is under 5 KiB.
     private static let secretFrameLimit = 64 * 1024
 
-    init(socket: FileDescriptor, keys: VaultKeys, state: AgentState) {
+    init(socket: FileDescriptor, client: AgentClient, keys: VaultKeys, state: AgentState) {
         self.socket = socket
+        self.client = client
         self.keys = keys
         self.state = state
     }
@@ -81,7 +85,9 @@ final class AgentSession {
             // A restricted key signs only a login to a host it may be used at, on a bound connection.
             if let destinations = identity.destinations,
                !bindings.permitSigning(data, with: destinations, keyBlob: blob) { return .failure }
-            guard let signature = try? keys.sign(data, with: identity, flags: flags) else { return .failure }
+            let relayed = RelayedUse(uid: client.uid, pid: client.pid, executable: client.executable,
+                                     host: bindings.hops.last.map { SSHPublicKeys.fingerprint(of: $0.hostKey) })
+            guard let signature = try? keys.sign(data, with: identity, flags: flags, for: relayed) else { return .failure }
             return .signature(signature)
         case .sessionBind(let bind):
             return bindings.bind(bind, hostSigned: keys.hostSigned) ? .success : .failure

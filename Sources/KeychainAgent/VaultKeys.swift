@@ -114,7 +114,8 @@ final class VaultKeys {
     /// Signs `data` with `identity` in the daemon and returns SSH's signature blob.
     /// - Throws: `AgentRefusal` when the flags ask for SHA-1 with RSA; the daemon's status when
     ///   it refuses (locked, denied, presence not approved).
-    func sign(_ data: [UInt8], with identity: VaultIdentity, flags: AgentSignFlags) throws -> [UInt8] {
+    /// - Parameter relayed: the agent's client and bound host, for the daemon's audit line.
+    func sign(_ data: [UInt8], with identity: VaultIdentity, flags: AgentSignFlags, for relayed: RelayedUse? = nil) throws -> [UInt8] {
         guard !identity.hasExpired(at: SystemClock.realtime().seconds) else { throw AgentRefusal.expired }
         let algorithm: String
         var rsa: RSASignatureAlgorithm?
@@ -130,7 +131,8 @@ final class VaultKeys {
         }
         let input = try SecureBytes(copying: data)
         defer { input.wipe() }
-        let reply = try call(KeyUseRequest(ref: identity.ref, use: .sign, algorithm: algorithm, input: input), KeyUseReply.self)
+        let reply = try call(KeyUseRequest(ref: identity.ref, use: .sign, algorithm: algorithm, input: input, relayed: relayed),
+                             KeyUseReply.self)
         defer { reply.output.wipe() }
         let signature = reply.output.withUnsafeBytes { Array($0) }
         switch identity.key {
@@ -187,6 +189,11 @@ public enum SSHPublicKeys {
     /// agent would not offer.
     public static func line(of item: FoundItem) -> String? {
         VaultKeys.identity(item).map { $0.key.openSSHLine(comment: $0.comment) }
+    }
+
+    /// OpenSSH's fingerprint of a key blob, `SHA256:` and unpadded base64 (`ssh-keygen -l`).
+    static func fingerprint(of blob: [UInt8]) -> String {
+        "SHA256:" + String(Base64.encode(SHA256.hash(blob)).prefix { $0 != "=" })
     }
 
     /// One line per key the agent would offer (`TYPE BASE64 LABEL`), only those labelled

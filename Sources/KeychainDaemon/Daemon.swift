@@ -209,6 +209,10 @@ public final class Daemon: @unchecked Sendable {
         try auditLog?.record(event, caller: caller, item: ref)
     }
 
+    public func audit(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef, note: String) throws {
+        try auditLog?.record(event, caller: caller, item: ref, note: note)
+    }
+
     public func auditRepeatable(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef) throws {
         try auditLog?.recordRepeatable(event, caller: caller, item: ref)
     }

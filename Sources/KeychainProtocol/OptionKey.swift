@@ -77,9 +77,14 @@ extension OptionKey {
     public static let unlockBy = OptionKey(rawValue: "by")
     /// unlock by the approval program, numbers, both or neither: the uid and pid of the caller a
     /// relay asks for (the Secret Service's D-Bus caller); taken only from the daemon's own
-    /// executable.
+    /// executable. useKey, numbers, both or neither: the relay's client (the SSH agent's ssh),
+    /// written into the use's audit line, its uid the caller's or root's.
     public static let forUID = OptionKey(rawValue: "for-uid")
     public static let forPID = OptionKey(rawValue: "for-pid")
+    /// useKey, strings, with `for-uid`: the relay's client's executable, and what the use is
+    /// for (the SSH agent: the bound host key's fingerprint); audited, nothing else.
+    public static let forExecutable = OptionKey(rawValue: "for-exe")
+    public static let forHost = OptionKey(rawValue: "for-host")
     /// changePassphrase and export, string: a KDF preset (`interactive`, `moderate`, `sensitive`).
     public static let kdf = OptionKey(rawValue: "kdf")
     /// setSettings, number: seconds of idleness before the vault locks (0 never).

@@ -64,6 +64,23 @@ public enum KeyUse: String, Sendable, CaseIterable {
     case keyExchange
 }
 
+/// Who a relay (the SSH agent) uses a key for, as the relay saw its own client: written into
+/// the use's audit line beside the relay's own identity, and never used to decide anything.
+public struct RelayedUse: Equatable, Sendable {
+    public var uid: UInt32
+    public var pid: Int32
+    public var executable: String?
+    /// What the use is for, as the relay names it (the SSH host key's fingerprint).
+    public var host: String?
+
+    public init(uid: UInt32, pid: Int32, executable: String?, host: String?) {
+        self.uid = uid
+        self.pid = pid
+        self.executable = executable
+        self.host = host
+    }
+}
+
 /// `useKey`: an operation with a stored private key, run by the daemon.
 public struct KeyUseRequest: TypedRequest, Sendable {
     /// The key item's persistent reference (query `v_PersistentRef`).
@@ -81,9 +98,11 @@ public struct KeyUseRequest: TypedRequest, Sendable {
     public var sharedInfo: [UInt8]?
     /// The data to sign, the ciphertext; empty for a key exchange.
     public var input: SecureBytes
+    /// The relay's client, for the audit line (`for-uid`, `for-pid`, `for-exe`, `for-host`).
+    public var relayed: RelayedUse?
 
     public init(ref: [UInt8], use: KeyUse, algorithm: String, peer: [UInt8]? = nil, requestedSize: Int64? = nil,
-                sharedInfo: [UInt8]? = nil, input: SecureBytes, interaction: Attributes = [:]) {
+                sharedInfo: [UInt8]? = nil, input: SecureBytes, interaction: Attributes = [:], relayed: RelayedUse? = nil) {
         self.ref = ref
         self.use = use
         self.algorithm = algorithm
@@ -92,6 +111,7 @@ public struct KeyUseRequest: TypedRequest, Sendable {
         self.sharedInfo = sharedInfo
         self.input = input
         self.interaction = interaction
+        self.relayed = relayed
     }
 
     /// - Throws: errSecParam when the reference is not a key item's, `use` or `algorithm` is
@@ -112,6 +132,14 @@ public struct KeyUseRequest: TypedRequest, Sendable {
         sharedInfo = try request.options.data(.sharedInfo)
         if use == .keyExchange && peer == nil { throw KeychainStatus.param }
         input = request.secrets[0]
+        if let uid = try request.options.number(.forUID) {
+            guard let pid = try request.options.number(.forPID), let u = UInt32(exactly: uid), let p = Int32(exactly: pid), p > 0
+            else { throw KeychainStatus.param }
+            relayed = RelayedUse(uid: u, pid: p, executable: try request.options.string(.forExecutable),
+                                 host: try request.options.string(.forHost))
+        } else if try request.options.number(.forPID) != nil {
+            throw KeychainStatus.param
+        }
     }
 
     public var request: Request {
@@ -119,6 +147,12 @@ public struct KeyUseRequest: TypedRequest, Sendable {
         if let peer { options[.peer] = .data(peer) }
         if let requestedSize { options[.requestedSize] = .number(requestedSize) }
         if let sharedInfo { options[.sharedInfo] = .data(sharedInfo) }
+        if let relayed {
+            options[.forUID] = .number(Int64(relayed.uid))
+            options[.forPID] = .number(Int64(relayed.pid))
+            if let exe = relayed.executable { options[.forExecutable] = .string(exe) }
+            if let host = relayed.host { options[.forHost] = .string(host) }
+        }
         var query = interaction
         query[.valuePersistentRef] = .data(ref)
         return Request(.useKey, query: query, options: options, secrets: [input])

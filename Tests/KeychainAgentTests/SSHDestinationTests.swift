@@ -31,6 +31,16 @@ final class SSHDestinationTests: SSHAgentTestCase {
         let login = try restrictedLogin(port: port, socket: socket, key: "id_here")
         XCTAssertEqual(login.status, 0, text(login.err))
         XCTAssertEqual(text(login.out), "logged-in\n")
+        // The signature's audit line names the ssh that asked and the host it was bound to.
+        let hostFingerprint = try Spawn.run(["/usr/bin/ssh-keygen", "-l", "-E", "sha256", "-f", path("ssh_host_key.pub")],
+                                            environment: h.environment, input: Data(), timeout: 30)
+        let fingerprint = String(text(hostFingerprint.out).split(separator: " ")[1])
+        let signLines = try h.run(["audit", "--json"]).stdout.split(separator: "\n").filter {
+            $0.contains("\"event\":\"sign\"") && $0.contains("\"label\":\"id_here\"")
+        }
+        XCTAssertEqual(signLines.count, 1, "\(signLines)")
+        XCTAssertTrue(signLines.first?.contains("for-uid=0 for-pid=") == true, "\(signLines)")
+        XCTAssertTrue(signLines.first?.contains("for-host=\(fingerprint) for-exe=/usr/bin/ssh") == true, "\(signLines) \(fingerprint)")
         let refused = try restrictedLogin(port: port, socket: socket, key: "id_elsewhere")
         XCTAssertEqual(refused.status, 255, "restricted to another host: \(text(refused.err))")
 

@@ -47,6 +47,8 @@ struct GroupSnapshot: Sendable {
 protocol AuditWriting: Sendable {
     func audit(_ event: AuditEvent, _ caller: CallerIdentity?, _ detail: String) throws
     func audit(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef) throws
+    /// A line for the item with `note` after its reference (a relay's client).
+    func audit(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef, note: String) throws
     /// A line per item for the first use, a count per second after it (reads, key uses).
     func auditRepeatable(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef) throws
     func auditedChange<R>(_ event: AuditEvent, _ caller: CallerIdentity, _ detail: String, _ change: () throws -> R) throws -> R
