@@ -41,21 +41,34 @@ func setError(_ error: UnsafeMutablePointer<Unmanaged<CFError>?>?, _ status: OSS
     error?.pointee = Unmanaged.passRetained(SecurityError(status, reason))
 }
 
+/// Apple's status for an error thrown inside a Security call.
+func appleStatus(of error: Error) -> OSStatus {
+    switch error {
+    case let e as KeyError: return e.appleStatus.status
+    case let s as KeychainStatus: return s.rawValue
+    case CryptoError.allocationFailed: return errSecAllocate
+    case let f as KeyFailure: return f.status
+    default: return errSecInternalComponent
+    }
+}
+
 /// Apple's status for an error thrown inside a Security call, and the reason to give with it,
 /// prefixed with `what` (the call's or the algorithm's name) unless Apple's own reason is used.
 func statusAndReason(of error: Error, _ what: String) -> (status: OSStatus, reason: String) {
+    let status = appleStatus(of: error)
     switch error {
     case let e as KeyError:
-        return (e.appleStatus.status, "\(what): \(e.appleStatus.reason)")
+        return (status, "\(what): \(e.appleStatus.reason)")
     case let s as KeychainStatus:
+        // What the status means here: for a locked vault this asks the daemon once more.
         let meaning = KeychainConnection.shared.meaning(of: s).map { " (\($0))" } ?? ""
-        return (s.rawValue, "\(what): \(s.message)\(meaning)")
+        return (status, "\(what): \(s.message)\(meaning)")
     case CryptoError.allocationFailed:
-        return (errSecAllocate, "\(what): out of guarded memory")
+        return (status, "\(what): out of guarded memory")
     case let f as KeyFailure:
-        return (f.status, f.apple ? f.reason : "\(what): \(f.reason)")
+        return (status, f.apple ? f.reason : "\(what): \(f.reason)")
     default:
-        return (errSecInternalComponent, "\(what) failed")
+        return (status, "\(what) failed")
     }
 }
 

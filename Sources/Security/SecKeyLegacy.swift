@@ -148,7 +148,7 @@ private func legacyCall(_ body: () throws -> Void) -> OSStatus {
         try body()
         return errSecSuccess
     } catch {
-        let status = statusAndReason(of: error, "").status
+        let status = appleStatus(of: error)  // the reason is Apple's to drop too
         return status == errSecVerifyFailed ? errSSLCrypto : status
     }
 }
