@@ -99,7 +99,7 @@ enum VaultVerbs {
         let timeout = i.lockTimeout ?? 0
         out += timeout > 0 ? " timeout=\(timeout)s" : " no-timeout"
         out += "\n"
-        if let n = i.items { out += "items: \(n)\n" }
+        if let n = i.items { out += "items: \(n)" + (i.itemsScope == "groups" ? " (in your access groups)" : "") + "\n" }
         for p in ProtectionClass.allCases {
             if let n = i.itemsByProtection[p.rawValue], n > 0 { out += "  \(p.rawValue) (\(p.appleName)): \(n)\n" }
         }
@@ -231,7 +231,8 @@ enum VaultVerbs {
                     guard let c = i.itemsByProtection[p.rawValue], c > 0 else { return nil }
                     return "\(p.rawValue) \(c)"
                 }
-                out += "  items: \(n)" + (counts.isEmpty ? "" : " (" + counts.joined(separator: ", ") + ")") + "\n"
+                out += "  items: \(n)" + (counts.isEmpty ? "" : " (" + counts.joined(separator: ", ") + ")")
+                    + (i.itemsScope == "groups" ? " in your access groups" : "") + "\n"
             }
             for line in i.mounts ?? [] { out += "  mount: \(line)\n" }
             if let n = i.auditLines, let h = i.auditHead {

@@ -80,6 +80,40 @@ final class CLIAccessTests: HarnessTestCase {
         XCTAssertEqual(try h.run(["group", "remove", "nosuch"]).status, 44)
     }
 
+    /// `status` and `show-keychain-info` count, for a caller who is not an administrator, only the
+    /// items of its own groups: the daemon's reply holds no other count (the CLI prints what the
+    /// daemon sent), so a member cannot learn how many secrets others keep, nor see one added.
+    func testStatusShowsOthersOnlyTheirGroupsCounts() throws {
+        // The vault holds teamsvc (team) and rootsvc (default); three more of root's own.
+        for n in 1...3 {
+            XCTAssertEqual(try h.run(["add-generic-password", "-s", "root\(n)", "-a", "r", "-w", "-"], input: "x").status, 0)
+        }
+        let admin = try h.info()
+        XCTAssertEqual(admin["items"] as? Int, 5, "root sees the whole vault")
+        XCTAssertEqual(admin["items-scope"] as? String, "vault")
+        for verb in ["show-keychain-info", "status"] {
+            let r = try run(Self.member, [verb, "--json"])
+            XCTAssertEqual(r.status, 0, "\(verb): \(r)")
+            let member = h.jsonObject(r.stdout)
+            XCTAssertEqual(member["items"] as? Int, 1, "\(verb): the member counts team's one item: \(r.stdout)")
+            XCTAssertEqual(member["items-scope"] as? String, "groups", verb)
+            XCTAssertEqual(member["count.ak"] as? Int, 1, verb)
+            XCTAssertNil(member["mounts"], verb)
+            XCTAssertNil(member["audit-lines"], verb)
+        }
+        let text = try run(Self.member, ["show-keychain-info"])
+        XCTAssertTrue(text.stdout.contains("\nitems: 1 (in your access groups)\n"), text.stdout)
+        let status = try run(Self.member, ["status"])
+        XCTAssertTrue(status.stdout.contains("\n  items: 1 (ak 1) in your access groups\n"), status.stdout)
+        // Root adds another item of its own: nothing changes for the member.
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "root4", "-a", "r", "-w", "-"], input: "x").status, 0)
+        XCTAssertEqual(h.jsonObject(try run(Self.member, ["show-keychain-info", "--json"]).stdout)["items"] as? Int, 1)
+        // An outsider (no group) sees no count at all.
+        let outsider = h.jsonObject(try run(Self.outsider, ["status", "--json"], initGroups: false).stdout)
+        XCTAssertNil(outsider["items"])
+        XCTAssertEqual(outsider["groups"] as? [String], [])
+    }
+
     func testOwnerAndMemberReadTheGroupsItem() throws {
         for user in [Self.owner, Self.member] {
             let plain = try run(user, ["find-generic-password", "-s", "teamsvc", "-w"])
