@@ -65,6 +65,11 @@ package struct StateError: Error {
         self.status = status
     }
 
+    /// Apple's sentence for `status`, then what it means here.
+    package static func explained(_ status: KeychainStatus, _ meaning: String) -> StateError {
+        StateError(message: status.message + "\nkeychainfs: " + meaning, status: status)
+    }
+
     package static func alreadyMounted(_ point: String) -> StateError {
         StateError(message: "\(point) is already mounted", status: .duplicateItem)
     }

@@ -38,7 +38,7 @@ final class CLISecurityFlagsTests: HarnessTestCase {
         }
         let both = try h.run(["add-generic-password", "-s", "hex", "-a", "bad", "-X", "41", "-w", "A"])
         XCTAssertEqual(both.status, 2, "\(both)")
-        XCTAssertTrue(both.stderr.hasPrefix("keychainfs: give the secret once: -w or -X\n"), both.stderr)
+        XCTAssertTrue(both.stderr.hasPrefix("keychainfs: give the secret once: -w, --secret-file or -X\n"), both.stderr)
         XCTAssertEqual(try h.run(["find-generic-password", "-s", "hex"]).status, 44)
         // The help says, as security's does, that a secret on the command line is insecure.
         let help = try h.run(["help", "add-generic-password"]).stdout
