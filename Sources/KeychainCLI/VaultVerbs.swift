@@ -207,14 +207,18 @@ enum VaultVerbs {
         try ctx.checkPositionals()
         let client: DaemonClient
         do { client = try DaemonClient.connect(vaultPath: ctx.vault) } catch KeychainStatus.notAvailable {
-            // The mounts a killed daemon left behind, dead until replaced or unmounted.
-            let stale = MountRecord.read(Paths.mountRecords(forVault: ctx.vault)).map(\.mountpoint)
-                .filter { MountTable.isMounted($0) && MountTable.isDead($0) }
+            // The mounts a killed daemon left behind, dead until replaced or unmounted; and those
+            // a stop took down, which the next daemon mounts again.
+            let records = MountRecord.read(Paths.mountRecords(forVault: ctx.vault))
+            let stale = records.map(\.mountpoint).filter { MountTable.isMounted($0) && MountTable.isDead($0) }
+            let stopped = records.filter { $0.stopped && !stale.contains($0.mountpoint) }.map(\.mountpoint)
             if ctx.json {
-                let list = stale.map(Output.jsonString).joined(separator: ",")
-                Terminal.writeString(1, "{\"vault\":\(Output.jsonString(ctx.vault)),\"daemon\":false,\"stale-mounts\":[\(list)]}\n")
+                func list(_ points: [String]) -> String { "[" + points.map(Output.jsonString).joined(separator: ",") + "]" }
+                Terminal.writeString(1, "{\"vault\":\(Output.jsonString(ctx.vault)),\"daemon\":false,\"stale-mounts\":\(list(stale)),"
+                                     + "\"stopped-mounts\":\(list(stopped))}\n")
             } else {
-                Terminal.writeString(1, "\(ctx.vault): no daemon running\n" + stale.map { "  mount: \($0) (stale)\n" }.joined())
+                Terminal.writeString(1, "\(ctx.vault): no daemon running\n" + stale.map { "  mount: \($0) (stale)\n" }.joined()
+                                     + stopped.map { "  mount: \($0) (stopped: the next daemon mounts it again)\n" }.joined())
             }
             return 0
         }
@@ -250,7 +254,12 @@ enum VaultVerbs {
 
     static let stop = Verb(
         name: "stop", usage: "[VAULT]",
-        summary: "Stop the vault's daemon; every class key it held is wiped."
+        summary: "Stop the vault's daemon; every class key it held is wiped.",
+        details: """
+        Its mounts are taken down and recorded: the vault's next daemon (the next command that
+        needs one starts it) mounts them again, unless `keychainfs unmount MOUNTPOINT` forgets
+        one first. `status` lists them meanwhile.
+        """
     ) { ctx in
         try ctx.checkPositionals()
         let client: DaemonClient
