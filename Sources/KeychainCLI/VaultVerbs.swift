@@ -82,7 +82,10 @@ enum VaultVerbs {
         for socket in sockets.sorted() {
             do { try DaemonClient.connect(socketPath: socket).send(Request(.lock)) }
             catch KeychainStatus.notAvailable { continue }  // a stale socket: nothing serves it
-            catch { failure = error }
+            catch KeychainStatus.authFailed {
+                failure = StateError.explained(.authFailed, "you may not lock the vault whose daemon listens at \(socket): "
+                                               + "locking it is for its owner, root, and members of an access group its owner lets lock it")
+            } catch { failure = error }
         }
         if let failure { throw failure }
         return 0

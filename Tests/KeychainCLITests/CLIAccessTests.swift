@@ -29,7 +29,16 @@ final class CLIAccessTests: HarnessTestCase {
     func testMembersLockOnlyWhenTheirGroupGrantsIt() throws {
         let refused = try run(Self.member, ["lock-keychain"])
         XCTAssertEqual(refused.status, 51, "a member of team, which does not grant locking: \(refused)")
-        XCTAssertEqual(refused.stderr, Sentence.authFailed)
+        // Apple's sentence (scripts compare it), then what it means: this caller may not lock.
+        XCTAssertEqual(refused.stderr, Sentence.authFailed + "keychainfs: you may not lock \(h.vault): locking it is for root, "
+                       + "and members of an access group its owner lets lock it (keychainfs group set GROUP --may-lock)\n")
+        let json = try run(Self.member, ["lock-keychain", "--json"])
+        XCTAssertEqual(json.status, 51, "\(json)")
+        let object = h.jsonObject(json.stdout)
+        XCTAssertEqual(object["error"] as? String, "errSecAuthFailed")
+        XCTAssertEqual(object["status"] as? Int, -25293)
+        XCTAssertEqual(object["exit"] as? Int, 51)
+        XCTAssertTrue((object["detail"] as? String)?.hasPrefix("you may not lock \(h.vault): ") == true, json.stdout)
         XCTAssertEqual(try h.info()["state"] as? String, "unlocked")
         // The member still reads: the refusal is about the lock only.
         XCTAssertEqual(try run(Self.member, ["find-generic-password", "-s", "teamsvc", "-w"]).stdout, "team-secret\n")
@@ -198,11 +207,14 @@ final class CLIAccessTests: HarnessTestCase {
         XCTAssertEqual(try run(Self.outsider, ["add-generic-password", "-s", "x", "-a", "y", "-w", "z"], initGroups: false).status, 30)
         XCTAssertEqual(try run(Self.outsider, ["group", "list"], initGroups: false).stdout, "")
         // Administration is for root and the daemon's user only.
-        for args in [["group", "add", "mine"], ["lock-keychain"], ["stop"], ["set-keychain-settings", "-t", "1"]] {
+        for args in [["group", "add", "mine"], ["stop"], ["set-keychain-settings", "-t", "1"]] {
             let r = try run(Self.outsider, args, initGroups: false)
             XCTAssertEqual(r.status, 51, "\(args): \(r)")
-            XCTAssertEqual(r.stderr, Sentence.authFailed, "\(args)")
+            XCTAssertEqual(r.stderr, Sentence.authFailed + "keychainfs: you may not run \(args[0]) on \(h.vault): that is for root\n", "\(args)")
         }
+        let lock = try run(Self.outsider, ["lock-keychain"], initGroups: false)
+        XCTAssertEqual(lock.status, 51, "\(lock)")
+        XCTAssertTrue(lock.stderr.hasPrefix(Sentence.authFailed + "keychainfs: you may not lock \(h.vault): "), lock.stderr)
         XCTAssertEqual(try h.info()["state"] as? String, "unlocked")
         XCTAssertEqual(try h.info()["lock-timeout"] as? Int, 0)
 

@@ -168,7 +168,7 @@ final class CLISecurityFlagsTests: HarnessTestCase {
         XCTAssertEqual(left, [], "the vault, its side files and its audit log are gone")
         let again = try h.run(["delete-keychain", "--yes", second])
         XCTAssertEqual(again.status, 50, "\(again)")
-        XCTAssertEqual(again.stderr, Sentence.noSuchKeychain)
+        XCTAssertEqual(again.stderr, Sentence.noSuchKeychain + "keychainfs: no vault at \(second)\n")
         // A file that is not a vault is never removed.
         let notVault = h.dir + "/notes.txt"
         XCTAssertTrue(FileManager.default.createFile(atPath: notVault, contents: Data("not a vault\n".utf8)))
