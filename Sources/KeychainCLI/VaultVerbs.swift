@@ -82,7 +82,10 @@ enum VaultVerbs {
         for socket in sockets.sorted() {
             do { try DaemonClient.connect(socketPath: socket).send(Request(.lock)) }
             catch KeychainStatus.notAvailable { continue }  // a stale socket: nothing serves it
-            catch { failure = error }
+            catch KeychainStatus.authFailed {
+                failure = StateError.explained(.authFailed, "you may not lock the vault whose daemon listens at \(socket): "
+                                               + "locking it is for its owner, root, and members of an access group its owner lets lock it")
+            } catch { failure = error }
         }
         if let failure { throw failure }
         return 0
@@ -99,7 +102,7 @@ enum VaultVerbs {
         let timeout = i.lockTimeout ?? 0
         out += timeout > 0 ? " timeout=\(timeout)s" : " no-timeout"
         out += "\n"
-        if let n = i.items { out += "items: \(n)\n" }
+        if let n = i.items { out += "items: \(n)" + (i.itemsScope == "groups" ? " (in your access groups)" : "") + "\n" }
         for p in ProtectionClass.allCases {
             if let n = i.itemsByProtection[p.rawValue], n > 0 { out += "  \(p.rawValue) (\(p.appleName)): \(n)\n" }
         }
@@ -207,14 +210,18 @@ enum VaultVerbs {
         try ctx.checkPositionals()
         let client: DaemonClient
         do { client = try DaemonClient.connect(vaultPath: ctx.vault) } catch KeychainStatus.notAvailable {
-            // The mounts a killed daemon left behind, dead until replaced or unmounted.
-            let stale = MountRecord.read(Paths.mountRecords(forVault: ctx.vault)).map(\.mountpoint)
-                .filter { MountTable.isMounted($0) && MountTable.isDead($0) }
+            // The mounts a killed daemon left behind, dead until replaced or unmounted; and those
+            // a stop took down, which the next daemon mounts again.
+            let records = MountRecord.read(Paths.mountRecords(forVault: ctx.vault))
+            let stale = records.map(\.mountpoint).filter { MountTable.isMounted($0) && MountTable.isDead($0) }
+            let stopped = records.filter { $0.stopped && !stale.contains($0.mountpoint) }.map(\.mountpoint)
             if ctx.json {
-                let list = stale.map(Output.jsonString).joined(separator: ",")
-                Terminal.writeString(1, "{\"vault\":\(Output.jsonString(ctx.vault)),\"daemon\":false,\"stale-mounts\":[\(list)]}\n")
+                func list(_ points: [String]) -> String { "[" + points.map(Output.jsonString).joined(separator: ",") + "]" }
+                Terminal.writeString(1, "{\"vault\":\(Output.jsonString(ctx.vault)),\"daemon\":false,\"stale-mounts\":\(list(stale)),"
+                                     + "\"stopped-mounts\":\(list(stopped))}\n")
             } else {
-                Terminal.writeString(1, "\(ctx.vault): no daemon running\n" + stale.map { "  mount: \($0) (stale)\n" }.joined())
+                Terminal.writeString(1, "\(ctx.vault): no daemon running\n" + stale.map { "  mount: \($0) (stale)\n" }.joined()
+                                     + stopped.map { "  mount: \($0) (stopped: the next daemon mounts it again)\n" }.joined())
             }
             return 0
         }
@@ -231,7 +238,8 @@ enum VaultVerbs {
                     guard let c = i.itemsByProtection[p.rawValue], c > 0 else { return nil }
                     return "\(p.rawValue) \(c)"
                 }
-                out += "  items: \(n)" + (counts.isEmpty ? "" : " (" + counts.joined(separator: ", ") + ")") + "\n"
+                out += "  items: \(n)" + (counts.isEmpty ? "" : " (" + counts.joined(separator: ", ") + ")")
+                    + (i.itemsScope == "groups" ? " in your access groups" : "") + "\n"
             }
             for line in i.mounts ?? [] { out += "  mount: \(line)\n" }
             if let n = i.auditLines, let h = i.auditHead {
@@ -249,7 +257,12 @@ enum VaultVerbs {
 
     static let stop = Verb(
         name: "stop", usage: "[VAULT]",
-        summary: "Stop the vault's daemon; every class key it held is wiped."
+        summary: "Stop the vault's daemon; every class key it held is wiped.",
+        details: """
+        Its mounts are taken down and recorded: the vault's next daemon (the next command that
+        needs one starts it) mounts them again, unless `keychainfs unmount MOUNTPOINT` forgets
+        one first. `status` lists them meanwhile.
+        """
     ) { ctx in
         try ctx.checkPositionals()
         let client: DaemonClient

@@ -175,7 +175,7 @@ public final class Daemon: @unchecked Sendable {
     func shutdown() -> Never {
         unlink(socketPath)
         vault.lock()
-        forgetAllMounts()
+        recordStoppedMounts()
         for m in state.withLock({ $0.mounts }) { m.unmount() }
         exit(0)
     }

@@ -68,6 +68,41 @@ public struct KeychainStatus: Error, RawRepresentable, Hashable, Sendable {
         }
     }
 
+    /// Apple's name for this status (`errSecItemNotFound`), as `--json` error objects give it;
+    /// `OSStatus N` for one without a name here.
+    public var name: String {
+        switch rawValue {
+        case 0: return "errSecSuccess"
+        case -4: return "errSecUnimplemented"
+        case -34: return "errSecDiskFull"
+        case -36: return "errSecIO"
+        case -50: return "errSecParam"
+        case -61: return "errSecWrPerm"
+        case -108: return "errSecAllocate"
+        case -128: return "errSecUserCanceled"
+        case -909: return "errSecBadReq"
+        case -2070: return "errSecInternalComponent"
+        case -25291: return "errSecNotAvailable"
+        case -25292: return "errSecReadOnly"
+        case -25293: return "errSecAuthFailed"
+        case -25294: return "errSecNoSuchKeychain"
+        case -25295: return "errSecInvalidKeychain"
+        case -25296: return "errSecDuplicateKeychain"
+        case -25299: return "errSecDuplicateItem"
+        case -25300: return "errSecItemNotFound"
+        case -25303: return "errSecNoSuchAttr"
+        case -25306: return "errSecNoSuchClass"
+        case -25308: return "errSecInteractionNotAllowed"
+        case -25315: return "errSecInteractionRequired"
+        case -25316: return "errSecDataNotAvailable"
+        case -25260: return "errSecPassphraseRequired"
+        case -67731: return "errSecKeyUsageIncorrect"
+        case -26275: return "errSecDecode"
+        case -34018: return "errSecMissingEntitlement"
+        default: return "OSStatus \(rawValue)"
+        }
+    }
+
     /// The process exit status the `security` tool uses for this status: its low byte.
     public var exitCode: Int32 { rawValue == 0 ? 0 : Int32(UInt8(truncatingIfNeeded: rawValue)) }
 

@@ -111,6 +111,9 @@ public struct VaultStatus: TypedReply {
     public var kdfOps: Int64?
     public var kdfMem: Int64?
     public var items: Int64?
+    /// What the counts cover: `vault` (an administrator's: every item) or `groups` (the
+    /// caller's entitled access groups only).
+    public var itemsScope: String?
     /// Items of each protection class, by its raw name (`ak`, `cku`, ...).
     public var itemsByProtection: [String: Int64] = [:]
     public var otherDevice: Int64?
@@ -145,6 +148,7 @@ public struct VaultStatus: TypedReply {
         kdfOps = r.number("kdf-ops")
         kdfMem = r.number("kdf-mem")
         items = r.number("items")
+        itemsScope = r.string("items-scope")
         for (name, value) in response.info where name.hasPrefix(Self.countPrefix) {
             if case .number(let n) = value { itemsByProtection[String(name.dropFirst(Self.countPrefix.count))] = n }
         }
@@ -167,6 +171,7 @@ public struct VaultStatus: TypedReply {
         if let kdfOps { out["kdf-ops"] = .number(kdfOps) }
         if let kdfMem { out["kdf-mem"] = .number(kdfMem) }
         if let items { out["items"] = .number(items) }
+        if let itemsScope { out["items-scope"] = .string(itemsScope) }
         for (p, n) in itemsByProtection { out[Self.countPrefix + p] = .number(n) }
         if let otherDevice { out["other-device"] = .number(otherDevice) }
         if let lockTimeout { out["lock-timeout"] = .number(lockTimeout) }

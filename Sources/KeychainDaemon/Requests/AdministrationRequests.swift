@@ -180,7 +180,9 @@ struct AdministrationRequests: RequestFamily {
         guard groups.holds(.entitled) else {
             return .reply(VaultStatus(state: vault.lockState.rawValue, pid: pid, groups: []))
         }
-        let i = try vault.info()
+        // Counts of the caller's own groups unless it administers the vault: the whole vault's
+        // would tell it how many secrets others keep (and when they add one).
+        let i = try vault.info(accessGroups: groups.isAdministrator ? nil : groups.entitled)
         let control = context.control
         let (timeout, idle) = control.idleTimeout()
         var out = VaultStatus(state: i.lockState.rawValue, pid: pid, groups: groups.entitled)
@@ -189,10 +191,13 @@ struct AdministrationRequests: RequestFamily {
         out.format = Int64(i.formatVersion)
         out.kdfOps = Int64(i.kdf.opsLimit)
         out.kdfMem = Int64(i.kdf.memLimit)
-        out.items = Int64(i.itemCount)
-        out.otherDevice = Int64(i.itemsBoundToOtherDevice)
+        if i.countsKnown {
+            out.items = Int64(i.itemCount)
+            out.itemsScope = groups.isAdministrator ? "vault" : "groups"
+            out.otherDevice = Int64(i.itemsBoundToOtherDevice)
+            for p in ProtectionClass.allCases { out.itemsByProtection[p.rawValue] = Int64(i.itemsByProtection[p] ?? 0) }
+        }
         out.lockTimeout = Int64(timeout)
-        for p in ProtectionClass.allCases { out.itemsByProtection[p.rawValue] = Int64(i.itemsByProtection[p] ?? 0) }
         if timeout > 0 && i.lockState == .unlocked { out.locksIn = Int64(max(0, Double(timeout) - idle)) }
         if groups.isAdministrator {
             out.mounts = control.currentMounts().map { "\($0.mountpoint) (\($0.options.description))" }
