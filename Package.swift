@@ -119,7 +119,7 @@ let package = Package(
         .executableTarget(name: "docker-credential-keychainfs", dependencies: ["KeychainCredentialHelpers", "KeychainSystem"],
                           linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
         .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainClient", "KeychainKeys",
-                                                                  "KeychainProtocol", "Security", "KeychainSync"]),
+                                                                  "KeychainProtocol", "Security", "KeychainSync", "CommonCrypto"]),
 
         .testTarget(name: "KeychainCryptoTests", dependencies: ["KeychainCrypto"]),
         .testTarget(name: "KeychainKeysTests", dependencies: ["KeychainKeys", "KeychainCrypto"]),

@@ -45,7 +45,7 @@ public enum HashFunction: Int, CaseIterable, Sendable {
     /// Writes the digest of `count` bytes at `data` to `out` (`length` bytes): one `EVP_Digest`.
     /// - Returns: false when libcrypto fails; `out` is then unspecified.
     public func hash(_ data: UnsafeRawPointer?, count: Int, into out: UnsafeMutableRawPointer) -> Bool {
-        guard let md, count >= 0 else { return false }
+        guard let md, count >= 0, data != nil || count == 0 else { return false }
         let ok = EVP_Digest(data ?? Self.empty, count, out.assumingMemoryBound(to: UInt8.self), nil, md, nil) == 1
         if !ok { ERR_clear_error() }
         return ok

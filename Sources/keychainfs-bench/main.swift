@@ -528,5 +528,6 @@ case "secitem": secitemMode(Array(CommandLine.arguments.dropFirst(2)))
 case "seckey": seckeyMode(Array(CommandLine.arguments.dropFirst(2)))
 case "idle": idleMode(Array(CommandLine.arguments.dropFirst(2)))
 case "sync": syncMode(Array(CommandLine.arguments.dropFirst(2)))
+case "commoncrypto": commonCryptoMode(Array(CommandLine.arguments.dropFirst(2)))
 default: run()
 }
