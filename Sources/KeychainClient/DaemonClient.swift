@@ -218,7 +218,8 @@ public final class DaemonClient {
         let dir = String(log[..<(log.lastIndex(of: "/") ?? log.startIndex)])
         try? FileSystem.createDirectory(dir, permissions: FilePermissions(rawValue: 0o755))
         var env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
-        for name in ["HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "KEYCHAINFS_RUNTIME_DIR", "KEYCHAINFS_DEVICE_KEY", "KEYCHAINFS_VAULT", "KEYCHAINFS_TCTI"] {
+        for name in ["HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "KEYCHAINFS_RUNTIME_DIR", "KEYCHAINFS_DEVICE_KEY", "KEYCHAINFS_VAULT", "KEYCHAINFS_TCTI",
+                     "KEYCHAINFS_PRUNE_SECONDS"] {
             if let v = Paths.environment(name) { env.append(name + "=" + v) }
         }
         let report = try? FileDescriptor.pipe()

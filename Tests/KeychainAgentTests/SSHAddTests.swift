@@ -90,6 +90,10 @@ final class SSHAddTests: SSHAgentTestCase {
         let denied = try login(port: port, socket: socket)
         XCTAssertEqual(denied.status, 255, "refused by the approval program: \(text(denied.err))")
         XCTAssertEqual(approval.callLines.count, 1, "asked once")
+        // Told which ssh asks through the agent, and for which host.
+        let call = approval.callLines.first ?? ""
+        XCTAssertTrue(call.contains("--reason presence") && call.contains("--for-uid 0 --for-pid ") && call.contains("--for-exe /usr/bin/ssh --for-host SHA256:"),
+                      call)
 
         try approval.say("yes")
         for round in 1...2 {

@@ -27,7 +27,7 @@ struct KeyRequests: RequestFamily {
             let noUI = query[.useNoAuthenticationUI]?.isTrue == true
                 || (query[.useAuthenticationUI] != nil && query[.useAuthenticationUI] != .authenticationUIAllow)
             if noUI { throw KeychainStatus.interactionNotAllowed }
-            return .slow { .reply(try run(request, algorithm, ref: ref, opened: try approvedKey(ref))) }
+            return .slow { .reply(try run(request, algorithm, ref: ref, opened: try approvedKey(ref, relayed: request.relayed))) }
         }
         return .reply(try run(request, algorithm, ref: ref, opened: opened))
     }
@@ -112,10 +112,10 @@ struct KeyRequests: RequestFamily {
     }
 
     /// A presence-gated key, opened once the approval program approved its use.
-    private func approvedKey(_ ref: PersistentRef) throws -> OpenedKey {
+    private func approvedKey(_ ref: PersistentRef, relayed: RelayedUse?) throws -> OpenedKey {
         let probe: Attributes = [.class: .string(ItemClass.key.rawValue), .valuePersistentRef: .data(ref.bytes),
                                  .synchronizable: .synchronizableAny, .returnAttributes: true, .returnPersistentRef: true]
-        let approved = try context.presence.approveGatedItems(probe, groups: groups.entitled, caller: caller)
+        let approved = try context.presence.approveGatedItems(probe, groups: groups.entitled, caller: caller, relayed: relayed)
         guard !approved.isEmpty else { throw KeychainStatus.interactionNotAllowed }
         return try context.openedKeys.open(ref, in: vault, accessGroups: groups.entitled, approved: approved)
     }

@@ -68,7 +68,14 @@ protocol ChangePublishing: Sendable {
 /// Asks the approval program before a presence-gated item is used.
 protocol PresenceApproving: Sendable {
     /// The items `probe` finds that need presence, each asked about; the approved ones.
-    func approveGatedItems(_ probe: Attributes, groups: [String], caller: CallerIdentity) throws -> Set<PersistentRef>
+    /// - Parameter relayed: a relay's client, named to the approval program beside the caller.
+    func approveGatedItems(_ probe: Attributes, groups: [String], caller: CallerIdentity, relayed: RelayedUse?) throws -> Set<PersistentRef>
+}
+
+extension PresenceApproving {
+    func approveGatedItems(_ probe: Attributes, groups: [String], caller: CallerIdentity) throws -> Set<PersistentRef> {
+        try approveGatedItems(probe, groups: groups, caller: caller, relayed: nil)
+    }
 }
 
 extension Daemon: AuditWriting, ChangePublishing, PresenceApproving {
