@@ -47,7 +47,7 @@ struct Verb: Sendable {
         return all.first { $0.name == canonical }
     }
 
-    static var all: [Verb] { VaultVerbs.all + ItemVerbs.all + GroupVerbs.all + MountVerbs.all + AuditVerbs.all + VerifyVerbs.all + WatchVerbs.all + BackupVerbs.all + SyncVerbs.all + SecretServiceVerbs.all + SSHAgentVerbs.all + DeviceKeyVerbs.all + CertificateVerbs.all + KeychainListVerbs.all }
+    static var all: [Verb] { VaultVerbs.all + ItemVerbs.all + GroupVerbs.all + MountVerbs.all + AuditVerbs.all + VerifyVerbs.all + WatchVerbs.all + BackupVerbs.all + SyncVerbs.all + SecretServiceVerbs.all + SSHAgentVerbs.all + DeviceKeyVerbs.all + CertificateVerbs.all + KeychainListVerbs.all + PodmanSecretVerbs.all }
 }
 
 enum Help {
