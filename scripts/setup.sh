@@ -21,6 +21,9 @@ clients=(libsecret-tools python3-secretstorage python3-keyring)
 clients+=(git gcc libsecret-1-dev libglib2.0-dev)
 # SecretStorageSuiteTests: pip, to fetch SecretStorage's source distribution (below).
 clients+=(python3-pip)
+# CLIPinentryTests: Debian's pinentry-tty, typed into in a tmux pane. CLIPodmanSecretTests: podman
+# (rootful, --runtime runc) with runc, for podman's shell secret driver.
+clients+=(pinentry-tty tmux podman runc)
 missing_from() {
     for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"

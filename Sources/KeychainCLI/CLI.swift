@@ -75,7 +75,7 @@ public enum CLI {
             // The vault the verb named, for the meaning added to a keychain status: the one it
             // chose, else the last positional when it is a file (group, sync, mount take other
             // words), else the default.
-            let parsed = try? Arguments(rest, valued: verb.valued, flags: verb.flags.union(["--json"]), optionalValue: verb.optionalValue)
+            let parsed = try? verb.parse(rest)
             let named = parsed?.positionals.last.map(Paths.canonical).flatMap { path -> String? in
                 (try? FileSystem.status(of: path))?.kind == .regular ? path : nil
             }

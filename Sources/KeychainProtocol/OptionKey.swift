@@ -95,6 +95,8 @@ extension OptionKey {
     public static let approvalTimeout = OptionKey(rawValue: "approval-timeout")
     /// setSettings, number: seconds an approval is remembered per program and item.
     public static let approvalRemember = OptionKey(rawValue: "approval-remember")
+    /// setSettings, string: the pinentry program's absolute path that unlock prompts run ("" removes it).
+    public static let pinentry = OptionKey(rawValue: "pinentry")
     /// setSettings, number: the audit log's size that rotates it (0 never).
     public static let auditMaxSize = OptionKey(rawValue: "audit-max-size")
 }

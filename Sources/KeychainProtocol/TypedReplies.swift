@@ -118,6 +118,8 @@ public struct VaultStatus: TypedReply {
     public var itemsByProtection: [String: Int64] = [:]
     public var otherDevice: Int64?
     public var lockTimeout: Int64?
+    /// The pinentry program unlock prompts run (`set-keychain-settings --pinentry`), when set.
+    public var pinentry: String?
     /// Seconds until the idle lock, when one is due.
     public var locksIn: Int64?
     /// Each current mount as "POINT (OPTIONS)"; nil for a caller who is not an administrator.
@@ -154,6 +156,7 @@ public struct VaultStatus: TypedReply {
         }
         otherDevice = r.number("other-device")
         lockTimeout = r.number("lock-timeout")
+        pinentry = r.string("pinentry")
         locksIn = r.number("locks-in")
         mounts = r.string("mounts").map { $0.split(separator: "\n").map(String.init) }
         auditLines = r.number("audit-lines")
@@ -175,6 +178,7 @@ public struct VaultStatus: TypedReply {
         for (p, n) in itemsByProtection { out[Self.countPrefix + p] = .number(n) }
         if let otherDevice { out["other-device"] = .number(otherDevice) }
         if let lockTimeout { out["lock-timeout"] = .number(lockTimeout) }
+        if let pinentry { out["pinentry"] = .string(pinentry) }
         if let locksIn { out["locks-in"] = .number(locksIn) }
         if let mounts { out["mounts"] = .string(mounts.joined(separator: "\n")) }
         if let auditLines { out["audit-lines"] = .number(auditLines) }

@@ -290,9 +290,13 @@ public struct SettingsChange: TypedRequest {
     public var approvalRemember: Int64?
     /// 0 (never rotate) or a size in `SettingLimits.auditMaxSize`.
     public var auditMaxSize: Int64?
+    /// The pinentry program unlock prompts run (`unlock-keychain`, the Secret Service's
+    /// Prompt): an absolute path, or "" to ask as before.
+    public var pinentry: String?
 
     public init(lockTimeout: Int64? = nil, approvalProgram: String? = nil, approvalTimeout: Int64? = nil,
-                approvalRemember: Int64? = nil, auditMaxSize: Int64? = nil) {
+                approvalRemember: Int64? = nil, auditMaxSize: Int64? = nil, pinentry: String? = nil) {
+        self.pinentry = pinentry
         self.lockTimeout = lockTimeout
         self.approvalProgram = approvalProgram
         self.approvalTimeout = approvalTimeout
@@ -300,8 +304,8 @@ public struct SettingsChange: TypedRequest {
         self.auditMaxSize = auditMaxSize
     }
 
-    /// - Throws: errSecParam for a value of another type or out of its range, or a program that
-    ///   is neither "" nor an absolute path.
+    /// - Throws: errSecParam for a value of another type or out of its range, or a program
+    ///   (approval, pinentry) that is neither "" nor an absolute path.
     public init(decoding request: Request) throws {
         guard request.operation == .setSettings else { throw KeychainStatus.param }
         let o = request.options
@@ -316,6 +320,8 @@ public struct SettingsChange: TypedRequest {
         auditMaxSize = try o.number(.auditMaxSize) == 0 ? 0 : try bounded(.auditMaxSize, SettingLimits.auditMaxSize)
         approvalProgram = try o.string(.approvalProgram)
         if let p = approvalProgram, !p.isEmpty && !p.hasPrefix("/") { throw KeychainStatus.param }
+        pinentry = try o.string(.pinentry)
+        if let p = pinentry, !p.isEmpty && !p.hasPrefix("/") { throw KeychainStatus.param }
     }
 
     public var request: Request {
@@ -325,6 +331,7 @@ public struct SettingsChange: TypedRequest {
         if let approvalTimeout { options[.approvalTimeout] = .number(approvalTimeout) }
         if let approvalRemember { options[.approvalRemember] = .number(approvalRemember) }
         if let auditMaxSize { options[.auditMaxSize] = .number(auditMaxSize) }
+        if let pinentry { options[.pinentry] = .string(pinentry) }
         return Request(.setSettings, options: options)
     }
 }

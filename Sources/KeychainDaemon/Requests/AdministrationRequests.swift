@@ -154,6 +154,7 @@ struct AdministrationRequests: RequestFamily {
         if let program { try vault.setSetting("approval-program", Array(program.utf8)) }
         if let n = approvalTimeout { try vault.setSetting("approval-timeout", Array(String(n).utf8)) }
         if let n = remember { try vault.setSetting("approval-remember", Array(String(n).utf8)) }
+        if let p = change.pinentry { try vault.setSetting("pinentry", Array(p.utf8)) }
         if let n = auditMaxSize {
             try vault.setSetting("audit-max-size", Array(String(n).utf8))
             context.control.auditLog?.setMaxSize(n)
@@ -198,6 +199,8 @@ struct AdministrationRequests: RequestFamily {
             for p in ProtectionClass.allCases { out.itemsByProtection[p.rawValue] = Int64(i.itemsByProtection[p] ?? 0) }
         }
         out.lockTimeout = Int64(timeout)
+        // Which program asks for the passphrase: a path, no secret; entitled callers ask with it.
+        if let p = (try? vault.setting("pinentry")).flatMap({ $0 }), !p.isEmpty { out.pinentry = String(decoding: p, as: UTF8.self) }
         if timeout > 0 && i.lockState == .unlocked { out.locksIn = Int64(max(0, Double(timeout) - idle)) }
         if groups.isAdministrator {
             out.mounts = control.currentMounts().map { "\($0.mountpoint) (\($0.options.description))" }
