@@ -5,7 +5,8 @@ import KeychainProtocol
 import KeychainSSHAgent
 import KeychainSystem
 
-/// `ssh-add FILE`: the key goes into the vault, as a non-extractable private key of the user's
+/// `ssh-add FILE`: the key goes into the vault, as a non-extractable (unless the agent was started
+/// with `--extractable`) private key of the user's
 /// first access group, labelled with its comment. From then on it is a vault key like any other:
 /// the file may be deleted, and the daemon signs with it.
 enum AddedKeys {
@@ -26,9 +27,10 @@ enum AddedKeys {
     /// - Parameter body: the message the ranges of `added` point into.
     /// - Throws: `AgentRefusal.unsupportedKey` for an RSA key whose primes are not odd;
     ///   `CryptoError` without guarded memory.
-    static func item(_ added: AddedIdentity, body: UnsafeRawBufferPointer, now: Int64) throws -> (Attributes, SecureBytes) {
+    /// - Parameter extractable: stored extractable (`ssh-agent --extractable`); by default not.
+    static func item(_ added: AddedIdentity, body: UnsafeRawBufferPointer, now: Int64, extractable: Bool = false) throws -> (Attributes, SecureBytes) {
         var attributes: Attributes = [
-            .class: .itemClass(.key), .keyClass: .number(1), .isExtractable: .bool(false), .neverExtractable: .bool(true),
+            .class: .itemClass(.key), .keyClass: .number(1), .isExtractable: .bool(extractable), .neverExtractable: .bool(!extractable),
             .canSign: .bool(true), .canDecrypt: .bool(false), .canDerive: .bool(false),
             .label: .string(added.comment.isEmpty ? "ssh key" : added.comment),
         ]

@@ -8,6 +8,8 @@ import Synchronization
 public final class SSHAgentServer: Sendable {
     private let listener: FileDescriptor
     private let connect: @Sendable () throws -> DaemonClient
+    /// Keys `ssh-add` gives are stored extractable (`keychainfs ssh-agent --extractable`).
+    private let storesExtractable: Bool
     private let state = AgentState()
     private let sessions = Atomic<Int>(0)
 
@@ -18,8 +20,11 @@ public final class SSHAgentServer: Sendable {
     /// - Parameters:
     ///   - listener: a listening socket (`AgentSocket.listen`, or one systemd passed).
     ///   - connect: opens a connection to the vault's daemon; each client connection gets its own.
-    public init(listener: FileDescriptor, connect: @escaping @Sendable () throws -> DaemonClient) {
+    ///   - storesExtractable: keys `ssh-add` gives are stored extractable, so `export` and the
+    ///     mount can give them out; by default they are not.
+    public init(listener: FileDescriptor, storesExtractable: Bool = false, connect: @escaping @Sendable () throws -> DaemonClient) {
         self.listener = listener
+        self.storesExtractable = storesExtractable
         self.connect = connect
     }
 
@@ -34,7 +39,7 @@ public final class SSHAgentServer: Sendable {
                 continue
             }
             guard sessions.add(1, ordering: .relaxed).newValue <= Self.maximumSessions,
-                  start(SessionStart(socket: client, peer: peer, connect: connect, state: state)) else {
+                  start(SessionStart(socket: client, peer: peer, connect: connect, state: state, storesExtractable: storesExtractable)) else {
                 sessionEnded()
                 try? client.close()
                 continue
@@ -89,9 +94,10 @@ private struct SessionStart: Sendable {
     let peer: AgentClient
     let connect: @Sendable () throws -> DaemonClient
     let state: AgentState
+    let storesExtractable: Bool
 
     func run() {
-        AgentSession(socket: socket, client: peer, keys: VaultKeys(connect: connect), state: state).serve()
+        AgentSession(socket: socket, client: peer, keys: VaultKeys(connect: connect, storesExtractable: storesExtractable), state: state).serve()
     }
 }
 

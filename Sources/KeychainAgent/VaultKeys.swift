@@ -26,8 +26,13 @@ struct VaultIdentity {
 final class VaultKeys {
     private let connect: () throws -> DaemonClient
     private var client: DaemonClient?
+    /// Keys from `ssh-add` are stored extractable (`ssh-agent --extractable`).
+    private let storesExtractable: Bool
 
-    init(connect: @escaping () throws -> DaemonClient) { self.connect = connect }
+    init(connect: @escaping () throws -> DaemonClient, storesExtractable: Bool = false) {
+        self.connect = connect
+        self.storesExtractable = storesExtractable
+    }
 
     /// Apple's key types (`kSecAttrKeyType` as a number): ECSECPrimeRandom and RSA.
     static let ellipticCurveType: Int64 = 73
@@ -72,7 +77,8 @@ final class VaultKeys {
             guard stored.destinations == destinations else { throw AgentRefusal.storedOtherwise }
             return
         }
-        let (attributes, secret) = try AddedKeys.item(added, body: body, now: SystemClock.realtime().seconds)
+        let (attributes, secret) = try AddedKeys.item(added, body: body, now: SystemClock.realtime().seconds,
+                                                      extractable: storesExtractable)
         defer { secret.wipe() }
         do {
             _ = try call(ItemAdd(attributes: attributes, secret: secret), ItemsReply.self)

@@ -9,9 +9,9 @@ enum SSHAgentVerbs {
     static let all: [Verb] = [agent, publicKey, generateKey]
 
     static let agent = Verb(
-        name: "ssh-agent", usage: "[-a SOCKET] [-D] [-c | -s] [-k] [VAULT]",
+        name: "ssh-agent", usage: "[-a SOCKET] [-D] [-c | -s] [-k] [--extractable] [VAULT]",
         summary: "Serve the vault's private keys to ssh, ssh-add and git as an OpenSSH agent.",
-        valued: ["-a"], flags: ["-D", "-c", "-s", "-k"],
+        valued: ["-a"], flags: ["-D", "-c", "-s", "-k", "--extractable"],
         details: """
         Listens on SOCKET (default $XDG_RUNTIME_DIR/keychainfs/ssh-agent.sock; its directory is
         made 0700 and must be yours) and prints the shell lines that point ssh at it, as
@@ -20,7 +20,9 @@ enum SSHAgentVerbs {
           -D         stay in the foreground (for systemd and scripts); still prints the lines
           -c, -s     print csh or Bourne shell lines (default: csh when $SHELL ends in csh)
           -k         end the agent named by $SSH_AGENT_PID and print the lines that unset it
-        The agent holds no key. It offers the private keys (ECDSA P-256/384/521 and RSA) of
+          --extractable  store keys given with ssh-add extractable (export and the mount's
+                     /.keys can then give them out); by default they are not
+        The agent holds no key. It offers the private keys (Ed25519, ECDSA P-256/384/521, RSA) of
         the access groups you may use, named by their labels, and each signature is made and
         audited by the daemon; RSA signs with SHA-2 only. Keys of a locked vault's WhenUnlocked
         classes are not offered and do not sign. `ssh-add -d`/`-D` take keys off the agent's list
@@ -108,6 +110,7 @@ enum SSHAgentVerbs {
     static func runAgent(_ ctx: Context) throws -> Int32 {
         try ctx.checkPositionals()
         let vault = ctx.vault
+        let extractable = ctx.args.has("--extractable")
         if ctx.args.has("-k") { return try kill(ctx) }
         guard !(ctx.args.has("-c") && ctx.args.has("-s")) else { throw UsageError("-c and -s exclude each other") }
         let path: String
@@ -117,7 +120,7 @@ enum SSHAgentVerbs {
         if let passed = activationSocket() {
             // Started by systemd for its socket unit: it owns the socket file.
             try CurrentProcess.harden()
-            try SSHAgentServer(listener: passed, connect: { try Engine.connect(vault) }).run()
+            try SSHAgentServer(listener: passed, storesExtractable: extractable, connect: { try Engine.connect(vault) }).run()
             return 0
         }
         if ctx.args.has("-D") {
@@ -138,10 +141,10 @@ enum SSHAgentVerbs {
                 try null.duplicate(onto: 2)
                 try? null.close()
             }
-            try SSHAgentServer(listener: listener, connect: { try Engine.connect(vault) }).run()
+            try SSHAgentServer(listener: listener, storesExtractable: extractable, connect: { try Engine.connect(vault) }).run()
             return 0
         }
-        let pid = try startInBackground(socket: path, vault: vault)
+        let pid = try startInBackground(socket: path, vault: vault, extractable: extractable)
         Terminal.writeString(1, shellLines(ctx, socket: path, pid: pid))
         return 0
     }
@@ -159,7 +162,7 @@ enum SSHAgentVerbs {
 
     /// Starts `keychainfs ssh-agent -D` in a session of its own and waits until it listens: it
     /// closes its standard error (a pipe to this process) once it does, or says there why not.
-    private static func startInBackground(socket: String, vault: String) throws -> Int32 {
+    private static func startInBackground(socket: String, vault: String, extractable: Bool) throws -> Int32 {
         var env = [backgroundVariable + "=1"]
         for name in ["PATH", "HOME", "XDG_RUNTIME_DIR", "KEYCHAINFS_RUNTIME_DIR", "KEYCHAINFS_VAULT", "KEYCHAINFS_DEVICE_KEY",
                      "KEYCHAINFS_TCTI"] {  // the agent may start the vault's daemon, which needs these
@@ -170,7 +173,8 @@ enum SSHAgentVerbs {
         let pid: Int32
         do {
             defer { try? report.write.close() }
-            pid = try ChildProcess.spawn([selfExecutable(), "ssh-agent", "-D", "-a", socket, vault], environment: env,
+            pid = try ChildProcess.spawn([selfExecutable(), "ssh-agent", "-D", "-a", socket] + (extractable ? ["--extractable"] : []) + [vault],
+                                         environment: env,
                                          setup: [.open(0, path: "/dev/null", .readOnly), .open(1, path: "/dev/null", .writeOnly),
                                                  .duplicate(report.write, as: 2), .closeFrom(3)],
                                          newSession: true)

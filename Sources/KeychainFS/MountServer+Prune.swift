@@ -34,6 +34,9 @@ extension MountServer {
             }
             guard stale else { return }
             prune(items)
+            // The kernel's FORGETs free the names' slots within moments; then the heap's free
+            // pages go back to the system.
+            DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + 2) { CurrentProcess.releaseFreeHeap() }
         }
     }
 

@@ -115,4 +115,17 @@ final class SSHAddTests: SSHAgentTestCase {
         XCTAssertEqual(login.status, 0, text(login.err))
         // The agent signs RSA only with SHA-2 (SSHAgentProtocolTests), so this login used it.
     }
+
+    /// `keychainfs ssh-agent --extractable`: keys from ssh-add are stored extractable (without
+    /// it, above, `extr` is 0 and export is refused).
+    func testAnExtractableAgentStoresKeysExtractable() throws {
+        let socket = try startAgent(socketDirectory("agent") + "/agent.sock", options: ["--extractable"])
+        try tool(["/usr/bin/ssh-keygen", "-q", "-N", "", "-t", "ecdsa", "-C", "kept-out", "-f", path("id_out")])
+        let added = try openSSH(["/usr/bin/ssh-add", path("id_out")], socket: socket)
+        XCTAssertEqual(added.status, 0, text(added.err))
+        let dump = try h.run(["dump-keychain"]).stdout
+        let item = dump.components(separatedBy: "\nkeychain: ").first { $0.contains("\"labl\"<blob>=\"kept-out\"") } ?? ""
+        XCTAssertTrue(item.contains("\"extr\"<uint32>=1"), item)
+        XCTAssertTrue(item.contains("\"next\"<uint32>=0"), item)
+    }
 }

@@ -60,8 +60,8 @@ class SSHAgentTestCase: HarnessTestCase {
     /// Starts an agent in the background (`keychainfs ssh-agent -a SOCKET`), as `prefix` (setpriv)
     /// when given, and returns the socket; the agent's pid is taken from the lines it prints.
     @discardableResult
-    func startAgent(_ socket: String, prefix: [String] = [], file: StaticString = #filePath, line: UInt = #line) throws -> String {
-        let r = try h.run(["ssh-agent", "-s", "-a", socket, h.vault], prefix: prefix, file: file, line: line)
+    func startAgent(_ socket: String, prefix: [String] = [], options: [String] = [], file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let r = try h.run(["ssh-agent", "-s", "-a", socket] + options + [h.vault], prefix: prefix, file: file, line: line)
         XCTAssertEqual(r.status, 0, "\(r)", file: file, line: line)
         guard let pidLine = r.stdout.split(separator: "\n").first(where: { $0.hasPrefix("SSH_AGENT_PID=") }),
               let pid = pid_t(pidLine.dropFirst("SSH_AGENT_PID=".count).prefix { $0.isNumber }) else {
