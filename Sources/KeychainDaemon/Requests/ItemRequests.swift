@@ -40,10 +40,12 @@ struct ItemRequests: RequestFamily {
         try TokenKeys.checkUpdate(query: request.query, changes: request.changes, secret: request.secret) {
             try vault.copyMatching($0, accessGroups: groups.entitled)
         }
-        let changes = try StoredKeyFacts.changes(request.changes, query: request.query, secret: request.secret)
+        let query = CertificateFacts.normalizingIssuer(request.query)
+        let changes = CertificateFacts.changes(try StoredKeyFacts.changes(request.changes, query: query, secret: request.secret),
+                                               query: query, secret: request.secret)
         try context.audit.auditedItemChange(.update, caller) { record in
-            try readableButNotWritable(request.query) {
-                changed = try vault.update(request.query, changes: changes, secret: request.secret,
+            try readableButNotWritable(query) {
+                changed = try vault.update(query, changes: changes, secret: request.secret,
                                            accessGroups: groups.writable, beforeChange: record) { names = $0 }
             }
         }
@@ -57,9 +59,10 @@ struct ItemRequests: RequestFamily {
     func delete(_ request: ItemDelete) throws -> Outcome {
         var changed = Set<String>()
         var names: [ChangedItemName] = []
+        let query = CertificateFacts.normalizingIssuer(request.query)
         try context.audit.auditedItemChange(.delete, caller) { record in
-            try readableButNotWritable(request.query) {
-                changed = try vault.delete(request.query, accessGroups: groups.writable, beforeChange: record) { names = $0 }
+            try readableButNotWritable(query) {
+                changed = try vault.delete(query, accessGroups: groups.writable, beforeChange: record) { names = $0 }
             }
         }
         var event = ChangeEvent(kind: .delete, query: request.query, groups: Array(changed))
@@ -73,7 +76,7 @@ struct ItemRequests: RequestFamily {
     /// does continues on a slow worker, which asks the approval program and searches again
     /// with the approved items; the request is not decoded or checked again.
     func search(_ request: ItemSearch) throws -> Outcome {
-        let query = request.query
+        let query = CertificateFacts.normalizingIssuer(request.query)
         let skip = query[.useAuthenticationUI] == .authenticationUISkip
         var read: [PersistentRef] = []
         let result: QueryResult
