@@ -194,7 +194,7 @@ public struct ParsedQuery {
     }
 
     /// The attributes a search must open to decide on an item when it returns none of them: the
-    /// clear columns' checks, the presence gate, what `Vault.isUnextractable` reads, and the
+    /// clear columns' checks, the presence gate, what `Vault.isUnextractable` and `isSensitive` read, and the
     /// filters, when these are all primary-key attributes (the common lookup) and no Secret
     /// Service pairs are asked; nil (every attribute) otherwise.
     var checkedAttributes: AttributeSelection? {
@@ -204,7 +204,7 @@ public struct ParsedQuery {
     }
 
     private static let checked: [ItemClass: AttributeSelection] = Dictionary(uniqueKeysWithValues: ItemClass.allCases.map { c in
-        (c, AttributeSelection([.accessible, .synchronizable, .accessGroup, .accessControl, .keyClass, .isExtractable]
+        (c, AttributeSelection([.accessible, .synchronizable, .accessGroup, .accessControl, .keyClass, .isExtractable, .isSensitive]
                                + c.primaryKey))
     })
 

@@ -140,11 +140,13 @@ extension Vault {
     }
 
     /// Whether an item has a file: every password and certificate; of keys, the private keys
-    /// that may be exported (`extr` not false). A non-extractable key has no file at all, as
-    /// `SecKeyCopyExternalRepresentation` of it fails: it can be used through the daemon, not read.
+    /// that may be exported in the clear (`extr` not false, `sens` not true). Another key has
+    /// no file at all, as `SecKeyCopyExternalRepresentation` of it fails: it can be used through
+    /// the daemon, not read.
     static func showsAsFile(_ attributes: Attributes, itemClass: ItemClass) -> Bool {
         guard itemClass == .key else { return true }
         return attributes[.keyClass]?.integerView == 1 && attributes[.isExtractable]?.integerView != 0
+            && attributes[.isSensitive]?.integerView != 1
     }
 
     /// The entry of an opened row; `keepRow` keeps small rows so the secret opens without a search.

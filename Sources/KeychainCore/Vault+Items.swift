@@ -156,6 +156,8 @@ extension Vault {
             if q.returns.data {
                 // A private key made with kSecAttrIsExtractable false is used, never read.
                 if q.itemClass == .key && matches.contains(where: Self.isUnextractable) { throw KeychainStatus.dataNotAvailable }
+                // One made with kSecAttrIsSensitive leaves only wrapped, which is not offered.
+                if q.itemClass == .key && matches.contains(where: Self.isSensitive) { throw KeychainStatus.passphraseRequired }
                 if secretsReturned != nil {
                     secretsReturned = matches.map { PersistentRef(itemClass: $0.stored.itemClass, uuid: $0.stored.uuid) }
                 }

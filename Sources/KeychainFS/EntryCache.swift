@@ -20,7 +20,7 @@ final class EntryCache: Sendable {
     /// The primary key stays too: an entry gives its item's name (`FileEntry.name`).
     static let keptAttributes: Set<AttributeKey> = Set([.modificationDate, Vault.secretModified, .accessControl, .label, .service,
                                                         .server, .account, .accessGroup, .accessible, .keyClass, .type,
-                                                        .applicationLabel, .serialNumber, .isExtractable] + FileNames.qualifierKeys)
+                                                        .applicationLabel, .serialNumber, .isExtractable, .isSensitive] + FileNames.qualifierKeys)
 
     private struct Contents {
         var entries: [ItemName: FileEntry] = [:]

@@ -37,10 +37,17 @@ public final class Certificate: @unchecked Sendable {
         try withExtendedLifetime(self) { try body(x509) }
     }
 
-    /// The DER of the subject name (Apple's `subj` attribute).
+    /// The DER of the subject name, as the certificate holds it.
     public var subjectDER: [UInt8] { Self.encode(X509_get_subject_name(x509)) }
-    /// The DER of the issuer name (Apple's `issr` attribute).
+    /// The DER of the issuer name, as the certificate holds it.
     public var issuerDER: [UInt8] { Self.encode(X509_get_issuer_name(x509)) }
+
+    /// Apple's `subj` attribute: the subject's normalized content (`NormalizedName`), nil when
+    /// the name is not well formed.
+    public var normalizedSubject: [UInt8]? { NormalizedName.content(ofName: subjectDER) }
+    /// Apple's `issr` attribute: the issuer's normalized content (`NormalizedName`), nil when
+    /// the name is not well formed.
+    public var normalizedIssuer: [UInt8]? { NormalizedName.content(ofName: issuerDER) }
 
     /// The serial number's content octets, as DER writes the INTEGER (a leading zero byte when
     /// the high bit is set), as `SecCertificateCopySerialNumberData` and `slnr` give it.

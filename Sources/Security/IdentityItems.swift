@@ -3,10 +3,11 @@ import KeychainCrypto
 import KeychainKeys
 import KeychainProtocol
 
-/// `SecItemAdd` and `SecItemDelete` of identities. The keychain holds no identity items: as
-/// Apple's `explode_identity` (Security, `SecItem.c`) does, an identity is added as its
-/// certificate and then its private key, and deleted as its certificate and then its key,
-/// unless another certificate still names that key.
+/// `SecItemAdd`, `SecItemUpdate` and `SecItemDelete` of identities. The keychain holds no
+/// identity items: as Apple's `explode_identity` (Security, `SecItem.c`) does, an identity is
+/// added as its certificate and then its private key, and deleted as its certificate and then
+/// its key, unless another certificate still names that key; as `handleUpdateIdentity` does,
+/// an update changes its certificate and then its key.
 enum IdentityItems {
     /// `SecItemAdd` with `kSecValueRef` of an identity and the caller's other attributes.
     /// As `explode_identity`: a certificate already there is not an error when the key is new,
@@ -41,7 +42,7 @@ enum IdentityItems {
         } catch KeychainStatus.duplicateItem where certificateIsNew {
         }
         guard asked else { return nil }
-        var search: Attributes = [.class: .string(ValueName.identityClass), .issuer: .data(certificate.certificate.issuerDER),
+        var search: Attributes = [.class: .string(ValueName.identityClass), .issuer: .data(certificate.certificate.normalizedIssuer ?? certificate.certificate.issuerDER),
                                   .serialNumber: .data(certificate.certificate.serialNumber)]
         for k in [AttributeKey.accessGroup, .synchronizable] { if let v = given[k] { search[k] = v } }
         for (k, v) in returns { search[k] = v }
@@ -54,7 +55,7 @@ enum IdentityItems {
     /// - Throws: errSecItemNotFound when neither was there to delete.
     static func delete(_ identity: SecIdentity, query: Attributes) throws {
         let certificate = identity.certificate.certificate
-        var certQuery: Attributes = [.class: .itemClass(.certificate), .issuer: .data(certificate.issuerDER), .serialNumber: .data(certificate.serialNumber),
+        var certQuery: Attributes = [.class: .itemClass(.certificate), .issuer: .data(certificate.normalizedIssuer ?? certificate.issuerDER), .serialNumber: .data(certificate.serialNumber),
                                      .certificateType: .number(certificate.certificateType)]
         for k in [AttributeKey.accessGroup, .synchronizable] { if let v = query[k] { certQuery[k] = v } }
         var deleted = false
@@ -91,6 +92,37 @@ enum IdentityItems {
         search[.matchLimit] = .matchLimitAll
         guard let found = try Identities.search(search) as? [SecIdentity] else { throw KeychainStatus.decode }
         for identity in found { try delete(identity, query: query) }
+    }
+
+    /// `SecItemUpdate` with `kSecValueRef` of an identity in the query, as Apple's
+    /// `handleUpdateIdentity` (Security, `SecItem.m`): its certificate is changed, then its
+    /// private key, each found as the one item it is (with the query's access group and `sync`);
+    /// the first failure ends it, the certificate's change staying.
+    /// - Throws: the keychain's status for either (errSecItemNotFound when one is not there).
+    static func update(_ identity: SecIdentity, query: Attributes, changes: Attributes, secret: SecureBytes?) throws {
+        let certificate = identity.certificate.certificate
+        var certQuery: Attributes = [.class: .itemClass(.certificate), .issuer: .data(certificate.normalizedIssuer ?? certificate.issuerDER),
+                                     .serialNumber: .data(certificate.serialNumber), .certificateType: .number(certificate.certificateType)]
+        var keyQuery: Attributes = [.class: .itemClass(.key), .keyClass: 1, .applicationLabel: .data(identity.privateKey.applicationLabel)]
+        if let ref = identity.privateKey.storedReference { keyQuery = [.valuePersistentRef: .data(ref)] }
+        for k in [AttributeKey.accessGroup, .synchronizable] {
+            if let v = query[k] { certQuery[k] = v; keyQuery[k] = v }
+        }
+        for q in [certQuery, keyQuery] {
+            _ = try KeychainConnection.shared.send(Request(.update, query: q, changes: changes, secrets: secret.map { [$0] } ?? []))
+        }
+    }
+
+    /// `SecItemUpdate` of `kSecClassIdentity` with attributes, as `handleUpdateIdentity`: the
+    /// same query and changes for `kSecClassCertificate`, then for `kSecClassKey`; the first
+    /// failure ends it (a query no key matches is errSecItemNotFound after the certificates
+    /// changed), as on Apple's platforms.
+    static func updateMatching(_ query: Attributes, changes: Attributes, secret: SecureBytes?) throws {
+        for itemClass in [ItemClass.certificate, .key] {
+            var q = query
+            q[.class] = .itemClass(itemClass)
+            _ = try KeychainConnection.shared.send(Request(.update, query: q, changes: changes, secrets: secret.map { [$0] } ?? []))
+        }
     }
 
     /// Whether a certificate whose public key hash is `hash` is still in the keychain.

@@ -55,3 +55,18 @@ public func SecCertificateCopySerialNumberData(_ certificate: SecCertificate,
 public func SecCertificateCopyKey(_ certificate: SecCertificate) -> SecKey? {
     (try? certificate.certificate.publicKey()).map { SecKey($0) }
 }
+
+/// The issuer's name in Apple's normalized form, as a DER SEQUENCE
+/// (`SecCertificateCopyNormalizedIssuerSequence`): PrintableString values upper-cased and their
+/// blanks folded (docs/security-api.md). A certificate item's `kSecAttrIssuer` is the content of
+/// this SEQUENCE, without its tag and length; nil when the name is not well formed.
+public func SecCertificateCopyNormalizedIssuerSequence(_ certificate: SecCertificate) -> CFData? {
+    NormalizedName.sequence(ofName: certificate.certificate.issuerDER).map { Data($0) as NSData }
+}
+
+/// The subject's name in Apple's normalized form, as a DER SEQUENCE
+/// (`SecCertificateCopyNormalizedSubjectSequence`); a certificate item's `kSecAttrSubject` is its
+/// content. Nil when the name is not well formed.
+public func SecCertificateCopyNormalizedSubjectSequence(_ certificate: SecCertificate) -> CFData? {
+    NormalizedName.sequence(ofName: certificate.certificate.subjectDER).map { Data($0) as NSData }
+}

@@ -169,10 +169,31 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
 @discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
     status {
+        let dict = query as NSDictionary
+        let (changes, secret) = try updateAttributes(attributesToUpdate as NSDictionary)
+        if let identity = dict[kSecValueRef] as? SecIdentity {
+            // Its certificate, then its private key, as Apple's handleUpdateIdentity (IdentityItems).
+            let rest = dict.mutableCopy() as! NSMutableDictionary
+            rest.removeObject(forKey: kSecValueRef)
+            return try IdentityItems.update(identity, query: try Conversion.attributes(rest, extractData: false).0,
+                                            changes: changes, secret: secret)
+        }
         let (q, _) = try Conversion.attributes(query, extractData: false)
-        let (changes, secret) = try Conversion.attributes(attributesToUpdate, extractData: true)
+        if Identities.isIdentityQuery(q) { return try IdentityItems.updateMatching(q, changes: changes, secret: secret) }
         _ = try KeychainConnection.shared.send(Request(.update, query: q, changes: changes, secrets: secret.map { [$0] } ?? []))
     }
+}
+
+/// The changes of `SecItemUpdate` and the new data. A `SecCertificate` as `kSecValueRef` is its
+/// DER as the new data (Apple's `SecItemAttributesPrepare` expands it into the certificate's
+/// attribute dictionary, which holds its data; the daemon derives the attributes from it).
+private func updateAttributes(_ dict: NSDictionary) throws -> (Attributes, SecureBytes?) {
+    guard let certificate = dict[kSecValueRef] as? SecCertificate else { return try Conversion.attributes(dict, extractData: true) }
+    guard dict[kSecValueData] == nil else { throw KeychainStatus.param }
+    let rest = dict.mutableCopy() as! NSMutableDictionary
+    rest.removeObject(forKey: kSecValueRef)
+    let (changes, _) = try Conversion.attributes(rest, extractData: false)
+    return (changes, try CertificateItems.value(certificate))
 }
 
 /// Deletes every matching item (`SecItemDelete`).

@@ -3,8 +3,9 @@ import KeychainTestSupport
 import Security
 import XCTest
 
-/// `SecItemAdd` and `SecItemDelete` of identities, as Apple's `explode_identity` (`SecItem.c`)
-/// does them: an identity is its certificate item and its private key item. Through the real
+/// `SecItemAdd`, `SecItemUpdate` and `SecItemDelete` of identities, as Apple's `explode_identity`
+/// and `handleUpdateIdentity` (`SecItem.c`, `SecItem.m`) do them: an identity is its certificate
+/// item and its private key item. Through the real
 /// daemon; keys and certificates made by `openssl req -x509`.
 final class SecIdentityItemTests: SecItemConformanceCase {
     var dir: URL!
@@ -112,5 +113,47 @@ final class SecIdentityItemTests: SecItemConformanceCase {
         XCTAssertEqual(certificateCount(name), 1)
         XCTAssertEqual(try keyCount(tls), 1)
         XCTAssertEqual(try self.identity(name), identity)
+    }
+    func keyLabel(_ tls: TLSMaterial) throws -> String? {
+        let klbl = try XCTUnwrap((SecKeyCopyAttributes(try tls.privateKey()) as? [String: Any])?[kSecAttrApplicationLabel as String] as? Data)
+        return attributesOf([kSecClass as String: kSecClassKey, kSecAttrApplicationLabel as String: klbl])?[kSecAttrLabel as String] as? String
+    }
+
+    func testUpdatingAnIdentityRefChangesItsCertificateAndItsKey() throws {
+        let name = unique("upd")
+        let tls = try TLSMaterial(in: dir, commonName: name, serial: "0x0d01")
+        let identity = try storeIdentity(tls, label: name)
+        assertStatus(SecItemUpdate([kSecValueRef as String: identity] as CFDictionary, [kSecAttrLabel as String: name + "-new"] as CFDictionary),
+                     errSecSuccess, "update the identity")
+        XCTAssertEqual(certificateCount(name), 0)
+        XCTAssertEqual(certificateCount(name + "-new"), 1, "the certificate's label")
+        XCTAssertEqual(try keyLabel(tls), name + "-new", "the private key's label")
+        assertStatus(identityStatus(name + "-new"), errSecSuccess)
+        // Its certificate gone: the first of the two changes fails, and nothing changes.
+        assertStatus(SecItemDelete([kSecClass as String: kSecClassCertificate, kSecAttrLabel as String: name + "-new"] as CFDictionary),
+                     errSecSuccess, "delete the certificate")
+        assertStatus(SecItemUpdate([kSecValueRef as String: identity] as CFDictionary, [kSecAttrLabel as String: name + "-again"] as CFDictionary),
+                     errSecItemNotFound, "no certificate to change")
+        XCTAssertEqual(try keyLabel(tls), name + "-new", "the key was not reached")
+    }
+
+    func testUpdatingByClassChangesTheCertificatesThenTheKeysTheQueryFinds() throws {
+        let name = unique("upd")
+        let tls = try TLSMaterial(in: dir, commonName: name, serial: "0x0e01")
+        _ = try storeIdentity(tls, label: name)
+        let query: [String: Any] = [kSecClass as String: kSecClassIdentity, kSecAttrLabel as String: name]
+        assertStatus(SecItemUpdate(query as CFDictionary, [kSecAttrLabel as String: name + "-new"] as CFDictionary), errSecSuccess, "update")
+        XCTAssertEqual(certificateCount(name + "-new"), 1)
+        XCTAssertEqual(try keyLabel(tls), name + "-new")
+        assertStatus(SecItemUpdate(query as CFDictionary, [kSecAttrLabel as String: name + "-x"] as CFDictionary), errSecItemNotFound,
+                     "nothing labelled so any more")
+        // As Apple's: the same query for the certificates and then for the keys, so a key that
+        // the query does not find ends it after the certificates changed.
+        assertStatus(SecItemUpdate([kSecClass as String: kSecClassKey, kSecAttrLabel as String: name + "-new"] as CFDictionary,
+                                   [kSecAttrLabel as String: name + "-key"] as CFDictionary), errSecSuccess, "relabel the key alone")
+        assertStatus(SecItemUpdate([kSecClass as String: kSecClassIdentity, kSecAttrLabel as String: name + "-new"] as CFDictionary,
+                                   [kSecAttrLabel as String: name + "-last"] as CFDictionary), errSecItemNotFound, "no key labelled so")
+        XCTAssertEqual(certificateCount(name + "-last"), 1, "the certificate changed first")
+        XCTAssertEqual(try keyLabel(tls), name + "-key")
     }
 }

@@ -5,7 +5,9 @@ import XCTest
 
 /// The usage flags of a stored private key, enforced by the daemon as macOS's keychain enforces
 /// a key header's usage: `kSecAttrCanSign` false refuses signing, `kSecAttrCanDecrypt` false
-/// decryption, `kSecAttrCanDerive` false key exchange, each with errSecKeyUsageIncorrect.
+/// decryption, `kSecAttrCanDerive` false key exchange, each with errSecKeyUsageIncorrect; and
+/// `kSecAttrIsSensitive` true keeps the key's bytes in (errSecPassphraseRequired, as macOS's
+/// export of a sensitive key without a wrapping passphrase).
 final class SecKeyUsageTests: SecItemConformanceCase {
     /// A new permanent P-256 pair whose private key has `extra` attributes, read back by its tag.
     func storedKey(_ extra: [String: Any]) throws -> SecKey {
@@ -75,5 +77,23 @@ final class SecKeyUsageTests: SecItemConformanceCase {
         let key = try storedKey([kSecAttrCanDerive as String: false])
         XCTAssertEqual(try exchange(key), Int(errSecKeyUsageIncorrect))
         XCTAssertNil(sign(key))
+    }
+    func testASensitiveKeyIsUsedButNeverReadInTheClear() throws {
+        let key = try storedKey([kSecAttrIsSensitive as String: true])
+        var error: Unmanaged<CFError>?
+        XCTAssertNil(SecKeyCopyExternalRepresentation(key, &error))
+        XCTAssertEqual(code(error), Int(errSecPassphraseRequired), "-25260")
+        let klbl = try XCTUnwrap((SecKeyCopyAttributes(key) as? [String: Any])?[kSecAttrApplicationLabel as String] as? Data)
+        let query: [String: Any] = [kSecClass as String: kSecClassKey, kSecAttrApplicationLabel as String: klbl,
+                                    kSecAttrKeyClass as String: kSecAttrKeyClassPrivate]
+        assertStatus(dataOf(query).status, errSecPassphraseRequired, "r_Data")
+        let attrs = try XCTUnwrap(attributesOf(query))
+        XCTAssertEqual(attrs[kSecAttrIsSensitive as String] as? Bool, true)
+        XCTAssertNil(sign(key), "it signs in the daemon")
+        XCTAssertNil(try decrypt(key))
+        // Its public half is not sensitive, and an ordinary key exports as before.
+        XCTAssertNotNil(SecKeyCopyPublicKey(key).flatMap { SecKeyCopyExternalRepresentation($0, &error) })
+        let plain = try storedKey([:])
+        XCTAssertEqual((SecKeyCopyExternalRepresentation(plain, &error) as Data?)?.count, 97, "04 || X || Y || K")
     }
 }

@@ -40,10 +40,12 @@ struct ItemRequests: RequestFamily {
         try TokenKeys.checkUpdate(query: request.query, changes: request.changes, secret: request.secret) {
             try vault.copyMatching($0, accessGroups: groups.entitled)
         }
-        let changes = try StoredKeyFacts.changes(request.changes, query: request.query, secret: request.secret)
+        let query = CertificateFacts.normalizingIssuer(request.query)
+        let changes = CertificateFacts.changes(try StoredKeyFacts.changes(request.changes, query: query, secret: request.secret),
+                                               query: query, secret: request.secret)
         try context.audit.auditedItemChange(.update, caller) { record in
-            try readableButNotWritable(request.query) {
-                changed = try vault.update(request.query, changes: changes, secret: request.secret,
+            try readableButNotWritable(query) {
+                changed = try vault.update(query, changes: changes, secret: request.secret,
                                            accessGroups: groups.writable, beforeChange: record) { names = $0 }
             }
         }
@@ -57,9 +59,10 @@ struct ItemRequests: RequestFamily {
     func delete(_ request: ItemDelete) throws -> Outcome {
         var changed = Set<String>()
         var names: [ChangedItemName] = []
+        let query = CertificateFacts.normalizingIssuer(request.query)
         try context.audit.auditedItemChange(.delete, caller) { record in
-            try readableButNotWritable(request.query) {
-                changed = try vault.delete(request.query, accessGroups: groups.writable, beforeChange: record) { names = $0 }
+            try readableButNotWritable(query) {
+                changed = try vault.delete(query, accessGroups: groups.writable, beforeChange: record) { names = $0 }
             }
         }
         var event = ChangeEvent(kind: .delete, query: request.query, groups: Array(changed))
@@ -73,7 +76,7 @@ struct ItemRequests: RequestFamily {
     /// does continues on a slow worker, which asks the approval program and searches again
     /// with the approved items; the request is not decoded or checked again.
     func search(_ request: ItemSearch) throws -> Outcome {
-        let query = request.query
+        let query = CertificateFacts.normalizingIssuer(request.query)
         let skip = query[.useAuthenticationUI] == .authenticationUISkip
         var read: [PersistentRef] = []
         let result: QueryResult
@@ -97,7 +100,55 @@ struct ItemRequests: RequestFamily {
     /// No line, no secret: a read whose line cannot be written is refused.
     private func auditedReads(_ result: QueryResult, _ read: [PersistentRef]) throws -> Outcome {
         for ref in read { try context.audit.auditRepeatable(.read, caller: caller, item: ref) }
-        return .reply(ItemsReply(result))
+        return .reply(ItemsReply(withPublicKeys(result)))
+    }
+
+    /// `result` with the public key (`pubk`) of every key item it returns with its attributes
+    /// and reference but without one: a key stored before the daemon derived `pubk` gets it at
+    /// its first such search (a `kSecReturnRef` search is one), from its own bytes, and keeps it.
+    /// The bytes are read as a use reads them (the caller's groups, the lock, presence) and
+    /// never leave the daemon; a key that cannot be opened now (locked, presence-gated,
+    /// bytes that are not its key) is returned as it is, and tried again at its next search.
+    private func withPublicKeys(_ result: QueryResult) -> QueryResult {
+        func fill(_ value: ReturnedValue) -> ReturnedValue {
+            guard case .item(var item) = value, item.attributes[StoredKeyFacts.attribute] == nil,
+                  let ref = item.persistentRef.flatMap(PersistentRef.init(bytes:)), ref.itemClass == .key,
+                  let keyClass = item.attributes[.keyClass]?.numberValue,
+                  let pub = storedPublicKey(ref, keyClass: keyClass, type: item.attributes[.keyType]?.numberValue,
+                                            group: item.attributes[.accessGroup]?.stringValue) else { return value }
+            item.attributes[StoredKeyFacts.attribute] = .data(pub)
+            return .item(item)
+        }
+        switch result {
+        case .none: return result
+        case .value(let v): return .value(fill(v))
+        case .array(let a): return .array(a.map(fill))
+        }
+    }
+
+    /// Derives and stores the public key of the key item `ref`; nil when its bytes cannot be
+    /// read now or are not a key of its type and class.
+    private func storedPublicKey(_ ref: PersistentRef, keyClass: Int64, type: Int64?, group: String?) -> [UInt8]? {
+        let secret: SecureBytes
+        if keyClass == 1 {
+            guard let opened = try? vault.privateKey(ref, accessGroups: groups.entitled) else { return nil }
+            secret = opened.secret
+        } else {
+            let read: Attributes = [.valuePersistentRef: .data(ref.bytes), .synchronizable: .synchronizableAny, .returnData: true]
+            guard case .value(.data(let bytes))? = try? vault.copyMatching(read, accessGroups: groups.entitled) else { return nil }
+            secret = bytes
+        }
+        defer { secret.wipe() }
+        guard let pub = StoredKeyFacts.publicKey(of: secret, type: type, isPrivate: keyClass == 1) else { return nil }
+        // The daemon's own change, in the item's group: a caller who may only read it still
+        // gets the key stored with its public half. Not stored (the vault locked meanwhile, a
+        // read-only vault file): returned all the same, and derived again next time.
+        let query: Attributes = [.valuePersistentRef: .data(ref.bytes), .synchronizable: .synchronizableAny]
+        if let group, (try? vault.update(query, changes: [StoredKeyFacts.attribute: .data(pub)], accessGroups: [group])) != nil {
+            itemsChanged(ChangeEvent(kind: .update, query: query, groups: [group]))
+            log("pubk derived for a key stored before it existed \(who(caller))")
+        }
+        return pub
     }
 
     /// Before a search that returns secrets: finds the presence-gated items it would return and
