@@ -1,4 +1,3 @@
-import Glibc
 import KeychainCrypto
 import KeychainModel
 import KeychainProtocol
@@ -167,9 +166,9 @@ public struct Pinentry: Sendable {
         let until = monotonicSeconds() + 1
         while monotonicSeconds() < until {
             if ChildProcess.statusIfEnded(pid) != nil { return }
-            usleep(5_000)
+            SystemClock.sleep(microseconds: 5_000)
         }
-        kill(pid, SIGKILL)
+        try? TerminationSignals.kill(pid)
         _ = ChildProcess.waitForExit(pid)
     }
 }

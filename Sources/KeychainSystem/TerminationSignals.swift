@@ -23,4 +23,10 @@ public enum TerminationSignals {
     public static func terminate(_ pid: Int32) throws(Errno) {
         _ = try systemCall { kill(pid, SIGTERM) }
     }
+
+    /// Sends SIGKILL to `pid` (kill(2)): for a child that did not end when asked.
+    /// - Throws: `ESRCH` when it has ended, `.notPermitted`.
+    public static func kill(_ pid: Int32) throws(Errno) {
+        _ = try systemCall { Glibc.kill(pid, SIGKILL) }
+    }
 }
