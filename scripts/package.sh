@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Makes the Debian package keychainfs_<version>_<arch>.deb with dpkg-deb:
 #   /usr/bin/keychainfs, keychainfs-daemon, git-credential-keychainfs, docker-credential-keychainfs
-#       release builds carrying the Swift runtime (--static-swift-stdlib): they need Debian's
-#       libraries only, which Depends names (dpkg-shlibdeps)
+#       release builds carrying the Swift runtime (--static-swift-stdlib) and no RUNPATH
+#       (--disable-local-rpath): they need Debian's libraries only, which Depends names (dpkg-shlibdeps)
 #   /usr/sbin/mount.fuse.keychainfs      so mount -t fuse.keychainfs and fstab lines work
 #   /lib/systemd/system/keychainfs@.service, /usr/lib/systemd/user/keychainfs-ssh-agent.*
 #   /usr/lib/keychainfs/pam-unlock       the pam_exec hook
@@ -29,9 +29,9 @@ export PATH="/opt/swift/usr/bin:$PATH"
 products=(keychainfs keychainfs-daemon git-credential-keychainfs docker-credential-keychainfs)
 echo "package.sh: building ${products[*]} (release, Swift runtime inside): 10 to 15 minutes on 2 cores the first time" >&2
 for p in "${products[@]}"; do
-    nice -n 19 swift build -c release --static-swift-stdlib --product "$p"
+    nice -n 19 swift build -c release --static-swift-stdlib --disable-local-rpath --product "$p"
 done
-bin=$(swift build -c release --static-swift-stdlib --show-bin-path)
+bin=$(swift build -c release --static-swift-stdlib --disable-local-rpath --show-bin-path)
 
 umask 022
 work=$(mktemp -d)

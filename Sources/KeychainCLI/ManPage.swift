@@ -29,8 +29,8 @@ enum ManPage {
         page += ".SH DESCRIPTION\n" + text(Help.introduction)
         page += ".SH COMMANDS\n"
         for verb in Verb.all {
-            page += ".TP\n" + line("\(verb.name) \(verb.usage)") + text(verb.summary)
-            if !verb.details.isEmpty { page += text(verb.details) }
+            page += ".TP\n\\fB\(escape(verb.name))\\fR " + line(verb.usage) + text(verb.summary)
+            if !verb.details.isEmpty { page += ".sp\n" + text(verb.details) }
         }
         page += exitStatus + environment
         page += ".SH FILES\n" + text(Help.files)
@@ -89,12 +89,16 @@ enum ManPage {
     static var exitStatus: String { ".SH EXIT STATUS\n" + text(Help.exitStatus) }
 
     static var environment: String {
-        ".SH ENVIRONMENT\n" + Help.environment.map { ".TP\n" + line($0.name) + text($0.meaning) }.joined()
+        ".SH ENVIRONMENT\n" + Help.environment.map(variable).joined()
     }
 
     static var helperEnvironment: String {
         ".SH ENVIRONMENT\n" + Help.environment.filter { Help.helperVariables.contains($0.name) }
-            .map { ".TP\n" + line($0.name) + text($0.meaning) }.joined()
+            .map(variable).joined()
+    }
+
+    static func variable(_ v: (name: String, meaning: String)) -> String {
+        ".TP\n.B " + line(v.name) + text(v.meaning)
     }
 
     // MARK: roff
@@ -112,19 +116,34 @@ enum ManPage {
         """
     }
 
+    /// Each form on its line, the command in bold.
     static func synopsis(_ forms: [String]) -> String {
-        forms.map { line($0) }.joined(separator: ".br\n")
+        forms.map { form in
+            let words = form.split(separator: " ", maxSplits: 1)
+            return "\\fB\(escape(String(words[0])))\\fR" + (words.count > 1 ? " " + line(String(words[1])) : "\n")
+        }.joined(separator: ".br\n")
     }
 
     static func seeAlso(_ pages: [String]) -> String {
         ".SH SEE ALSO\n" + line(pages.joined(separator: ", "))
     }
 
-    /// Text as `help` wraps it: each line an input line (a line that starts with a space breaks
-    /// and keeps its indent, as in `help`), a blank line a vertical space.
+    /// Text as `help` wraps it: each line an input line, so prose fills; a line that starts with
+    /// a space (an example, a row of a table) stands on its own line with its indent, as in
+    /// `help`; a blank line is a vertical space.
     static func text(_ text: String) -> String {
-        text.split(separator: "\n", omittingEmptySubsequences: false)
-            .map { $0.isEmpty ? ".sp\n" : line(String($0)) }.joined()
+        var out = "", afterIndented = false
+        for l in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            let indented = l.first == " "
+            if l.isEmpty {
+                out += ".sp\n"
+            } else {
+                if afterIndented && !indented { out += ".br\n" }
+                out += line(String(l))
+            }
+            afterIndented = indented
+        }
+        return out
     }
 
     static func line(_ text: String) -> String { escape(text) + "\n" }

@@ -123,9 +123,9 @@ enum Help {
         internet passwords in the vault, with the attributes of macOS's git-credential-osxkeychain
         (protocol, host and port, path, username), so they read the same through
         keychainfs find-internet-password and the mount.
-          get     print password= (and username=) of the first matching item; nothing when none matches
-          store   store a complete credential, or a new secret for the item with the same attributes
-          erase   delete the matching items (with a password: only the items holding exactly it)
+          get     print password= (and username=) of the first matching item, or nothing
+          store   store a complete credential (a new item, or a new secret for the same one)
+          erase   delete the matching items (given a password, only the items holding it)
         Passwords never pass through argv or the environment.
         """
 
