@@ -114,7 +114,7 @@ mountpoint -q "$root/dev/fuse" && umount "$root/dev/fuse"
 
 # Purge: none of the package's files remain, nor any file named after keychainfs.
 mapfile -t files < <(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\./|/|')
-in_root apt-get purge -y -qq keychainfs > /dev/null || fail "apt-get purge keychainfs"
+in_root apt-get purge -y -qq keychainfs > "$work/purge.log" 2>&1 || { cat "$work/purge.log" >&2; fail "apt-get purge keychainfs"; }
 left=()
 for f in "${files[@]}"; do
     if [ -e "$root$f" ] || [ -L "$root$f" ]; then left+=("$f"); fi
