@@ -28,8 +28,10 @@ export PATH="/opt/swift/usr/bin:$PATH"
 
 products=(keychainfs keychainfs-daemon git-credential-keychainfs docker-credential-keychainfs)
 echo "package.sh: building ${products[*]} (release, Swift runtime inside): 10 to 15 minutes on 2 cores the first time" >&2
-# Bound at load (full RELRO): a daemon that holds keys has no writable GOT.
-flags=(-c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now)
+# Bound at load (full RELRO): a daemon that holds keys has no writable GOT. Built in its own
+# directory, so the release build of demo.sh and install.sh (other flags) is not rebuilt after it.
+flags=(-c release --scratch-path .build/package --static-swift-stdlib --disable-local-rpath
+       -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now)
 for p in "${products[@]}"; do
     nice -n 19 swift build "${flags[@]}" --product "$p" >&2
 done
