@@ -3,7 +3,8 @@
 # Debian 12 root made by `debootstrap --variant=minbase bookworm`, where no Swift toolchain and no
 # build dependency is: `apt-get install ./keychainfs_*.deb` pulls the runtime libraries alone;
 # the installed binaries answer `help` and `--version`, create a vault, store and read a secret,
-# lock and unlock it, mount it and read the secret as a file; `apt-get purge keychainfs` then
+# lock and unlock it, mount it and read the secret as a file, and run scripts/demo.sh (the
+# README's first command) without building; `apt-get purge keychainfs` then
 # leaves none of the package's files and no file named after keychainfs.
 # The bootstrapped root is kept for the day in /var/cache/keychainfs-tests (a tarball, about
 # 50 MB); the first run of a day fetches it from deb.debian.org (a few minutes).
@@ -110,7 +111,16 @@ fi
 walked=$(in_root bash -c "$walk" 2>&1) || { echo "$walked" >&2; fail "the walkthrough with the installed binaries"; }
 [[ "$walked" == *mounted* ]] && say "walkthrough: create, add, find, lock (exit 36), unlock, mount and cat: passed" \
     || say "walkthrough: create, add, find, lock (exit 36), unlock: passed (no /dev/fuse: not mounted)"
-mountpoint -q "$root/dev/fuse" && umount "$root/dev/fuse"
+# The README's first command, scripts/demo.sh, on the installed binaries: no toolchain, no build.
+if [ -c /dev/fuse ]; then
+    install -D -m 0755 scripts/demo.sh "$root/root/checkout/scripts/demo.sh"
+    demo=$(in_root bash /root/checkout/scripts/demo.sh 2>&1) || { echo "$demo" >&2; fail "scripts/demo.sh with the package installed"; }
+    [[ "$demo" == *"Using the installed package"* && "$demo" != *Building* && "$demo" == *"none found"* ]] \
+        || { echo "$demo" >&2; fail "scripts/demo.sh did not run on the installed package"; }
+    rm -rf "$root/root/checkout"
+    say "scripts/demo.sh ran on the installed binaries"
+fi
+if mountpoint -q "$root/dev/fuse"; then umount "$root/dev/fuse"; fi
 
 # Purge: none of the package's files remain, nor any file named after keychainfs.
 mapfile -t files < <(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\./|/|')
