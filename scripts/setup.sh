@@ -15,11 +15,17 @@ case "${1:-}" in
     "") ;;
     *) echo "usage: scripts/setup.sh [--tests]" >&2; exit 2 ;;
 esac
-as_root=()
-if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null || { echo "setup.sh installs packages: run it as root (there is no sudo here)" >&2; exit 1; }
-    as_root=(sudo)
-fi
+# Runs a command as root: itself when root, else through sudo, asked only when something is missing.
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then
+        "$@"
+    elif command -v sudo >/dev/null; then
+        sudo "$@"
+    else
+        echo "setup.sh: $1 needs root: run scripts/setup.sh as root (there is no sudo here)" >&2
+        exit 1
+    fi
+}
 # The libraries keychainfs links: libfuse3 (the mount), libsodium (the vault's cryptography),
 # SQLite (the vault file), libssl (SecKey's crypto, KeychainKeys), libpq (fleet sync, KeychainSync),
 # libsystemd (sd-bus for the Secret Service, CSystemd), libtss2 (the TPM that seals the device key,
@@ -58,12 +64,12 @@ missing_from() {
 mapfile -t missing < <(missing_from "${packages[@]}")
 mapfile -t missing_clients < <(((${#clients[@]})) && missing_from "${clients[@]}")
 if ((${#missing[@]} + ${#missing_clients[@]})); then
-    "${as_root[@]}" apt-get update -qq
+    as_root apt-get update -qq
     if ((${#missing[@]})); then
-        DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq "${missing[@]}"
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
     fi
     if ((${#missing_clients[@]})); then
-        DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing_clients[@]}"
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_clients[@]}"
     fi
 fi
 if ((tests)); then
@@ -74,7 +80,7 @@ if ((tests)); then
     if [ ! -x "$docker_helper" ]; then
         unpack=$(mktemp -d)
         (cd "$unpack" && apt-get download -qq golang-docker-credential-helpers && dpkg-deb -x golang-docker-credential-helpers_*.deb root)
-        "${as_root[@]}" install -D -m 0755 "$unpack/root/usr/bin/docker-credential-secretservice" "$docker_helper"
+        as_root install -D -m 0755 "$unpack/root/usr/bin/docker-credential-secretservice" "$docker_helper"
         rm -rf "$unpack"
     fi
     # SecretStorageSuiteTests: the test suite of SecretStorage's source distribution (it ships tests/),
@@ -84,7 +90,7 @@ if ((tests)); then
     if [ -n "$secretstorage_version" ] && [ ! -f "$secretstorage_sdist" ]; then
         fetch=$(mktemp -d)
         if /usr/bin/python3 -m pip download -q --no-binary :all: --no-deps -d "$fetch" "secretstorage==$secretstorage_version"; then
-            "${as_root[@]}" install -D -m 0644 "$fetch/SecretStorage-$secretstorage_version.tar.gz" "$secretstorage_sdist"
+            as_root install -D -m 0644 "$fetch/SecretStorage-$secretstorage_version.tar.gz" "$secretstorage_sdist"
         else
             echo "could not fetch SecretStorage $secretstorage_version from PyPI: SecretStorageSuiteTests will skip" >&2
         fi
@@ -93,7 +99,7 @@ if ((tests)); then
     # Debian's fuse3 udev rule makes /dev/fuse 0666, so users who are not root can mount through
     # fusermount3; a container without udev may leave it 0600 (MountNamespaceTests needs the rule's mode).
     if [ -c /dev/fuse ] && [ "$(stat -c %a /dev/fuse)" != 666 ]; then
-        "${as_root[@]}" chmod 0666 /dev/fuse
+        as_root chmod 0666 /dev/fuse
     fi
 fi
 export PATH="/opt/swift/usr/bin:$PATH"
