@@ -28,9 +28,12 @@ tarball=$cache/bookworm-minbase-$(date +%Y%m%d).tar
 work=$(mktemp -d /var/tmp/keychainfs-package-test.XXXXXX)
 root=$work/root
 cleanup() {
-    for m in "$root/mnt/keychain" "$root/dev/fuse" "$root/proc"; do
-        mountpoint -q "$m" 2>/dev/null && umount -l "$m"
+    # A daemon this test started in the root and left behind (a step failed): ended by its pid.
+    for p in /proc/[0-9]*; do
+        [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] && kill "${p#/proc/}" 2>/dev/null
     done
+    # Mounts inside the root (the walkthrough's, demo.sh's), then the bound /dev/fuse and /proc.
+    awk -v r="$root/" 'index($5, r) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
     rm -rf "$work"
 }
 trap cleanup EXIT
