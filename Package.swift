@@ -6,6 +6,8 @@ let package = Package(
     products: [
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
         .library(name: "Security", targets: ["Security"]),
+        // `import CommonCrypto` beside `import Security` (docs/commoncrypto.md).
+        .library(name: "CommonCrypto", targets: ["CommonCrypto"]),
         .library(name: "KeychainProtocol", targets: ["KeychainProtocol"]),
         .library(name: "KeychainCredentialHelpers", targets: ["KeychainCredentialHelpers"]),
         .library(name: "KeychainTPM", targets: ["KeychainTPM"]),  // for Fuzz/ (FuzzSealedKey)
@@ -60,6 +62,9 @@ let package = Package(
         .target(name: "KeychainClient", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainProtocol", "KeychainSystem"]),
         // `import Security`: Apple's SecItem API over the daemon.
         .target(name: "Security", dependencies: ["KeychainModel", "KeychainCrypto", "KeychainKeys", "KeychainProtocol", "KeychainClient"]),
+        // `import CommonCrypto`: Apple's digests, HMAC, AES, PBKDF2, key wrap and random calls over
+        // KeychainKeys' libcrypto wrappers (no C of its own).
+        .target(name: "CommonCrypto", dependencies: ["KeychainKeys"]),
         // The few Linux calls Glibc's module map does not expose (prctl, accept4).
         .target(name: "CProcess"),
         // The errno type and the system-call helpers every target shares: one EINTR loop,
@@ -114,10 +119,11 @@ let package = Package(
         .executableTarget(name: "docker-credential-keychainfs", dependencies: ["KeychainCredentialHelpers", "KeychainSystem"],
                           linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
         .executableTarget(name: "keychainfs-bench", dependencies: ["KeychainCore", "KeychainCrypto", "KeychainClient", "KeychainKeys",
-                                                                  "KeychainProtocol", "Security", "KeychainSync"]),
+                                                                  "KeychainProtocol", "Security", "KeychainSync", "CommonCrypto"]),
 
         .testTarget(name: "KeychainCryptoTests", dependencies: ["KeychainCrypto"]),
         .testTarget(name: "KeychainKeysTests", dependencies: ["KeychainKeys", "KeychainCrypto"]),
+        .testTarget(name: "CommonCryptoTests", dependencies: ["CommonCrypto"]),
         .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainCrypto"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
         .testTarget(name: "KeychainSystemTests", dependencies: ["KeychainSystem"]),

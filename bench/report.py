@@ -251,6 +251,15 @@ if "seckey.daemon_rate" in r:
                      f"in process {rate(num('seckey.floor_inproc_rate'))}", ratio(floor, num("seckey.floor_inproc_rate")), ""))
         rows.append(("P-256 signatures/s through the daemon against the C floor", rate(num("seckey.daemon_rate")),
                      f"signfloor {rate(floor)}", ratio(num("seckey.daemon_rate"), floor), ""))
+if "seckey_rsa.legacy_rate" in r:
+    rsa_inproc = num("seckey_rsa.inproc_rate")
+    rows.append(("RSA-2048 PKCS1 encryptions/s, SecKeyEncrypt (legacy call, key from DER, in process)",
+                 rate(num("seckey_rsa.legacy_rate")), f"KeychainKeys in process {rate(rsa_inproc)}",
+                 ratio(num("seckey_rsa.legacy_rate"), rsa_inproc), ""))
+    if "seckey_rsa.openssl_public_rate" in r:
+        rows.append(("RSA-2048 PKCS1 encryptions/s, KeychainKeys in process", rate(rsa_inproc),
+                     f"openssl speed rsa2048 verify/s {rate(num('seckey_rsa.openssl_public_rate'))}",
+                     ratio(rsa_inproc, num("seckey_rsa.openssl_public_rate")), ""))
 if "load.quiet.median_us" in r:
     quiet, busy = num("load.quiet.median_us"), num("load.busy.median_us")
     rows.append(("load test: owner's lookup latency, quiet (median, 1 client)", us(quiet), "", "", ""))

@@ -301,6 +301,10 @@ seckey_run() {
     log "P-256 signatures: SecKeyCreateSignature through the daemon and KeychainKeys in process, $socket_seconds s each; openssl speed -seconds 3 ecdsap256"
     "$kcbench" seckey --seconds "$socket_seconds" | tr ' ' '\n' | sed -n 's/^\(daemon_rate\|inproc_rate\|daemon_ops\|inproc_ops\)=/seckey.\1=/p' >> "$res"
     put seckey.openssl_sign_rate "$(openssl speed -seconds 3 ecdsap256 2>/dev/null | awk '/ecdsa \(nistp256\)/ { print $(NF - 1); exit }')"
+    # RSA-2048 PKCS #1 encryptions: the legacy SecKeyEncrypt against KeychainKeys in process (no
+    # daemon); openssl 3.0's `verify/s` is the same public operation.
+    "$kcbench" seckey-rsa --seconds "$socket_seconds" | tr ' ' '\n' | sed -n 's/^\(legacy_rate\|inproc_rate\)=/seckey_rsa.\1=/p' >> "$res"
+    put seckey_rsa.openssl_public_rate "$(openssl speed -seconds 3 rsa2048 2>/dev/null | awk '/^rsa 2048 bits/ { print $NF; exit }')"
     # The C floor: a thread-per-connection daemon that signs with a key it holds, one client.
     if cc -O2 -pthread "$root/bench/signfloor.c" -o "$work/signfloor" -lcrypto 2>/dev/null; then
         "$work/signfloor" server "$work/signfloor.sock" & floor_pid=$!

@@ -117,6 +117,7 @@ Maintainer: $maintainer
 Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
 Depends: $depends
 Recommends: fuse3
+Suggests: pinentry-curses | pinentry
 Section: utils
 Priority: optional
 Description: Apple's Keychain for Linux: an encrypted vault served as files

@@ -55,6 +55,9 @@ if ((tests)); then
     clients+=(git gcc libsecret-1-dev libglib2.0-dev)
     # SecretStorageSuiteTests: pip, to fetch SecretStorage's source distribution (below).
     clients+=(python3-pip)
+    # CLIPinentryTests: Debian's pinentry-tty, typed into in a tmux pane. CLIPodmanSecretTests: podman
+    # (rootful, --runtime runc) with runc, for podman's shell secret driver.
+    clients+=(pinentry-tty tmux podman runc)
 fi
 missing_from() {
     for p in "$@"; do

@@ -182,4 +182,14 @@ write("FuzzAgentMessages", "valid-add-ed25519-constrained",
                   + ssh_string(b"k") + b"\x01" + struct.pack(">I", 60) + b"\x02"))
 write("FuzzAgentMessages", "valid-lock", agent_frame(b"\x16" + ssh_string(b"passphrase")))
 write("FuzzAgentMessages", "valid-remove-all", agent_frame(b"\x13"))
-write("FuzzAgentMessages", "valid-extension", agent_frame(b"\x1b" + ssh_string(b"session-bind@openssh.com") + ssh_string(b"hostkey")))
+write("FuzzAgentMessages", "valid-extension", agent_frame(b"\x1b" + ssh_string(b"query")))
+ED25519_BLOB = ssh_string(b"ssh-ed25519") + ssh_string(bytes(range(32)))
+write("FuzzAgentMessages", "valid-session-bind",
+      agent_frame(b"\x1b" + ssh_string(b"session-bind@openssh.com") + ssh_string(ED25519_BLOB) + ssh_string(bytes(32))
+                  + ssh_string(ssh_string(b"ssh-ed25519") + ssh_string(bytes(64))) + b"\x00"))
+HOP_TO = ssh_string(b"") + ssh_string(b"host") + ssh_string(b"") + ssh_string(ED25519_BLOB) + b"\x00"
+HOP_FROM = ssh_string(b"") + ssh_string(b"") + ssh_string(b"")
+write("FuzzAgentMessages", "valid-add-ed25519-restricted",
+      agent_frame(b"\x19" + ssh_string(b"ssh-ed25519") + ssh_string(bytes(range(32))) + ssh_string(bytes(32) + bytes(range(32)))
+                  + ssh_string(b"k") + b"\xff" + ssh_string(b"restrict-destination-v00@openssh.com")
+                  + ssh_string(ssh_string(ssh_string(HOP_FROM) + ssh_string(HOP_TO) + ssh_string(b""))) + b"\x02"))

@@ -4,8 +4,10 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/kdf.h>
 #include <openssl/param_build.h>
+#include <openssl/rand.h>
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -30,3 +32,4 @@ static const char *const kc_param_info = OSSL_KDF_PARAM_INFO;
 static const char *const kc_param_group = OSSL_PKEY_PARAM_GROUP_NAME;
 static const char *const kc_param_pub = OSSL_PKEY_PARAM_PUB_KEY;
 static const char *const kc_param_priv = OSSL_PKEY_PARAM_PRIV_KEY;
+static const char *const kc_mac_param_digest = OSSL_MAC_PARAM_DIGEST;

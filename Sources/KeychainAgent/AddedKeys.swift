@@ -18,6 +18,10 @@ enum AddedKeys {
     /// any agent that lists the key later deletes it once that time has passed.
     static let expiryPrefix = "ssh-agent expires "
 
+    /// Prefix of the application tag (`atag`) of a key added with destinations (`ssh-add -h`);
+    /// the restriction as `ssh-add` sent it follows, and every agent checks it before use.
+    static let destinationsPrefix = Array("ssh-agent restrict-destination-v00@openssh.com ".utf8)
+
     /// The add query and the key's bytes in Apple's representation, in guarded memory.
     /// - Parameter body: the message the ranges of `added` point into.
     /// - Throws: `AgentRefusal.unsupportedKey` for an RSA key whose primes are not odd;
@@ -54,6 +58,9 @@ enum AddedKeys {
             // ssh-add -c: each use asks the approval program, as a presence-gated key does.
             attributes[.accessControl] = AccessControl(protection: .whenUnlocked, flags: AccessControl.userPresence).value
         }
+        if let destinations = added.destinations {
+            attributes[.applicationTag] = .data(destinationsPrefix + destinations.encoded)
+        }
         if let lifetime = added.lifetime {
             attributes[.alias] = .string(expiryPrefix + String(now + Int64(lifetime)))
         }
@@ -64,5 +71,14 @@ enum AddedKeys {
     static func expiry(_ attributes: Attributes) -> Int64? {
         guard case .string(let alias)? = attributes[.alias], alias.hasPrefix(expiryPrefix) else { return nil }
         return Int64(alias.dropFirst(expiryPrefix.count))
+    }
+
+    /// The hosts a key added with `ssh-add -h` may be used at, from its application tag: nil for
+    /// a key without them.
+    /// - Throws: `SSHAgentCodecError` for a tag that says it holds them but does not decode; such
+    ///   a key is not offered at all.
+    static func destinations(_ attributes: Attributes) throws -> DestinationRestriction? {
+        guard case .data(let tag)? = attributes[.applicationTag], tag.starts(with: destinationsPrefix) else { return nil }
+        return try DestinationRestriction(encoded: Array(tag.dropFirst(destinationsPrefix.count)))
     }
 }

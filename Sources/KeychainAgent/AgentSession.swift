@@ -1,5 +1,6 @@
 import KeychainCrypto
 import KeychainModel
+import KeychainProtocol
 import KeychainSSHAgent
 import KeychainSystem
 
@@ -8,10 +9,14 @@ import KeychainSystem
 /// with SSH_AGENT_FAILURE; a frame whose length cannot be right ends the connection.
 final class AgentSession {
     private let socket: FileDescriptor
+    /// Who is served, named in the audit line of each signature.
+    private let client: AgentClient
     private let keys: VaultKeys
     private let state: AgentState
     /// What the last identities answer offered, so a signature right after it needs no search.
     private var offered: [VaultIdentity] = []
+    /// The hosts this connection was bound to (`session-bind@openssh.com`).
+    private var bindings = SessionBindings()
 
     /// Messages that carry a secret (a passphrase, a private key): read into guarded memory.
     private static let secretBearing: Set<UInt8> = [
@@ -22,8 +27,9 @@ final class AgentSession {
     /// encoding is under 5 KiB.
     private static let secretFrameLimit = 64 * 1024
 
-    init(socket: FileDescriptor, keys: VaultKeys, state: AgentState) {
+    init(socket: FileDescriptor, client: AgentClient, keys: VaultKeys, state: AgentState) {
         self.socket = socket
+        self.client = client
         self.keys = keys
         self.state = state
     }
@@ -72,13 +78,21 @@ final class AgentSession {
         case .requestIdentities:
             guard !state.isLocked, let listed = try? state.offered(keys.identities()) else { return .identities([]) }
             offered = listed
-            return .identities(listed.map { AgentIdentity(keyBlob: $0.key.blob, comment: $0.comment) })
+            return .identities(listed.filter { bindings.permit($0.destinations, user: nil) }
+                .map { AgentIdentity(keyBlob: $0.key.blob, comment: $0.comment) })
         case .sign(let blob, let data, let flags):
-            guard !state.isLocked, let identity = find(blob),
-                  let signature = try? keys.sign(data, with: identity, flags: flags) else { return .failure }
+            guard !state.isLocked, let identity = find(blob) else { return .failure }
+            // A restricted key signs only a login to a host it may be used at, on a bound connection.
+            if let destinations = identity.destinations,
+               !bindings.permitSigning(data, with: destinations, keyBlob: blob) { return .failure }
+            let relayed = RelayedUse(uid: client.uid, pid: client.pid, executable: client.executable,
+                                     host: bindings.hops.last.map { SSHPublicKeys.fingerprint(of: $0.hostKey) })
+            guard let signature = try? keys.sign(data, with: identity, flags: flags, for: relayed) else { return .failure }
             return .signature(signature)
+        case .sessionBind(let bind):
+            return bindings.bind(bind, hostSigned: keys.hostSigned) ? .success : .failure
         case .removeIdentity(let blob):
-            guard !state.isLocked, find(blob) != nil else { return .failure }
+            guard !state.isLocked, let identity = find(blob), bindings.permit(identity.destinations, user: nil) else { return .failure }
             state.remove(blob)
             return .success
         case .removeAllIdentities:
@@ -114,8 +128,8 @@ final class AgentSession {
     }
 
     /// Stores the key in the vault and offers it again if it had been removed from the list.
-    /// Destination restrictions (`ssh-add -h`) and other constraint extensions are refused:
-    /// a key that must be restricted is never stored unrestricted.
+    /// Destinations (`ssh-add -h`) are stored with the key; constraint extensions this agent
+    /// does not know are refused: a key that must be restricted is never stored unrestricted.
     private func add(_ body: SecureBytes, constrained: Bool) -> AgentResponse {
         guard !state.isLocked else { return .failure }
         let stored: Bool = body.withUnsafeBytes { bytes in

@@ -29,12 +29,12 @@ public final class SSHAgentServer: Sendable {
     public func run() throws {
         while true {
             let client = try nextClient()
-            guard isServed(client) else {
+            guard let peer = servedPeer(client) else {
                 try? client.close()
                 continue
             }
             guard sessions.add(1, ordering: .relaxed).newValue <= Self.maximumSessions,
-                  start(SessionStart(socket: client, connect: connect, state: state)) else {
+                  start(SessionStart(socket: client, peer: peer, connect: connect, state: state)) else {
                 sessionEnded()
                 try? client.close()
                 continue
@@ -59,11 +59,11 @@ extension SSHAgentServer {
         }
     }
 
-    /// Whether the peer is this user or root, by the kernel's credentials of the connection.
-    private func isServed(_ client: FileDescriptor) -> Bool {
-        guard let peer = try? client.peerCredentials() else { return false }
-        if peer.uid == 0 { return true }
-        return peer.uid == CurrentProcess.effectiveUserID
+    /// The peer when it is this user or root, by the kernel's credentials of the connection,
+    /// with its executable read now, while the connection pins the process (the audit names it).
+    private func servedPeer(_ client: FileDescriptor) -> AgentClient? {
+        guard let peer = try? client.peerCredentials(), peer.uid == 0 || peer.uid == CurrentProcess.effectiveUserID else { return nil }
+        return AgentClient(uid: peer.uid, pid: peer.pid, executable: client.peerExecutable(pid: peer.pid))
     }
 
     // Atomic is noncopyable: a closure reaches it through the server, never captures it.
@@ -86,10 +86,18 @@ extension SSHAgentServer {
 /// made on that thread and never leaves it.
 private struct SessionStart: Sendable {
     let socket: FileDescriptor
+    let peer: AgentClient
     let connect: @Sendable () throws -> DaemonClient
     let state: AgentState
 
     func run() {
-        AgentSession(socket: socket, keys: VaultKeys(connect: connect), state: state).serve()
+        AgentSession(socket: socket, client: peer, keys: VaultKeys(connect: connect), state: state).serve()
     }
+}
+
+/// The process a session serves, as the kernel named it when it connected.
+struct AgentClient: Sendable {
+    let uid: UInt32
+    let pid: Int32
+    let executable: String?
 }

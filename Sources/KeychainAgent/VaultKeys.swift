@@ -13,6 +13,8 @@ struct VaultIdentity {
     let ref: [UInt8]
     /// The Unix time a key added with `ssh-add -t` ends at; nil for a lasting key.
     var expiry: Int64? = nil
+    /// The hosts a key added with `ssh-add -h` may be used at; nil for any.
+    var destinations: DestinationRestriction? = nil
 
     func hasExpired(at now: Int64) -> Bool { expiry.map { $0 <= now } ?? false }
 }
@@ -60,15 +62,21 @@ final class VaultKeys {
     }
 
     /// Stores a key that `ssh-add` sent; a key the vault holds already counts as added, unless
-    /// the add asks for a lifetime or a confirmation, which the stored key may not have: that is
+    /// the add asks for a lifetime, a confirmation or destinations, which the stored key may not have: that is
     /// refused rather than answered as if the key now had them.
     /// - Throws: `AgentRefusal.unsupportedKey`; the daemon's status when it refuses.
     func add(_ added: AddedIdentity, body: UnsafeRawBufferPointer) throws {
+        // Destinations are kept in the application tag, which makes the item another one to the
+        // vault: a key stored already, without them or with others, would stay usable anywhere.
+        if let destinations = added.destinations, let stored = try identities().first(where: { $0.key == added.publicKey }) {
+            guard stored.destinations == destinations else { throw AgentRefusal.storedOtherwise }
+            return
+        }
         let (attributes, secret) = try AddedKeys.item(added, body: body, now: SystemClock.realtime().seconds)
         defer { secret.wipe() }
         do {
             _ = try call(ItemAdd(attributes: attributes, secret: secret), ItemsReply.self)
-        } catch KeychainStatus.duplicateItem where added.lifetime == nil && !added.confirm {
+        } catch KeychainStatus.duplicateItem where added.lifetime == nil && !added.confirm && added.destinations == nil {
             return
         }
     }
@@ -97,13 +105,17 @@ final class VaultKeys {
         }
         var comment = ""
         if case .string(let label)? = attributes[.label] { comment = label }
-        return VaultIdentity(key: key, comment: comment, ref: ref, expiry: AddedKeys.expiry(attributes))
+        // Destinations that do not decode: the key is not offered at all, never offered unrestricted.
+        let destinations: DestinationRestriction?
+        do { destinations = try AddedKeys.destinations(attributes) } catch { return nil }
+        return VaultIdentity(key: key, comment: comment, ref: ref, expiry: AddedKeys.expiry(attributes), destinations: destinations)
     }
 
     /// Signs `data` with `identity` in the daemon and returns SSH's signature blob.
     /// - Throws: `AgentRefusal` when the flags ask for SHA-1 with RSA; the daemon's status when
     ///   it refuses (locked, denied, presence not approved).
-    func sign(_ data: [UInt8], with identity: VaultIdentity, flags: AgentSignFlags) throws -> [UInt8] {
+    /// - Parameter relayed: the agent's client and bound host, for the daemon's audit line.
+    func sign(_ data: [UInt8], with identity: VaultIdentity, flags: AgentSignFlags, for relayed: RelayedUse? = nil) throws -> [UInt8] {
         guard !identity.hasExpired(at: SystemClock.realtime().seconds) else { throw AgentRefusal.expired }
         let algorithm: String
         var rsa: RSASignatureAlgorithm?
@@ -119,7 +131,8 @@ final class VaultKeys {
         }
         let input = try SecureBytes(copying: data)
         defer { input.wipe() }
-        let reply = try call(KeyUseRequest(ref: identity.ref, use: .sign, algorithm: algorithm, input: input), KeyUseReply.self)
+        let reply = try call(KeyUseRequest(ref: identity.ref, use: .sign, algorithm: algorithm, input: input, relayed: relayed),
+                             KeyUseReply.self)
         defer { reply.output.wipe() }
         let signature = reply.output.withUnsafeBytes { Array($0) }
         switch identity.key {
@@ -127,6 +140,19 @@ final class VaultKeys {
         case .ecdsa(let blob): return try SSHSignatureBlob.ecdsa(der: signature, curve: blob.curve)
         case .rsa: return SSHSignatureBlob.rsa(signature, algorithm: rsa!)
         }
+    }
+
+    /// Whether a session-bind's host key signed its session identifier. Ed25519 is checked here
+    /// (libsodium); ECDSA and RSA by the daemon (`checkSignature`), since this agent links no
+    /// library for them. Any doubt (a type not spoken, `ssh-rsa`, no daemon) is a no.
+    func hostSigned(_ bind: SessionBind) -> Bool {
+        guard let check = try? HostSignature(hostKey: bind.hostKey, signature: bind.signature) else { return false }
+        if check.keyType == AddedKeys.ed25519Type {
+            return Signature.verify(check.signature, of: bind.sessionID, publicKey: check.publicKey)
+        }
+        let request = SignatureCheck(keyType: check.keyType, publicKey: check.publicKey, algorithm: check.algorithm,
+                                     signedData: bind.sessionID, signature: check.signature)
+        return (try? call(request, StatusReply.self)) != nil
     }
 
     /// One request on this session's daemon connection, made on first use. A connection the
@@ -153,6 +179,8 @@ enum AgentRefusal: Error {
     case expired
     /// A key `ssh-add` may send but this agent does not store (an RSA key with even primes).
     case unsupportedKey
+    /// `ssh-add -h` of a key the vault holds with other destinations or none.
+    case storedOtherwise
 }
 
 /// The `authorized_keys` lines of the vault's signing keys, as `keychainfs ssh-public-key` prints them.
@@ -161,6 +189,11 @@ public enum SSHPublicKeys {
     /// agent would not offer.
     public static func line(of item: FoundItem) -> String? {
         VaultKeys.identity(item).map { $0.key.openSSHLine(comment: $0.comment) }
+    }
+
+    /// OpenSSH's fingerprint of a key blob, `SHA256:` and unpadded base64 (`ssh-keygen -l`).
+    static func fingerprint(of blob: [UInt8]) -> String {
+        "SHA256:" + String(Base64.encode(SHA256.hash(blob)).prefix { $0 != "=" })
     }
 
     /// One line per key the agent would offer (`TYPE BASE64 LABEL`), only those labelled

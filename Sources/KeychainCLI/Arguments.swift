@@ -15,7 +15,10 @@ package struct Arguments: Sendable {
     ///   - valued: options that take a value (`-s`, `--kdf`).
     ///   - flags: options that take none (`-w` is listed here when it may stand alone).
     ///   - optionalValue: options whose value may be missing at the end of the line (`-w`).
-    package init(_ args: [String], valued: Set<String>, flags: Set<String>, optionalValue: Set<String> = []) throws {
+    ///   - takesValue: whether an optional-value option takes the argument after it (with
+    ///     `--pinentry`, only one that names a program); by default it always does.
+    package init(_ args: [String], valued: Set<String>, flags: Set<String>, optionalValue: Set<String> = [],
+                 takesValue: (_ option: String, _ next: String) -> Bool = { _, _ in true }) throws {
         var i = 0
         var onlyPositionals = false
         while i < args.count {
@@ -28,7 +31,7 @@ package struct Arguments: Sendable {
             } else if a == "--" {
                 onlyPositionals = true
             } else if valued.contains(a) || optionalValue.contains(a) {
-                if i < args.count {
+                if i < args.count && (valued.contains(a) || takesValue(a, args[i])) {
                     values[a, default: []].append(args[i])
                     i += 1
                 } else if optionalValue.contains(a) {

@@ -52,8 +52,7 @@ enum AuditVerbs {
             let chain = try client.call(AuditRequest.verify, AuditChain.self)
             let lines = chain.lines, files = chain.files
             if let bad = chain.firstBreak {
-                Terminal.writeString(2, "keychainfs: the audit log is broken at line \(bad.line) of \(bad.file)\n")
-                return KeychainStatus.decode.exitCode
+                throw StateError(message: "the audit log is broken at line \(bad.line) of \(bad.file)", status: .decode)
             }
             Terminal.writeString(1, ctx.json ? "{\"lines\":\(lines),\"files\":\(files),\"verified\":true}\n"
                                  : "audit log verified: \(lines) entries" + (files > 1 ? " in \(files) files" : "") + "\n")

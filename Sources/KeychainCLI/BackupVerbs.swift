@@ -62,8 +62,7 @@ enum BackupVerbs {
         guard bytes.count == size else { throw KeychainStatus.decode }
         progress.finish(TransferProgress.amount(bytes.count, of: Int(size)))
         if let failure = writeAtomically(bytes, to: out) {
-            Terminal.warn("cannot write \(out): \(failure)")
-            return KeychainStatus.io.exitCode
+            throw StateError(message: "cannot write \(out): \(failure)", status: .io)
         }
         Terminal.writeString(1, "exported \(first.items ?? 0) items to \(out)\n")
         if let damaged = first.damaged, damaged > 0 {
@@ -114,17 +113,15 @@ enum BackupVerbs {
         switch readFile(file) {
         case .success(let b): bytes = b
         case .failure(let why):
-            Terminal.warn("cannot read \(file): \(why.message)")
-            return KeychainStatus.io.exitCode
+            throw StateError(message: "cannot read \(file): \(why.message)", status: .io)
         }
         // The frozen part of the header says what this is before anything is sent.
         do {
             _ = try BackupFormat.version(of: bytes)
         } catch let e as BackupFileError {
-            Terminal.warn(e.description)
-            return e.status.exitCode
+            throw StateError(message: e.description, status: e.status)
         } catch {
-            return nothingImported(.decode, "\(file) is not a keychainfs backup (or it is damaged), nor a key or certificate file")
+            throw nothingImported(.decode, "\(file) is not a keychainfs backup (or it is damaged), nor a key or certificate file")
         }
         let client = try Engine.connect(vault)
         let pass = try Terminal.passphrase(ctx.args, prompt: "Backup passphrase: ")
@@ -161,10 +158,10 @@ enum BackupVerbs {
         } catch KeychainStatus.authFailed {
             // The daemon answers a caller who may not administer the vault the same way.
             let administrator = CurrentProcess.effectiveUserID == 0 || CurrentProcess.effectiveUserID == Paths.vaultOwner(vault)
-            return nothingImported(.authFailed, administrator ? "the backup passphrase is wrong"
+            throw nothingImported(.authFailed, administrator ? "the backup passphrase is wrong"
                                                               : "only root and the vault's owner may import")
         } catch KeychainStatus.decode {
-            return nothingImported(.decode, "the backup is damaged, truncated or reordered")
+            throw nothingImported(.decode, "the backup is damaged, truncated or reordered")
         }
         Terminal.writeString(1, "added \(info.added), replaced \(info.replaced), skipped \(info.skipped)\n")
         if !info.groupsCreated.isEmpty {
@@ -208,11 +205,9 @@ enum BackupVerbs {
     /// Bytes per request: well under the 64 MiB frame limit with the framing around them.
     static let pieceSize = 16 << 20
 
-    /// Apple's sentence for `status`, then why nothing was imported; returns the exit status.
-    static func nothingImported(_ status: KeychainStatus, _ why: String) -> Int32 {
-        Terminal.writeString(2, "keychainfs: \(status.message)\n")
-        Terminal.warn("nothing was imported: \(why)")
-        return status.exitCode
+    /// Apple's sentence for `status`, then why nothing was imported.
+    static func nothingImported(_ status: KeychainStatus, _ why: String) -> StateError {
+        StateError.explained(status, "nothing was imported: \(why)")
     }
 
     struct FileFailure: Error {

@@ -3,6 +3,7 @@ import KeychainModel
 import KeychainCrypto
 import KeychainProtocol
 import KeychainSystem
+import Synchronization
 
 /// The `keychainfs` command line. Item verbs follow macOS's `security` tool.
 public enum CLI {
@@ -79,43 +80,28 @@ public enum CLI {
         do {
             return try verb.run(rest, body: body)
         } catch {
-            // The vault the verb named, for the meaning added to a keychain status: the last
-            // positional when it is a file (group, sync, mount take other words), else the default.
-            let parsed = try? Arguments(rest, valued: verb.valued, flags: verb.flags.union(["--json"]), optionalValue: verb.optionalValue)
+            // The vault the verb named, for the meaning added to a keychain status: the one it
+            // chose, else the last positional when it is a file (group, sync, mount take other
+            // words), else the default.
+            let parsed = try? verb.parse(rest)
             let named = parsed?.positionals.last.map(Paths.canonical).flatMap { path -> String? in
                 (try? FileSystem.status(of: path))?.kind == .regular ? path : nil
             }
-            return report(error, help: verb.help, vault: named ?? Paths.canonical(Paths.defaultVault()))
+            let vault = Context.chosenVault ?? named ?? Paths.canonical(Paths.defaultVault())
+            // A usage error may come before `--json` could be parsed: the word alone decides.
+            let json = parsed?.has("--json") ?? rest.contains("--json")
+            return report(error, help: verb.help, vault: vault, verb: verb.name, json: json)
         }
     }
 
-    /// Prints an error as the contract says and returns its exit status.
-    package static func report(_ error: Error, help: String, vault: String? = nil) -> Int32 {
-        do { throw error } catch let e as UsageError {
-            Terminal.warn(e.message)
-            Terminal.writeString(2, help)
-            return Exit.usage
-        } catch let e as StateError {
-            Terminal.writeString(2, "keychainfs: \(e.message)\n")
-            return e.status.exitCode
-        } catch let status as KeychainStatus {
-            Terminal.writeString(2, "keychainfs: \(status.message)\n")
-            if let meaning = ErrorMeaning.line(for: status, vault: vault) { Terminal.writeString(2, "keychainfs: \(meaning)\n") }
-            return status.exitCode
-        } catch let e as RuntimeDirectoryError {
-            Terminal.writeString(2, "keychainfs: \(e.status.message)\nkeychainfs: \(e.description)\n")
-            return e.status.exitCode
-        } catch let e as VaultFileError {
-            Terminal.writeString(2, "keychainfs: \(e.description)\n")
-            return e.status.exitCode
-        } catch {
-            if let status = KeychainStatus(known: error) {  // out of guarded memory, a full disk, ...
-                Terminal.writeString(2, "keychainfs: \(status.message)\n")
-                return status.exitCode
-            }
-            Terminal.writeString(2, "keychainfs: \(error)\n")
-            return KeychainStatus.io.exitCode
-        }
+    /// Prints an error as the contract says and returns its exit status: on standard error
+    /// (Apple's sentence, then what it means here), and with `json` also as one object on
+    /// standard output (docs/cli.md, "JSON").
+    package static func report(_ error: Error, help: String, vault: String? = nil, verb: String? = nil, json: Bool = false) -> Int32 {
+        let failure = Failure(error, vault: vault, verb: verb)
+        Terminal.writeString(2, failure.text + (failure.status == nil ? help : ""))
+        if json { Terminal.writeString(1, failure.json + "\n") }
+        return failure.exit
     }
 }
 
@@ -125,8 +111,14 @@ package struct Context: Sendable {
 
     /// The trailing positional argument, else `$KEYCHAINFS_VAULT`, else the per-user default.
     package var vault: String {
-        Paths.canonical(args.positionals.last ?? Paths.defaultVault())
+        let path = Paths.canonical(args.positionals.last ?? Paths.defaultVault())
+        Self.chosen.withLock { $0 = path }
+        return path
     }
+
+    /// The vault the verb chose (one per command): the path an error names ("no vault at PATH").
+    private static let chosen = Mutex<String?>(nil)
+    static var chosenVault: String? { chosen.withLock { $0 } }
 
     package func checkPositionals(max: Int = 1) throws {
         guard args.positionals.count <= max else { throw UsageError("too many arguments") }

@@ -126,8 +126,7 @@ package enum CertificateVerbs {
             if ctx.args.has("-p") {
                 guard let pem else {
                     Terminal.writeString(1, out)
-                    Terminal.warn("the item's data is not a DER certificate; it has no PEM form")
-                    return KeychainStatus.decode.exitCode
+                    throw StateError(message: "the item's data is not a DER certificate; it has no PEM form", status: .decode)
                 }
                 out += pem
             }

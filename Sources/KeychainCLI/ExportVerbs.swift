@@ -69,10 +69,8 @@ package enum ExportVerbs {
         if type != "certs" && type != "pubKeys" && !privateKeys.isEmpty {
             let sealed = privateKeys.contains { $0.attributes[.isExtractable].map { !KeyObjectFlags.isTrue($0) } ?? false }
             let status: KeychainStatus = sealed ? .dataNotAvailable : .passphraseRequired
-            Terminal.writeString(2, "keychainfs: \(status.message)\n")
-            Terminal.warn(sealed ? "a matching private key is non-extractable: it never leaves the keychain"
+            throw StateError.explained(status, sealed ? "a matching private key is non-extractable: it never leaves the keychain"
                                  : "private keys are not exported (no PKCS#12 or wrapped export); read an extractable key from the mount's /.keys, or give -t certs or -t pubKeys")
-            return status.exitCode
         }
         var pieces: [(pem: [UInt8], der: [UInt8])] = []
         // identities: every identity has a private key, refused above; none is left to export.
@@ -119,8 +117,7 @@ package enum ExportVerbs {
         }
         if let out = ctx.args.value("-o") {
             if let failure = BackupVerbs.writeAtomically(bytes, to: out) {
-                Terminal.warn("cannot write \(out): \(failure)")
-                return KeychainStatus.io.exitCode
+                throw StateError(message: "cannot write \(out): \(failure)", status: .io)
             }
         } else {
             bytes.withUnsafeBytes { Terminal.writeAll(1, $0) }

@@ -29,10 +29,13 @@ package enum ImportVerbs {
       -A           accepted: any process entitled to the item's access group may use the key
       -T, -w, -P   not supported (exit 2): access is by access group; decrypt a wrapped key
                    first (openssl pkey -in FILE -out PLAIN)
+      --replace    a key or certificate already in the vault (the same key, the same
+                   certificate) is replaced by the file's: its label, -x and access group
+                   as this command gives them; prints "N items replaced." after the counts
     Prints "N identities imported.", "N keys imported.", "N certificates imported." (a key
     and its certificate from one file count as one identity). An item already in the vault:
-    exit 45 and nothing imported; a PEM file with a block that is no key or certificate, or an
-    encrypted key: exit 2; a file that is neither PEM, DER nor a backup: exit 93.
+    exit 45 and nothing imported (without --replace); a PEM file with a block that is no key or
+    certificate, or an encrypted key: exit 2; a file that is neither PEM, DER nor a backup: exit 93.
     """
 
     /// Whether the file at `path` starts as a keychainfs backup does (read without the rest).
@@ -54,6 +57,10 @@ package enum ImportVerbs {
             throw UsageError("wrapped (encrypted) keys are not imported: decrypt the key first (openssl pkey -in FILE -out PLAIN)")
         }
         if ctx.args.has("-T") { throw UsageError("-T is not supported: access is by access group (--access-group GROUP)") }
+        if ctx.args.has("--keep-newer") {
+            throw UsageError("--keep-newer is for backups; keys and certificates already in the vault are replaced with --replace")
+        }
+        let replace = ctx.args.has("--replace")
         let type = ctx.args.value("-t") ?? "agg"
         guard ["pub", "priv", "cert", "agg"].contains(type) else {
             throw UsageError("-t takes pub, priv, cert or agg\(type == "session" ? "; session (symmetric) keys are not supported" : "")")
@@ -66,8 +73,7 @@ package enum ImportVerbs {
         switch readSecretFile(file) {
         case .success(let b): bytes = b
         case .failure(let why):
-            Terminal.warn("cannot read \(file): \(why)")
-            return KeychainStatus.io.exitCode
+            throw StateError(message: "cannot read \(file): \(why)", status: .io)
         }
         defer { bytes.wipe() }
         let objects: [FileObject]
@@ -92,23 +98,75 @@ package enum ImportVerbs {
         let adds = try items(objects, file: file, ctx: ctx)
         let client = try Engine.connect(vault)
         var added: [[UInt8]] = []
+        var replaced = 0
         do {
-            for (attributes, secret) in adds {
+            for ((attributes, secret), object) in zip(adds, objects) {
                 var query = attributes
                 query[.returnPersistentRef] = true
-                let response = try client.send(Request(.add, query: query, secrets: [secret]))
-                if case .value(.persistentRef(let ref)) = response.result { added.append(ref) }
+                do {
+                    let response = try client.send(Request(.add, query: query, secrets: [secret]))
+                    if case .value(.persistentRef(let ref)) = response.result { added.append(ref) }
+                } catch KeychainStatus.duplicateItem where replace {
+                    try self.replace(object, attributes, secret, client: client)
+                    replaced += 1
+                }
             }
         } catch {
-            // All or nothing, as the backup import: take back what this file added.
+            // All or nothing, as the backup import: take back what this file added (an item
+            // it replaced stays replaced).
             for ref in added {
                 _ = try? client.send(Request(.delete, query: [.valuePersistentRef: .data(ref), .synchronizable: .synchronizableAny]))
             }
-            Terminal.warn("nothing was imported from \(file)")
+            Terminal.warn("nothing was imported from \(file)" + (replaced > 0 ? " (\(replaced) replaced item(s) stay replaced)" : ""))
             throw error
         }
-        Terminal.writeString(1, summary(objects))
+        Terminal.writeString(1, summary(objects) + (replaced > 0 ? "\(replaced) \(replaced == 1 ? "item" : "items") replaced.\n" : ""))
         return 0
+    }
+
+    /// `import --replace`: the item `attributes` collided with takes the file's secret and the
+    /// attributes this command gives it (label, extractability, access group). The same key is
+    /// the same application label (`klbl`) and key class; the same certificate, the same DER.
+    /// - Throws: errSecDuplicateItem, explained, when the colliding item is not that one (a
+    ///   certificate of the same issuer and serial number with other contents); `UsageError`
+    ///   when items in several access groups match (name one with --access-group).
+    static func replace(_ object: FileObject, _ attributes: Attributes, _ secret: SecureBytes, client: DaemonClient) throws {
+        var query: Attributes = [.class: attributes[.class]!, .matchLimit: .matchLimitAll,
+                                 .returnAttributes: .bool(true), .returnPersistentRef: .bool(true)]
+        if let group = attributes[.accessGroup] { query[.accessGroup] = group }
+        let what: String
+        switch object {
+        case .key(let key):
+            query[.keyClass] = .number(key.isPrivate ? 1 : 0)
+            query[.applicationLabel] = .data(key.applicationLabel)
+            what = key.isPrivate ? "private key" : "public key"
+        case .certificate(_, let info):
+            if let hash = info.publicKeyHash { query[.publicKeyHash] = .data(hash) }
+            query[.returnData] = .bool(true)
+            what = "certificate"
+        }
+        var found: [FoundItem]
+        do {
+            found = try client.send(Request(.copyMatching, query: query)).result.array?.compactMap(\.item) ?? []
+        } catch KeychainStatus.itemNotFound {
+            found = []
+        }
+        if case .certificate(let der, _) = object {
+            found = found.filter { item in item.secret?.withUnsafeBytes { Array($0) == der } ?? false }
+        }
+        guard found.count <= 1 else {
+            let groups = found.compactMap { $0.attributes[.accessGroup]?.stringValue }.sorted()
+            throw UsageError("\(found.count) items match the \(what) (groups: \(groups.joined(separator: ", "))); name one with --access-group")
+        }
+        guard let ref = found.first?.persistentRef else {
+            throw StateError.explained(.duplicateItem, "a \(what) of the same issuer and serial number, with other contents, is in the vault: "
+                                       + "delete it first (keychainfs delete-certificate -Z SHA1)")
+        }
+        var changes = attributes
+        changes[.class] = nil
+        for key in ItemClass.key.primaryKey + ItemClass.certificate.primaryKey { changes[key] = nil }
+        try client.send(Request(.update, query: [.class: attributes[.class]!, .valuePersistentRef: .data(ref)],
+                                changes: changes, secrets: [secret]))
     }
 
     /// The add query and secret of each object, labelled as `security import` labels them.

@@ -78,16 +78,19 @@ enum ItemVerbs {
     static func add(_ c: ItemClass) -> Verb {
         Verb(
             name: "add-\(noun(c))",
-            usage: "[-s ...] [-a ACCOUNT] -w PASSWORD|- | -X HEX [-U] [--accessible CLASS] [--synchronizable] [...] [VAULT]",
+            usage: "[-s ...] [-a ACCOUNT] -w PASSWORD|-|@PATH | --secret-file PATH | -X HEX [-U] [--accessible CLASS] [--synchronizable] [...] [VAULT]",
             summary: "Add \(c == .genericPassword ? "a generic" : "an internet") password (-U updates an existing one).",
             // -p is security's legacy spelling of -w PASSWORD for generic passwords (a path for internet ones).
-            valued: Set(attributeFlags(c).keys).union(["--accessible", "--access-group", "--access-control", "-X", "-T"]
+            valued: Set(attributeFlags(c).keys).union(["--accessible", "--access-group", "--access-control", "-X", "-T", "--secret-file"]
                                                       + (c == .genericPassword ? ["-p"] : [])),
             flags: ["-U", "--synchronizable", "-A"], optionalValue: ["-w"],
             details: classDetails(c) + """
 
               -w PASSWORD  the secret; "-w -" reads it from standard input (one trailing newline is
                            dropped); -w last on the line asks for it without echo
+              --secret-file PATH, -w @PATH  the file's exact bytes (a PEM keeps its last
+                           newline; a pipe such as <(command) is read too). A secret that
+                           itself begins with @ is given with "-w -" or -X
               -X HEX       the secret as hexadecimal digits (either case, an even number)\(c == .genericPassword ? "\n  -p PASSWORD  the same as -w PASSWORD (security's legacy option)" : "")
                            Use of -w PASSWORD\(c == .genericPassword ? ", -p" : "") or -X is insecure: the command line is visible
                            to other users. Prefer "-w -" or -w last on the line.
@@ -199,12 +202,15 @@ enum ItemVerbs {
                .securityDomain: "security domain", .authenticationType: "authentication type"]
     }
 
-    /// The secret of `-w`: a value, `-` for standard input, or a prompt when -w ends the line;
-    /// or of `-X`: hexadecimal digits. - Throws: `UsageError` for both, or for bad hex.
+    /// The secret of `-w`: a value, `-` for standard input, `@PATH` for a file's exact bytes,
+    /// or a prompt when -w ends the line; of `--secret-file PATH`, as `-w @PATH`; or of `-X`:
+    /// hexadecimal digits. - Throws: `UsageError` for two of them, or for bad hex; `StateError`
+    /// for a secret file that cannot be read.
     /// `legacy`: `-p PASSWORD` means `-w PASSWORD`, as in security's add-generic-password.
     static func readSecret(_ ctx: Context, legacy: Bool = false) throws -> SecureBytes {
-        let given = ["-w", "-X"] + (legacy ? ["-p"] : [])
-        guard given.filter(ctx.args.has).count <= 1 else { throw UsageError("give the secret once: -w or -X") }
+        let given = ["-w", "-X", "--secret-file"] + (legacy ? ["-p"] : [])
+        guard given.filter(ctx.args.has).count <= 1 else { throw UsageError("give the secret once: -w, --secret-file or -X") }
+        if let path = ctx.args.value("--secret-file") { return try Terminal.readSecretFile(path) }
         if legacy, let p = ctx.args.value("-p") {
             Terminal.warn("a secret on the command line is visible to other users; prefer -w - with standard input")
             return try SecureBytes(copying: Array(p.utf8))
@@ -216,6 +222,7 @@ enum ItemVerbs {
         }
         if let w = ctx.args.value("-w") {
             if w == "-" { return try Terminal.readAllStdin() }
+            if w.hasPrefix("@") && w.count > 1 { return try Terminal.readSecretFile(String(w.dropFirst())) }
             Terminal.warn("a secret on the command line is visible to other users; prefer -w - with standard input")
             return try SecureBytes(copying: Array(w.utf8))
         }

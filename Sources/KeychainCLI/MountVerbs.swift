@@ -23,12 +23,19 @@ enum MountVerbs {
         file shows (option mode=), for readers that refuse group bits (libpq's passfile). All
         views share the daemon: one unlock, one lock. A mount whose daemon died is replaced; a
         mounted directory exits 45 ("already mounted"), a missing one 2 ("no such directory").
+        `keychainfs stop` takes the mounts down and the vault's next daemon mounts them again
+        (`status` lists them meanwhile); `unmount` one to keep it down. Mounting such a directory
+        again while no daemon runs replaces its record with this command's options.
         """
     )  // body: keychainfs-daemon (options are checked by the mount's own parser)
 
     static let unmount = Verb(
         name: "unmount", usage: "MOUNTPOINT [VAULT]",
-        summary: "Unmount a keychainfs mount (also when its daemon is gone)."
+        summary: "Unmount a keychainfs mount (also when its daemon is gone).",
+        details: """
+        A mount that `keychainfs stop` took down comes back with the vault's next daemon; unmount
+        it while no daemon runs and it does not.
+        """
     ) { ctx in
         guard (1...2).contains(ctx.args.positionals.count) else { throw UsageError("unmount needs a MOUNTPOINT") }
         let point = Paths.canonical(ctx.args.positionals[0])
@@ -42,14 +49,22 @@ enum MountVerbs {
             } catch KeychainStatus.itemNotFound {
                 // Not this daemon's mount (or its daemon is gone): the kernel's alone.
             }
+        } else {
+            // No daemon: a mount that a stop took down is forgotten, so the next daemon does
+            // not mount it again.
+            let records = Paths.mountRecords(forVault: vault)
+            do {
+                known = try MountRecord.forgetStopped(point, in: records)
+            } catch {
+                throw StateError(message: "cannot forget the stopped mount \(point) in \(records): \(error)", status: .io)
+            }
+            if known && !FuseMount.isMounted(point) { return 0 }
         }
         guard known || FuseMount.isMounted(point) else {
-            Terminal.writeString(2, "keychainfs: \(point) is not mounted\n")
-            return KeychainStatus.itemNotFound.exitCode
+            throw StateError(message: "\(point) is not mounted", status: .itemNotFound)
         }
         guard FuseMount.unmount(point, lazy: FuseMount.isDead(point)) else {
-            Terminal.writeString(2, "keychainfs: cannot unmount \(point): \(Errno.current)\n")
-            return KeychainStatus.io.exitCode
+            throw StateError(message: "cannot unmount \(point): \(Errno.current)", status: .io)
         }
         return 0
     }
@@ -63,6 +78,11 @@ package struct StateError: Error {
     package init(message: String, status: KeychainStatus) {
         self.message = message
         self.status = status
+    }
+
+    /// Apple's sentence for `status`, then what it means here.
+    package static func explained(_ status: KeychainStatus, _ meaning: String) -> StateError {
+        StateError(message: status.message + "\nkeychainfs: " + meaning, status: status)
     }
 
     package static func alreadyMounted(_ point: String) -> StateError {

@@ -41,30 +41,56 @@ package enum Terminal {
 
     /// Reads all of standard input (a secret given with `-w -`); one trailing newline is dropped.
     static func readAllStdin(limit: Int = 64 << 20) throws -> SecureBytes {
+        do {
+            return try readAll(.standardInput, limit: limit, droppingTrailingNewline: true)
+        } catch is Errno {
+            throw KeychainStatus.io
+        }
+    }
+
+    /// Reads `fd` to its end into guarded memory, growing the buffer by copies that are wiped
+    /// (a secret file, a pipe, standard input).
+    /// - Throws: errSecParam past `limit` bytes, the read's `Errno`, errSecAllocate.
+    static func readAll(_ fd: FileDescriptor, limit: Int, droppingTrailingNewline: Bool) throws -> SecureBytes {
         var capacity = 4096
         var buf = try SecureBytes(count: capacity)
         var count = 0
         while true {
             if count == capacity {
-                guard capacity < limit else { throw KeychainStatus.param }
-                let bigger = try SecureBytes(count: capacity * 2)
+                // One byte past the limit tells a file of exactly `limit` bytes from a longer one.
+                guard capacity <= limit else { throw KeychainStatus.param }
+                let bigger = try SecureBytes(count: min(capacity * 2, limit + 1))
                 buf.withUnsafeBytes { src in bigger.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: count) } }
                 buf = bigger
-                capacity *= 2
+                capacity = bigger.count
             }
-            let n: Int
-            do {
-                n = try buf.withUnsafeMutableBytes { b throws(Errno) in
-                    try FileDescriptor.standardInput.read(into: UnsafeMutableRawBufferPointer(rebasing: b[count..<capacity]))
-                }
-            } catch {
-                throw KeychainStatus.io
+            let n = try buf.withUnsafeMutableBytes { b throws(Errno) in
+                try fd.read(into: UnsafeMutableRawBufferPointer(rebasing: b[count..<capacity]))
             }
             if n == 0 { break }
             count += n
         }
-        let trailingNewline = count > 0 && buf.withUnsafeBytes { $0[count - 1] } == 10
+        let trailingNewline = droppingTrailingNewline && count > 0 && buf.withUnsafeBytes { $0[count - 1] } == 10
         return try buf.slice(0..<(trailingNewline ? count - 1 : count))
+    }
+
+    /// The exact bytes of the file at `path` (`--secret-file PATH`, `-w @PATH`): no newline is
+    /// dropped, so a PEM keeps its last one. A pipe (`<(command)`) is read too.
+    /// - Throws: `StateError` naming the path (never the contents): errSecIO when it cannot be
+    ///   opened or read, errSecParam past the largest secret an item holds.
+    static func readSecretFile(_ path: String) throws -> SecureBytes {
+        let fd: FileDescriptor
+        do { fd = try FileDescriptor.open(path, .readOnly) } catch {
+            throw StateError(message: "cannot read the secret file \(path): \(error)", status: .io)
+        }
+        defer { try? fd.close() }
+        do {
+            return try readAll(fd, limit: ItemLimits.maximumSecretLength, droppingTrailingNewline: false)
+        } catch let e as Errno {
+            throw StateError(message: "cannot read the secret file \(path): \(e)", status: .io)
+        } catch KeychainStatus.param {
+            throw StateError.explained(.param, "the secret file \(path) is larger than \(ItemLimits.maximumSecretLength >> 20) MiB, the most an item holds")
+        }
     }
 
     /// Prompts on the controlling terminal with echo off.

@@ -22,13 +22,19 @@ enum VaultVerbs {
     )  // body: keychainfs-daemon (it writes the vault file)
 
     static let unlock = Verb(
-        name: "unlock-keychain", usage: "[-u] [-p PASSPHRASE] [--quiet] [VAULT]",
+        name: "unlock-keychain", usage: "[-u] [-p PASSPHRASE] [--pinentry [PROGRAM]] [--quiet] [VAULT]",
         summary: "Unlock a vault: its daemon keeps the keys until lock-keychain or the idle timeout.",
-        valued: ["-p"], flags: ["-u", "--quiet"],
+        valued: ["-p"], flags: ["-u", "--quiet"], optionalProgram: ["--pinentry"],
         details: """
         The passphrase comes from standard input when it is not a terminal, else a prompt without echo.
         -u takes no passphrase from -p or standard input: it is asked for on the terminal (/dev/tty),
         as security -u leaves the asking to the system; with no terminal it exits 36.
+        --pinentry asks with a pinentry program (GnuPG's Assuan protocol: pinentry-curses, -tty,
+        -gnome3): PROGRAM (a path, or a name on PATH) when an argument follows that is not an
+        option and not an existing file other than a program (a vault), else `pinentry`; a text pinentry asks on this terminal, else on $GPG_TTY. With the vault's
+        setting (set-keychain-settings --pinentry) the pinentry asks instead of the terminal
+        prompt, and when standard input is not a terminal and gives no passphrase (/dev/null).
+        A missing, refusing or broken pinentry exits 36; a cancelled one 128.
         After failed attempts the daemon delays the next one (1 s, 2 s, 4 s, ... up to 60 s), across restarts.
         On a terminal a line on standard error says so, and that a sensitive key derivation is
         running; --quiet leaves it out (nothing is printed when standard error is not a terminal).
@@ -36,9 +42,22 @@ enum VaultVerbs {
     ) { ctx in
         try ctx.checkPositionals()
         if ctx.args.has("-u") && ctx.args.has("-p") { throw UsageError("-u takes no passphrase: give -u or -p") }
+        if ctx.args.has("--pinentry") && (ctx.args.has("-u") || ctx.args.has("-p")) {
+            throw UsageError("--pinentry asks with a pinentry program: give it without -u or -p")
+        }
         let client = try ctx.client()
+        // The vault's setting, asked for only where a prompt would be.
+        func configuredPinentry() -> String? { (try? client.status())?.pinentry }
         let pass: SecureBytes
-        if ctx.args.has("-u") {
+        if ctx.args.has("--pinentry") {
+            pass = try PinentryPrompt.passphrase(program: ctx.args.value("--pinentry") ?? Pinentry.defaultProgram, vault: ctx.vault)
+        } else if !ctx.args.has("-u"), !ctx.args.has("-p"), let program = configuredPinentry() {
+            if !Terminal.stdinIsTerminal, let line = try Terminal.readLine(0) {
+                pass = line  // a script's passphrase on standard input still counts
+            } else {
+                pass = try PinentryPrompt.passphrase(program: program, vault: ctx.vault)
+            }
+        } else if ctx.args.has("-u") {
             guard Terminal.hasTerminal else {
                 let status = KeychainStatus.interactionNotAllowed
                 throw StateError(message: status.message + "\nkeychainfs: -u asks for the passphrase on the terminal, and there is none", status: status)
@@ -82,7 +101,10 @@ enum VaultVerbs {
         for socket in sockets.sorted() {
             do { try DaemonClient.connect(socketPath: socket).send(Request(.lock)) }
             catch KeychainStatus.notAvailable { continue }  // a stale socket: nothing serves it
-            catch { failure = error }
+            catch KeychainStatus.authFailed {
+                failure = StateError.explained(.authFailed, "you may not lock the vault whose daemon listens at \(socket): "
+                                               + "locking it is for its owner, root, and members of an access group its owner lets lock it")
+            } catch { failure = error }
         }
         if let failure { throw failure }
         return 0
@@ -99,7 +121,7 @@ enum VaultVerbs {
         let timeout = i.lockTimeout ?? 0
         out += timeout > 0 ? " timeout=\(timeout)s" : " no-timeout"
         out += "\n"
-        if let n = i.items { out += "items: \(n)\n" }
+        if let n = i.items { out += "items: \(n)" + (i.itemsScope == "groups" ? " (in your access groups)" : "") + "\n" }
         for p in ProtectionClass.allCases {
             if let n = i.itemsByProtection[p.rawValue], n > 0 { out += "  \(p.rawValue) (\(p.appleName)): \(n)\n" }
         }
@@ -114,9 +136,9 @@ enum VaultVerbs {
 
     static let settings = Verb(
         name: "set-keychain-settings",
-        usage: "[-l] [-u] [-t SECONDS] [--approval-program PATH] [--approval-timeout SECONDS] [--approval-remember SECONDS] [--audit-max-size BYTES] [VAULT]",
+        usage: "[-l] [-u] [-t SECONDS] [--approval-program PATH] [--approval-timeout SECONDS] [--approval-remember SECONDS] [--audit-max-size BYTES] [--pinentry PROGRAM] [VAULT]",
         summary: "Lock the vault after SECONDS without requests (without -t: never); set the approval program.",
-        valued: ["-t", "--approval-program", "--approval-timeout", "--approval-remember", "--audit-max-size"],
+        valued: ["-t", "--approval-program", "--approval-timeout", "--approval-remember", "--audit-max-size", "--pinentry"],
         flags: ["-l", "-u"],
         details: """
         -u (lock after the timeout) is implied by -t, as in security; without -t there is no
@@ -130,12 +152,15 @@ enum VaultVerbs {
         --approval-remember (0 to 86400) keeps an approval per program and item for that many
         seconds. -t takes 0 to 31536000 (365 days). --audit-max-size rotates the audit log once its
         file reaches BYTES (4096 to 1099511627776; 0 never rotates, the default).
+        --pinentry PROGRAM (a path, or a name on PATH, stored as its absolute path; "" removes it)
+        makes unlock prompts ask with that pinentry: unlock-keychain's (see its help) and the
+        Secret Service's Prompt, which the provider runs with its session's display and bus.
         """
     ) { ctx in
         try ctx.checkPositionals()
         if ctx.args.has("-l") { Terminal.warn("-l (lock when the system sleeps) has no effect here: keychainfs does not watch for suspend") }
         var change = SettingsChange()
-        let approvalFlags = ["--approval-program", "--approval-timeout", "--approval-remember", "--audit-max-size"]
+        let approvalFlags = ["--approval-program", "--approval-timeout", "--approval-remember", "--audit-max-size", "--pinentry"]
         if let n = try ctx.args.number("-t", in: SettingLimits.lockTimeout, unit: "a number of seconds") {
             change.lockTimeout = n
         } else if !approvalFlags.contains(where: ctx.args.has) {
@@ -148,6 +173,12 @@ enum VaultVerbs {
                 throw UsageError("--approval-program takes an executable file (or \"\" to remove it); \(Output.jsonString(p)) is not one")
             }
             change.approvalProgram = program
+        }
+        if let p = ctx.args.value("--pinentry") {
+            guard p.isEmpty || Pinentry.locate(p) != nil else {
+                throw UsageError("--pinentry takes a pinentry program (a path, or a name on PATH; \"\" removes it); \(Output.jsonString(p)) is not one")
+            }
+            change.pinentry = p.isEmpty ? "" : Pinentry.locate(p)!
         }
         change.approvalTimeout = try ctx.args.number("--approval-timeout", in: SettingLimits.approvalTimeout, unit: "a number of seconds")
         change.approvalRemember = try ctx.args.number("--approval-remember", in: SettingLimits.approvalRemember, unit: "a number of seconds")
@@ -207,14 +238,18 @@ enum VaultVerbs {
         try ctx.checkPositionals()
         let client: DaemonClient
         do { client = try DaemonClient.connect(vaultPath: ctx.vault) } catch KeychainStatus.notAvailable {
-            // The mounts a killed daemon left behind, dead until replaced or unmounted.
-            let stale = MountRecord.read(Paths.mountRecords(forVault: ctx.vault)).map(\.mountpoint)
-                .filter { MountTable.isMounted($0) && MountTable.isDead($0) }
+            // The mounts a killed daemon left behind, dead until replaced or unmounted; and those
+            // a stop took down, which the next daemon mounts again.
+            let records = MountRecord.read(Paths.mountRecords(forVault: ctx.vault))
+            let stale = records.map(\.mountpoint).filter { MountTable.isMounted($0) && MountTable.isDead($0) }
+            let stopped = records.filter { $0.stopped && !stale.contains($0.mountpoint) }.map(\.mountpoint)
             if ctx.json {
-                let list = stale.map(Output.jsonString).joined(separator: ",")
-                Terminal.writeString(1, "{\"vault\":\(Output.jsonString(ctx.vault)),\"daemon\":false,\"stale-mounts\":[\(list)]}\n")
+                func list(_ points: [String]) -> String { "[" + points.map(Output.jsonString).joined(separator: ",") + "]" }
+                Terminal.writeString(1, "{\"vault\":\(Output.jsonString(ctx.vault)),\"daemon\":false,\"stale-mounts\":\(list(stale)),"
+                                     + "\"stopped-mounts\":\(list(stopped))}\n")
             } else {
-                Terminal.writeString(1, "\(ctx.vault): no daemon running\n" + stale.map { "  mount: \($0) (stale)\n" }.joined())
+                Terminal.writeString(1, "\(ctx.vault): no daemon running\n" + stale.map { "  mount: \($0) (stale)\n" }.joined()
+                                     + stopped.map { "  mount: \($0) (stopped: the next daemon mounts it again)\n" }.joined())
             }
             return 0
         }
@@ -231,7 +266,8 @@ enum VaultVerbs {
                     guard let c = i.itemsByProtection[p.rawValue], c > 0 else { return nil }
                     return "\(p.rawValue) \(c)"
                 }
-                out += "  items: \(n)" + (counts.isEmpty ? "" : " (" + counts.joined(separator: ", ") + ")") + "\n"
+                out += "  items: \(n)" + (counts.isEmpty ? "" : " (" + counts.joined(separator: ", ") + ")")
+                    + (i.itemsScope == "groups" ? " in your access groups" : "") + "\n"
             }
             for line in i.mounts ?? [] { out += "  mount: \(line)\n" }
             if let n = i.auditLines, let h = i.auditHead {
@@ -249,7 +285,12 @@ enum VaultVerbs {
 
     static let stop = Verb(
         name: "stop", usage: "[VAULT]",
-        summary: "Stop the vault's daemon; every class key it held is wiped."
+        summary: "Stop the vault's daemon; every class key it held is wiped.",
+        details: """
+        Its mounts are taken down and recorded: the vault's next daemon (the next command that
+        needs one starts it) mounts them again, unless `keychainfs unmount MOUNTPOINT` forgets
+        one first. `status` lists them meanwhile.
+        """
     ) { ctx in
         try ctx.checkPositionals()
         let client: DaemonClient

@@ -1,4 +1,6 @@
+import KeychainClient
 import KeychainModel
+import KeychainSystem
 import KeychainProtocol
 
 /// What a verb does, given its parsed arguments; returns the exit status.
@@ -12,6 +14,10 @@ struct Verb: Sendable {
     var valued: Set<String> = []
     var flags: Set<String> = []
     var optionalValue: Set<String> = []
+    /// Options whose optional value is a program (`--pinentry [PROGRAM]`): the next argument is
+    /// taken unless it begins with `-` or is an existing file that is not executable (a vault),
+    /// so `--pinentry VAULT` leaves VAULT to be the vault and a missing program is named as one.
+    var optionalProgram: Set<String> = []
     var details: String = ""
     /// nil for a verb that needs the engine in-process: `keychainfs` hands the whole command
     /// line to `keychainfs-daemon` (`Engine`), which supplies the body.
@@ -22,8 +28,18 @@ struct Verb: Sendable {
     }
 
     func run(_ raw: [String], body: VerbBody) throws -> Int32 {
-        let args = try Arguments(raw, valued: valued, flags: flags.union(["--json"]), optionalValue: optionalValue)
-        return try body(Context(args: args))
+        try body(Context(args: parse(raw)))
+    }
+
+    /// The verb's arguments parsed. - Throws: `UsageError`.
+    func parse(_ raw: [String]) throws -> Arguments {
+        let programs = optionalProgram
+        return try Arguments(raw, valued: valued, flags: flags.union(["--json"]), optionalValue: optionalValue.union(programs)) { option, next in
+            guard programs.contains(option) else { return true }
+            if next.hasPrefix("-") { return false }
+            guard let found = try? FileSystem.status(of: next) else { return true }
+            return found.isExecutableFile
+        }
     }
 
     static func named(_ name: String) -> Verb? {
@@ -31,7 +47,7 @@ struct Verb: Sendable {
         return all.first { $0.name == canonical }
     }
 
-    static var all: [Verb] { VaultVerbs.all + ItemVerbs.all + GroupVerbs.all + MountVerbs.all + AuditVerbs.all + VerifyVerbs.all + WatchVerbs.all + BackupVerbs.all + SyncVerbs.all + SecretServiceVerbs.all + SSHAgentVerbs.all + DeviceKeyVerbs.all + CertificateVerbs.all + KeychainListVerbs.all }
+    static var all: [Verb] { VaultVerbs.all + ItemVerbs.all + GroupVerbs.all + MountVerbs.all + AuditVerbs.all + VerifyVerbs.all + WatchVerbs.all + BackupVerbs.all + SyncVerbs.all + SecretServiceVerbs.all + SSHAgentVerbs.all + DeviceKeyVerbs.all + CertificateVerbs.all + KeychainListVerbs.all + PodmanSecretVerbs.all }
 }
 
 enum Help {
@@ -78,6 +94,7 @@ enum Help {
         ("KEYCHAINFS_DEVICE_KEY", "the device key file (default /var/lib/keychainfs/device.key for\nroot, else ~/.local/state/keychainfs/device.key)"),
         ("KEYCHAINFS_TCTI", "the TPM for a sealed device key and Secure Enclave keys, in\nTPM2TOOLS_TCTI's syntax (device:/dev/tpmrm0); default: the TSS default"),
         ("KEYCHAINFS_SOCKET", "for the credential helpers and import Security: the daemon socket\nto use instead of the default vault's (never starts a daemon)"),
+        ("KEYCHAINFS_PRUNE_SECONDS", "for the daemon: seconds after a mount's listing of over 4,096 names\ncloses until the kernel is asked to drop them (default 30; 0: never)"),
     ]
 
     /// The variables the credential helpers read.

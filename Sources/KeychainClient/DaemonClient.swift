@@ -34,7 +34,10 @@ public final class DaemonClient {
         try checkDirectory(of: socket, vault: vaultPath)
         if let fd = try UnixSocket.connect(to: socket) { return try verified(fd, vault: vaultPath) }
         guard let start else { throw KeychainStatus.notAvailable }
-        guard FileSystem.exists(vaultPath) else { throw KeychainStatus.noSuchKeychain }
+        guard FileSystem.exists(vaultPath) else {
+            missingVaultPath.withLock { $0 = vaultPath }
+            throw KeychainStatus.noSuchKeychain
+        }
         // A daemon runs as the vault's owner: root starting one for someone else's vault would
         // hold the wrong device key and lock the owner out of administering it.
         let owner = Paths.vaultOwner(vaultPath)
@@ -177,6 +180,12 @@ public final class DaemonClient {
     /// a TPM that did not unseal the device key), for the error the caller prints; nil otherwise.
     public static var startFailure: String? { startFailureLine.withLock { $0 } }
 
+    private static let missingVaultPath = Mutex<String?>(nil)
+
+    /// The vault path a `connect` looked for and did not find (errSecNoSuchKeychain), for the
+    /// error the caller prints; nil otherwise.
+    public static var missingVault: String? { missingVaultPath.withLock { $0 } }
+
     /// The last line of a daemon log (its last 4 KiB), without the program's prefix.
     static func lastLine(of path: String) -> String? {
         guard let fd = try? FileDescriptor.open(path, .readOnly, options: .noFollow) else { return nil }
@@ -209,7 +218,8 @@ public final class DaemonClient {
         let dir = String(log[..<(log.lastIndex(of: "/") ?? log.startIndex)])
         try? FileSystem.createDirectory(dir, permissions: FilePermissions(rawValue: 0o755))
         var env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
-        for name in ["HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "KEYCHAINFS_RUNTIME_DIR", "KEYCHAINFS_DEVICE_KEY", "KEYCHAINFS_VAULT", "KEYCHAINFS_TCTI"] {
+        for name in ["HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "KEYCHAINFS_RUNTIME_DIR", "KEYCHAINFS_DEVICE_KEY", "KEYCHAINFS_VAULT", "KEYCHAINFS_TCTI",
+                     "KEYCHAINFS_PRUNE_SECONDS"] {
             if let v = Paths.environment(name) { env.append(name + "=" + v) }
         }
         let report = try? FileDescriptor.pipe()

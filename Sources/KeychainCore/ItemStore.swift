@@ -375,10 +375,17 @@ final class ItemStore {
     /// Item counts per protection class, from clear columns only.
     /// One scan with a sum per class: a GROUP BY would sort the whole table into a temporary
     /// B-tree, which `temp_store=MEMORY` keeps on the heap (about 50 bytes per item).
-    func countsByProtection() throws -> [ProtectionClass: Int] {
+    /// Items by protection class: all of them, or (`groupTokens`) those of these access groups.
+    func countsByProtection(groupTokens: [[UInt8]]? = nil) throws -> [ProtectionClass: Int] {
         let classes = ProtectionClass.allCases
-        let st = try db.prepare("SELECT " + classes.map { "sum(pdmn = \($0.code))" }.joined(separator: ", ") + " FROM items")
+        var sql = "SELECT " + classes.map { "sum(pdmn = \($0.code))" }.joined(separator: ", ") + " FROM items"
+        if let groupTokens {
+            guard !groupTokens.isEmpty else { return [:] }
+            sql += " WHERE agrp_token IN (" + groupTokens.indices.map { "?\($0 + 1)" }.joined(separator: ",") + ")"
+        }
+        let st = try db.prepare(sql)
         defer { st.reset() }
+        for (i, token) in (groupTokens ?? []).enumerated() { try st.bind(blob: token, at: Int32(i + 1)) }
         var out: [ProtectionClass: Int] = [:]
         if try st.step() {
             for (i, p) in classes.enumerated() where st.int(Int32(i)) > 0 { out[p] = Int(st.int(Int32(i))) }

@@ -276,14 +276,27 @@ public final class Vault: @unchecked Sendable {
     }
 
     /// Counts and state for `show-keychain-info` and `status`; decrypts nothing.
-    public func info() throws -> VaultInfo {
+    /// - Parameter accessGroups: count only the items of these groups (what a caller who is not
+    ///   an administrator may see); nil for every item. Their tokens need the index key, which
+    ///   the first unlock opens: before it the counts are left out (`countsKnown` false).
+    public func info(accessGroups: [String]? = nil) throws -> VaultInfo {
         try mutex.withLock {
-            let counts = try store.countsByProtection()
+            var known = true
+            var tokens: [[UInt8]]? = nil
+            if let accessGroups {
+                if let indexKey = keys.indexKey {
+                    tokens = accessGroups.map { IndexToken.group($0, key: indexKey) }
+                } else {
+                    known = false
+                    tokens = []
+                }
+            }
+            let counts = try store.countsByProtection(groupTokens: tokens)
             let foreign = header.deviceKeyID == device.identifier
                 ? 0 : counts.filter { $0.key.isThisDeviceOnly }.map(\.value).reduce(0, +)
             return VaultInfo(lockState: keys.state, hasPassphrase: header.hasPassphrase, kdf: header.kdf,
                              formatVersion: Int(header.format), itemsByProtection: counts,
-                             itemsBoundToOtherDevice: foreign)
+                             itemsBoundToOtherDevice: foreign, countsKnown: known)
         }
     }
 }
@@ -297,5 +310,7 @@ public struct VaultInfo: Sendable {
     public var itemsByProtection: [ProtectionClass: Int]
     /// ThisDeviceOnly items made on another machine: never readable here.
     public var itemsBoundToOtherDevice: Int
+    /// False when the counts could not be taken (a caller's groups before the first unlock).
+    public var countsKnown = true
     public var itemCount: Int { itemsByProtection.values.reduce(0, +) }
 }

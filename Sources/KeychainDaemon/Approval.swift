@@ -41,8 +41,11 @@ final class ApprovalAgent: Sendable {
     }
 
     /// Asks for one item. Returns `.success` when approved.
+    /// - Parameter relayed: a relay's client (the SSH agent's ssh), added to the program's
+    ///   arguments as `--for-uid`, `--for-pid`, `--for-exe` and `--for-host`, so it can say who
+    ///   asks through the relay; the caller's own arguments stay, and so does what is remembered.
     func approve(ref: PersistentRef, label: String, control: AccessControl, caller: CallerIdentity,
-                 vault: Vault, settings: Settings) -> KeychainStatus {
+                 relayed: RelayedUse? = nil, vault: Vault, settings: Settings) -> KeychainStatus {
         guard let program = settings.program else { return .interactionNotAllowed }
         // An application password cannot be given here: nobody is asked, the item stays closed.
         guard control.approvable else { return .interactionNotAllowed }
@@ -56,8 +59,12 @@ final class ApprovalAgent: Sendable {
         let presence = AccessControl.userPresence | AccessControl.biometryAny | AccessControl.biometryCurrentSet
             | AccessControl.companion
         let wantsPassphrase = control.flags & AccessControl.devicePasscode != 0 && control.flags & presence == 0
-        let argv = [program, "--reason", wantsPassphrase ? "passphrase" : "presence", "--label", label,
+        var argv = [program, "--reason", wantsPassphrase ? "passphrase" : "presence", "--label", label,
                     "--uid", String(caller.uid), "--pid", String(caller.pid), "--exe", caller.executable ?? "?"]
+        if let relayed {
+            argv += ["--for-uid", String(relayed.uid), "--for-pid", String(relayed.pid), "--for-exe", relayed.executable ?? "?"]
+            if let host = relayed.host { argv += ["--for-host", host] }
+        }
         let outcome = run(argv, timeout: settings.timeout, captureLine: wantsPassphrase)
         var status: KeychainStatus
         switch outcome {

@@ -84,6 +84,16 @@ final class AuditLog: Sendable {
         try append(event.rawValue, caller) { Self.appendItem(ref, to: &$0) }
     }
 
+    /// Appends one event about an item with `note` after its reference, escaped as every field is.
+    /// - Throws: `KeychainStatus.diskFull` or `.io` when the line could not be written.
+    func record(_ event: AuditEvent, caller: CallerIdentity?, item ref: PersistentRef, note: String) throws {
+        try append(event.rawValue, caller) { line in
+            Self.appendItem(ref, to: &line)
+            line.append(UInt8(ascii: " "))
+            Self.appendEscaped(note, to: &line)
+        }
+    }
+
     /// Records an open of an item that a process may repeat many times a second (a program that
     /// reads its secret file on every request). The first open by a process is a line of its own,
     /// written before the open is answered; the process's further opens of the item within the

@@ -8,7 +8,8 @@ import Synchronization
 private let recordsWriter = Mutex<[MountRecord]?>(nil)
 
 /// The mounts the daemon serves, kept in a file beside its socket so that a daemon restarted
-/// after a crash re-establishes them, and `status` names the ones a dead daemon left.
+/// after a crash re-establishes them, and `status` names the ones a dead daemon left; and the
+/// mounts a stop took down, which the next daemon mounts again (unless `unmount` forgot them).
 extension Daemon {
     var mountRecordsPath: String { Paths.mountRecords(forVault: vaultPath) }
 
@@ -23,9 +24,12 @@ extension Daemon {
         updateRecords { list in list.removeAll { $0.mountpoint == point } }
     }
 
-    /// Before a `stop` ends every mount: nothing to re-establish.
-    func forgetAllMounts() {
-        updateRecords { list in list.removeAll() }
+    /// Before a stop (`keychainfs stop`, SIGTERM) ends every mount: each one it serves is
+    /// recorded as stopped, for the next daemon to mount again.
+    func recordStoppedMounts() {
+        updateRecords { list in
+            for i in list.indices { list[i].stopped = true }
+        }
     }
 
     private func updateRecords(_ change: (inout [MountRecord]) -> Void) {
@@ -55,16 +59,28 @@ extension Daemon {
     }
 
     /// At start: every recorded mount still standing dead in this namespace (its daemon was
-    /// killed) is unmounted lazily and mounted again, served here. Records of mounts that are
-    /// gone (unmounted, or in a namespace this daemon does not see) are dropped.
+    /// killed) is unmounted lazily and mounted again, served here; every mount a stop took down
+    /// is mounted again where its directory is (and nothing else is mounted there). Records of
+    /// mounts that are gone (unmounted, or in a namespace this daemon does not see) are dropped,
+    /// and so are those of stopped mounts that could not come back (the daemon's log says why).
     func restoreMounts() {
         let records = MountRecord.read(mountRecordsPath)
         guard !records.isEmpty else { return }
         var restored: [MountRecord] = []
-        for r in records where MountTable.isMounted(r.mountpoint) && MountTable.isDead(r.mountpoint) {
-            if geteuid() == 0 || !MountServer.fusermountUnmount(r.mountpoint) {
-                umount2(r.mountpoint, Int32(MNT_DETACH))
+        for var r in records {
+            let mounted = MountTable.isMounted(r.mountpoint)
+            if mounted {
+                guard MountTable.isDead(r.mountpoint) else {
+                    if r.stopped { log("not mounting \(r.mountpoint) again: another mount is there") }
+                    continue
+                }
+                if geteuid() == 0 || !MountServer.fusermountUnmount(r.mountpoint) {
+                    umount2(r.mountpoint, Int32(MNT_DETACH))
+                }
+            } else if !r.stopped {
+                continue
             }
+            r.stopped = false
             do {
                 let server = MountServer(mountpoint: r.mountpoint, options: try MountOptions(parsing: r.options),
                                          vault: vault, policy: self)
@@ -73,7 +89,7 @@ extension Daemon {
                 restored.append(r)
                 log("re-established the mount at \(r.mountpoint) (\(server.options.description))")
             } catch {
-                log("cannot re-establish the mount at \(r.mountpoint)")
+                log("cannot re-establish the mount at \(r.mountpoint)" + (mounted ? "" : " (is it a directory this daemon may mount on?)"))
             }
         }
         updateRecords { $0 = restored }

@@ -175,7 +175,7 @@ public final class Daemon: @unchecked Sendable {
     func shutdown() -> Never {
         unlink(socketPath)
         vault.lock()
-        forgetAllMounts()
+        recordStoppedMounts()
         for m in state.withLock({ $0.mounts }) { m.unmount() }
         exit(0)
     }
@@ -207,6 +207,10 @@ public final class Daemon: @unchecked Sendable {
 
     public func audit(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef) throws {
         try auditLog?.record(event, caller: caller, item: ref)
+    }
+
+    public func audit(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef, note: String) throws {
+        try auditLog?.record(event, caller: caller, item: ref, note: note)
     }
 
     public func auditRepeatable(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef) throws {

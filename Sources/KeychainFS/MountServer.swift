@@ -57,6 +57,11 @@ struct MountState {
     var emptyServices: Set<Directory> = []
     /// Whether the kernel takes epoch notifications (until one is refused).
     var epochs = true
+    /// Whether the kernel takes prune notifications (until one is refused).
+    var prunes = true
+    /// Each large listing's directory inode and when it was last opened, so a prune scheduled
+    /// at its release is dropped when the directory was listed again since.
+    var listedAt: [UInt64: Double] = [:]
 
     /// Keeps `value` under a new handle, which the kernel names in later requests.
     mutating func handle<V>(_ value: V, in table: WritableKeyPath<MountState, [UInt64: V]>) -> UInt64 {

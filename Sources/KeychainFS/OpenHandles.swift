@@ -54,12 +54,15 @@ extension MountServer {
         req.ok()
         guard let list, list.count > Listing.large else { return }
         // Tens of thousands of names: freed on another thread, with the pages the scan left in
-        // the vault's caches, and then the heap's free pages go back to the system.
-        let held = Released(list)
-        DispatchQueue.global(qos: .utility).async { [vault] in
+        // the vault's caches, and then the heap's free pages go back to the system. Later the
+        // kernel is asked to drop the names it keeps from the listing (`schedulePrune`).
+        let held = Released(list), directory = list.dots.0.dotIno
+        DispatchQueue.global(qos: .utility).async { [self, vault] in
+            let items = held.inodes(in: inodes)
             held.drop()
             vault.releaseCaches()
             CurrentProcess.releaseFreeHeap()
+            schedulePrune(of: items, in: directory)
         }
     }
 
@@ -216,4 +219,11 @@ final class Released<Value>: @unchecked Sendable {
     private var value: Value?
     init(_ value: Value) { self.value = value }
     func drop() { value = nil }
+}
+
+extension Released where Value == Listing {
+    /// The inode numbers the kernel holds for the listing's names.
+    func inodes(in table: InodeTable) -> [UInt64] {
+        value?.names.compactMap { $0.node.flatMap(table.existing) } ?? []
+    }
 }

@@ -12,6 +12,11 @@ public enum AppleAlgorithm: Equatable, Sendable {
     /// algorithm): the message signed whole, as Ed25519 hashes it itself.
     case ed25519
     case rsaEncryption(RSAEncryptionPadding)
+    /// `algid:sign:RSA:raw`: the private operation on the input as a number (`rawPrivate`);
+    /// verification compares the recovered number, leading zeros dropped, with the input.
+    case rsaSignatureRaw
+    /// `algid:encrypt:RSA:raw`: the public or private operation on the input as a number.
+    case rsaEncryptionRaw
     case ecies(hash: DigestAlgorithm, variableIV: Bool)
     /// `kdf` nil: the bare shared secret.
     case ecdh(kdf: DigestAlgorithm?)
@@ -21,8 +26,8 @@ public enum AppleAlgorithm: Equatable, Sendable {
         case sign, verify, encrypt, decrypt, keyExchange
     }
 
-    /// Parses Apple's raw name; nil for an algorithm not offered here (raw RSA, RFC 4754,
-    /// RSA OAEP with AES-GCM, MD5). A name parsed before is looked up: every key operation
+    /// Parses Apple's raw name; nil for an algorithm not offered here (RFC 4754, RSA OAEP with
+    /// AES-GCM, MD5). A name parsed before is looked up: every key operation
     /// names its algorithm, in the client and again in the daemon, and splitting the name
     /// costs more than a lookup.
     public init?(rawName: String) {
@@ -53,6 +58,7 @@ public enum AppleAlgorithm: Equatable, Sendable {
             }
         case ("sign", "RSA"):
             guard parts.count >= 4 else { return nil }
+            if parts.count == 4 && parts[3] == "raw" { self = .rsaSignatureRaw; return }
             let h = parts.count > 4 ? DigestAlgorithm(rawValue: parts[4]) : nil
             switch (parts[3], parts.count) {
             case ("digest-PKCS1v15", 4): self = .rsaSignature(.pkcs1v15, hash: nil, message: false)
@@ -69,6 +75,7 @@ public enum AppleAlgorithm: Equatable, Sendable {
             self = .ed25519
         case ("encrypt", "RSA"):
             if parts.count == 4 && parts[3] == "PKCS1" { self = .rsaEncryption(.pkcs1); return }
+            if parts.count == 4 && parts[3] == "raw" { self = .rsaEncryptionRaw; return }
             guard parts.count == 5, parts[3] == "OAEP", let h = DigestAlgorithm(rawValue: parts[4]) else { return nil }
             self = .rsaEncryption(.oaep(h))
         case ("encrypt", "ECIES"):
@@ -93,7 +100,10 @@ public enum AppleAlgorithm: Equatable, Sendable {
         case (.ecdsa, .sign): return ec && isPrivate
         case (.ecdsa, .verify): return ec
         case (.rsaSignature, .sign): return rsa && isPrivate
-        case (.rsaSignature, .verify): return rsa
+        case (.rsaSignature, .verify), (.rsaSignatureRaw, .verify): return rsa
+        case (.rsaSignatureRaw, .sign): return rsa && isPrivate
+        case (.rsaEncryptionRaw, .encrypt): return rsa
+        case (.rsaEncryptionRaw, .decrypt): return rsa && isPrivate
         case (.ed25519, .sign): return ed25519 && isPrivate
         case (.ed25519, .verify): return ed25519
         case (.rsaEncryption, .encrypt): return rsa
@@ -118,7 +128,8 @@ public enum AppleAlgorithm: Equatable, Sendable {
 
     /// Signs `input` with `key`: DER (X9.62) for ECDSA, modulus-long for RSA, 64 bytes for Ed25519.
     /// - Throws: `unsupported` for an algorithm that does not sign or a key it does not fit,
-    ///   `invalidInput` for a digest of the wrong length.
+    ///   `invalidInput` for a digest of the wrong length, or for raw RSA an input longer than
+    ///   the modulus or not less than it.
     public func sign(_ input: UnsafeRawBufferPointer, with key: AsymmetricKey) throws -> [UInt8] {
         guard supports(.sign, kind: key.kind, isPrivate: key.isPrivate) else { throw KeyError.unsupported }
         switch self {
@@ -128,17 +139,22 @@ public enum AppleAlgorithm: Equatable, Sendable {
             return try key.sign(digest: try Self.digest(input, hash: hash, message: message), hash: hash, scheme: scheme)
         case .ed25519:
             return try key.sign(message: input)
+        case .rsaSignatureRaw:
+            return try key.rawPrivate(input).withUnsafeBytes { Array($0) }
         default:
             throw KeyError.unsupported
         }
     }
 
-    /// Decrypts `input` with `key` (RSA PKCS1 / OAEP, Apple's ECIES), into guarded memory.
-    /// - Throws: `unsupported`; `decryptionFailed` when it does not decrypt.
+    /// Decrypts `input` with `key` (RSA PKCS1 / OAEP / raw, Apple's ECIES), into guarded memory.
+    /// Raw RSA gives the whole modulus-long block, leading zeros kept, as Apple's does.
+    /// - Throws: `unsupported`; `decryptionFailed` when it does not decrypt; `invalidInput` for
+    ///   a raw input longer than the modulus or not less than it.
     public func decrypt(_ input: UnsafeRawBufferPointer, with key: AsymmetricKey) throws -> SecureBytes {
         guard supports(.decrypt, kind: key.kind, isPrivate: key.isPrivate) else { throw KeyError.unsupported }
         switch self {
         case .rsaEncryption(let padding): return try key.decrypt(input, padding: padding)
+        case .rsaEncryptionRaw: return try key.rawPrivate(input)
         case .ecies(let hash, let variableIV): return try ECIES.decrypt(input, with: key, hash: hash, variableIV: variableIV)
         default: throw KeyError.unsupported
         }

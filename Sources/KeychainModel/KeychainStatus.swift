@@ -29,6 +29,7 @@ public struct KeychainStatus: Error, RawRepresentable, Hashable, Sendable {
     public static let dataNotAvailable = KeychainStatus(rawValue: -25316)
     public static let passphraseRequired = KeychainStatus(rawValue: -25260)
     public static let keyUsageIncorrect = KeychainStatus(rawValue: -67731)
+    public static let verifyFailed = KeychainStatus(rawValue: -67808)
     public static let decode = KeychainStatus(rawValue: -26275)
     public static let missingEntitlement = KeychainStatus(rawValue: -34018)
 
@@ -60,8 +61,44 @@ public struct KeychainStatus: Error, RawRepresentable, Hashable, Sendable {
         case -25316: return "The contents of this item cannot be retrieved."
         case -25260: return "Passphrase is required for import/export."
         case -67731: return "The key usage is incorrect."
+        case -67808: return "A cryptographic verification failure has occurred."
         case -26275: return "Unable to decode the provided data."
         case -34018: return "A required entitlement isn't present."
+        default: return "OSStatus \(rawValue)"
+        }
+    }
+
+    /// Apple's name for this status (`errSecItemNotFound`), as `--json` error objects give it;
+    /// `OSStatus N` for one without a name here.
+    public var name: String {
+        switch rawValue {
+        case 0: return "errSecSuccess"
+        case -4: return "errSecUnimplemented"
+        case -34: return "errSecDiskFull"
+        case -36: return "errSecIO"
+        case -50: return "errSecParam"
+        case -61: return "errSecWrPerm"
+        case -108: return "errSecAllocate"
+        case -128: return "errSecUserCanceled"
+        case -909: return "errSecBadReq"
+        case -2070: return "errSecInternalComponent"
+        case -25291: return "errSecNotAvailable"
+        case -25292: return "errSecReadOnly"
+        case -25293: return "errSecAuthFailed"
+        case -25294: return "errSecNoSuchKeychain"
+        case -25295: return "errSecInvalidKeychain"
+        case -25296: return "errSecDuplicateKeychain"
+        case -25299: return "errSecDuplicateItem"
+        case -25300: return "errSecItemNotFound"
+        case -25303: return "errSecNoSuchAttr"
+        case -25306: return "errSecNoSuchClass"
+        case -25308: return "errSecInteractionNotAllowed"
+        case -25315: return "errSecInteractionRequired"
+        case -25316: return "errSecDataNotAvailable"
+        case -25260: return "errSecPassphraseRequired"
+        case -67731: return "errSecKeyUsageIncorrect"
+        case -26275: return "errSecDecode"
+        case -34018: return "errSecMissingEntitlement"
         default: return "OSStatus \(rawValue)"
         }
     }

@@ -56,6 +56,10 @@ public enum Operation: UInt8, Sendable, CaseIterable {
     /// How long requests waited inside the daemon and how long they ran, owner's and root's
     /// apart from everyone else's (`ServiceTimesRequest`, `ServiceTimes`). Administrators only.
     case serviceTimes = 24
+    /// Whether a public key made a signature (`SignatureCheck`): for clients that link no
+    /// library for the key's type (the SSH agent, checking a host's session-bind signature).
+    /// Reply: success, or errSecVerifyFailed.
+    case checkSignature = 25
     /// Fleet sync's circle verbs (`keychainfs sync`), a `SyncRequest`; option `verb` names it.
     case sync = 30
 }

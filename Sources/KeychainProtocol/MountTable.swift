@@ -41,32 +41,39 @@ public enum MountTable {
 }
 
 /// One mount a daemon serves, as it records them (`Paths.mountRecords`) so that a restarted
-/// daemon re-establishes them and `status` can name the ones left dead.
+/// daemon re-establishes them and `status` can name the ones left dead; and one that a `stop`
+/// took down, which the vault's next daemon mounts again unless `unmount` forgets it first.
 public struct MountRecord: Sendable, Equatable {
     public var mountpoint: String
     /// The option list as given (`-o` plus the view's options).
     public var options: String
     /// Who asked for it.
     public var uid: UInt32
+    /// Taken down by a stop (`keychainfs stop`, SIGTERM): not mounted now, mounted again by the
+    /// next daemon.
+    public var stopped: Bool
 
-    public init(mountpoint: String, options: String, uid: UInt32) {
+    public init(mountpoint: String, options: String, uid: UInt32, stopped: Bool = false) {
         self.mountpoint = mountpoint
         self.options = options
         self.uid = uid
+        self.stopped = stopped
     }
 
-    /// One line each: `UID<TAB>MOUNTPOINT<TAB>OPTIONS`. Mountpoints and options with a tab or
-    /// newline are not recorded.
+    static let stoppedMark = "stopped"
+
+    /// One line each: `UID<TAB>MOUNTPOINT<TAB>OPTIONS`, and `<TAB>stopped` for a mount a stop
+    /// took down. Mountpoints and options with a tab or newline are not recorded.
     public static func encode(_ records: [MountRecord]) -> String {
         records.filter { r in !(r.mountpoint + r.options).contains(where: { $0 == "\t" || $0 == "\n" }) }
-            .map { "\($0.uid)\t\($0.mountpoint)\t\($0.options)\n" }.joined()
+            .map { "\($0.uid)\t\($0.mountpoint)\t\($0.options)" + ($0.stopped ? "\t" + stoppedMark : "") + "\n" }.joined()
     }
 
     public static func decode(_ text: String) -> [MountRecord] {
         text.split(separator: "\n").compactMap { line in
-            let f = line.split(separator: "\t", maxSplits: 2, omittingEmptySubsequences: false)
-            guard f.count == 3, let uid = UInt32(f[0]), f[1].hasPrefix("/") else { return nil }
-            return MountRecord(mountpoint: String(f[1]), options: String(f[2]), uid: uid)
+            let f = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard f.count == 3 || (f.count == 4 && f[3] == stoppedMark), let uid = UInt32(f[0]), f[1].hasPrefix("/") else { return nil }
+            return MountRecord(mountpoint: String(f[1]), options: String(f[2]), uid: uid, stopped: f.count == 4)
         }
     }
 
@@ -74,5 +81,24 @@ public struct MountRecord: Sendable, Equatable {
     public static func read(_ path: String) -> [MountRecord] {
         guard let text = try? FileSystem.contents(of: path, limit: 1 << 20) else { return [] }
         return decode(String(decoding: text, as: UTF8.self))
+    }
+
+    /// Forgets the record a stop left for `point` (while no daemon runs: `unmount`, or a `mount`
+    /// that brings its own options), so the next daemon does not mount it again. The file is
+    /// rewritten in place, keeping its owner and mode (root may edit the file of a vault's
+    /// owner, whose daemon must still read it). - Returns: whether there was such a record.
+    /// - Throws: the `Errno` of opening or writing the file.
+    @discardableResult
+    public static func forgetStopped(_ point: String, in path: String) throws(Errno) -> Bool {
+        let records = read(path)
+        guard records.contains(where: { $0.mountpoint == point && $0.stopped }) else { return false }
+        let kept = Array(encode(records.filter { !($0.mountpoint == point && $0.stopped) }).utf8)
+        let fd = try FileDescriptor.open(path, .writeOnly, options: [.truncate, .noFollow])
+        defer { try? fd.close() }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(kept.count, 1), alignment: 1)
+        defer { buffer.deallocate() }
+        buffer.copyBytes(from: kept)
+        try fd.writeAll(UnsafeRawBufferPointer(rebasing: buffer[0..<kept.count]))
+        return true
     }
 }

@@ -36,12 +36,24 @@ extension Dictionary where Key == OptionKey, Value == AttributeValue {
     public init(fields: Fields) { self.init(uniqueKeysWithValues: fields.map { (OptionKey(rawValue: $0.key), $0.value) }) }
 }
 
+// MARK: checkSignature
+extension OptionKey {
+    /// checkSignature, number: Apple's `kSecAttrKeyType` code of `public-key`. Required.
+    public static let keyType = OptionKey(rawValue: "key-type")
+    /// checkSignature, data: the public key, Apple's external representation. Required.
+    public static let publicKey = OptionKey(rawValue: "public-key")
+    /// checkSignature, data: the signed bytes. Required.
+    public static let signedData = OptionKey(rawValue: "signed-data")
+    /// checkSignature, data: the signature, in Apple's form for `algorithm`. Required.
+    public static let signature = OptionKey(rawValue: "signature")
+}
+
 // MARK: useKey
 extension OptionKey {
     /// useKey, string: `sign`, `decrypt` or `keyExchange` (`KeyUse`). Required.
     public static let use = OptionKey(rawValue: "use")
-    /// useKey, string: Apple's raw `SecKeyAlgorithm` name. Required; an unknown name is
-    /// errSecUnimplemented.
+    /// useKey and checkSignature, string: Apple's raw `SecKeyAlgorithm` name. Required; an
+    /// unknown name is errSecUnimplemented.
     public static let algorithm = OptionKey(rawValue: "algorithm")
     /// useKey (keyExchange), data: the other side's public key, Apple's external representation.
     /// Required for a key exchange.
@@ -65,9 +77,14 @@ extension OptionKey {
     public static let unlockBy = OptionKey(rawValue: "by")
     /// unlock by the approval program, numbers, both or neither: the uid and pid of the caller a
     /// relay asks for (the Secret Service's D-Bus caller); taken only from the daemon's own
-    /// executable.
+    /// executable. useKey, numbers, both or neither: the relay's client (the SSH agent's ssh),
+    /// written into the use's audit line, its uid the caller's or root's.
     public static let forUID = OptionKey(rawValue: "for-uid")
     public static let forPID = OptionKey(rawValue: "for-pid")
+    /// useKey, strings, with `for-uid`: the relay's client's executable, and what the use is
+    /// for (the SSH agent: the bound host key's fingerprint); audited, nothing else.
+    public static let forExecutable = OptionKey(rawValue: "for-exe")
+    public static let forHost = OptionKey(rawValue: "for-host")
     /// changePassphrase and export, string: a KDF preset (`interactive`, `moderate`, `sensitive`).
     public static let kdf = OptionKey(rawValue: "kdf")
     /// setSettings, number: seconds of idleness before the vault locks (0 never).
@@ -78,6 +95,8 @@ extension OptionKey {
     public static let approvalTimeout = OptionKey(rawValue: "approval-timeout")
     /// setSettings, number: seconds an approval is remembered per program and item.
     public static let approvalRemember = OptionKey(rawValue: "approval-remember")
+    /// setSettings, string: the pinentry program's absolute path that unlock prompts run ("" removes it).
+    public static let pinentry = OptionKey(rawValue: "pinentry")
     /// setSettings, number: the audit log's size that rotates it (0 never).
     public static let auditMaxSize = OptionKey(rawValue: "audit-max-size")
 }

@@ -111,10 +111,15 @@ public struct VaultStatus: TypedReply {
     public var kdfOps: Int64?
     public var kdfMem: Int64?
     public var items: Int64?
+    /// What the counts cover: `vault` (an administrator's: every item) or `groups` (the
+    /// caller's entitled access groups only).
+    public var itemsScope: String?
     /// Items of each protection class, by its raw name (`ak`, `cku`, ...).
     public var itemsByProtection: [String: Int64] = [:]
     public var otherDevice: Int64?
     public var lockTimeout: Int64?
+    /// The pinentry program unlock prompts run (`set-keychain-settings --pinentry`), when set.
+    public var pinentry: String?
     /// Seconds until the idle lock, when one is due.
     public var locksIn: Int64?
     /// Each current mount as "POINT (OPTIONS)"; nil for a caller who is not an administrator.
@@ -145,11 +150,13 @@ public struct VaultStatus: TypedReply {
         kdfOps = r.number("kdf-ops")
         kdfMem = r.number("kdf-mem")
         items = r.number("items")
+        itemsScope = r.string("items-scope")
         for (name, value) in response.info where name.hasPrefix(Self.countPrefix) {
             if case .number(let n) = value { itemsByProtection[String(name.dropFirst(Self.countPrefix.count))] = n }
         }
         otherDevice = r.number("other-device")
         lockTimeout = r.number("lock-timeout")
+        pinentry = r.string("pinentry")
         locksIn = r.number("locks-in")
         mounts = r.string("mounts").map { $0.split(separator: "\n").map(String.init) }
         auditLines = r.number("audit-lines")
@@ -167,9 +174,11 @@ public struct VaultStatus: TypedReply {
         if let kdfOps { out["kdf-ops"] = .number(kdfOps) }
         if let kdfMem { out["kdf-mem"] = .number(kdfMem) }
         if let items { out["items"] = .number(items) }
+        if let itemsScope { out["items-scope"] = .string(itemsScope) }
         for (p, n) in itemsByProtection { out[Self.countPrefix + p] = .number(n) }
         if let otherDevice { out["other-device"] = .number(otherDevice) }
         if let lockTimeout { out["lock-timeout"] = .number(lockTimeout) }
+        if let pinentry { out["pinentry"] = .string(pinentry) }
         if let locksIn { out["locks-in"] = .number(locksIn) }
         if let mounts { out["mounts"] = .string(mounts.joined(separator: "\n")) }
         if let auditLines { out["audit-lines"] = .number(auditLines) }

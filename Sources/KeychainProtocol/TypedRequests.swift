@@ -64,6 +64,23 @@ public enum KeyUse: String, Sendable, CaseIterable {
     case keyExchange
 }
 
+/// Who a relay (the SSH agent) uses a key for, as the relay saw its own client: written into
+/// the use's audit line beside the relay's own identity, and never used to decide anything.
+public struct RelayedUse: Equatable, Sendable {
+    public var uid: UInt32
+    public var pid: Int32
+    public var executable: String?
+    /// What the use is for, as the relay names it (the SSH host key's fingerprint).
+    public var host: String?
+
+    public init(uid: UInt32, pid: Int32, executable: String?, host: String?) {
+        self.uid = uid
+        self.pid = pid
+        self.executable = executable
+        self.host = host
+    }
+}
+
 /// `useKey`: an operation with a stored private key, run by the daemon.
 public struct KeyUseRequest: TypedRequest, Sendable {
     /// The key item's persistent reference (query `v_PersistentRef`).
@@ -81,9 +98,11 @@ public struct KeyUseRequest: TypedRequest, Sendable {
     public var sharedInfo: [UInt8]?
     /// The data to sign, the ciphertext; empty for a key exchange.
     public var input: SecureBytes
+    /// The relay's client, for the audit line (`for-uid`, `for-pid`, `for-exe`, `for-host`).
+    public var relayed: RelayedUse?
 
     public init(ref: [UInt8], use: KeyUse, algorithm: String, peer: [UInt8]? = nil, requestedSize: Int64? = nil,
-                sharedInfo: [UInt8]? = nil, input: SecureBytes, interaction: Attributes = [:]) {
+                sharedInfo: [UInt8]? = nil, input: SecureBytes, interaction: Attributes = [:], relayed: RelayedUse? = nil) {
         self.ref = ref
         self.use = use
         self.algorithm = algorithm
@@ -92,6 +111,7 @@ public struct KeyUseRequest: TypedRequest, Sendable {
         self.sharedInfo = sharedInfo
         self.input = input
         self.interaction = interaction
+        self.relayed = relayed
     }
 
     /// - Throws: errSecParam when the reference is not a key item's, `use` or `algorithm` is
@@ -112,6 +132,14 @@ public struct KeyUseRequest: TypedRequest, Sendable {
         sharedInfo = try request.options.data(.sharedInfo)
         if use == .keyExchange && peer == nil { throw KeychainStatus.param }
         input = request.secrets[0]
+        if let uid = try request.options.number(.forUID) {
+            guard let pid = try request.options.number(.forPID), let u = UInt32(exactly: uid), let p = Int32(exactly: pid), p > 0
+            else { throw KeychainStatus.param }
+            relayed = RelayedUse(uid: u, pid: p, executable: try request.options.string(.forExecutable),
+                                 host: try request.options.string(.forHost))
+        } else if try request.options.number(.forPID) != nil {
+            throw KeychainStatus.param
+        }
     }
 
     public var request: Request {
@@ -119,9 +147,50 @@ public struct KeyUseRequest: TypedRequest, Sendable {
         if let peer { options[.peer] = .data(peer) }
         if let requestedSize { options[.requestedSize] = .number(requestedSize) }
         if let sharedInfo { options[.sharedInfo] = .data(sharedInfo) }
+        if let relayed {
+            options[.forUID] = .number(Int64(relayed.uid))
+            options[.forPID] = .number(Int64(relayed.pid))
+            if let exe = relayed.executable { options[.forExecutable] = .string(exe) }
+            if let host = relayed.host { options[.forHost] = .string(host) }
+        }
         var query = interaction
         query[.valuePersistentRef] = .data(ref)
         return Request(.useKey, query: query, options: options, secrets: [input])
+    }
+}
+
+/// `checkSignature`: whether `publicKey` made `signature` over `signedData` with `algorithm`.
+/// Nothing in it is secret.
+public struct SignatureCheck: TypedRequest, Sendable {
+    /// Apple's `kSecAttrKeyType` code (73 EC, 42 RSA).
+    public var keyType: Int64
+    /// Apple's external representation: X9.63 for EC, PKCS#1 `RSAPublicKey` DER for RSA.
+    public var publicKey: [UInt8]
+    /// Apple's raw `SecKeyAlgorithm` name of a signature algorithm.
+    public var algorithm: String
+    public var signedData: [UInt8]
+    public var signature: [UInt8]
+
+    public init(keyType: Int64, publicKey: [UInt8], algorithm: String, signedData: [UInt8], signature: [UInt8]) {
+        self.keyType = keyType
+        self.publicKey = publicKey
+        self.algorithm = algorithm
+        self.signedData = signedData
+        self.signature = signature
+    }
+
+    /// - Throws: errSecParam for a missing option, one of another type, or a secret.
+    public init(decoding request: Request) throws {
+        guard request.operation == .checkSignature, request.secrets.isEmpty,
+              let keyType = try request.options.number(.keyType), let publicKey = try request.options.data(.publicKey),
+              let algorithm = try request.options.string(.algorithm), let signedData = try request.options.data(.signedData),
+              let signature = try request.options.data(.signature) else { throw KeychainStatus.param }
+        self.init(keyType: keyType, publicKey: publicKey, algorithm: algorithm, signedData: signedData, signature: signature)
+    }
+
+    public var request: Request {
+        Request(.checkSignature, options: [.keyType: .number(keyType), .publicKey: .data(publicKey), .algorithm: .string(algorithm),
+                                           .signedData: .data(signedData), .signature: .data(signature)])
     }
 }
 
@@ -221,9 +290,13 @@ public struct SettingsChange: TypedRequest {
     public var approvalRemember: Int64?
     /// 0 (never rotate) or a size in `SettingLimits.auditMaxSize`.
     public var auditMaxSize: Int64?
+    /// The pinentry program unlock prompts run (`unlock-keychain`, the Secret Service's
+    /// Prompt): an absolute path, or "" to ask as before.
+    public var pinentry: String?
 
     public init(lockTimeout: Int64? = nil, approvalProgram: String? = nil, approvalTimeout: Int64? = nil,
-                approvalRemember: Int64? = nil, auditMaxSize: Int64? = nil) {
+                approvalRemember: Int64? = nil, auditMaxSize: Int64? = nil, pinentry: String? = nil) {
+        self.pinentry = pinentry
         self.lockTimeout = lockTimeout
         self.approvalProgram = approvalProgram
         self.approvalTimeout = approvalTimeout
@@ -231,8 +304,8 @@ public struct SettingsChange: TypedRequest {
         self.auditMaxSize = auditMaxSize
     }
 
-    /// - Throws: errSecParam for a value of another type or out of its range, or a program that
-    ///   is neither "" nor an absolute path.
+    /// - Throws: errSecParam for a value of another type or out of its range, or a program
+    ///   (approval, pinentry) that is neither "" nor an absolute path.
     public init(decoding request: Request) throws {
         guard request.operation == .setSettings else { throw KeychainStatus.param }
         let o = request.options
@@ -247,6 +320,8 @@ public struct SettingsChange: TypedRequest {
         auditMaxSize = try o.number(.auditMaxSize) == 0 ? 0 : try bounded(.auditMaxSize, SettingLimits.auditMaxSize)
         approvalProgram = try o.string(.approvalProgram)
         if let p = approvalProgram, !p.isEmpty && !p.hasPrefix("/") { throw KeychainStatus.param }
+        pinentry = try o.string(.pinentry)
+        if let p = pinentry, !p.isEmpty && !p.hasPrefix("/") { throw KeychainStatus.param }
     }
 
     public var request: Request {
@@ -256,6 +331,7 @@ public struct SettingsChange: TypedRequest {
         if let approvalTimeout { options[.approvalTimeout] = .number(approvalTimeout) }
         if let approvalRemember { options[.approvalRemember] = .number(approvalRemember) }
         if let auditMaxSize { options[.auditMaxSize] = .number(auditMaxSize) }
+        if let pinentry { options[.pinentry] = .string(pinentry) }
         return Request(.setSettings, options: options)
     }
 }

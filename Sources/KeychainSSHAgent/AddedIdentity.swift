@@ -19,7 +19,9 @@ public struct AddedIdentity: Equatable, Sendable {
     public var lifetime: UInt32?
     /// `ssh-add -c`: each use must be confirmed.
     public var confirm = false
-    /// Extension constraints by name (`ssh-add -h` sends `restrict-destination-v00@openssh.com`).
+    /// `ssh-add -h`: the hosts the key may be used at.
+    public var destinations: DestinationRestriction?
+    /// Extension constraints this agent does not know, by name.
     public var extensions: [String] = []
 
     /// The constraint numbers of section 4.2.6.
@@ -86,6 +88,11 @@ public struct AddedIdentity: Equatable, Sendable {
                 added.confirm = true
             case extensionConstraint:
                 let name = String(decoding: body[try reader.readStringRange()], as: UTF8.self)
+                if name == DestinationRestriction.extensionName {
+                    guard added.destinations == nil else { throw SSHAgentCodecError.malformed("destinations given twice") }
+                    added.destinations = try DestinationRestriction(encoded: Array(body[try reader.readStringRange()]))
+                    continue
+                }
                 added.extensions.append(name)
                 // An extension's contents run to the end of the message or to the next
                 // constraint, and only the extension knows which: none after it can be read.

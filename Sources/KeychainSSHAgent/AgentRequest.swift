@@ -13,6 +13,9 @@ public enum AgentRequest: Equatable, Sendable {
     /// LOCK and UNLOCK; the passphrase is not kept by the decoder.
     case lock
     case unlock
+    /// `session-bind@openssh.com`, decoded.
+    case sessionBind(SessionBind)
+    /// Any other extension, by name; its contents are not read.
     case `extension`(name: String)
     /// A message number this protocol does not define.
     case unknown(UInt8)
@@ -48,7 +51,9 @@ public enum AgentRequest: Equatable, Sendable {
             request = known == .lock ? .lock : .unlock
         case .extension:
             // The extension's own contents follow its name and are defined by the extension.
-            return .extension(name: try reader.readText())
+            let name = try reader.readText()
+            guard name == SessionBind.extensionName else { return .extension(name: name) }
+            request = .sessionBind(try SessionBind(&reader))
         case .failure, .success, .identitiesAnswer, .signResponse, .extensionFailure:
             // Replies sent to the agent: not requests.
             return .unknown(number)

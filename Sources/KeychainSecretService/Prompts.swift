@@ -1,5 +1,8 @@
+import KeychainClient
+import KeychainCrypto
 import KeychainModel
 import KeychainProtocol
+import KeychainSystem
 
 /// Prompts (`org.freedesktop.Secret.Prompt`): what a caller asked that needs the user.
 enum PendingPrompt {
@@ -33,10 +36,13 @@ struct PromptTable {
 }
 
 extension SecretService {
-    /// `Prompt(window-id)` and `Dismiss()`. `Prompt` of an unlock asks the daemon to unlock the
-    /// vault through its approval program (`--reason unlock`, which prints the passphrase): it
-    /// completes with the objects now unlocked, or dismissed when there is no program, it
-    /// refused or its passphrase was wrong. The bus waits while the program runs.
+    /// `Prompt(window-id)` and `Dismiss()`. `Prompt` of an unlock asks for the passphrase with
+    /// the vault's pinentry (`set-keychain-settings --pinentry`), run here, where the session's
+    /// display and bus are, and sends it to the daemon as any client's unlock; without one it
+    /// asks the daemon to unlock the vault through its approval program (`--reason unlock`,
+    /// which prints the passphrase). It completes with the objects now unlocked, or dismissed
+    /// when there is neither, the user cancelled, or the passphrase was wrong. The bus waits
+    /// while the program runs.
     func promptMethod(_ m: BusMessage, number: Int) throws -> OutgoingMessage? {
         guard m.member == "Prompt" || m.member == "Dismiss" else { return nil }
         guard let prompt = prompts.take(number, for: m.sender) else { throw BusError.unknownObject(m.path) }
@@ -44,8 +50,7 @@ extension SecretService {
         // The approval program is told who asks: this caller's pinned uid and pid (the daemon
         // takes them from this process alone, which it names as the relay).
         let asker = identities[m.sender].map { RelayedCaller(uid: $0.uid, pid: $0.pid) }
-        if m.member == "Prompt", case .unlock(let objects) = prompt,
-           (try? vault.send(UnlockRequest.byApprovalProgram(for: asker).request)) != nil {
+        if m.member == "Prompt", case .unlock(let objects) = prompt, unlockAsking(for: asker) {
             unlocked = objects.filter { path in
                 switch ObjectPath(path) {
                 case .collection(let g)?, .item(let g, _)?: return caller.readable.contains(g)
@@ -66,4 +71,29 @@ extension SecretService {
         }
         return try m.reply()
     }
+
+    /// Unlocks the vault with the pinentry's passphrase when the vault names one, else through
+    /// the approval program. False when it stays locked.
+    private func unlockAsking(for asker: RelayedCaller?) -> Bool {
+        let program = (try? VaultStatus(decoding: vault.send(BareRequest(.info).request)))?.pinentry
+        guard let program else { return (try? vault.send(UnlockRequest.byApprovalProgram(for: asker).request)) != nil }
+        do {
+            var pinentry = try Pinentry(program: program)
+            pinentry.timeout = Self.pinentryTimeout
+            let passphrase = try pinentry.askPassphrase(title: "keychainfs",
+                                                        description: "An application asks to unlock the keychainfs vault (Secret Service).",
+                                                        prompt: "Passphrase:")
+            defer { passphrase.wipe() }
+            _ = try vault.send(UnlockRequest.passphrase(passphrase).request)
+            return true
+        } catch {
+            // Never the passphrase: a failure's description names the program and the cause only.
+            let line = Array("keychainfs secret-service: unlock prompt: \(error)\n".utf8)
+            line.withUnsafeBytes { try? Descriptor.writeAll($0, to: 2) }
+            return false
+        }
+    }
+
+    /// Seconds the user has to answer the pinentry a `Prompt` runs; the bus waits meanwhile.
+    static let pinentryTimeout = 120
 }

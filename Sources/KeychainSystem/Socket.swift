@@ -71,6 +71,18 @@ extension FileDescriptor {
         return PeerCredentials(pid: cred.0, uid: cred.1, gid: cred.2)
     }
 
+    /// The executable of the connected peer whose pid is `pid` (from `peerCredentials`), read
+    /// while a pidfd (`SO_PEERPIDFD`) proves the pid still names the process that connected;
+    /// nil when that process is gone or the kernel gives no pidfd.
+    public func peerExecutable(pid: Int32) -> String? {
+        let pidfd = kcfs_peer_pidfd(rawValue)
+        guard pidfd >= 0 else { return nil }
+        defer { Glibc.close(pidfd) }
+        guard pid > 0, let path = ProcessFiles.executable(of: pid) else { return nil }
+        // Read first, checked after: a pid can be reused only once its process has been reaped.
+        return kcfs_pidfd_alive(pidfd) == 1 ? path : nil
+    }
+
     /// One send(2) with `MSG_NOSIGNAL` (a peer that went away is `.brokenPipe`, not a signal
     /// that kills the process); returns the bytes taken.
     public func send(_ bytes: UnsafeRawBufferPointer) throws(Errno) -> Int {

@@ -37,9 +37,8 @@ public func SecAccessControlCreateWithFlags(_ allocator: CFAllocator?, _ protect
                                             _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecAccessControl? {
     let name = (protection as? NSString).map { $0 as String } ?? (protection as? String)
     guard let name, let p = ProtectionClass(rawValue: name) else {
-        let e = NSError(domain: "NSOSStatusErrorDomain", code: Int(KeychainStatus.param.rawValue),
-                        userInfo: [NSLocalizedDescriptionKey: KeychainStatus.param.message])
-        error?.pointee = Unmanaged.passRetained(e)
+        // Apple's reason (SecAccessControl.c), the protection as given.
+        setError(error, errSecParam, "SecAccessControl: invalid protection: \(name ?? String(describing: protection))")
         return nil
     }
     return SecAccessControl(AccessControl(protection: p, flags: UInt64(flags.rawValue)))

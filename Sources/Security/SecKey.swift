@@ -56,37 +56,16 @@ public final class SecKey: NSObject, Sendable {
     var applicationLabel: [UInt8] { DigestAlgorithm.sha1.hash(key.publicBytes()) }
 }
 
-/// Sets `error` to a CFError of Apple's domain and code, as Apple's functions do.
-func setError(_ error: UnsafeMutablePointer<Unmanaged<CFError>?>?, _ status: OSStatus, _ message: String) {
-    let e = NSError(domain: "NSOSStatusErrorDomain", code: Int(status), userInfo: [NSDebugDescriptionErrorKey: message])
-    error?.pointee = Unmanaged.passRetained(e)
-}
-
-/// Runs `body`; a thrown error becomes Apple's status in `error` and the result is nil.
+/// Runs `body`; a thrown error becomes Apple's status and a reason in `error` (`SecurityError`)
+/// and the result is nil.
 func keyCall<R>(_ out: UnsafeMutablePointer<Unmanaged<CFError>?>?, _ what: String, _ body: () throws -> R?) -> R? {
     do {
         return try body()
-    } catch let e as KeyError {
-        setError(out, e.appleStatus.status, "\(what): \(e.appleStatus.reason)")
-    } catch let s as KeychainStatus {
-        let meaning = KeychainConnection.shared.meaning(of: s).map { " (\($0))" } ?? ""
-        setError(out, s.rawValue, "\(what): \(s.message)\(meaning)")
-    } catch CryptoError.allocationFailed {
-        setError(out, errSecAllocate, "\(what): out of guarded memory")
-    } catch let f as KeyFailure {
-        setError(out, f.status, "\(what): \(f.reason)")
     } catch {
-        setError(out, errSecInternalComponent, "\(what) failed")
+        let (status, reason) = statusAndReason(of: error, what)
+        setError(out, status, reason)
     }
     return nil
-}
-
-/// A refusal of the Security layer itself (a bad parameter, an algorithm the key lacks).
-struct KeyFailure: Error {
-    var status: OSStatus
-    var reason: String
-    static func param(_ reason: String) -> KeyFailure { KeyFailure(status: errSecParam, reason: reason) }
-    static func unsupported(_ reason: String) -> KeyFailure { KeyFailure(status: errSecUnimplemented, reason: reason) }
 }
 
 // MARK: Creating keys
@@ -141,9 +120,12 @@ public func SecKeyCopyPublicKey(_ key: SecKey) -> SecKey? {
 
 /// A key from its external representation (`SecKeyCreateWithData`): for EC `04 || X || Y`
 /// (public) or `04 || X || Y || K` (private), for RSA the PKCS#1 DER. `attributes` must give
-/// `kSecAttrKeyType` and `kSecAttrKeyClass`; `kSecAttrKeySizeInBits`, when given, must match.
+/// `kSecAttrKeyType` and `kSecAttrKeyClass`. `kSecAttrKeySizeInBits` is not read: the size is
+/// the key's, as in Apple's `SecKeyCreateWithData` (SecKey.m), which never looks at it; callers
+/// pass the DER length x 8 for RSA and it works on Apple's platforms.
 /// - Returns: nil with errSecParam in `error` for missing attributes or bytes that are not
-///   such a key (a point off the curve, a scalar that does not match its point, bad DER).
+///   such a key (a point off the curve, a scalar that does not match its point, bad DER), with
+///   Apple's reasons ("RSA public key creation from data failed", ...).
 public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary,
                                  _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     keyCall(error, "SecKeyCreateWithData") {
@@ -152,11 +134,12 @@ public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary,
         guard let keyClass = KeyParameters.number(attrs[kSecAttrKeyClass]), keyClass == 0 || keyClass == 1 else {
             throw KeyFailure.param("kSecAttrKeyClass must be public or private")
         }
-        let key = try (keyData as Data).withUnsafeBytes { try KeyParameters.importKey(type: type, isPrivate: keyClass == 1, $0) }
-        if let size = KeyParameters.number(attrs[kSecAttrKeySizeInBits]), size != Int64(key.sizeInBits) {
-            throw KeyFailure.param("kSecAttrKeySizeInBits does not match the key")
+        do {
+            return SecKey(try keyData.withBytes { try KeyParameters.importKey(type: type, isPrivate: keyClass == 1, $0) })
+        } catch KeyError.invalidKeyData {
+            let kind = type == 42 ? "RSA" : "EC"
+            throw KeyFailure.apple(errSecParam, "\(kind) \(keyClass == 1 ? "private" : "public") key creation from data failed")
         }
-        return SecKey(key)
     }
 }
 

@@ -32,17 +32,13 @@ public func SecKeyIsAlgorithmSupported(_ key: SecKey, _ operation: SecKeyOperati
 /// (X9.62), RSA signatures are as long as the modulus. A key from the keychain signs in the
 /// daemon (`StoredKeys`).
 /// - Returns: nil with `error`: errSecUnimplemented for an algorithm the key cannot run,
-///   errSecParam for a digest of the wrong length; for a stored key also errSecItemNotFound
-///   (deleted, or outside the caller's groups), errSecInteractionNotAllowed (locked).
+///   errSecParam for a digest of the wrong length (for `rsaSignatureRaw`, an input longer than
+///   the modulus or not less than it); for a stored key also errSecItemNotFound (deleted, or
+///   outside the caller's groups), errSecInteractionNotAllowed (locked).
 public func SecKeyCreateSignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ dataToSign: CFData,
                                   _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
     keyCall(error, "SecKeyCreateSignature") {
-        let s = try spec(key, .sign, algorithm)
-        if let ref = key.storedReference {
-            let signature = try dataToSign.withBytes { try StoredKeys.use(ref, .sign, algorithm, input: $0) }
-            return signature.withUnsafeBytes { Data($0) } as NSData
-        }
-        return Data(try dataToSign.withBytes { try s.sign($0, with: key.key) }) as NSData
+        Data(try dataToSign.withBytes { try KeyOperations.sign(key, algorithm, $0) }) as NSData
     }
 }
 
@@ -51,57 +47,83 @@ public func SecKeyCreateSignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _
 public func SecKeyVerifySignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ signedData: CFData, _ signature: CFData,
                                   _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> Bool {
     keyCall(error, "SecKeyVerifySignature") { () -> Bool? in
-        let sig = signature.withBytes { Array($0) }
-        let ok: Bool
-        switch try spec(key, .verify, algorithm) {
-        case .ecdsa(let hash, let message):
-            let digest = try signedData.withBytes { try AppleAlgorithm.digest($0, hash: hash, message: message) }
-            ok = try key.key.verify(signature: sig, digest: digest, hash: hash, scheme: .ecdsaX962)
-        case .rsaSignature(let scheme, let hash, let message):
-            let digest = try signedData.withBytes { try AppleAlgorithm.digest($0, hash: hash, message: message) }
-            ok = try key.key.verify(signature: sig, digest: digest, hash: hash, scheme: scheme)
-        case .ed25519:
-            ok = try signedData.withBytes { try key.key.verify(signature: sig, message: $0) }
-        default:
-            throw KeyFailure.unsupported("\(algorithm.name) does not verify")
-        }
-        guard ok else { throw KeyError.verificationFailed }
+        try signedData.withBytes { data in try signature.withBytes { try KeyOperations.verify(key, algorithm, data, signature: $0) } }
         return true
     } ?? false
 }
 
 /// Encrypts `plaintext` (`SecKeyCreateEncryptedData`) with a public key (or a private key's
-/// public half): RSA PKCS1 / OAEP, or Apple's ECIES.
-/// - Returns: nil with errSecParam in `error` for a plaintext too long for RSA.
+/// public half): RSA PKCS1 / OAEP / raw, or Apple's ECIES.
+/// - Returns: nil with errSecParam in `error` for a plaintext too long for RSA (for raw RSA,
+///   longer than the modulus or not less than it).
 public func SecKeyCreateEncryptedData(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ plaintext: CFData,
                                       _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
     keyCall(error, "SecKeyCreateEncryptedData") {
-        switch try spec(key, .encrypt, algorithm) {
-        case .rsaEncryption(let padding):
-            return Data(try plaintext.withBytes { try key.key.encrypt($0, padding: padding) }) as NSData
-        case .ecies(let hash, let variableIV):
-            return Data(try plaintext.withBytes { try ECIES.encrypt($0, to: key.key, hash: hash, variableIV: variableIV) }) as NSData
-        default:
-            throw KeyFailure.unsupported("\(algorithm.name) does not encrypt")
-        }
+        Data(try plaintext.withBytes { try KeyOperations.encrypt(key, algorithm, $0) }) as NSData
     }
 }
 
 /// Decrypts `ciphertext` (`SecKeyCreateDecryptedData`) with a private key; a key from the
-/// keychain decrypts in the daemon.
+/// keychain decrypts in the daemon. `rsaEncryptionRaw` gives the whole modulus-long block.
 /// - Returns: nil with errSecParam in `error` when it does not decrypt; for a stored key also
 ///   the keychain's status (errSecItemNotFound, errSecInteractionNotAllowed).
 public func SecKeyCreateDecryptedData(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ ciphertext: CFData,
                                       _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
     keyCall(error, "SecKeyCreateDecryptedData") {
-        let s = try spec(key, .decrypt, algorithm)
-        let plain: SecureBytes
+        try ciphertext.withBytes { try KeyOperations.decrypt(key, algorithm, $0) }.withUnsafeBytes { Data($0) } as NSData
+    }
+}
+
+/// The four operations on bytes where they are, for the `SecKeyCreate…` calls above and the
+/// legacy calls (`SecKeyEncrypt`, ...), which copy the result into the caller's buffer.
+enum KeyOperations {
+    static func sign(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ input: UnsafeRawBufferPointer) throws -> [UInt8] {
+        let s = try spec(key, .sign, algorithm)
         if let ref = key.storedReference {
-            plain = try ciphertext.withBytes { try StoredKeys.use(ref, .decrypt, algorithm, input: $0) }
-        } else {
-            plain = try ciphertext.withBytes { try s.decrypt($0, with: key.key) }
+            return try StoredKeys.use(ref, .sign, algorithm, input: input).withUnsafeBytes { Array($0) }
         }
-        return plain.withUnsafeBytes { Data($0) } as NSData
+        return try s.sign(input, with: key.key)
+    }
+
+    /// - Throws: `KeyError.verificationFailed` for a signature that does not verify.
+    static func verify(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ input: UnsafeRawBufferPointer,
+                       signature: UnsafeRawBufferPointer) throws {
+        let sig = Array(signature)
+        let ok: Bool
+        switch try spec(key, .verify, algorithm) {
+        case .ecdsa(let hash, let message):
+            let digest = try AppleAlgorithm.digest(input, hash: hash, message: message)
+            ok = try key.key.verify(signature: sig, digest: digest, hash: hash, scheme: .ecdsaX962)
+        case .rsaSignature(let scheme, let hash, let message):
+            let digest = try AppleAlgorithm.digest(input, hash: hash, message: message)
+            ok = try key.key.verify(signature: sig, digest: digest, hash: hash, scheme: scheme)
+        case .rsaSignatureRaw:
+            // Apple's `SecKeyAlgorithmAdaptorCopyResult_Verify_RSASignatureRaw`: the recovered
+            // number without its leading zeros must be the input, byte for byte.
+            let recovered = try key.key.rawPublic(signature)
+            ok = recovered.drop { $0 == 0 }.elementsEqual(input)
+        case .ed25519:
+            ok = try key.key.verify(signature: sig, message: input)
+        default:
+            throw KeyFailure.unsupported("\(algorithm.name) does not verify")
+        }
+        guard ok else { throw KeyError.verificationFailed }
+    }
+
+    static func encrypt(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ plaintext: UnsafeRawBufferPointer) throws -> [UInt8] {
+        switch try spec(key, .encrypt, algorithm) {
+        case .rsaEncryption(let padding): return try key.key.encrypt(plaintext, padding: padding)
+        case .rsaEncryptionRaw: return try key.key.rawPublic(plaintext)
+        case .ecies(let hash, let variableIV): return try ECIES.encrypt(plaintext, to: key.key, hash: hash, variableIV: variableIV)
+        default: throw KeyFailure.unsupported("\(algorithm.name) does not encrypt")
+        }
+    }
+
+    /// The plaintext, in guarded memory.
+    static func decrypt(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ ciphertext: UnsafeRawBufferPointer) throws -> SecureBytes {
+        let s = try spec(key, .decrypt, algorithm)
+        if let ref = key.storedReference { return try StoredKeys.use(ref, .decrypt, algorithm, input: ciphertext) }
+        return try s.decrypt(ciphertext, with: key.key)
     }
 }
 

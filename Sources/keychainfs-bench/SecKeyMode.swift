@@ -52,3 +52,50 @@ func seckeyMode(_ args: [String]) {
     emit("seconds=\(plain(seconds, 1)) daemon_ops=\(daemonOps) daemon_rate=\(plain(Double(daemonOps) / seconds, 0)) " +
          "inproc_ops=\(inprocOps) inproc_rate=\(plain(Double(inprocOps) / seconds, 0))")
 }
+
+/// `keychainfs-bench seckey-rsa [--seconds T]`: RSA-2048 PKCS #1 v1.5 encryptions per second of
+/// a 32-byte plaintext, (1) through the legacy `SecKeyEncrypt` with a public key made as RSA
+/// libraries make it (`SecKeyCreateWithData` of the PKCS#1 DER, the DER length x 8 as its size)
+/// and (2) with KeychainKeys in process on the same key (`AsymmetricKey.encrypt`), as
+/// `openssl speed rsa2048` encrypts. Neither asks the daemon. Prints `legacy_rate= inproc_rate=
+/// legacy_ops= inproc_ops=`.
+func seckeyRSAMode(_ args: [String]) {
+    var seconds = 3.0
+    var i = 0
+    while i < args.count {
+        switch args[i] {
+        case "--seconds": seconds = Double(i + 1 < args.count ? args[i + 1] : "") ?? 3
+        default: fail("seckey-rsa: unknown option \(args[i])")
+        }
+        i += 2
+    }
+    guard let made = try? AsymmetricKey.generateRSA(bits: 2048), let pub = try? made.publicKey() else { fail("seckey-rsa: no RSA key") }
+    let der = pub.publicBytes()
+    var error: Unmanaged<CFError>?
+    let attributes: [String: Any] = [kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecAttrKeyClass as String: kSecAttrKeyClassPublic,
+                                     kSecAttrKeySizeInBits as String: der.count * 8]
+    guard let key = SecKeyCreateWithData(Data(der) as CFData, attributes as CFDictionary, &error) else {
+        fail("seckey-rsa: SecKeyCreateWithData failed")
+    }
+    let message = [UInt8](repeating: 0x42, count: 32)
+    var cipher = [UInt8](repeating: 0, count: SecKeyGetBlockSize(key))
+
+    var legacyOps = 0
+    var deadline = monotonic() + seconds
+    while monotonic() < deadline {
+        var length = cipher.count
+        guard SecKeyEncrypt(key, .PKCS1, message, message.count, &cipher, &length) == errSecSuccess else {
+            fail("seckey-rsa: SecKeyEncrypt failed")
+        }
+        legacyOps += 1
+    }
+
+    var inprocOps = 0
+    deadline = monotonic() + seconds
+    while monotonic() < deadline {
+        guard (try? message.withUnsafeBytes { try pub.encrypt($0, padding: .pkcs1) }) != nil else { fail("seckey-rsa: an in-process encryption failed") }
+        inprocOps += 1
+    }
+    emit("seconds=\(plain(seconds, 1)) legacy_ops=\(legacyOps) legacy_rate=\(plain(Double(legacyOps) / seconds, 0)) " +
+         "inproc_ops=\(inprocOps) inproc_rate=\(plain(Double(inprocOps) / seconds, 0))")
+}

@@ -49,6 +49,11 @@ enum MountVerb {
             guard FuseMount.isDead(point) else { throw StateError.alreadyMounted(point) }
             guard FuseMount.unmount(point, lazy: true) else { throw StateError.cannotUnmount(point, Errno.current.rawValue) }
         }
+        // A mount a stop took down here would come back with the daemon this starts: this
+        // command's options replace it.
+        if (try? DaemonClient.connect(vaultPath: vault)) == nil {
+            _ = try? MountRecord.forgetStopped(point, in: Paths.mountRecords(forVault: vault))
+        }
         let client = try Engine.connect(vault)
         let uid = Paths.vaultOwner(vault)
         let device = try FuseMount.mount(at: point, allowOther: parsed.allowOther, readOnly: parsed.readOnly,

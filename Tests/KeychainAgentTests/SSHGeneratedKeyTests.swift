@@ -54,4 +54,23 @@ final class SSHGeneratedKeyTests: SSHAgentTestCase {
         XCTAssertEqual(try h.run(["unlock-keychain"], input: "pass phrase 1\n").status, 0)
         XCTAssertEqual(try login(port: port, socket: socket).status, 0)
     }
+
+    /// sshd's host key inside the TPM: sshd signs each connection's exchange through the agent
+    /// (`HostKeyAgent`), and a client whose known_hosts holds the key's `.pub` line accepts it.
+    func testSSHDHostKeyInsideTheTPM() throws {
+        guard Self.tpm != nil else { throw XCTSkip("swtpm is not installed (scripts/setup.sh)") }
+        let made = try h.run(["generate-key", "-t", "ecdsa", "--tpm", "-l", "tpm host key", "--ssh"])
+        XCTAssertEqual(made.status, 0, "\(made)")
+        try made.stdout.write(toFile: path("tpm_host_key.pub"), atomically: true, encoding: .utf8)
+        let socket = try startAgent(socketDirectory("agent") + "/agent.sock")
+        let port = try startSSHD(authorizedKeys: try publicLine("id_p256") + "\n", hostKey: path("tpm_host_key.pub"), hostKeyAgent: socket)
+        let parts = made.stdout.split(separator: " ")
+        try "[127.0.0.1]:\(port) \(parts[0]) \(parts[1])\n".write(toFile: path("known_hosts"), atomically: true, encoding: .utf8)
+        let login = try self.login(port: port, socket: socket, strict: true)
+        XCTAssertEqual(login.status, 0, "the client checked the TPM's host key: \(text(login.err))")
+        XCTAssertEqual(text(login.out), "logged-in\n")
+        let audit = try h.run(["audit", "--json"]).stdout
+        XCTAssertTrue(audit.split(separator: "\n").contains { $0.contains("\"event\":\"sign\"") && $0.contains("\"label\":\"tpm host key\"") },
+                      "the host key's signature is audited")
+    }
 }

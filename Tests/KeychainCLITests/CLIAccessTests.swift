@@ -29,7 +29,16 @@ final class CLIAccessTests: HarnessTestCase {
     func testMembersLockOnlyWhenTheirGroupGrantsIt() throws {
         let refused = try run(Self.member, ["lock-keychain"])
         XCTAssertEqual(refused.status, 51, "a member of team, which does not grant locking: \(refused)")
-        XCTAssertEqual(refused.stderr, Sentence.authFailed)
+        // Apple's sentence (scripts compare it), then what it means: this caller may not lock.
+        XCTAssertEqual(refused.stderr, Sentence.authFailed + "keychainfs: you may not lock \(h.vault): locking it is for root, "
+                       + "and members of an access group its owner lets lock it (keychainfs group set GROUP --may-lock)\n")
+        let json = try run(Self.member, ["lock-keychain", "--json"])
+        XCTAssertEqual(json.status, 51, "\(json)")
+        let object = h.jsonObject(json.stdout)
+        XCTAssertEqual(object["error"] as? String, "errSecAuthFailed")
+        XCTAssertEqual(object["status"] as? Int, -25293)
+        XCTAssertEqual(object["exit"] as? Int, 51)
+        XCTAssertTrue((object["detail"] as? String)?.hasPrefix("you may not lock \(h.vault): ") == true, json.stdout)
         XCTAssertEqual(try h.info()["state"] as? String, "unlocked")
         // The member still reads: the refusal is about the lock only.
         XCTAssertEqual(try run(Self.member, ["find-generic-password", "-s", "teamsvc", "-w"]).stdout, "team-secret\n")
@@ -78,6 +87,40 @@ final class CLIAccessTests: HarnessTestCase {
         XCTAssertEqual(unknownUser.status, 2, "\(unknownUser)")
         XCTAssertTrue(unknownUser.stderr.hasPrefix("keychainfs: no such user kcfs_nobody_such\n"), unknownUser.stderr)
         XCTAssertEqual(try h.run(["group", "remove", "nosuch"]).status, 44)
+    }
+
+    /// `status` and `show-keychain-info` count, for a caller who is not an administrator, only the
+    /// items of its own groups: the daemon's reply holds no other count (the CLI prints what the
+    /// daemon sent), so a member cannot learn how many secrets others keep, nor see one added.
+    func testStatusShowsOthersOnlyTheirGroupsCounts() throws {
+        // The vault holds teamsvc (team) and rootsvc (default); three more of root's own.
+        for n in 1...3 {
+            XCTAssertEqual(try h.run(["add-generic-password", "-s", "root\(n)", "-a", "r", "-w", "-"], input: "x").status, 0)
+        }
+        let admin = try h.info()
+        XCTAssertEqual(admin["items"] as? Int, 5, "root sees the whole vault")
+        XCTAssertEqual(admin["items-scope"] as? String, "vault")
+        for verb in ["show-keychain-info", "status"] {
+            let r = try run(Self.member, [verb, "--json"])
+            XCTAssertEqual(r.status, 0, "\(verb): \(r)")
+            let member = h.jsonObject(r.stdout)
+            XCTAssertEqual(member["items"] as? Int, 1, "\(verb): the member counts team's one item: \(r.stdout)")
+            XCTAssertEqual(member["items-scope"] as? String, "groups", verb)
+            XCTAssertEqual(member["count.ak"] as? Int, 1, verb)
+            XCTAssertNil(member["mounts"], verb)
+            XCTAssertNil(member["audit-lines"], verb)
+        }
+        let text = try run(Self.member, ["show-keychain-info"])
+        XCTAssertTrue(text.stdout.contains("\nitems: 1 (in your access groups)\n"), text.stdout)
+        let status = try run(Self.member, ["status"])
+        XCTAssertTrue(status.stdout.contains("\n  items: 1 (ak 1) in your access groups\n"), status.stdout)
+        // Root adds another item of its own: nothing changes for the member.
+        XCTAssertEqual(try h.run(["add-generic-password", "-s", "root4", "-a", "r", "-w", "-"], input: "x").status, 0)
+        XCTAssertEqual(h.jsonObject(try run(Self.member, ["show-keychain-info", "--json"]).stdout)["items"] as? Int, 1)
+        // An outsider (no group) sees no count at all.
+        let outsider = h.jsonObject(try run(Self.outsider, ["status", "--json"], initGroups: false).stdout)
+        XCTAssertNil(outsider["items"])
+        XCTAssertEqual(outsider["groups"] as? [String], [])
     }
 
     func testOwnerAndMemberReadTheGroupsItem() throws {
@@ -164,11 +207,14 @@ final class CLIAccessTests: HarnessTestCase {
         XCTAssertEqual(try run(Self.outsider, ["add-generic-password", "-s", "x", "-a", "y", "-w", "z"], initGroups: false).status, 30)
         XCTAssertEqual(try run(Self.outsider, ["group", "list"], initGroups: false).stdout, "")
         // Administration is for root and the daemon's user only.
-        for args in [["group", "add", "mine"], ["lock-keychain"], ["stop"], ["set-keychain-settings", "-t", "1"]] {
+        for args in [["group", "add", "mine"], ["stop"], ["set-keychain-settings", "-t", "1"]] {
             let r = try run(Self.outsider, args, initGroups: false)
             XCTAssertEqual(r.status, 51, "\(args): \(r)")
-            XCTAssertEqual(r.stderr, Sentence.authFailed, "\(args)")
+            XCTAssertEqual(r.stderr, Sentence.authFailed + "keychainfs: you may not run \(args[0]) on \(h.vault): that is for root\n", "\(args)")
         }
+        let lock = try run(Self.outsider, ["lock-keychain"], initGroups: false)
+        XCTAssertEqual(lock.status, 51, "\(lock)")
+        XCTAssertTrue(lock.stderr.hasPrefix(Sentence.authFailed + "keychainfs: you may not lock \(h.vault): "), lock.stderr)
         XCTAssertEqual(try h.info()["state"] as? String, "unlocked")
         XCTAssertEqual(try h.info()["lock-timeout"] as? Int, 0)
 

@@ -102,6 +102,30 @@ final class CLICertificateTests: XCTestCase {
         try assertRun(["export", "-t", "pubKeys", "-l", "identity.example"], stdout: try publicPEM("id.key"))
     }
 
+    /// Re-importing a file exits 45 (as security does); `--replace` replaces what it brought:
+    /// here a key imported non-extractable by mistake (`-x`) becomes extractable, and the
+    /// label changes, with no second item.
+    func testImportReplaceReplacesWhatTheFileBrought() throws {
+        try makePair("srv", commonName: "server.example")
+        try (try contents("srv.key") + contents("srv.crt")).write(toFile: path("srv.pem"), atomically: true, encoding: .utf8)
+        try assertRun(["import", path("srv.pem"), "-x"], stdout: "1 identity imported.\n")
+        try assertRun(["export", "-t", "privKeys"], status: 28, stdout: "")  // non-extractable
+        let again = try assertRun(["import", path("srv.pem")], status: 45, stdout: "")
+        XCTAssertTrue(again.stderr.contains(Sentence.duplicate), again.stderr)
+        try assertRun(["import", path("srv.pem"), "--replace", "-l", "web"], stdout: "1 identity imported.\n2 items replaced.\n")
+        try assertRun(["export", "-t", "privKeys"], status: 84, stdout: "")  // extractable now: refused for want of a passphrase
+        let dump = try assertRun(["dump-keychain", "--json"])
+        let items = (try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [[String: Any]]) ?? []
+        XCTAssertEqual(items.map { $0["class"] as? String }, ["cert", "keys"], "one certificate, one key: \(dump.stdout)")
+        XCTAssertEqual(items.map { ($0["attributes"] as? [String: Any])?["labl"] as? String }, ["web", "web"])
+        let extractable = items.last.flatMap { ($0["attributes"] as? [String: Any])?["extr"] }
+        XCTAssertTrue((extractable as? Bool) == true || (extractable as? Int) == 1, dump.stdout)
+        // A file with a new key beside a stored certificate: the key is added, the certificate replaced.
+        try assertRun(["import", path("srv.crt"), "--replace"], stdout: "1 certificate imported.\n1 item replaced.\n")
+        try assertRun(["find-identity", "-v"], stdout: "  1) \(try sha1("srv.crt")) \"web\"\n     1 valid identities found\n")
+        try assertRun(["import", path("srv.pem"), "--keep-newer"], status: 2, stdout: "")
+    }
+
     func testEveryKeyFormatImportsAsTheSameKey() throws {
         try openssl(["genrsa", "-out", path("rsa.pem"), "2048"])
         try openssl(["rsa", "-in", path("rsa.pem"), "-traditional", "-out", path("rsa1.pem")])  // PKCS#1 "RSA PRIVATE KEY"

@@ -293,7 +293,8 @@ final class CLIItemTests: HarnessTestCase {
     func testMissingVaultExits50() throws {
         let r = try h.run(["find-generic-password", "-s", "db", h.dir + "/missing.vault"])
         XCTAssertEqual(r.status, 50, "\(r)")
-        XCTAssertEqual(r.stderr, Sentence.noSuchKeychain)
+        XCTAssertEqual(r.stderr, Sentence.noSuchKeychain + "keychainfs: no vault at \(h.dir)/missing.vault: "
+                       + "create one with keychainfs create-keychain \(h.dir)/missing.vault\n")
         XCTAssertEqual(try h.run(["status", h.dir + "/missing.vault"]).stdout, "\(h.dir)/missing.vault: no daemon running\n")
     }
 

@@ -38,7 +38,7 @@ final class CLISecurityFlagsTests: HarnessTestCase {
         }
         let both = try h.run(["add-generic-password", "-s", "hex", "-a", "bad", "-X", "41", "-w", "A"])
         XCTAssertEqual(both.status, 2, "\(both)")
-        XCTAssertTrue(both.stderr.hasPrefix("keychainfs: give the secret once: -w or -X\n"), both.stderr)
+        XCTAssertTrue(both.stderr.hasPrefix("keychainfs: give the secret once: -w, --secret-file or -X\n"), both.stderr)
         XCTAssertEqual(try h.run(["find-generic-password", "-s", "hex"]).status, 44)
         // The help says, as security's does, that a secret on the command line is insecure.
         let help = try h.run(["help", "add-generic-password"]).stdout
@@ -168,7 +168,7 @@ final class CLISecurityFlagsTests: HarnessTestCase {
         XCTAssertEqual(left, [], "the vault, its side files and its audit log are gone")
         let again = try h.run(["delete-keychain", "--yes", second])
         XCTAssertEqual(again.status, 50, "\(again)")
-        XCTAssertEqual(again.stderr, Sentence.noSuchKeychain)
+        XCTAssertEqual(again.stderr, Sentence.noSuchKeychain + "keychainfs: no vault at \(second)\n")
         // A file that is not a vault is never removed.
         let notVault = h.dir + "/notes.txt"
         XCTAssertTrue(FileManager.default.createFile(atPath: notVault, contents: Data("not a vault\n".utf8)))

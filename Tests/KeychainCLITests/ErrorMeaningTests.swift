@@ -19,6 +19,37 @@ final class ErrorMeaningTests: HarnessTestCase {
         XCTAssertEqual(named.stderr, "keychainfs: User interaction is not allowed.\nkeychainfs: the vault is locked: run keychainfs unlock-keychain \(h.vault)\n")
     }
 
+    /// A user with no vault is told the path that was looked for and how to make one.
+    func testAUserWithoutAVaultGetsThePathAndCreateKeychain() throws {
+        // A user who is not root (root's default is /var/lib/keychainfs/login.vault), with no
+        // KEYCHAINFS_VAULT: the per-user default under XDG_DATA_HOME.
+        guard getuid() == 0, let nobody = getpwnam("nobody") else { throw XCTSkip("needs root and the user nobody") }
+        let uid = nobody.pointee.pw_uid, gid = nobody.pointee.pw_gid
+        let home = h.dir + "/home"
+        try FileManager.default.createDirectory(atPath: home + "/data/keychainfs", withIntermediateDirectories: true)
+        for p in [home, home + "/data", home + "/data/keychainfs"] { XCTAssertEqual(chown(p, uid, gid), 0) }
+        var env = h.environment
+        env.removeValue(forKey: "KEYCHAINFS_VAULT")
+        env["XDG_DATA_HOME"] = home + "/data"
+        env["HOME"] = home
+        env["KEYCHAINFS_RUNTIME_DIR"] = home + "/run"
+        let asNobody = ["/usr/bin/setpriv", "--reuid", String(uid), "--regid", String(gid), "--clear-groups"]
+        let expected = home + "/data/keychainfs/login.vault"
+        for args in [["find-generic-password", "-s", "db", "-w"], ["unlock-keychain"], ["show-keychain-info"]] {
+            let r = try Spawn.run(asNobody + [CLIHarness.binary] + args, environment: env, input: Data("p\n".utf8), timeout: 30)
+            XCTAssertEqual(r.status, 50, "\(args): \(String(decoding: r.err, as: UTF8.self))")
+            XCTAssertEqual(String(decoding: r.err, as: UTF8.self), "keychainfs: The specified keychain could not be found.\n"
+                           + "keychainfs: no vault at \(expected): create one with keychainfs create-keychain "
+                           + "(or name yours: the last argument, or KEYCHAINFS_VAULT)\n", "\(args)")
+        }
+        // A vault named on the line is named in the remedy.
+        let named = try h.run(["show-keychain-info", h.dir + "/elsewhere.vault"])
+        XCTAssertEqual(named.status, 50, "\(named)")
+        XCTAssertEqual(named.stderr, "keychainfs: The specified keychain could not be found.\n"
+                       + "keychainfs: no vault at \(h.dir)/elsewhere.vault: create one with keychainfs create-keychain \(h.dir)/elsewhere.vault\n")
+        XCTAssertEqual(h.daemons().filter { $0.vault != h.vault }.count, 0, "nothing was started")
+    }
+
     func testAMissingDaemonNamesTheVault() throws {
         XCTAssertEqual(try h.run(["stop"]).status, 0)
         // Root starts no daemon for a vault another user owns: that daemon must run as its owner.

@@ -60,6 +60,30 @@ final class KeyUseRequestTests: XCTestCase {
         XCTAssertEqual(attributes.status, .success, "its attributes are readable")
     }
 
+    /// A relay's use (the SSH agent's) gets its own audit line naming its client and host; a
+    /// relay may name only its own user or root.
+    func testARelayedUseIsAuditedWithItsClientAndMayNameNoOtherUser() throws {
+        let key = try AsymmetricKey.generate(.p256)
+        let ref = try store(key)
+        let relayed = RelayedUse(uid: geteuid(), pid: 4242, executable: "/usr/bin/ssh", host: "SHA256:abc")
+        for _ in 0..<2 {
+            let request = KeyUseRequest(ref: ref, use: .sign, algorithm: sign, input: try SecureBytes(copying: [1]), relayed: relayed)
+            XCTAssertEqual(try d.call(request.request).status, .success)
+        }
+        try d.daemon.auditLog?.flushRepeats()
+        let log = try String(contentsOfFile: d.vaultPath + ".audit", encoding: .utf8)
+        let lines = log.split(separator: "\n").filter { $0.contains("\tsign\t") }
+        XCTAssertEqual(lines.count, 2, "a line per relayed use: \(lines)")
+        XCTAssertTrue(lines.allSatisfy { $0.contains(" for-uid=\(geteuid()) for-pid=4242 for-host=SHA256:abc for-exe=/usr/bin/ssh\t") }, "\(lines)")
+
+        var other = KeyUseRequest(ref: ref, use: .sign, algorithm: sign, input: try SecureBytes(copying: [1]), relayed: relayed)
+        other.relayed?.uid = geteuid() == 0 ? 1000 : geteuid() + 1
+        XCTAssertEqual(try d.call(other.request).status, .param, "another user")
+        var halfRelayed = KeyUseRequest(ref: ref, use: .sign, algorithm: sign, input: try SecureBytes(copying: [1])).request
+        halfRelayed.options[.forPID] = .number(1)
+        XCTAssertEqual(try d.call(halfRelayed).status, .param, "for-pid without for-uid")
+    }
+
     func testExtractableKeyIsReadAndPubkIsTheDaemons() throws {
         let key = try AsymmetricKey.generate(.p384)
         let ref = try store(key)

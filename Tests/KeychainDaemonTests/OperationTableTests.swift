@@ -38,7 +38,7 @@ final class OperationTableTests: XCTestCase {
         for row in OperationTable.rows {
             switch row.operation {
             case _ where anyone.contains(row.operation): XCTAssertEqual(row.right, .anyone, "\(row.operation)")
-            case .watch: XCTAssertEqual(row.right, .entitled)
+            case .watch, .checkSignature: XCTAssertEqual(row.right, .entitled, "\(row.operation)")
             case .lock: XCTAssertEqual(row.right, .locker)
             case .auditRead: XCTAssertEqual(row.right, .auditor)
             default: XCTAssertEqual(row.right, .administrator, "\(row.operation)")

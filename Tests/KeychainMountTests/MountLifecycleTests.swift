@@ -38,15 +38,31 @@ final class MountLifecycleTests: MountTestCase {
     }
 
     func testStopUnmountsAndUnmountWorksWithoutDaemon() throws {
-        try add("svc", "acct", "secret")
+        try add("svc", "acct", "secret", ["--accessible", "Always"])
         let first = try mount(), second = try mount("ro")
         XCTAssertEqual(try h.run(["stop"]).status, 0)
         XCTAssertTrue(h.waitUntil(5) { !MountTestCase.isMounted(first) && !MountTestCase.isMounted(second) },
                       "stop unmounts the daemon's mounts")
+        // Recorded: status names them, and `unmount` forgets one without starting a daemon.
+        let status = try h.run(["status"])
+        XCTAssertEqual(status.stdout, "\(h.vault): no daemon running\n  mount: \(first) (stopped: the next daemon mounts it again)\n"
+                       + "  mount: \(second) (stopped: the next daemon mounts it again)\n")
+        XCTAssertEqual(h.jsonObject(try h.run(["status", "--json"]).stdout)["stopped-mounts"] as? [String], [first, second])
+        let forget = try h.run(["unmount", second])
+        XCTAssertEqual(forget.status, 0, "\(forget)")
+        XCTAssertEqual(forget.stdout + forget.stderr, "")
+        XCTAssertEqual(h.daemons().count, 0, "unmount did not start a daemon")
+        XCTAssertEqual(h.jsonObject(try h.run(["status", "--json"]).stdout)["stopped-mounts"] as? [String], [first])
+        // The next daemon (any command starts it) mounts the other one again, before it answers.
+        let info = try h.run(["show-keychain-info", "--json"])
+        XCTAssertEqual(info.status, 0, "\(info)")
+        XCTAssertEqual(h.jsonObject(info.stdout)["mounts"] as? [String], ["\(first) (rw)"], "back, and mounts as an array")
+        XCTAssertEqual(FS.read(first + "/svc/acct").bytes, Array("secret".utf8))
+        XCTAssertFalse(MountTestCase.isMounted(second), "the one unmounted while stopped stays down")
+        XCTAssertTrue(try unmount(first))
 
         // A daemon that dies leaves a dead mount; unmount still removes it.
         let third = try mount()
-        XCTAssertEqual(FS.read(third + "/svc/acct").errno, ENOENT, "a fresh daemon is locked")
         guard let pid = try h.daemonPID() else { return XCTFail("no daemon") }
         XCTAssertEqual(kill(pid, SIGKILL), 0)
         XCTAssertTrue(h.waitUntil(5) { !processAlive(pid) })
@@ -57,6 +73,28 @@ final class MountLifecycleTests: MountTestCase {
         XCTAssertEqual(r.status, 0, "\(r)")
         XCTAssertFalse(MountTestCase.isMounted(third))
         XCTAssertEqual(h.daemons().count, 0, "unmount did not start a daemon")
+    }
+
+    /// `mount` of a directory a stop took down, while no daemon runs, mounts it with its own
+    /// options (not "already mounted" because the daemon it starts brought the old one back).
+    func testMountAfterStopTakesTheNewOptions() throws {
+        try add("svc", "acct", "secret", ["--accessible", "Always"])
+        let point = try mount()
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        XCTAssertTrue(h.waitUntil(5) { !MountTestCase.isMounted(point) })
+        let again = try h.run(["mount", "-o", "ro", point])
+        XCTAssertEqual(again.status, 0, "\(again)")
+        let lines = ((try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? "").split(separator: "\n")
+            .filter { $0.split(separator: " ").dropFirst().first.map(String.init) == point }
+        XCTAssertEqual(lines.count, 1, "one mount, not a stack: \(lines)")
+        XCTAssertTrue(lines.first?.split(separator: " ").dropFirst(3).first?.hasPrefix("ro,") == true, "\(lines)")
+        assertErrno(FS.write(point + "/svc/acct", "x"), EROFS, "the new options hold")
+        // SIGTERM (systemd's stop) records them too.
+        guard let pid = try h.daemonPID() else { return XCTFail("no daemon") }
+        XCTAssertEqual(kill(pid, SIGTERM), 0)
+        XCTAssertTrue(h.waitUntil(10) { !processAlive(pid) && !MountTestCase.isMounted(point) })
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "svc", "-w"]).stdout, "secret\n")
+        XCTAssertEqual(FS.read(point + "/svc/acct").bytes, Array("secret".utf8), "back after SIGTERM and a new daemon")
     }
 
     /// Fraction of the file's pages in the page cache, from fincore(1).

@@ -1,4 +1,6 @@
 import Foundation
+import KeychainCore
+import KeychainCrypto
 import KeychainTestSupport
 import XCTest
 
@@ -40,5 +42,51 @@ final class MountListingTests: MountTestCase {
         XCTAssertEqual(FS.stat(dir + "/acct1").st.map { Int($0.st_size) }, 2, "an AfterFirstUnlock file")
         let afterLock = try runProgram(["/bin/ls", dir]).stdoutText.split(separator: "\n")
         XCTAssertEqual(afterLock.count, count / 2 - 1, "the odd accounts but acct3")
+    }
+
+    /// Some time after a large listing is closed, the kernel is asked to drop the names it keeps
+    /// from it (FUSE_NOTIFY_PRUNE), so the mount's table of them can shrink: a `stat` of a listed
+    /// name, answered from the kernel's cache before, is looked up again after; every file still
+    /// reads. Counted with bench/fuseops.sh (the kernel's fuse tracepoints).
+    func testALargeListingsNamesLeaveTheKernelAfterItCloses() throws {
+        let fuseops = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("bench/fuseops.sh").path
+        let events = "/sys/kernel/tracing/events/fuse/fuse_request_send"
+        // tracefs is mounted as fuseops.sh would, and left mounted (another run may be using it).
+        if !FileManager.default.fileExists(atPath: events) { _ = try runProgram(["/bin/mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"]) }
+        guard FileManager.default.fileExists(atPath: events) else {
+            throw XCTSkip("this kernel has no fuse tracepoints to count lookups with")
+        }
+        let n = 4_300  // past Listing.large (4,096)
+        let stopped = try h.run(["stop"])
+        XCTAssertEqual(stopped.status, 0, "\(stopped)")
+        do {
+            // Filled in process: thousands of CLI adds would take long.
+            let vault = try Vault.open(at: h.vault, deviceKey: try DeviceKey.loadOrCreate(at: h.environment["KEYCHAINFS_DEVICE_KEY"]!))
+            try vault.unlock(passphrase: try SecureBytes(copying: Array(passphrase.utf8)))
+            try vault.addAll(try (0..<n).map { i in
+                ([.class: .itemClass(.genericPassword), .service: .string("big"), .account: .string("acct\(i)")],
+                 try SecureBytes(copying: Array("secret \(i)".utf8)))
+            }, accessGroups: ["default"])
+        }
+        h.environment["KEYCHAINFS_PRUNE_SECONDS"] = "4"
+        XCTAssertEqual(try h.run(["unlock-keychain"], input: passphrase + "\n").status, 0)
+        let mnt = try mount("kernel_cache")  // names cached for 30 s: a lookup then means they were dropped
+        let listing = try runProgram(["/bin/ls", "-l", mnt + "/big"])
+        XCTAssertEqual(listing.stdoutText.split(separator: "\n").count, n + 1, "total, then every name")
+        let names = (0..<50).map { mnt + "/big/acct\($0 * 80)" }
+        func lookups() throws -> Int {
+            let r = try runProgram([fuseops, mnt, "/usr/bin/stat", "-c", "%s"] + names)
+            XCTAssertEqual(r.status, 0, r.description)
+            let line = r.stdoutText.split(separator: "\n").first { $0.hasPrefix("op=LOOKUP ") }
+            return line.flatMap { $0.split(separator: " ").first { $0.hasPrefix("requests=") } }
+                .flatMap { Int($0.dropFirst("requests=".count)) } ?? 0
+        }
+        XCTAssertEqual(try lookups(), 0, "right after the listing the kernel knows every name")
+        usleep(6_000_000)
+        // Each name is looked up again (and perhaps the directory itself, whose entry may be revalidated).
+        XCTAssertGreaterThanOrEqual(try lookups(), names.count, "dropped after the listing closed")
+        XCTAssertEqual(FS.read(mnt + "/big/acct4242").bytes, Array("secret 4242".utf8))
+        XCTAssertEqual(try runProgram(["/bin/ls", mnt + "/big"]).stdoutText.split(separator: "\n").count, n)
     }
 }

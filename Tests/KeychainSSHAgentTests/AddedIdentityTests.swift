@@ -40,9 +40,10 @@ final class AddedIdentityTests: XCTestCase {
         guard case .ed25519(_, let secret) = added.key else { return XCTFail() }
         XCTAssertEqual(Array(body[secret.prefix(32)]), [UInt8](repeating: 1, count: 32), "the seed comes first")
 
-        let restricted = try AddedIdentity.decode(body + [255] + string(Array("restrict-destination-v00@openssh.com".utf8)) + [9, 9],
-                                                  constrained: true)
-        XCTAssertEqual(restricted.extensions, ["restrict-destination-v00@openssh.com"])
+        let unknown = try AddedIdentity.decode(body + [255] + string(Array("sk-provider@openssh.com".utf8)) + [9, 9], constrained: true)
+        XCTAssertEqual(unknown.extensions, ["sk-provider@openssh.com"], "named, so the agent can refuse it")
+        XCTAssertThrowsError(try AddedIdentity.decode(body + [255] + string(Array("restrict-destination-v00@openssh.com".utf8)) + string([9]),
+                                                      constrained: true), "destinations that do not decode")
         XCTAssertThrowsError(try AddedIdentity.decode(body + [7], constrained: true), "an unknown constraint")
         XCTAssertThrowsError(try AddedIdentity.decode(body + [1, 0, 0], constrained: true), "a lifetime cut short")
         XCTAssertThrowsError(try AddedIdentity.decode(body + [2], constrained: false), "constraints in an unconstrained add")

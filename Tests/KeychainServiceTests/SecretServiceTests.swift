@@ -229,6 +229,49 @@ final class SecretServiceTests: XCTestCase {
         XCTAssertFalse(args.contains("pass phrase"))
     }
 
+    func testUnlockPromptAsksWithThePinentryTheVaultNames() throws {
+        guard bus.python("import secretstorage").status == 0 else { throw XCTSkip("python3-secretstorage is not installed") }
+        // A scripted pinentry (the Assuan protocol): cancels, or gives the passphrase
+        // %-escaped, as a file says; records the commands it got.
+        let program = harness.dir + "/pinentry-fake", answer = harness.dir + "/answer", calls = harness.dir + "/calls"
+        try """
+            #!/bin/sh
+            echo 'OK Pleased to meet you'
+            while IFS= read -r line; do
+              echo "$line" >> \(calls)
+              case "$line" in
+                GETPIN) if [ "$(cat \(answer))" = give ]; then echo 'D pass%20phrase 1'; echo OK
+                        else echo 'ERR 83886179 Operation cancelled <Pinentry>'; fi ;;
+                BYE) echo OK; exit 0 ;;
+                *) echo OK ;;
+              esac
+            done
+            """.write(toFile: program, atomically: true, encoding: .utf8)
+        chmod(program, 0o755)
+        XCTAssertEqual(try harness.run(["set-keychain-settings", "--pinentry", program]).status, 0)
+        try bus.startProvider()
+        let service = unique("pinentry"), account = unique("a")
+        XCTAssertEqual(bus.run(["/usr/bin/secret-tool", "store", "--label", "L", "service", service, "account", account],
+                               input: "behind the pinentry").status, 0)
+        XCTAssertEqual(try harness.run(["lock-keychain"]).status, 0)
+        let unlock = """
+            import secretstorage
+            col = secretstorage.get_default_collection(secretstorage.dbus_init())
+            print(col.unlock(), col.is_locked())
+            """
+        // Cancelled: dismissed, still locked.
+        try "cancel".write(toFile: answer, atomically: true, encoding: .utf8)
+        XCTAssertEqual(bus.python(unlock).stdout, "True True\n")
+        XCTAssertNotEqual(bus.run(["/usr/bin/secret-tool", "lookup", "service", service, "account", account]).status, 0)
+        // The passphrase typed: unlocked, the secret reads.
+        try "give".write(toFile: answer, atomically: true, encoding: .utf8)
+        XCTAssertEqual(bus.python(unlock).stdout, "False False\n")
+        XCTAssertEqual(bus.run(["/usr/bin/secret-tool", "lookup", "service", service, "account", account]).stdout, "behind the pinentry")
+        let sent = try String(contentsOfFile: calls, encoding: .utf8)
+        XCTAssertTrue(sent.contains("GETPIN\n"), sent)
+        XCTAssertFalse(sent.contains("pass phrase"), "the passphrase goes one way only")
+    }
+
     func testOpenSessionsAreBoundedPerConnectionAndPerUser() throws {
         guard bus.python("import jeepney").status == 0 else { throw XCTSkip("python3-jeepney is not installed") }
         try bus.startProvider()

@@ -65,6 +65,16 @@ final class ClientBoundaryTests: XCTestCase {
         XCTAssertEqual(reached.intersection(["KeychainCore", "SQLiteStore", "CSQLite", "KeychainKeys", "COpenSSL"]), [])
     }
 
+    /// `import CommonCrypto` is Swift over KeychainKeys' wrappers: it declares KeychainKeys alone
+    /// and imports nothing else, so libcrypto stays behind the one target that imports COpenSSL.
+    func testCommonCryptoReachesLibcryptoOnlyThroughKeychainKeys() throws {
+        let graph = try Self.declaredDependencies()
+        XCTAssertEqual(graph["CommonCrypto"], ["KeychainKeys"])
+        let imports = try Self.imports(of: ["CommonCrypto"])
+        XCTAssertFalse(imports.isEmpty, "its sources are read")
+        XCTAssertEqual(imports.filter { $0.module != "KeychainKeys" }.map(\.line), [])
+    }
+
     /// Checks the reading of Package.swift that the tests above rely on.
     func testPackageDependenciesAreReadWhole() throws {
         let graph = try Self.declaredDependencies()

@@ -137,7 +137,7 @@ final class SecKeyAPITests: XCTestCase {
         XCTAssertTrue(SecKeyVerifySignature(ec, .ecdsaSignatureDigestX962, Data(count: 32) as CFData, digestSig, &error))
         XCTAssertNil(SecKeyCreateSignature(rsa, .ecdsaSignatureMessageX962SHA256, message as CFData, &error))
         XCTAssertEqual(code(error), Int(errSecUnimplemented), "an RSA key does not do ECDSA")
-        XCTAssertFalse(SecKeyIsAlgorithmSupported(ec, .sign, .rsaSignatureRaw), "raw RSA is not offered")
+        XCTAssertFalse(SecKeyIsAlgorithmSupported(ec, .sign, .rsaSignatureRaw), "raw RSA is for RSA keys")
     }
 
     /// SPKI DER for a P-256 point: the fixed AlgorithmIdentifier (id-ecPublicKey, prime256v1).

@@ -26,10 +26,16 @@ func check(_ frame: [UInt8]) {
         default:
             break
         }
+        // What a restricted key is asked to sign is parsed as a login request.
+        if case .sign(_, let data, _) = request { _ = decoded({ try UserAuthRequest(parsing: data) }) }
     }
     guard let number = frame.first, number == 17 || number == 25 else { return }
     let body = frame.dropFirst()
     guard let added = decoded({ try AddedIdentity.decode(body, constrained: number == 25) }) else { return }
+    if let destinations = added.destinations {
+        require(decoded({ try DestinationRestriction(encoded: destinations.encoded) }) == destinations,
+                "stored destinations do not decode to what was added")
+    }
     let inside = { (range: Range<Int>) in body.indices.contains(range.lowerBound) && range.upperBound <= body.endIndex }
     switch added.key {
     case .ecdsa(let curve, let point, let scalar):

@@ -18,7 +18,7 @@ enum PinnedIdentity {
         guard let supplementary = peerGroups(fd) else { return nil }
         return CallerIdentity(pid: cred.pid, uid: cred.uid, gid: cred.gid,
                               groups: Set(supplementary).union([cred.gid]),
-                              executable: executable(of: fd, pid: cred.pid))
+                              executable: FileDescriptor(rawValue: fd).peerExecutable(pid: cred.pid))
     }
 
     private static func peerGroups(_ fd: Int32) -> [UInt32]? {
@@ -30,14 +30,5 @@ enum PinnedIdentity {
             if n <= capacity { return Array(groups[0..<n]) }
             capacity = n
         }
-    }
-
-    private static func executable(of fd: Int32, pid: Int32) -> String? {
-        let pidfd = kcfs_peer_pidfd(fd)
-        guard pidfd >= 0 else { return nil }
-        defer { close(pidfd) }
-        guard pid > 0, let path = ProcessFiles.executable(of: pid) else { return nil }
-        // Read first, checked after: a pid can be reused only once its process has been reaped.
-        return kcfs_pidfd_alive(pidfd) == 1 ? path : nil
     }
 }

@@ -154,6 +154,7 @@ struct AdministrationRequests: RequestFamily {
         if let program { try vault.setSetting("approval-program", Array(program.utf8)) }
         if let n = approvalTimeout { try vault.setSetting("approval-timeout", Array(String(n).utf8)) }
         if let n = remember { try vault.setSetting("approval-remember", Array(String(n).utf8)) }
+        if let p = change.pinentry { try vault.setSetting("pinentry", Array(p.utf8)) }
         if let n = auditMaxSize {
             try vault.setSetting("audit-max-size", Array(String(n).utf8))
             context.control.auditLog?.setMaxSize(n)
@@ -180,7 +181,9 @@ struct AdministrationRequests: RequestFamily {
         guard groups.holds(.entitled) else {
             return .reply(VaultStatus(state: vault.lockState.rawValue, pid: pid, groups: []))
         }
-        let i = try vault.info()
+        // Counts of the caller's own groups unless it administers the vault: the whole vault's
+        // would tell it how many secrets others keep (and when they add one).
+        let i = try vault.info(accessGroups: groups.isAdministrator ? nil : groups.entitled)
         let control = context.control
         let (timeout, idle) = control.idleTimeout()
         var out = VaultStatus(state: i.lockState.rawValue, pid: pid, groups: groups.entitled)
@@ -189,10 +192,15 @@ struct AdministrationRequests: RequestFamily {
         out.format = Int64(i.formatVersion)
         out.kdfOps = Int64(i.kdf.opsLimit)
         out.kdfMem = Int64(i.kdf.memLimit)
-        out.items = Int64(i.itemCount)
-        out.otherDevice = Int64(i.itemsBoundToOtherDevice)
+        if i.countsKnown {
+            out.items = Int64(i.itemCount)
+            out.itemsScope = groups.isAdministrator ? "vault" : "groups"
+            out.otherDevice = Int64(i.itemsBoundToOtherDevice)
+            for p in ProtectionClass.allCases { out.itemsByProtection[p.rawValue] = Int64(i.itemsByProtection[p] ?? 0) }
+        }
         out.lockTimeout = Int64(timeout)
-        for p in ProtectionClass.allCases { out.itemsByProtection[p.rawValue] = Int64(i.itemsByProtection[p] ?? 0) }
+        // Which program asks for the passphrase: a path, no secret; entitled callers ask with it.
+        if let p = (try? vault.setting("pinentry")).flatMap({ $0 }), !p.isEmpty { out.pinentry = String(decoding: p, as: UTF8.self) }
         if timeout > 0 && i.lockState == .unlocked { out.locksIn = Int64(max(0, Double(timeout) - idle)) }
         if groups.isAdministrator {
             out.mounts = control.currentMounts().map { "\($0.mountpoint) (\($0.options.description))" }

@@ -17,6 +17,8 @@ struct KeyRequests: RequestFamily {
     func use(_ request: KeyUseRequest) throws -> Outcome {
         guard let ref = PersistentRef(bytes: request.ref) else { throw KeychainStatus.param }
         guard let algorithm = AppleAlgorithm(rawName: request.algorithm) else { throw KeychainStatus.unimplemented }
+        // A relay serves its own user and root (the SSH agent): it may name no one else.
+        if let relayed = request.relayed, relayed.uid != caller.uid, relayed.uid != 0 { throw KeychainStatus.param }
         let opened: OpenedKey
         do {
             opened = try context.openedKeys.open(ref, in: vault, accessGroups: groups.entitled)
@@ -25,7 +27,7 @@ struct KeyRequests: RequestFamily {
             let noUI = query[.useNoAuthenticationUI]?.isTrue == true
                 || (query[.useAuthenticationUI] != nil && query[.useAuthenticationUI] != .authenticationUIAllow)
             if noUI { throw KeychainStatus.interactionNotAllowed }
-            return .slow { .reply(try run(request, algorithm, ref: ref, opened: try approvedKey(ref))) }
+            return .slow { .reply(try run(request, algorithm, ref: ref, opened: try approvedKey(ref, relayed: request.relayed))) }
         }
         return .reply(try run(request, algorithm, ref: ref, opened: opened))
     }
@@ -37,7 +39,7 @@ struct KeyRequests: RequestFamily {
         try Self.checkUsage(use, attributes)
         if let blob = opened.tokenBlob {
             let (event, result) = try TokenKeys.use(request, algorithm, blob: blob, log: log)
-            return try answer(result, event: event, caller: caller, ref: ref)
+            return try answer(result, event: event, caller: caller, ref: ref, relayed: request.relayed)
         }
         guard let type = attributes[.keyType]?.numberValue, let key = opened.key
         else { throw KeychainStatus.decode }  // the item's bytes are not the key it says
@@ -60,17 +62,34 @@ struct KeyRequests: RequestFamily {
             let size = request.requestedSize.map { Int(clamping: $0) }
             result = try algorithm.exchange(with: key, peer: peer, requestedSize: size, sharedInfo: request.sharedInfo ?? [])
         }
-        return try answer(result, event: event, caller: caller, ref: ref)
+        return try answer(result, event: event, caller: caller, ref: ref, relayed: request.relayed)
     }
 
     /// The use's audit line, then its result. No line, no result: a use whose line cannot be
     /// written is refused.
-    private func answer(_ result: SecureBytes, event: AuditEvent, caller: CallerIdentity, ref: PersistentRef) throws -> KeyUseReply {
-        do { try context.audit.auditRepeatable(event, caller: caller, item: ref) } catch {
+    private func answer(_ result: SecureBytes, event: AuditEvent, caller: CallerIdentity, ref: PersistentRef,
+                        relayed: RelayedUse?) throws -> KeyUseReply {
+        do {
+            if let relayed {
+                // A relay's use gets a line of its own: its clients differ from use to use.
+                try context.audit.audit(event, caller: caller, item: ref, note: Self.note(relayed))
+            } else {
+                try context.audit.auditRepeatable(event, caller: caller, item: ref)
+            }
+        } catch {
             result.wipe()
             throw error
         }
         return KeyUseReply(output: result)
+    }
+
+    /// The relay's client as its audit line names it: `for-uid=U for-pid=P`, then `for-host=H` and
+    /// `for-exe=PATH` when given, the executable last since a path may hold spaces.
+    static func note(_ relayed: RelayedUse) -> String {
+        var note = "for-uid=\(relayed.uid) for-pid=\(relayed.pid)"
+        if let host = relayed.host { note += " for-host=" + host }
+        note += " for-exe=" + (relayed.executable ?? "-")
+        return note
     }
 
     /// The usage flag a use needs: `sign` (kSecAttrCanSign), `decr` (kSecAttrCanDecrypt), `drve`
@@ -93,10 +112,10 @@ struct KeyRequests: RequestFamily {
     }
 
     /// A presence-gated key, opened once the approval program approved its use.
-    private func approvedKey(_ ref: PersistentRef) throws -> OpenedKey {
+    private func approvedKey(_ ref: PersistentRef, relayed: RelayedUse?) throws -> OpenedKey {
         let probe: Attributes = [.class: .string(ItemClass.key.rawValue), .valuePersistentRef: .data(ref.bytes),
                                  .synchronizable: .synchronizableAny, .returnAttributes: true, .returnPersistentRef: true]
-        let approved = try context.presence.approveGatedItems(probe, groups: groups.entitled, caller: caller)
+        let approved = try context.presence.approveGatedItems(probe, groups: groups.entitled, caller: caller, relayed: relayed)
         guard !approved.isEmpty else { throw KeychainStatus.interactionNotAllowed }
         return try context.openedKeys.open(ref, in: vault, accessGroups: groups.entitled, approved: approved)
     }

@@ -9,7 +9,7 @@ enum DaemonOperation: String, CaseIterable, Sendable {
     case groupAdd, groupSet, groupRemove, groupList
     case mount, unmount
     case auditRead, auditVerify, auditRotate
-    case export, `import`, sync, serviceTimes
+    case export, `import`, sync, serviceTimes, checkSignature
 
     /// The operation a request asks for: its code, and for `audit` its `verify` or `rotate` flag.
     /// Nil for a flag of another type (errSecParam).
@@ -39,6 +39,7 @@ enum DaemonOperation: String, CaseIterable, Sendable {
         case .useKey: self = .useKey
         case .sync: self = .sync
         case .serviceTimes: self = .serviceTimes
+        case .checkSignature: self = .checkSignature
         case .audit:
             guard let verify = try? request.options.flag(.verify), let rotate = try? request.options.flag(.rotate) else { return nil }
             self = verify ? .auditVerify : rotate ? .auditRotate : .auditRead
@@ -116,6 +117,7 @@ enum OperationTable {
         OperationRow(.update, .anyone, secrets: 0...1, ItemUpdate.self) { c, r in try ItemRequests(context: c).update(r) },
         OperationRow(.delete, .anyone, ItemDelete.self) { c, r in try ItemRequests(context: c).delete(r) },
         OperationRow(.useKey, .anyone, secrets: 1...1, KeyUseRequest.self) { c, r in try KeyRequests(context: c).use(r) },
+        OperationRow(.checkSignature, .entitled, SignatureCheck.self) { _, r in try SignatureChecks.check(r) },
         // No secret: the approval program gives the passphrase (`by` approval-program).
         OperationRow(.unlock, .anyone, secrets: 0...1, lane: .slow, UnlockRequest.self) { c, r in
             try AdministrationRequests(context: c).unlock(r)

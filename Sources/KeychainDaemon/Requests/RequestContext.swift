@@ -47,6 +47,8 @@ struct GroupSnapshot: Sendable {
 protocol AuditWriting: Sendable {
     func audit(_ event: AuditEvent, _ caller: CallerIdentity?, _ detail: String) throws
     func audit(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef) throws
+    /// A line for the item with `note` after its reference (a relay's client).
+    func audit(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef, note: String) throws
     /// A line per item for the first use, a count per second after it (reads, key uses).
     func auditRepeatable(_ event: AuditEvent, caller: CallerIdentity, item ref: PersistentRef) throws
     func auditedChange<R>(_ event: AuditEvent, _ caller: CallerIdentity, _ detail: String, _ change: () throws -> R) throws -> R
@@ -66,7 +68,14 @@ protocol ChangePublishing: Sendable {
 /// Asks the approval program before a presence-gated item is used.
 protocol PresenceApproving: Sendable {
     /// The items `probe` finds that need presence, each asked about; the approved ones.
-    func approveGatedItems(_ probe: Attributes, groups: [String], caller: CallerIdentity) throws -> Set<PersistentRef>
+    /// - Parameter relayed: a relay's client, named to the approval program beside the caller.
+    func approveGatedItems(_ probe: Attributes, groups: [String], caller: CallerIdentity, relayed: RelayedUse?) throws -> Set<PersistentRef>
+}
+
+extension PresenceApproving {
+    func approveGatedItems(_ probe: Attributes, groups: [String], caller: CallerIdentity) throws -> Set<PersistentRef> {
+        try approveGatedItems(probe, groups: groups, caller: caller, relayed: nil)
+    }
 }
 
 extension Daemon: AuditWriting, ChangePublishing, PresenceApproving {

@@ -81,6 +81,7 @@ extension MountServer {
         let list = Listing(dots: (Listed.dot(".", ino: ino), Listed.dot("..", ino: parent)), names: names)
         var reply = opened
         reply.handle = locked { $0.handle(list, in: \.directories) }
+        if list.count > Listing.large { noteListed(ino) }
         req.open(reply)
     }
 }
