@@ -39,6 +39,14 @@ public enum CLI {
                 Terminal.writeString(1, Help.overview)
                 return Exit.success
             }
+            if args[1] == "--man" {  // help --man [PAGE]: a manual page as roff (ManPage)
+                guard args.count <= 3, let page = ManPage.render(args.count == 3 ? args[2] : "keychainfs") else {
+                    Terminal.warn("help --man takes one of: \(ManPage.names.joined(separator: ", "))")
+                    return Exit.usage
+                }
+                Terminal.writeString(1, page)
+                return Exit.success
+            }
             guard args.count == 2, let v = Verb.named(args[1]) else {
                 Terminal.warn(args.count == 2 ? "no such verb \(Output.jsonString(args[1]))" : "help takes one verb")
                 Terminal.writeString(2, Help.overview)
