@@ -91,8 +91,8 @@ public struct Pinentry: Sendable {
     /// This process's terminal: that of standard input, output or error, else `$GPG_TTY` (as
     /// GnuPG asks users to set), else the controlling terminal /proc names when it is a pty.
     public static func currentTerminal() -> String? {
-        for fd: Int32 in [0, 1, 2] where isatty(fd) == 1 {
-            if let name = ttyname(fd) { return String(cString: name) }
+        for fd: Int32 in [0, 1, 2] {
+            if let path = FileDescriptor(rawValue: fd).terminalPath { return path }
         }
         if let tty = CurrentProcess.environment("GPG_TTY") { return tty }
         // /proc/self/stat field 7, tty_nr: major 136-143 are /dev/pts/N.

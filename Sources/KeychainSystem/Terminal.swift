@@ -6,6 +6,12 @@ extension FileDescriptor {
     /// True when the descriptor is a terminal (isatty(3)).
     public var isTerminal: Bool { isatty(rawValue) == 1 }
 
+    /// The path of the terminal the descriptor is (ttyname(3)); nil when it is none.
+    public var terminalPath: String? {
+        guard isTerminal, let name = ttyname(rawValue) else { return nil }
+        return String(cString: name)
+    }
+
     /// Runs `body` with the terminal's echo off (tcsetattr(3) `TCSAFLUSH`, `ECHO` cleared), then
     /// puts the settings back, also when `body` throws. On a descriptor that is not a terminal
     /// `body` just runs.

@@ -21,7 +21,7 @@ public enum TerminationSignals {
 
     /// Sends SIGTERM to `pid` (kill(2)). - Throws: `ESRCH` when it has ended, `.notPermitted`.
     public static func terminate(_ pid: Int32) throws(Errno) {
-        _ = try systemCall { kill(pid, SIGTERM) }
+        _ = try systemCall { Glibc.kill(pid, SIGTERM) }
     }
 
     /// Sends SIGKILL to `pid` (kill(2)): for a child that did not end when asked.
