@@ -134,6 +134,15 @@ class SSHAgentTestCase: HarnessTestCase {
         throw AttackStepFailed(description: "sshd did not listen: \((try? String(contentsOfFile: path("sshd.log"), encoding: .utf8)) ?? "")")
     }
 
+    /// sshd whose host key is the agent's key with public half `hostKey` (`HostKeyAgent`), and a
+    /// strict login to it whose known_hosts holds `hostLine` (the key's `TYPE BASE64 ...`).
+    func loginThroughHostKeyAgent(hostKey: String, hostLine: String, socket: String) throws -> Spawn.Outcome {
+        let port = try startSSHD(authorizedKeys: try publicLine("id_p256") + "\n", hostKey: hostKey, hostKeyAgent: socket)
+        let parts = hostLine.split(separator: " ")
+        try "[127.0.0.1]:\(port) \(parts[0]) \(parts[1])\n".write(toFile: path("known_hosts"), atomically: true, encoding: .utf8)
+        return try login(port: port, socket: socket, strict: true)
+    }
+
     static func accepts(_ port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }

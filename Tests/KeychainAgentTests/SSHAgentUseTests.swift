@@ -9,10 +9,7 @@ final class SSHAgentUseTests: SSHAgentTestCase {
         let socket = try startAgent(socketDirectory("agent") + "/agent.sock")
         // The host key is the vault's P-384 key; sshd has only its public half on disk.
         try FileManager.default.removeItem(atPath: path("id_p384"))
-        let port = try startSSHD(authorizedKeys: try publicLine("id_p256") + "\n", hostKey: path("id_p384.pub"), hostKeyAgent: socket)
-        let parts = try publicLine("id_p384").split(separator: " ")
-        try "[127.0.0.1]:\(port) \(parts[0]) \(parts[1])\n".write(toFile: path("known_hosts"), atomically: true, encoding: .utf8)
-        let login = try self.login(port: port, socket: socket, strict: true)
+        let login = try loginThroughHostKeyAgent(hostKey: path("id_p384.pub"), hostLine: try publicLine("id_p384"), socket: socket)
         XCTAssertEqual(login.status, 0, "the client checked the keychain's host key: \(text(login.err))")
         XCTAssertEqual(text(login.out), "logged-in\n")
         let audit = try h.run(["audit", "--json"]).stdout

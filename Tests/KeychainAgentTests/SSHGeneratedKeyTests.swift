@@ -63,10 +63,7 @@ final class SSHGeneratedKeyTests: SSHAgentTestCase {
         XCTAssertEqual(made.status, 0, "\(made)")
         try made.stdout.write(toFile: path("tpm_host_key.pub"), atomically: true, encoding: .utf8)
         let socket = try startAgent(socketDirectory("agent") + "/agent.sock")
-        let port = try startSSHD(authorizedKeys: try publicLine("id_p256") + "\n", hostKey: path("tpm_host_key.pub"), hostKeyAgent: socket)
-        let parts = made.stdout.split(separator: " ")
-        try "[127.0.0.1]:\(port) \(parts[0]) \(parts[1])\n".write(toFile: path("known_hosts"), atomically: true, encoding: .utf8)
-        let login = try self.login(port: port, socket: socket, strict: true)
+        let login = try loginThroughHostKeyAgent(hostKey: path("tpm_host_key.pub"), hostLine: made.stdout, socket: socket)
         XCTAssertEqual(login.status, 0, "the client checked the TPM's host key: \(text(login.err))")
         XCTAssertEqual(text(login.out), "logged-in\n")
         let audit = try h.run(["audit", "--json"]).stdout
