@@ -13,11 +13,14 @@ struct SessionBindings {
     /// OpenSSH's agent records at most 16 hops per connection.
     static let limit = 16
     private(set) var hops: [Binding] = []
+    /// ssh tried to bind this connection: even when that failed, it is not local use.
+    private(set) var attempted = false
 
     /// Records a binding whose signature the host key made (`hostSigned` checks it); false (the
     /// agent's failure reply) for a bad signature, a connection already bound to log in, an
     /// identifier bound to another key, or too many hops.
     mutating func bind(_ bind: SessionBind, hostSigned: (SessionBind) -> Bool) -> Bool {
+        attempted = true
         guard hostSigned(bind) else { return false }
         for hop in hops {
             // Only a forwarding hop may be followed by another.
@@ -30,9 +33,11 @@ struct SessionBindings {
     }
 
     /// Whether a key with these restrictions may be listed on this connection (`user` nil), or
-    /// sign a login as `user`. A connection bound to no host is local use, always allowed.
+    /// sign a login as `user`. A connection ssh never tried to bind is local use, always allowed.
     func permit(_ restriction: DestinationRestriction?, user: String?) -> Bool {
-        guard let restriction, let last = hops.last else { return true }
+        guard let restriction else { return true }
+        // A binding that failed (a host key that could not be checked) hides restricted keys too.
+        guard let last = hops.last else { return !attempted }
         var from: [UInt8]? = nil
         for (i, hop) in hops.enumerated() {
             let isLast = i == hops.count - 1

@@ -82,8 +82,26 @@ enum PodmanSecretVerbs {
             do {
                 try client.send(Request(.add, query: attrs, secrets: [secret]))
             } catch KeychainStatus.duplicateItem {
-                // podman secret create --replace stores again under the same id: the bytes change.
-                try client.send(Request(.update, query: query, changes: [:], secrets: [secret]))
+                // podman secret create --replace stores again under the same id: the bytes change,
+                // in the one group that holds it (an update without a group would change them all).
+                var target = query
+                if target[.accessGroup] == nil {
+                    var probe = query
+                    probe[.returnAttributes] = .bool(true)
+                    probe[.matchLimit] = .matchLimitAll
+                    let found: [ReturnedValue]
+                    switch try client.send(Request(.copyMatching, query: probe)).result {
+                    case .value(let v): found = [v]
+                    case .array(let a): found = a
+                    case .none: found = []
+                    }
+                    let groups = Set(found.compactMap { $0.item?.attributes[.accessGroup]?.stringValue })
+                    guard groups.count == 1, let group = groups.first else {
+                        throw StateError.explained(.duplicateItem, "secret \(query[.account]?.stringValue ?? "") is stored in several access groups (\(groups.sorted().joined(separator: ", "))): give --access-group")
+                    }
+                    target[.accessGroup] = .string(group)
+                }
+                try client.send(Request(.update, query: target, changes: [:], secrets: [secret]))
             }
         default:  // delete
             try client.send(Request(.delete, query: query))

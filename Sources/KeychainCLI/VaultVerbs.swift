@@ -47,7 +47,14 @@ enum VaultVerbs {
         }
         let client = try ctx.client()
         // The vault's setting, asked for only where a prompt would be.
-        func configuredPinentry() -> String? { (try? client.status())?.pinentry }
+        func configuredPinentry() -> String? {
+            guard let program = (try? client.status())?.pinentry else { return nil }
+            guard Pinentry.mayRunSetting(program) else {
+                Terminal.writeString(2, "keychainfs: not running the vault's pinentry \(program): it is not owned by root or you, or others may change it; give --pinentry to choose one\n")
+                return nil
+            }
+            return program
+        }
         let pass: SecureBytes
         if ctx.args.has("--pinentry") {
             pass = try PinentryPrompt.passphrase(program: ctx.args.value("--pinentry") ?? Pinentry.defaultProgram, vault: ctx.vault)

@@ -59,6 +59,16 @@ public struct Pinentry: Sendable {
         self.program = path
     }
 
+    /// Whether the program a vault's setting names may run as this user: owned by root or by
+    /// this user, and not writable by group or others. The setting is the vault owner's; on a
+    /// shared vault a member would otherwise run a program another user can change, and type
+    /// the passphrase into it.
+    public static func mayRunSetting(_ program: String) -> Bool {
+        guard let status = try? FileSystem.status(of: program) else { return false }
+        let owner = status.owner == 0 || status.owner == CurrentProcess.effectiveUserID
+        return owner && status.permissions.rawValue & 0o022 == 0
+    }
+
     /// The absolute path of `program`: itself when it contains a `/`, else the first executable
     /// file of that name in a directory of `$PATH` (else /usr/local/bin:/usr/bin:/bin).
     public static func locate(_ program: String) -> String? {

@@ -53,7 +53,7 @@ final class ApprovalAgent: Sendable {
         // program is asked again. A caller whose executable is unknown is never remembered.
         let key = caller.executable.map { "\(caller.uid)|\($0)|" + ref.bytes.map { String($0) }.joined(separator: ",") }
         let now = monotonicSeconds()
-        let cached = key.map { key in remembered.withLock { ($0[key] ?? 0) > now } } ?? false
+        let cached = relayed == nil && (key.map { key in remembered.withLock { ($0[key] ?? 0) > now } } ?? false)
         if cached { return .success }
 
         let presence = AccessControl.userPresence | AccessControl.biometryAny | AccessControl.biometryCurrentSet
@@ -75,7 +75,8 @@ final class ApprovalAgent: Sendable {
             else { status = .success }
             line?.wipe()
         }
-        if status == .success && settings.remember > 0, let key {
+        // A relayed use's approval was for that client and host: it is not remembered for the relay.
+        if status == .success && settings.remember > 0 && relayed == nil, let key {
             remembered.withLock { $0[key] = now + Double(settings.remember) }
         }
         return status
@@ -110,6 +111,20 @@ final class ApprovalAgent: Sendable {
 
     /// This daemon's executable, read once: the one relay whose word on who asks is taken.
     private static let ownExecutable = ProcessFiles.executable(of: getpid())
+
+    /// The `keychainfs` beside this daemon's executable (the client that runs `ssh-agent`).
+    private static let ownClient = ownExecutable.map { exe in
+        String(exe[..<(exe.lastIndex(of: "/") ?? exe.startIndex)]) + "/keychainfs"
+    }
+
+    /// Whether a caller's word on whom it relays for (useKey's `for-` options) is taken: the
+    /// daemon's own executable or the `keychainfs` beside it, as the connection pinned them.
+    /// Another program of the same user could name any client and host; these cannot be made
+    /// to (the agent is not dumpable, so no same-user ptrace).
+    static func isTrustedRelay(_ caller: CallerIdentity) -> Bool {
+        guard let exe = caller.executable else { return false }
+        return exe == ownExecutable || exe == ownClient
+    }
 
     /// The caller a relay asks for: `for-uid` and `for-pid` of an unlock request, the identity
     /// the Secret Service pinned for its D-Bus caller (its executable unknown). Nil without them.

@@ -24,11 +24,14 @@ extension Daemon {
         updateRecords { list in list.removeAll { $0.mountpoint == point } }
     }
 
-    /// Before a stop (`keychainfs stop`, SIGTERM) ends every mount: each one it serves is
-    /// recorded as stopped, for the next daemon to mount again.
+    /// Before a stop (`keychainfs stop`, SIGTERM) ends every mount: each one it serves in its own
+    /// mount namespace is recorded as stopped, for the next daemon to mount again. A mount made in
+    /// another namespace (a container's, through a passed /dev/fuse) is not: mounted again here
+    /// it would land on this namespace's directory of that name.
     func recordStoppedMounts() {
         updateRecords { list in
-            for i in list.indices { list[i].stopped = true }
+            for i in list.indices { list[i].stopped = MountTable.isMounted(list[i].mountpoint) }
+            list.removeAll { !$0.stopped }
         }
     }
 

@@ -14,7 +14,9 @@ extension AsymmetricKey {
     ///   than the modulus or not less than it.
     public func rawPublic(_ input: UnsafeRawBufferPointer) throws -> [UInt8] {
         guard kind == .rsa else { throw KeyError.unsupported }
-        let block = try modulusBlock(input)
+        // The input may be a plaintext (raw encryption, a session key): wiped after use.
+        var block = try modulusBlock(input)
+        defer { wipeBytes(&block) }
         return try LibCrypto.withContext(pkey) { ctx in
             try LibCrypto.check(EVP_PKEY_encrypt_init(ctx))
             try LibCrypto.check(EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_NO_PADDING))
@@ -33,7 +35,9 @@ extension AsymmetricKey {
     ///   than the modulus or not less than it.
     public func rawPrivate(_ input: UnsafeRawBufferPointer) throws -> SecureBytes {
         guard kind == .rsa, isPrivate else { throw KeyError.unsupported }
-        let block = try modulusBlock(input)
+        // The input may be a plaintext (raw encryption, a session key): wiped after use.
+        var block = try modulusBlock(input)
+        defer { wipeBytes(&block) }
         return try LibCrypto.withContext(pkey) { ctx in
             try LibCrypto.check(EVP_PKEY_decrypt_init(ctx))
             try LibCrypto.check(EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_NO_PADDING))

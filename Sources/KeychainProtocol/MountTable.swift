@@ -85,20 +85,33 @@ public struct MountRecord: Sendable, Equatable {
 
     /// Forgets the record a stop left for `point` (while no daemon runs: `unmount`, or a `mount`
     /// that brings its own options), so the next daemon does not mount it again. The file is
-    /// rewritten in place, keeping its owner and mode (root may edit the file of a vault's
-    /// owner, whose daemon must still read it). - Returns: whether there was such a record.
+    /// replaced whole, keeping its owner and mode (root may edit the file of a vault's owner,
+    /// whose daemon must still read it). - Returns: whether there was such a record.
     /// - Throws: the `Errno` of opening or writing the file.
     @discardableResult
     public static func forgetStopped(_ point: String, in path: String) throws(Errno) -> Bool {
         let records = read(path)
         guard records.contains(where: { $0.mountpoint == point && $0.stopped }) else { return false }
         let kept = Array(encode(records.filter { !($0.mountpoint == point && $0.stopped) }).utf8)
-        let fd = try FileDescriptor.open(path, .writeOnly, options: [.truncate, .noFollow])
-        defer { try? fd.close() }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(kept.count, 1), alignment: 1)
-        defer { buffer.deallocate() }
-        buffer.copyBytes(from: kept)
-        try fd.writeAll(UnsafeRawBufferPointer(rebasing: buffer[0..<kept.count]))
+        // Written beside it and renamed over it, with its owner and mode: a crash or a full disk
+        // leaves the old file whole, never a truncated one.
+        let original = try FileSystem.status(of: path, followingLinks: false)
+        let tmp = path + ".\(CurrentProcess.id).tmp"
+        let fd = try FileDescriptor.open(tmp, .writeOnly, options: [.create, .exclusiveCreate, .noFollow], permissions: original.permissions)
+        do {
+            defer { try? fd.close() }
+            try fd.setOwner(original.owner, group: original.group)
+            try fd.setPermissions(original.permissions)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(kept.count, 1), alignment: 1)
+            defer { buffer.deallocate() }
+            buffer.copyBytes(from: kept)
+            try fd.writeAll(UnsafeRawBufferPointer(rebasing: buffer[0..<kept.count]))
+            try fd.sync()
+            try FileSystem.rename(tmp, to: path)
+        } catch {
+            try? FileSystem.remove(tmp)
+            throw error
+        }
         return true
     }
 }

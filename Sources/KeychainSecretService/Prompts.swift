@@ -75,7 +75,10 @@ extension SecretService {
     /// Unlocks the vault with the pinentry's passphrase when the vault names one, else through
     /// the approval program. False when it stays locked.
     private func unlockAsking(for asker: RelayedCaller?) -> Bool {
-        let program = (try? VaultStatus(decoding: vault.send(BareRequest(.info).request)))?.pinentry
+        // A program another user may change is not run (`Pinentry.mayRunSetting`).
+        let program = (try? VaultStatus(decoding: vault.send(BareRequest(.info).request)))?.pinentry.flatMap {
+            Pinentry.mayRunSetting($0) ? $0 : nil
+        }
         guard let program else { return (try? vault.send(UnlockRequest.byApprovalProgram(for: asker).request)) != nil }
         do {
             var pinentry = try Pinentry(program: program)

@@ -79,6 +79,11 @@ extension FileDescriptor {
         return FileStatus(st)
     }
 
+    /// Sets the file's owner and group (fchown(2)).
+    public func setOwner(_ uid: UInt32, group gid: UInt32) throws(Errno) {
+        _ = try systemCall { fchown(rawValue, uid, gid) }
+    }
+
     /// Sets the file's permission bits (fchmod(2)).
     public func setPermissions(_ permissions: FilePermissions) throws(Errno) {
         _ = try systemCall { fchmod(rawValue, permissions.rawValue) }

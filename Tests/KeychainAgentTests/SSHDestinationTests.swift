@@ -87,6 +87,15 @@ final class SSHDestinationTests: SSHAgentTestCase {
         XCTAssertEqual(client.reply(), [5], "SSH_AGENT_FAILURE")
         let signed = try openSSH(["/usr/bin/ssh-keygen", "-Y", "sign", "-n", "file", "-f", path("id_bound.pub")], socket: socket, input: "data")
         XCTAssertNotEqual(signed.status, 0, "ssh-keygen -Y sign with a restricted key")
+        // Listed on an unbound connection (local use), but not after a binding that failed: that
+        // connection is ssh's to some host, which could not be checked.
+        client.sendFrame([11])
+        XCTAssertTrue(RawAgentClient.blobs(client.reply() ?? []).contains(blob))
+        client.sendFrame([27] + RawAgentClient.string(Array("session-bind@openssh.com".utf8)) + RawAgentClient.string(blob)
+                         + RawAgentClient.string([UInt8](repeating: 1, count: 32)) + RawAgentClient.string([1]) + [0])
+        XCTAssertEqual(client.reply(), [5], "a bad binding")
+        client.sendFrame([11])
+        XCTAssertFalse(RawAgentClient.blobs(client.reply() ?? []).contains(blob), "hidden after the failed binding")
     }
 
     /// session-bind@openssh.com: a binding whose signature the host key did not make, or that

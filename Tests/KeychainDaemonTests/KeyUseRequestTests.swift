@@ -3,6 +3,7 @@ import KeychainCore
 import KeychainCrypto
 import KeychainKeys
 import KeychainProtocol
+import KeychainSystem
 import XCTest
 @testable import KeychainDaemon
 
@@ -60,28 +61,76 @@ final class KeyUseRequestTests: XCTestCase {
         XCTAssertEqual(attributes.status, .success, "its attributes are readable")
     }
 
-    /// A relay's use (the SSH agent's) gets its own audit line naming its client and host; a
-    /// relay may name only its own user or root.
-    func testARelayedUseIsAuditedWithItsClientAndMayNameNoOtherUser() throws {
+    /// A relay's use (the SSH agent's) gets its own audit line naming its client and host. Only
+    /// keychainfs's own executables relay, and only for their own user or root.
+    func testARelayedUseIsAuditedWithItsClientAndOnlyKeychainfsRelays() throws {
         let key = try AsymmetricKey.generate(.p256)
         let ref = try store(key)
         let relayed = RelayedUse(uid: geteuid(), pid: 4242, executable: "/usr/bin/ssh", host: "SHA256:abc")
-        for _ in 0..<2 {
-            let request = KeyUseRequest(ref: ref, use: .sign, algorithm: sign, input: try SecureBytes(copying: [1]), relayed: relayed)
-            XCTAssertEqual(try d.call(request.request).status, .success)
+        // The in-process daemon's executable is this test bundle's: it stands for keychainfs here.
+        var relay = InProcessDaemon.owner
+        relay.executable = ProcessFiles.executable(of: getpid())
+        let algorithm = sign
+        func relayedSign(_ relayed: RelayedUse?, as caller: CallerIdentity) throws -> KeychainStatus {
+            try d.call(KeyUseRequest(ref: ref, use: .sign, algorithm: algorithm, input: try SecureBytes(copying: [1]), relayed: relayed).request,
+                       as: caller).status
         }
+        for _ in 0..<2 { XCTAssertEqual(try relayedSign(relayed, as: relay), .success) }
         try d.daemon.auditLog?.flushRepeats()
         let log = try String(contentsOfFile: d.vaultPath + ".audit", encoding: .utf8)
         let lines = log.split(separator: "\n").filter { $0.contains("\tsign\t") }
         XCTAssertEqual(lines.count, 2, "a line per relayed use: \(lines)")
         XCTAssertTrue(lines.allSatisfy { $0.contains(" for-uid=\(geteuid()) for-pid=4242 for-host=SHA256:abc for-exe=/usr/bin/ssh\t") }, "\(lines)")
 
-        var other = KeyUseRequest(ref: ref, use: .sign, algorithm: sign, input: try SecureBytes(copying: [1]), relayed: relayed)
-        other.relayed?.uid = geteuid() == 0 ? 1000 : geteuid() + 1
-        XCTAssertEqual(try d.call(other.request).status, .param, "another user")
+        XCTAssertEqual(try relayedSign(relayed, as: InProcessDaemon.owner), .param, "another program may not name a client")
+        var other = relayed
+        other.uid = geteuid() == 0 ? 1000 : geteuid() + 1
+        XCTAssertEqual(try relayedSign(other, as: relay), .param, "another user")
         var halfRelayed = KeyUseRequest(ref: ref, use: .sign, algorithm: sign, input: try SecureBytes(copying: [1])).request
         halfRelayed.options[.forPID] = .number(1)
         XCTAssertEqual(try d.call(halfRelayed).status, .param, "for-pid without for-uid")
+    }
+
+    /// A key's protection only tightens: no update makes a non-extractable key extractable or a
+    /// sensitive key readable, and `next`/`asen` do not change.
+    func testAnUpdateCannotLoosenAKeysProtection() throws {
+        let ref = try store(try AsymmetricKey.generate(.p256), ["extr": .bool(false), "sens": .bool(true)])
+        func update(_ changes: Attributes) throws -> KeychainStatus {
+            try d.call(Request(.update, query: ["class": "keys", "v_PersistentRef": .data(ref)], changes: changes)).status
+        }
+        XCTAssertEqual(try update(["extr": .bool(true)]), .param)
+        XCTAssertEqual(try update(["extr": .number(1)]), .param)
+        XCTAssertEqual(try update(["sens": .bool(false)]), .param)
+        XCTAssertEqual(try update(["next": .bool(false)]), .param)
+        XCTAssertEqual(try update(["asen": .bool(false)]), .param)
+        XCTAssertEqual(try update(["labl": "renamed", "extr": .bool(false)]), .success, "tightening or keeping is fine")
+        let read = try d.call(Request(.copyMatching, query: ["v_PersistentRef": .data(ref), "r_Data": true]))
+        XCTAssertEqual(read.status, .dataNotAvailable, "still never read")
+        let open = try store(try AsymmetricKey.generate(.p256))
+        XCTAssertEqual(try d.call(Request(.update, query: ["class": "keys", "v_PersistentRef": .data(open)], changes: ["extr": .bool(false)])).status,
+                       .success, "an extractable key may become non-extractable")
+    }
+
+    /// A symmetric key (`kcls` 2) has no public half: 32 bytes of it would pass as an Ed25519
+    /// public key, so no `pubk` is derived, and none is returned.
+    func testASymmetricKeysBytesNeverBecomeItsPubk() throws {
+        let secret = [UInt8](repeating: 0x5a, count: 32)
+        let r = try d.call(Request(.add, query: ["class": "keys", "kcls": .number(2), "labl": "aes", "r_Attributes": true, "r_PersistentRef": true],
+                                   secrets: [try SecureBytes(copying: secret)]))
+        XCTAssertEqual(r.status, .success)
+        XCTAssertNil(r.result.value?.item?.attributes["pubk"], "no public key for a symmetric key")
+        let found = try d.call(Request(.copyMatching, query: ["class": "keys", "labl": "aes", "r_Attributes": true, "r_PersistentRef": true]))
+        XCTAssertNil(found.result.value?.item?.attributes["pubk"], "none derived at a search either")
+    }
+
+    /// A raw RSA signature is the private operation, which decrypts: a key that may not decrypt
+    /// does not sign raw (errSecKeyUsageIncorrect), while it still signs with padding.
+    func testRawRSASignatureNeedsTheRightToDecrypt() throws {
+        let key = try AsymmetricKey.generateRSA(bits: 2048)
+        let ref = try store(key, ["decr": .bool(false)])
+        let block = [UInt8](repeating: 0, count: 255) + [7]
+        XCTAssertEqual(try use(ref, algorithm: "algid:sign:RSA:raw", input: block).status, .keyUsageIncorrect)
+        XCTAssertEqual(try use(ref, algorithm: "algid:sign:RSA:message-PKCS1v15:SHA256").status, .success)
     }
 
     func testExtractableKeyIsReadAndPubkIsTheDaemons() throws {

@@ -40,6 +40,9 @@ struct ItemRequests: RequestFamily {
         try TokenKeys.checkUpdate(query: request.query, changes: request.changes, secret: request.secret) {
             try vault.copyMatching($0, accessGroups: groups.entitled)
         }
+        try StoredKeyFacts.checkProtection(query: request.query, changes: request.changes) {
+            try vault.copyMatching($0, accessGroups: groups.entitled)
+        }
         let query = CertificateFacts.normalizingIssuer(request.query)
         let changes = CertificateFacts.changes(try StoredKeyFacts.changes(request.changes, query: query, secret: request.secret),
                                                query: query, secret: request.secret)
@@ -111,6 +114,13 @@ struct ItemRequests: RequestFamily {
     /// bytes that are not its key) is returned as it is, and tried again at its next search.
     private func withPublicKeys(_ result: QueryResult) -> QueryResult {
         func fill(_ value: ReturnedValue) -> ReturnedValue {
+            // A symmetric key has no public half: a `pubk` an older daemon stored for one holds
+            // the key's own bytes, and is never returned.
+            if case .item(var item) = value, item.attributes[StoredKeyFacts.attribute] != nil,
+               !StoredKeyFacts.hasPublicHalf(item.attributes[.keyClass]?.numberValue) {
+                item.attributes[StoredKeyFacts.attribute] = nil
+                return .item(item)
+            }
             guard case .item(var item) = value, item.attributes[StoredKeyFacts.attribute] == nil,
                   let ref = item.persistentRef.flatMap(PersistentRef.init(bytes:)), ref.itemClass == .key,
                   let keyClass = item.attributes[.keyClass]?.numberValue,
@@ -129,6 +139,7 @@ struct ItemRequests: RequestFamily {
     /// Derives and stores the public key of the key item `ref`; nil when its bytes cannot be
     /// read now or are not a key of its type and class.
     private func storedPublicKey(_ ref: PersistentRef, keyClass: Int64, type: Int64?, group: String?) -> [UInt8]? {
+        guard StoredKeyFacts.hasPublicHalf(keyClass) else { return nil }
         let secret: SecureBytes
         if keyClass == 1 {
             guard let opened = try? vault.privateKey(ref, accessGroups: groups.entitled) else { return nil }

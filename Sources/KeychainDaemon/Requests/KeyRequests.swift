@@ -17,8 +17,11 @@ struct KeyRequests: RequestFamily {
     func use(_ request: KeyUseRequest) throws -> Outcome {
         guard let ref = PersistentRef(bytes: request.ref) else { throw KeychainStatus.param }
         guard let algorithm = AppleAlgorithm(rawName: request.algorithm) else { throw KeychainStatus.unimplemented }
-        // A relay serves its own user and root (the SSH agent): it may name no one else.
-        if let relayed = request.relayed, relayed.uid != caller.uid, relayed.uid != 0 { throw KeychainStatus.param }
+        // Only keychainfs's own agent relays, and it serves its own user and root: it may name
+        // no one else.
+        if let relayed = request.relayed {
+            guard ApprovalAgent.isTrustedRelay(caller), relayed.uid == caller.uid || relayed.uid == 0 else { throw KeychainStatus.param }
+        }
         let opened: OpenedKey
         do {
             opened = try context.openedKeys.open(ref, in: vault, accessGroups: groups.entitled)
@@ -37,6 +40,9 @@ struct KeyRequests: RequestFamily {
         let use = request.use
         let attributes = opened.attributes
         try Self.checkUsage(use, attributes)
+        // A raw RSA signature is the private operation itself, which decrypts as well: a key that
+        // may not decrypt does not sign raw either.
+        if case .rsaSignatureRaw = algorithm { try Self.checkUsage(.decrypt, attributes) }
         if let blob = opened.tokenBlob {
             let (event, result) = try TokenKeys.use(request, algorithm, blob: blob, log: log)
             return try answer(result, event: event, caller: caller, ref: ref, relayed: request.relayed)
@@ -138,7 +144,7 @@ enum StoredKeyFacts {
         guard isKeyItem(query) else { return query }
         var q = query
         q[attribute] = nil
-        if let secret, let pub = publicKey(of: secret, type: query[.keyType]?.numberValue,
+        if let secret, hasPublicHalf(query[.keyClass]?.numberValue), let pub = publicKey(of: secret, type: query[.keyType]?.numberValue,
                                            isPrivate: query[.keyClass]?.numberValue.map { $0 == 1 }) {
             q[attribute] = .data(pub)
             // Apple's application label is the SHA-1 of the public key; a caller that holds only
@@ -156,10 +162,42 @@ enum StoredKeyFacts {
         guard let secret else { return changes }
         var c = changes
         let type = changes[.keyType]?.numberValue ?? query[.keyType]?.numberValue
-        let isPrivate = (changes[.keyClass]?.numberValue ?? query[.keyClass]?.numberValue).map { $0 == 1 }
-        c[attribute] = .data(publicKey(of: secret, type: type, isPrivate: isPrivate) ?? [])
+        let keyClass = changes[.keyClass]?.numberValue ?? query[.keyClass]?.numberValue
+        let pub = hasPublicHalf(keyClass) ? publicKey(of: secret, type: type, isPrivate: keyClass.map { $0 == 1 }) : nil
+        c[attribute] = .data(pub ?? [])
         return c
     }
+
+    /// A key's protection only tightens, as on macOS: an update may not make a non-extractable key
+    /// extractable or a sensitive key readable, and `next`/`asen` (what the key has always been)
+    /// are not changed at all. Otherwise any writer of the key's group could read its bytes.
+    /// - Throws: errSecParam for such a change.
+    static func checkProtection(query: Attributes, changes: Attributes, matching: (Attributes) throws -> QueryResult) throws {
+        guard isKeyItem(query) else { return }
+        guard changes[.neverExtractable] == nil, changes[.alwaysSensitive] == nil else { throw KeychainStatus.param }
+        let loosensExtractable = changes[.isExtractable]?.isTrue == true
+        let loosensSensitive = changes[.isSensitive].map { !$0.isTrue } ?? false
+        guard loosensExtractable || loosensSensitive else { return }
+        var probe = query.filter { !$0.key.hasPrefix(.match) && !$0.key.hasPrefix(.return) }
+        probe[.returnAttributes] = .bool(true)
+        probe[.matchLimit] = .matchLimitAll
+        let found: [ReturnedValue]
+        switch try? matching(probe) {
+        case .value(let v)?: found = [v]
+        case .array(let a)?: found = a
+        default: found = []
+        }
+        for attributes in found.compactMap({ $0.item?.attributes }) {
+            if loosensExtractable, let extractable = attributes[.isExtractable], !extractable.isTrue { throw KeychainStatus.param }
+            if loosensSensitive, attributes[.isSensitive]?.isTrue == true { throw KeychainStatus.param }
+        }
+    }
+
+    /// Whether a key of this class (`kcls`) has a public half to derive: public (0) and private
+    /// (1) keys, or a class not given. A symmetric key (2) has none, and its bytes must never be
+    /// read as one: any 32 bytes pass as an Ed25519 public key, which would copy the secret
+    /// itself into `pubk`.
+    static func hasPublicHalf(_ keyClass: Int64?) -> Bool { keyClass == nil || keyClass == 0 || keyClass == 1 }
 
     /// The public key of `secret` read as a key of `type` and class (each tried when unknown,
     /// private first: 32 bytes of unknown class are taken as an Ed25519 seed).
