@@ -93,15 +93,29 @@ final class AgentSession {
             return bindings.bind(bind, hostSigned: keys.hostSigned) ? .success : .failure
         case .removeIdentity(let blob):
             guard !state.isLocked, let identity = find(blob), bindings.permit(identity.destinations, user: nil) else { return .failure }
-            state.remove(blob)
-            return .success
+            return remove([identity]) ? .success : .failure
         case .removeAllIdentities:
             guard !state.isLocked, let all = try? keys.identities() else { return .failure }
-            for identity in all { state.remove(identity.key.blob) }
-            return .success
+            // Deleting from the vault takes only the keys this connection may see.
+            return remove(keys.deletesRemoved ? all.filter { bindings.permit($0.destinations, user: nil) } : all) ? .success : .failure
         case .addIdentity, .smartcard, .lock, .unlock, .extension, .unknown:
             return .failure
         }
+    }
+
+    /// `ssh-add -d`/`-D`: off this agent's list, or, for an agent started with `--delete-removed`,
+    /// out of the vault. False when the daemon refused a deletion.
+    private func remove(_ identities: [VaultIdentity]) -> Bool {
+        var ok = true
+        for identity in identities {
+            if keys.deletesRemoved {
+                if (try? keys.delete(identity)) == nil { ok = false }
+            } else {
+                state.remove(identity.key.blob)
+            }
+        }
+        offered = []
+        return ok
     }
 
     /// The offered identity whose key blob is `blob`: from the last answer, else from the vault now.

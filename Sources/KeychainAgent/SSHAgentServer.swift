@@ -10,6 +10,8 @@ public final class SSHAgentServer: Sendable {
     private let connect: @Sendable () throws -> DaemonClient
     /// Keys `ssh-add` gives are stored extractable (`keychainfs ssh-agent --extractable`).
     private let storesExtractable: Bool
+    /// `ssh-add -d`/`-D` delete keys from the vault (`keychainfs ssh-agent --delete-removed`).
+    private let deletesRemoved: Bool
     private let state = AgentState()
     private let sessions = Atomic<Int>(0)
 
@@ -22,9 +24,13 @@ public final class SSHAgentServer: Sendable {
     ///   - connect: opens a connection to the vault's daemon; each client connection gets its own.
     ///   - storesExtractable: keys `ssh-add` gives are stored extractable, so `export` and the
     ///     mount can give them out; by default they are not.
-    public init(listener: FileDescriptor, storesExtractable: Bool = false, connect: @escaping @Sendable () throws -> DaemonClient) {
+    ///   - deletesRemoved: `ssh-add -d` and `-D` delete the keys from the vault, not only from
+    ///     this agent's list.
+    public init(listener: FileDescriptor, storesExtractable: Bool = false, deletesRemoved: Bool = false,
+                connect: @escaping @Sendable () throws -> DaemonClient) {
         self.listener = listener
         self.storesExtractable = storesExtractable
+        self.deletesRemoved = deletesRemoved
         self.connect = connect
     }
 
@@ -39,7 +45,8 @@ public final class SSHAgentServer: Sendable {
                 continue
             }
             guard sessions.add(1, ordering: .relaxed).newValue <= Self.maximumSessions,
-                  start(SessionStart(socket: client, peer: peer, connect: connect, state: state, storesExtractable: storesExtractable)) else {
+                  start(SessionStart(socket: client, peer: peer, connect: connect, state: state, storesExtractable: storesExtractable,
+                                                deletesRemoved: deletesRemoved)) else {
                 sessionEnded()
                 try? client.close()
                 continue
@@ -95,9 +102,11 @@ private struct SessionStart: Sendable {
     let connect: @Sendable () throws -> DaemonClient
     let state: AgentState
     let storesExtractable: Bool
+    let deletesRemoved: Bool
 
     func run() {
-        AgentSession(socket: socket, client: peer, keys: VaultKeys(connect: connect, storesExtractable: storesExtractable), state: state).serve()
+        let keys = VaultKeys(connect: connect, storesExtractable: storesExtractable, deletesRemoved: deletesRemoved)
+        AgentSession(socket: socket, client: peer, keys: keys, state: state).serve()
     }
 }
 

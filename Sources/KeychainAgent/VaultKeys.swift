@@ -28,10 +28,18 @@ final class VaultKeys {
     private var client: DaemonClient?
     /// Keys from `ssh-add` are stored extractable (`ssh-agent --extractable`).
     private let storesExtractable: Bool
+    /// `ssh-add -d`/`-D` delete keys from the vault (`ssh-agent --delete-removed`).
+    let deletesRemoved: Bool
 
-    init(connect: @escaping () throws -> DaemonClient, storesExtractable: Bool = false) {
+    init(connect: @escaping () throws -> DaemonClient, storesExtractable: Bool = false, deletesRemoved: Bool = false) {
         self.connect = connect
         self.storesExtractable = storesExtractable
+        self.deletesRemoved = deletesRemoved
+    }
+
+    /// Deletes the key item from the vault (the daemon checks the caller may change its group).
+    func delete(_ identity: VaultIdentity) throws {
+        _ = try call(ItemDelete(query: [.class: .itemClass(.key), .valuePersistentRef: .data(identity.ref)]), ItemsReply.self)
     }
 
     /// Apple's key types (`kSecAttrKeyType` as a number): ECSECPrimeRandom and RSA.

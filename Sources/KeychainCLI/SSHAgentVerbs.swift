@@ -9,9 +9,9 @@ enum SSHAgentVerbs {
     static let all: [Verb] = [agent, publicKey, generateKey]
 
     static let agent = Verb(
-        name: "ssh-agent", usage: "[-a SOCKET] [-D] [-c | -s] [-k] [--extractable] [VAULT]",
+        name: "ssh-agent", usage: "[-a SOCKET] [-D] [-c | -s] [-k] [--extractable] [--delete-removed] [VAULT]",
         summary: "Serve the vault's private keys to ssh, ssh-add and git as an OpenSSH agent.",
-        valued: ["-a"], flags: ["-D", "-c", "-s", "-k", "--extractable"],
+        valued: ["-a"], flags: ["-D", "-c", "-s", "-k", "--extractable", "--delete-removed"],
         details: """
         Listens on SOCKET (default $XDG_RUNTIME_DIR/keychainfs/ssh-agent.sock; its directory is
         made 0700 and must be yours) and prints the shell lines that point ssh at it, as
@@ -22,6 +22,8 @@ enum SSHAgentVerbs {
           -k         end the agent named by $SSH_AGENT_PID and print the lines that unset it
           --extractable  store keys given with ssh-add extractable (export and the mount's
                      /.keys can then give them out); by default they are not
+          --delete-removed  ssh-add -d and -D delete the keys from the vault (-D: every key
+                     this agent offers); by default they only leave this agent's list
         The agent holds no key. It offers the private keys (Ed25519, ECDSA P-256/384/521, RSA) of
         the access groups you may use, named by their labels, and each signature is made and
         audited by the daemon; RSA signs with SHA-2 only. Keys of a locked vault's WhenUnlocked
@@ -111,6 +113,7 @@ enum SSHAgentVerbs {
         try ctx.checkPositionals()
         let vault = ctx.vault
         let extractable = ctx.args.has("--extractable")
+        let deletesRemoved = ctx.args.has("--delete-removed")
         if ctx.args.has("-k") { return try kill(ctx) }
         guard !(ctx.args.has("-c") && ctx.args.has("-s")) else { throw UsageError("-c and -s exclude each other") }
         let path: String
@@ -120,7 +123,7 @@ enum SSHAgentVerbs {
         if let passed = activationSocket() {
             // Started by systemd for its socket unit: it owns the socket file.
             try CurrentProcess.harden()
-            try SSHAgentServer(listener: passed, storesExtractable: extractable, connect: { try Engine.connect(vault) }).run()
+            try SSHAgentServer(listener: passed, storesExtractable: extractable, deletesRemoved: deletesRemoved, connect: { try Engine.connect(vault) }).run()
             return 0
         }
         if ctx.args.has("-D") {
@@ -141,10 +144,11 @@ enum SSHAgentVerbs {
                 try null.duplicate(onto: 2)
                 try? null.close()
             }
-            try SSHAgentServer(listener: listener, storesExtractable: extractable, connect: { try Engine.connect(vault) }).run()
+            try SSHAgentServer(listener: listener, storesExtractable: extractable, deletesRemoved: deletesRemoved, connect: { try Engine.connect(vault) }).run()
             return 0
         }
-        let pid = try startInBackground(socket: path, vault: vault, extractable: extractable)
+        let pid = try startInBackground(socket: path, vault: vault, options: (extractable ? ["--extractable"] : [])
+                                            + (deletesRemoved ? ["--delete-removed"] : []))
         Terminal.writeString(1, shellLines(ctx, socket: path, pid: pid))
         return 0
     }
@@ -162,7 +166,7 @@ enum SSHAgentVerbs {
 
     /// Starts `keychainfs ssh-agent -D` in a session of its own and waits until it listens: it
     /// closes its standard error (a pipe to this process) once it does, or says there why not.
-    private static func startInBackground(socket: String, vault: String, extractable: Bool) throws -> Int32 {
+    private static func startInBackground(socket: String, vault: String, options: [String]) throws -> Int32 {
         var env = [backgroundVariable + "=1"]
         for name in ["PATH", "HOME", "XDG_RUNTIME_DIR", "KEYCHAINFS_RUNTIME_DIR", "KEYCHAINFS_VAULT", "KEYCHAINFS_DEVICE_KEY",
                      "KEYCHAINFS_TCTI"] {  // the agent may start the vault's daemon, which needs these
@@ -173,7 +177,7 @@ enum SSHAgentVerbs {
         let pid: Int32
         do {
             defer { try? report.write.close() }
-            pid = try ChildProcess.spawn([selfExecutable(), "ssh-agent", "-D", "-a", socket] + (extractable ? ["--extractable"] : []) + [vault],
+            pid = try ChildProcess.spawn([selfExecutable(), "ssh-agent", "-D", "-a", socket] + options + [vault],
                                          environment: env,
                                          setup: [.open(0, path: "/dev/null", .readOnly), .open(1, path: "/dev/null", .writeOnly),
                                                  .duplicate(report.write, as: 2), .closeFrom(3)],

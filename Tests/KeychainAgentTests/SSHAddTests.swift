@@ -128,4 +128,20 @@ final class SSHAddTests: SSHAgentTestCase {
         XCTAssertTrue(item.contains("\"extr\"<uint32>=1"), item)
         XCTAssertTrue(item.contains("\"next\"<uint32>=0"), item)
     }
+
+    /// `keychainfs ssh-agent --delete-removed`: `ssh-add -d` deletes the key from the vault, where
+    /// by default it only leaves the agent's list.
+    func testADeletingAgentRemovesKeysFromTheVault() throws {
+        try tool(["/usr/bin/ssh-keygen", "-q", "-N", "", "-t", "ed25519", "-C", "short-stay", "-f", path("id_stay")])
+        let keeping = try startAgent(socketDirectory("agent") + "/agent.sock")
+        XCTAssertEqual(try openSSH(["/usr/bin/ssh-add", path("id_stay")], socket: keeping).status, 0)
+        XCTAssertEqual(try openSSH(["/usr/bin/ssh-add", "-d", path("id_stay")], socket: keeping).status, 0)
+        XCTAssertEqual(try h.run(["ssh-public-key", "short-stay", "-k", h.vault]).status, 0, "still in the vault")
+
+        let deleting = try startAgent(socketDirectory("agent2") + "/agent.sock", options: ["--delete-removed"])
+        let removed = try openSSH(["/usr/bin/ssh-add", "-d", path("id_stay")], socket: deleting)
+        XCTAssertEqual(removed.status, 0, text(removed.err))
+        XCTAssertEqual(try h.run(["ssh-public-key", "short-stay", "-k", h.vault]).status, 44, "deleted from the vault")
+        XCTAssertEqual(try h.run(["ssh-public-key", "p256 key", "-k", h.vault]).status, 0, "the other keys stay")
+    }
 }
