@@ -40,7 +40,7 @@ struct ItemRequests: RequestFamily {
         try TokenKeys.checkUpdate(query: request.query, changes: request.changes, secret: request.secret) {
             try vault.copyMatching($0, accessGroups: groups.entitled)
         }
-        try StoredKeyFacts.checkProtection(query: request.query, changes: request.changes) {
+        try StoredKeyFacts.checkProtection(query: request.query, changes: request.changes, newKey: request.secret != nil) {
             try vault.copyMatching($0, accessGroups: groups.entitled)
         }
         let query = CertificateFacts.normalizingIssuer(request.query)

@@ -170,10 +170,13 @@ enum StoredKeyFacts {
 
     /// A key's protection only tightens, as on macOS: an update may not make a non-extractable key
     /// extractable or a sensitive key readable, and `next`/`asen` (what the key has always been)
-    /// are not changed at all. Otherwise any writer of the key's group could read its bytes.
+    /// are not changed at all. Otherwise any writer of the key's group could read its bytes. An
+    /// update that brings the key's bytes itself (`import --replace`) replaces the key, and may
+    /// set them as it likes: its caller holds those bytes already.
     /// - Throws: errSecParam for such a change.
-    static func checkProtection(query: Attributes, changes: Attributes, matching: (Attributes) throws -> QueryResult) throws {
-        guard isKeyItem(query) else { return }
+    static func checkProtection(query: Attributes, changes: Attributes, newKey: Bool,
+                                matching: (Attributes) throws -> QueryResult) throws {
+        guard isKeyItem(query), !newKey else { return }
         guard changes[.neverExtractable] == nil, changes[.alwaysSensitive] == nil else { throw KeychainStatus.param }
         let loosensExtractable = changes[.isExtractable]?.isTrue == true
         let loosensSensitive = changes[.isSensitive].map { !$0.isTrue } ?? false
