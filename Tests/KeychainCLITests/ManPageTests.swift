@@ -38,7 +38,7 @@ final class ManPageTests: XCTestCase {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/man")
         p.arguments = ["-l", file]
-        p.environment = ["PATH": "/usr/bin:/bin", "LC_ALL": "C", "MANWIDTH": "200", "HOME": dir]
+        p.environment = ["PATH": "/usr/bin:/bin", "LC_ALL": "C", "MANWIDTH": "200", "HOME": dir, "TMPDIR": dir]  // man-db leaves mldbm-* files in $TMPDIR
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err
