@@ -35,25 +35,10 @@ final class SecKeyLegacyTests: XCTestCase {
 
     func code(_ error: Unmanaged<CFError>?) -> Int? { error.map { CFErrorGetCode($0.takeRetainedValue()) } }
 
-    func openssl(_ args: [String], input: Data? = nil) throws -> (status: Int32, out: Data) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        p.arguments = args
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, data)
-    }
-
     func sha256(_ data: Data) throws -> Data {
         let file = dir.appendingPathComponent("digest-input")
         try data.write(to: file)
-        let result = try openssl(["dgst", "-sha256", "-binary", file.path])
-        XCTAssertEqual(result.status, 0)
-        return result.out
+        return try TLSMaterial.openssl(["dgst", "-sha256", "-binary", file.path])
     }
 
     // Legacy calls over Data, as the libraries wrap them.
@@ -182,10 +167,9 @@ final class SecKeyLegacyTests: XCTestCase {
         let keyFile = dir.appendingPathComponent("rsa.der"), inFile = dir.appendingPathComponent("cipher")
         try (SecKeyCopyExternalRepresentation(priv, &error) as Data?)?.write(to: keyFile)
         try cipher.write(to: inFile)
-        let theirs = try openssl(["pkeyutl", "-decrypt", "-keyform", "DER", "-inkey", keyFile.path, "-in", inFile.path,
-                                  "-pkeyopt", "rsa_padding_mode:none"])
-        XCTAssertEqual(theirs.status, 0)
-        XCTAssertEqual(theirs.out, block)
+        let theirs = try TLSMaterial.openssl(["pkeyutl", "-decrypt", "-keyform", "DER", "-inkey", keyFile.path, "-in", inFile.path,
+                                              "-pkeyopt", "rsa_padding_mode:none"])
+        XCTAssertEqual(theirs, block)
 
         // rsaSignatureRaw: a full block below the modulus, signed and recovered.
         var message = Data((0..<256).map { UInt8(truncatingIfNeeded: $0 * 7 + 1) })
