@@ -43,10 +43,9 @@ struct SyncCounters: Equatable {
         return decode(bytes)
     }
 
+    /// Writes them (`encoded` leaves the last error out); one commit.
     func save(_ vault: Vault) throws {
-        var kept = self
-        kept.lastError = nil
-        try vault.setSetting(Self.settingName, kept.encoded())
+        try vault.setSetting(Self.settingName, encoded())
     }
 }
 
