@@ -15,9 +15,6 @@ extension SyncServer {
         if r.rows == 0 { try createSchema() }
     }
 
-    /// The circle's retention: how many days a member may go unseen before pruning ignores it.
-    static let defaultRetentionDays = 30
-
     /// The lowest cursor of the circle's members seen within its retention (`$1` the circle):
     /// every one of them has read every entry at or below it.
     static let horizon = """
@@ -46,14 +43,8 @@ extension SyncServer {
         }
     }
 
-    /// The circle's retention in days.
-    func retentionDays(_ circle: [UInt8]) throws -> Int {
-        let r = try db.exec("SELECT retention_days FROM keychainfs.circles WHERE circle = $1", [.bytes(circle)])
-        guard r.rows == 1 else { throw SyncError.server("no such circle") }
-        return Int(r.int(0, 0))
-    }
-
-    /// Sets the circle's retention; every member prunes by it from its next round.
+    /// Sets the circle's retention (days a member may go unseen before pruning leaves it out;
+    /// 30 when made, the schema's default); every member prunes by it from its next round.
     func setRetentionDays(_ circle: [UInt8], _ days: Int) throws {
         let r = try db.exec("UPDATE keychainfs.circles SET retention_days = $2 WHERE circle = $1",
                             [.bytes(circle), .int(Int64(days))])
