@@ -192,6 +192,24 @@ final class SyncPruneTests: XCTestCase {
         XCTAssertTrue(a.waitUntil(60) { c.status(a)["last-error"] == nil && c.status(b)["last-error"] == nil }, c.shown(b))
     }
 
+    /// A server made before the retention: a host adds the column (30 days for every circle)
+    /// when it connects again, and `sync set` works on it.
+    func testAServerWithoutTheRetentionColumnGetsItAtTheNextConnection() throws {
+        let c = try SyncHosts(count: 1)
+        circle = c
+        let a = c.hosts[0]
+        try c.found()
+        let column = "SELECT count(*) FROM pg_attribute WHERE attrelid = 'keychainfs.circles'::regclass AND attname = 'retention_days'"
+        _ = try c.server.psql("ALTER TABLE keychainfs.circles DROP COLUMN retention_days")
+        c.server.stop()
+        try c.server.start()
+        XCTAssertTrue(try a.waitUntil(60) { try c.server.psql(column).hasPrefix("1") }, c.shown(a))
+        XCTAssertEqual(try c.server.psql("SELECT retention_days FROM keychainfs.circles"), "30\n")
+        XCTAssertEqual(try a.run(["sync", "set", "--retention", "9"]).status, 0)
+        XCTAssertEqual(try c.server.psql("SELECT retention_days FROM keychainfs.circles"), "9\n")
+        XCTAssertTrue(a.waitUntil(60) { c.status(a)["last-error"] == nil }, c.shown(a))
+    }
+
     /// A removed host has no cursor on the server: it holds nothing back, nor does a host
     /// that joins after a prune, which reads what is left of the log.
     func testARemovedHostDoesNotHoldPruningBackAndANewHostReadsWhatIsLeft() throws {
