@@ -158,7 +158,9 @@ extension SyncSession {
         circle?.wipe()
         joinKey?.wipe()
         (self.config, host, circle, joinKey, server, listener) = (nil, nil, nil, nil, nil, nil)
-        counters = Counters()
+        counters = SyncCounters()
+        retentionDays = nil
+        saveCountersLocked(force: true)
         log("sync: left the circle")
     }
 
@@ -185,6 +187,7 @@ extension SyncSession {
             out["epoch"] = .number(Int64(config.epoch))
             out["cursor"] = .number(config.cursor)
             out["waiting"] = .number(Int64((try? vault.queuedSyncEntries().count) ?? 0))
+            if let retentionDays { out["retention-days"] = .number(Int64(retentionDays)) }
             out["members"] = .string(config.members.map { hex($0.hostID).prefix(8) + ($0.name.isEmpty ? "" : " " + $0.name) }
                 .joined(separator: ", "))
         }

@@ -62,6 +62,17 @@ public final class SyncEngine: Sendable {
 
     /// What `sync status` shows. Names no key, item or secret.
     public func status() -> Fields { session.withLock { $0.status() } }
+
+    /// Sets how many days a member may go unseen before pruning leaves it out (`sync set
+    /// --retention`), on the server's circle row: every member prunes by the same rule.
+    /// - Throws: `SyncError.notMember`, `SyncError.server`.
+    public func setRetention(days: Int) throws {
+        try session.withLock { try $0.setRetention(days: days) }
+    }
+
+    /// Writes `status`'s counters to the vault now (the daemon stopping); otherwise a round
+    /// writes them at most every 30 s.
+    public func saveCounters() { session.withLock { $0.saveCountersLocked(force: true) } }
 }
 
 /// What `SyncEngine`'s lock guards, and the work done with it held: the circle's state and
@@ -77,18 +88,19 @@ final class SyncSession {
     var joinKey: SecureBytes?
     var server: SyncServer?
     var listener: PGConnection?
-    var counters = Counters()
-
-    struct Counters {
-        var pushed = 0, pulled = 0, rejected = 0, conflicts = 0
-        var lastRejection: String?
-        var lastError: String?
-    }
+    /// What `status` counts; kept in the vault (`SyncCounters`) as of `savedCounters`.
+    var counters: SyncCounters
+    var savedCounters: SyncCounters
+    var savedAt: ContinuousClock.Instant?
+    /// The circle's retention as the last round (or `sync set`) saw it on the server.
+    var retentionDays: Int?
 
     init(vault: Vault, log: @escaping @Sendable (String) -> Void, onApplied: @escaping SyncEngine.Applied) {
         self.vault = vault
         self.log = log
         self.onApplied = onApplied
+        counters = SyncCounters.load(vault)
+        savedCounters = counters
     }
 
     var notificationSocket: Int32? { listener.map(\.socket) }
@@ -99,6 +111,7 @@ final class SyncSession {
         // Locked, the keys of fleet sync (AfterFirstUnlock) stay: changes to items whose key
         // is gone wait in the vault (`drainQueueLocked`), the others apply.
         guard vault.lockState != .neverUnlocked, loadLocked(), var config else { return }
+        defer { saveCountersLocked(force: false) }
         do {
             if config.state == .member, vault.lockState == .unlocked, let circle {
                 // Before the server: what waited for the unlock applies with the server gone too.
@@ -174,7 +187,7 @@ final class SyncSession {
         // saved stays where it was until the end, so a resync cut short starts over.
         var position = config.cursor
         var inLog: Set<[UInt8]>?
-        if config.cursor < (try server.prunedPosition(config.circleID)) {
+        if config.cursor < (try server.prunedPosition(config.circleID, host: host.hostID)) {
             guard vault.lockState == .unlocked else { return }  // the compare needs the items
             try server.holdPruning(config.circleID, host: host.hostID)
             inLog = []
