@@ -61,8 +61,10 @@ extension MountServer {
     }
 
     /// Prunes `items`; the kernel's FORGETs free their slots within moments, and then the heap's
-    /// free pages go back to the system.
+    /// free pages go back to the system. The entry cache goes too: a listing filled it with the
+    /// names now dropped, and the names still in use find their entries again with one search.
     func pruneAndRelease(_ items: [UInt64]) {
+        entries.removeAll()
         prune(items)
         DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + 2) { CurrentProcess.releaseFreeHeap() }
     }
