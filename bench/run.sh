@@ -504,6 +504,7 @@ if ((main_phases)); then
         timeout $((ls_budget * 3)) "$rl" ls -n 2 -r 1 "$mnt_default/big" | put_ls ls.kcfs.warm
         t0=$EPOCHREALTIME; timeout $((ls_budget * 2)) ls -l "$mnt_default/big" > "$work/ls-l.txt"
         put ls.kcfs.gnu_ms "$(ms_since "$t0")"
+        rss_put gnu_listed
         put ls.kcfs.gnu_lines "$(($(wc -l < "$work/ls-l.txt") - 1))"
     else
         log "the listing did not finish within $ls_budget s: projecting; GNU ls -l skipped"
