@@ -114,6 +114,8 @@ extension MountServer {
         began(se)
         startIdleSweeps()
         startThread { [self] in
+            // libfuse's workers inherit it: a mount's threads are told apart from the daemon's.
+            kcfs_name_thread("kcfs-mount")
             let config = fuse_loop_cfg_create()
             fuse_loop_cfg_set_max_threads(config, 16)
             _ = fuse_session_loop_mt(se, config)

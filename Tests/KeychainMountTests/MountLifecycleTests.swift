@@ -37,6 +37,20 @@ final class MountLifecycleTests: MountTestCase {
         XCTAssertNotEqual(try h.run(["unmount", mnt]).status, 0)
     }
 
+    /// An operator's `ps -L` or `top -H` tells a mount's threads (libfuse's workers) from the
+    /// daemon's own.
+    func testAMountsThreadsAreNamedForIt() throws {
+        try add("svc", "acct", "secret")
+        let mnt = try mount()
+        XCTAssertEqual(FS.read(mnt + "/svc/acct").bytes, Array("secret".utf8))
+        guard let pid = try h.daemonPID() else { return XCTFail("no daemon") }
+        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+        let names = tasks.compactMap { try? String(contentsOfFile: "/proc/\(pid)/task/\($0)/comm", encoding: .utf8) }
+            .map { $0.trimmingCharacters(in: .newlines) }
+        XCTAssertTrue(names.contains("kcfs-mount"), "\(names)")
+        XCTAssertTrue(try unmount(mnt))
+    }
+
     func testStopUnmountsAndUnmountWorksWithoutDaemon() throws {
         try add("svc", "acct", "secret", ["--accessible", "Always"])
         let first = try mount(), second = try mount("ro")
