@@ -4,11 +4,16 @@ import KeychainCrypto
 /// The server side of fleet sync: PostgreSQL tables that hold only ciphertext, blind tokens,
 /// public keys and timestamps (docs/sync.md, "What the server sees"). One schema,
 /// `keychainfs`, can hold many circles.
-final class SyncServer {
+final class SyncServer: @unchecked Sendable {
+    // Unchecked: libpq's connection has one user at a time: a session with its lock held, or
+    // the pool between rounds (`SyncServerPool`).
     let db: PGConnection
+    /// What it was made with: the pool's key.
+    let conninfo: String
 
     init(conninfo: String) throws {
         db = try PGConnection(conninfo: conninfo)
+        self.conninfo = conninfo
     }
 
     /// Creates the tables when missing. The log's order comes from one counter row per circle
