@@ -135,7 +135,7 @@ fleet_summary() {
     local line
     echo
     echo "Fleet sync at fleet size, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg) at the end"
-    while IFS= read -r line; do [ -n "$line" ] && fleet_line "$line"; done <<< "$fleet_report"
+    while IFS= read -r line; do if [ -n "$line" ]; then fleet_line "$line"; fi; done <<< "$fleet_report"
 }
 if ((fleet_only)); then
     run_fleet
