@@ -237,11 +237,9 @@ final class SyncSession {
             position = 0
             log("sync: the server pruned its log past this host's position \(config.cursor): full resync")
         }
-        while true {
-            let entries = try server.entries(config.circleID, after: position)
-            if entries.isEmpty { break }
+        // A batch of entries, checked one by one, then written in one vault transaction.
+        func take(_ entries: [SyncServer.LogEntry]) throws {
             var states = SyncStates(vault: vault)
-            // A page's changes are checked one by one, then written in one vault transaction.
             var batch: [Opened] = []
             defer { for o in batch { o.payload?.wipe() } }
             func wait(_ e: SyncServer.LogEntry) throws {
@@ -291,7 +289,18 @@ final class SyncSession {
             if inLog == nil { config.cursor = position }
             try config.save(vault)
             self.config = config
+        }
+        while true {
+            let entries = try server.entries(config.circleID, after: position)
+            if entries.isEmpty { break }
+            try take(entries)
             try server.setCursor(config.circleID, host: host.hostID, position)
+            if entries.count == SyncServer.pageSize {
+                // Far behind (a new member reads the whole log): the rest in one read, in
+                // batches of thousands, each one vault transaction.
+                try server.streamEntries(config.circleID, after: position) { try take($0) }
+                try server.setCursor(config.circleID, host: host.hostID, position)
+            }
         }
         if let inLog {
             try finishResyncLocked(inLog, waiting: waiting, server: server, circle: circle, host: host,

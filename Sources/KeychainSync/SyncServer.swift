@@ -219,7 +219,7 @@ final class SyncServer: @unchecked Sendable {
     /// Log entries after `cursor`, in log order: at most `limit`, and no more after `budget`
     /// bytes of records (always one). A hostile server cannot make a round hold more: a record
     /// longer than any host writes comes back empty, with its length, and the reader rejects it.
-    func entries(_ circle: [UInt8], after cursor: Int64, limit: Int = 500, budget: Int = 64 << 20) throws -> [LogEntry] {
+    func entries(_ circle: [UInt8], after cursor: Int64, limit: Int = pageSize, budget: Int = 64 << 20) throws -> [LogEntry] {
         let r = try db.exec("""
             SELECT seq, token, version, deleted, CASE WHEN octet_length(record) <= $4 THEN record ELSE ''::bytea END,
                    octet_length(record)
