@@ -298,8 +298,10 @@ final class SyncSession {
             if entries.count == SyncServer.pageSize {
                 // Far behind (a new member reads the whole log): the rest in one read, in
                 // batches of thousands, each one vault transaction.
-                try server.streamEntries(config.circleID, after: position) { try take($0) }
+                var streamed = 0
+                try server.streamEntries(config.circleID, after: position) { streamed += $0.count; try take($0) }
                 try server.setCursor(config.circleID, host: host.hostID, position)
+                log("sync: read \(streamed) more log entries in one pass, up to log entry \(position)")
             }
         }
         if let inLog {

@@ -84,6 +84,53 @@ final class SyncFleetTests: XCTestCase {
         return missing
     }
 
+    /// A new host reads a log of several pages in one pass (a server-side cursor after the
+    /// first full page): it ends with every item, a large one (read alone) included.
+    func testANewHostReadsALongLogWhole() throws {
+        let pg = try XCTUnwrap(server)
+        try formFleet(1)
+        var batch: [(attributes: Attributes, secret: SecureBytes?)] = []
+        var expected: [String: String?] = [:]
+        for n in 0..<1_300 {
+            batch.append(([.class: .itemClass(.genericPassword), .service: .string(service), .account: .string("bulk-\(n)"),
+                           .synchronizable: .bool(true)], try SecureBytes(copying: Array("bulk secret \(n)".utf8))))
+            expected["bulk-\(n)"] = "bulk secret \(n)"
+        }
+        try vaults[0].addAll(batch, accessGroups: groups)
+        let large = String(repeating: "large secret ", count: 1_000)  // a record over 4 KiB
+        try add("large", on: 0, secret: large)
+        expected["large"] = large
+        XCTAssertTrue(waitForLog(pg, atLeast: 1_301), "the first host's items did not reach the server")
+
+        let device = try DeviceKey.loadOrCreate(at: home.dir + "/device.key")
+        let newcomer = try Vault.create(at: home.dir + "/new.vault", passphrase: try SecureBytes(copying: Array("p".utf8)),
+                                        kdf: .minimum, deviceKey: device)
+        let lines = LogLines()
+        let engine = SyncEngine(vault: newcomer, log: { lines.append($0) }, onApplied: { _, _ in })
+        let code = try engine.join(conninfo: pg.conninfo, name: "newcomer")
+        _ = try loops[0].engine.approve(code: code)
+        engine.step()  // becomes a member
+        engine.step()  // reads the whole log
+        vaults.append(newcomer)
+        XCTAssertEqual(engine.status()["cursor"], .number(Int64(try lastPosition(pg))))
+        XCTAssertTrue(lines.all.contains { $0.hasPrefix("sync: read 801 more log entries in one pass") }, "\(lines.all)")
+        let missing = waitUntilEveryHost(holds: expected, seconds: 1)
+        XCTAssertEqual(missing, [], "\(missing.count) items missing, first: \(missing.prefix(5))")
+    }
+
+    func lastPosition(_ pg: TestPostgres) throws -> Int {
+        Int(try pg.psql("SELECT coalesce(max(seq), 0) FROM keychainfs.log").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+
+    func waitForLog(_ pg: TestPostgres, atLeast count: Int) -> Bool {
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline {
+            if ((try? lastPosition(pg)) ?? 0) >= count { return true }
+            Thread.sleep(forTimeInterval: 0.25)
+        }
+        return false
+    }
+
     func testEveryChangeOfTwentyHostsReachesAllTwenty() throws {
         let pg = try XCTUnwrap(server)
         try formFleet(20)
@@ -118,4 +165,13 @@ final class SyncFleetTests: XCTestCase {
         XCTAssertGreaterThan(backends, 0)
         XCTAssertLessThanOrEqual(backends, poolLimit + 1)
     }
+}
+
+/// What an engine logged, from its thread.
+private final class LogLines: @unchecked Sendable {
+    // Unchecked: `lines` only with `lock` held.
+    private let lock = NSLock()
+    private var lines: [String] = []
+    func append(_ line: String) { lock.withLock { lines.append(line) } }
+    var all: [String] { lock.withLock { lines } }
 }
