@@ -238,7 +238,7 @@ final class SyncSession {
             log("sync: the server pruned its log past this host's position \(config.cursor): full resync")
         }
         // A batch of entries, checked one by one, then written in one vault transaction.
-        func take(_ entries: [SyncServer.LogEntry]) throws {
+        func take(_ entries: [SyncServer.LogEntry], openedAhead: OpenedAhead? = nil) throws {
             var states = SyncStates(vault: vault)
             var batch: [Opened] = []
             defer { for o in batch { o.payload?.wipe() } }
@@ -260,7 +260,8 @@ final class SyncSession {
                     }
                     adoptEpochsLocked(&epochs, before: e.seq, circle: circle, host: host, config: &config)
                     if waiting.contains(e.token) { throw KeychainStatus.interactionNotAllowed }
-                    if let o = try openEntry(e, server: server, circle: circle, states: &states, config: &config) { batch.append(o) }
+                    if let o = try openEntry(e, server: server, circle: circle, states: &states, config: &config,
+                                             openedAhead: openedAhead) { batch.append(o) }
                 } catch let error as SyncError {
                     reject(e.seq, error)
                 } catch KeychainStatus.interactionNotAllowed {
@@ -299,7 +300,13 @@ final class SyncSession {
                 // Far behind (a new member reads the whole log): the rest in one read, in
                 // batches of thousands, each one vault transaction.
                 var streamed = 0
-                try server.streamEntries(config.circleID, after: position) { streamed += $0.count; try take($0) }
+                var ahead: OpenedAhead?  // the batch being opened on another thread
+                try server.streamEntries(config.circleID, after: position) { entries, next in
+                    let opened = ahead
+                    ahead = next.map { OpenedAhead($0, circle: circle, config: config) }
+                    streamed += entries.count
+                    try take(entries, openedAhead: opened)
+                }
                 try server.setCursor(config.circleID, host: host.hostID, position)
                 log("sync: read \(streamed) more log entries in one pass, up to log entry \(position)")
             }
@@ -415,7 +422,7 @@ final class SyncSession {
     /// Checks an entry (its row, epoch, writer, signature, both ciphertexts) and opens it.
     /// - Returns: nil when this host already has that version (its own write).
     private func openEntry(_ e: SyncServer.LogEntry, server: SyncServer?, circle: CircleKeys,
-                           states: inout SyncStates, config: inout SyncConfig) throws -> Opened? {
+                           states: inout SyncStates, config: inout SyncConfig, openedAhead: OpenedAhead? = nil) throws -> Opened? {
         let header = try SyncRecord.header(of: e.record)
         guard header.token == e.token, header.version == e.version, header.deleted == e.deleted else {
             throw SyncError.mismatch
@@ -428,7 +435,8 @@ final class SyncSession {
             try refreshMembersLocked(server, &config)
         }
         guard let writer = config.writer(header.writer, at: e.seq) else { throw SyncError.unknownWriter }
-        let (uuid, payload) = try SyncRecord.open(e.record, circle: circle, writerSigningKey: writer.signKey, expected: header)
+        let (uuid, payload) = try openedAhead?.take(e.seq, signKey: writer.signKey, epoch: header.epoch)
+            ?? SyncRecord.open(e.record, circle: circle, writerSigningKey: writer.signKey, expected: header)
         if let s = try states.state(uuid), s.serverVersion >= header.version {  // already here (our own write)
             payload?.wipe()
             return nil

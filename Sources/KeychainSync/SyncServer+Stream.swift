@@ -10,12 +10,13 @@ extension SyncServer {
     static let inlineRecord = 4096
 
     /// Hands `body` the log after `cursor` in log order, `batch` entries at a time, from one
-    /// snapshot (`DECLARE ... CURSOR` in a `REPEATABLE READ READ ONLY` transaction, `FETCH`).
+    /// snapshot (`DECLARE ... CURSOR` in a `REPEATABLE READ READ ONLY` transaction, `FETCH`),
+    /// with the batch after it (nil at the end), fetched first so `body` can start on it.
     /// `body` may read from the server between batches, not write. A record longer than
     /// `SyncRecord.maximumLength` comes empty with its length, as from `entries`.
     /// - Throws: `PostgresError`, or what `body` throws (the transaction ends either way).
     func streamEntries(_ circle: [UInt8], after cursor: Int64, batch: Int = 4096,
-                       _ body: ([LogEntry]) throws -> Void) throws {
+                       _ body: (_ entries: [LogEntry], _ next: [LogEntry]?) throws -> Void) throws {
         try db.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         do {
             try db.exec("""
@@ -23,9 +24,9 @@ extension SyncServer {
                 SELECT seq, token, version, deleted, CASE WHEN octet_length(record) <= $3 THEN record END, octet_length(record)
                 FROM keychainfs.log WHERE circle = $1 AND seq > $2 ORDER BY seq
                 """, [.bytes(circle), .int(cursor), .int(Int64(Self.inlineRecord))])
-            while true {
+            func fetch() throws -> [LogEntry]? {
                 let r = try db.exec("FETCH FORWARD \(batch) FROM log_stream")
-                if r.rows == 0 { break }
+                if r.rows == 0 { return nil }
                 var entries: [LogEntry] = []
                 entries.reserveCapacity(r.rows)
                 for i in 0..<r.rows {
@@ -34,7 +35,13 @@ extension SyncServer {
                     entries.append(LogEntry(seq: r.int(i, 0), token: r.bytes(i, 1), version: r.int(i, 2), deleted: r.bool(i, 3),
                                             record: record, length: length))
                 }
-                try body(entries)
+                return entries
+            }
+            var current = try fetch()
+            while let entries = current {
+                let next = try fetch()
+                try body(entries, next)
+                current = next
             }
             try db.exec("COMMIT")
         } catch {

@@ -91,7 +91,7 @@ final class SyncFleetTests: XCTestCase {
         try formFleet(1)
         var batch: [(attributes: Attributes, secret: SecureBytes?)] = []
         var expected: [String: String?] = [:]
-        for n in 0..<1_300 {
+        for n in 0..<5_000 {  // a page, then batches of 4,096: the second is opened ahead
             batch.append(([.class: .itemClass(.genericPassword), .service: .string(service), .account: .string("bulk-\(n)"),
                            .synchronizable: .bool(true)], try SecureBytes(copying: Array("bulk secret \(n)".utf8))))
             expected["bulk-\(n)"] = "bulk secret \(n)"
@@ -100,7 +100,7 @@ final class SyncFleetTests: XCTestCase {
         let large = String(repeating: "large secret ", count: 1_000)  // a record over 4 KiB
         try add("large", on: 0, secret: large)
         expected["large"] = large
-        XCTAssertTrue(waitForLog(pg, atLeast: 1_301), "the first host's items did not reach the server")
+        XCTAssertTrue(waitForLog(pg, atLeast: 5_001), "the first host's items did not reach the server")
 
         let device = try DeviceKey.loadOrCreate(at: home.dir + "/device.key")
         let newcomer = try Vault.create(at: home.dir + "/new.vault", passphrase: try SecureBytes(copying: Array("p".utf8)),
@@ -113,7 +113,7 @@ final class SyncFleetTests: XCTestCase {
         engine.step()  // reads the whole log
         vaults.append(newcomer)
         XCTAssertEqual(engine.status()["cursor"], .number(Int64(try lastPosition(pg))))
-        XCTAssertTrue(lines.all.contains { $0.hasPrefix("sync: read 801 more log entries in one pass") }, "\(lines.all)")
+        XCTAssertTrue(lines.all.contains { $0.hasPrefix("sync: read 4501 more log entries in one pass") }, "\(lines.all)")
         let missing = waitUntilEveryHost(holds: expected, seconds: 1)
         XCTAssertEqual(missing, [], "\(missing.count) items missing, first: \(missing.prefix(5))")
     }
