@@ -125,6 +125,7 @@ final class SyncSession {
                 self.config = config
             }
             let server = try connectedLocked(config)
+            reached = true
             if config.state == .joining {
                 try finishJoinLocked(server)
                 return
@@ -134,7 +135,6 @@ final class SyncSession {
             if try pushLocked(server) { try pullLocked(server) }
             pruneLocked(server)
             counters.lastError = nil
-            reached = true
         } catch let e as PostgresError {
             counters.lastError = e.message
             dropServerLocked()

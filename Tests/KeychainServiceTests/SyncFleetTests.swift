@@ -85,8 +85,9 @@ final class SyncFleetTests: XCTestCase {
     }
 
     /// A new host reads a log of several pages in one pass (a server-side cursor after the
-    /// first full page): it ends with every item, a large one (read alone) included.
-    func testANewHostReadsALongLogWhole() throws {
+    /// first full page): it ends with every item, a large one (read alone) included, except
+    /// one whose signature the server changed, which it refuses and reports.
+    func testANewHostReadsALongLogWholeAndRefusesAForgedEntryInIt() throws {
         let pg = try XCTUnwrap(server)
         try formFleet(1)
         var batch: [(attributes: Attributes, secret: SecureBytes?)] = []
@@ -101,6 +102,11 @@ final class SyncFleetTests: XCTestCase {
         try add("large", on: 0, secret: large)
         expected["large"] = large
         XCTAssertTrue(waitForLog(pg, atLeast: 5_001), "the first host's items did not reach the server")
+        // In the second batch of the read, the one opened ahead on another thread.
+        _ = try pg.psql("""
+            UPDATE keychainfs.log SET record = set_byte(record, octet_length(record) - 1, get_byte(record, octet_length(record) - 1) # 1)
+            WHERE seq = 4800
+            """)
 
         let device = try DeviceKey.loadOrCreate(at: home.dir + "/device.key")
         let newcomer = try Vault.create(at: home.dir + "/new.vault", passphrase: try SecureBytes(copying: Array("p".utf8)),
@@ -114,8 +120,11 @@ final class SyncFleetTests: XCTestCase {
         vaults.append(newcomer)
         XCTAssertEqual(engine.status()["cursor"], .number(Int64(try lastPosition(pg))))
         XCTAssertTrue(lines.all.contains { $0.hasPrefix("sync: read 4501 more log entries in one pass") }, "\(lines.all)")
+        XCTAssertEqual(engine.status()["rejected"], .number(1))
+        XCTAssertEqual(engine.status()["last-rejection"], .string("log entry 4800: bad signature"))
         let missing = waitUntilEveryHost(holds: expected, seconds: 1)
-        XCTAssertEqual(missing, [], "\(missing.count) items missing, first: \(missing.prefix(5))")
+        XCTAssertEqual(missing.count, 1, "only the forged entry's item is missing: \(missing.prefix(5))")
+        XCTAssertTrue(missing.allSatisfy { $0.hasPrefix("host 1: ") }, "\(missing.prefix(5))")
     }
 
     func lastPosition(_ pg: TestPostgres) throws -> Int {
