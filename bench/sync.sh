@@ -7,10 +7,11 @@
 #   - throughput: --burst adds sent as fast as one client can, until all are in B's mount;
 #   - a new host C joining a circle whose server holds --new-host items: until it is a member,
 #     and until it has read the whole log;
-#   - with --fleet "10 50 200" (or 10,50,200): N sync engines in one process, one circle, for each N, with the
-#     connections each engine held before issue 32 and with the shared ones (keychainfs-bench
-#     sync-fleet): one change until every host has it, --fleet-changes changes spread over the
-#     hosts until all have all, the server's client backends and resident memory.
+#   - with --fleet "10 50 200" (or 10,50,200): for each N, N sync engines in one process in one
+#     circle, with the connections each engine held before issue 32 and with shared ones
+#     (keychainfs-bench sync-fleet): one change until every host has it, --fleet-changes
+#     changes spread over the hosts until all have all, the server's backends and memory;
+#     --fleet-only runs these alone.
 # A PostgreSQL cluster of its own (Debian's, run by a user made for the run, on a Unix socket
 # in the work directory, fsync on), three vaults with their own device keys and daemons.
 #
@@ -20,7 +21,7 @@
 # starts, mounts and makes is undone on exit, also when interrupted.
 set -euo pipefail
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 kc=""; kcbench=""; changes=1000; burst=10000; new_host=100000; keep=0
 fleet=""; fleet_changes=1000; fleet_only=0
 while (($#)); do
