@@ -16,9 +16,11 @@
  * keychainfs does, instead of leaving it unimplemented (then the kernel stops sending it after
  * the first ENOSYS): to measure what the extra round trip on every close costs.
  *
- * --big N adds the floor of `ls -l` of a large service: a directory /big of N empty files
- * user0 .. user<N-1>, listed with READDIRPLUS (each name with its attributes, as keychainfs
- * lists), and GETXATTR answered with ENODATA. A file system that serves some extended
+ * --big N adds the floor of `ls -l` of a large service: a directory /big of N files
+ * user0 .. user<N-1>, each holding the same 32 bytes as /bench/secret, listed with READDIRPLUS
+ * (each name with its attributes, as keychainfs lists), and GETXATTR answered with ENODATA.
+ * Reading random ones is the floor of keychainfs's read of random items: each a name the
+ * kernel has to look up. A file system that serves some extended
  * attributes must answer GETXATTR, and then the kernel asks it for every name GNU ls asks
  * about (`security.selinux`, libselinux); one that leaves it unimplemented is never asked
  * again after the first ENOSYS, which no xattr-serving file system can copy.
@@ -86,6 +88,8 @@ static int fill_attr(fuse_ino_t ino, struct stat *st)
             return ENOENT;
         st->st_mode = S_IFREG | 0400;
         st->st_nlink = 1;
+        st->st_size = sizeof contents;
+        st->st_blocks = 1;
         st->st_blksize = 4096;
         return 0;
     }
@@ -128,7 +132,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    if (ino != INO_FILE) {
+    int big_file = big_files > 0 && ino >= INO_BIG_FIRST && ino < INO_BIG_FIRST + (fuse_ino_t)big_files;
+    if (ino != INO_FILE && !big_file) {
         fuse_reply_err(req, ino == INO_ROOT || ino == INO_DIR || ino == INO_BIG ? EISDIR : ENOENT);
         return;
     }

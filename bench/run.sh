@@ -149,8 +149,8 @@ put() { echo "$1=$2" >> "$res"; }   # one figure for bench/report.py
 
 mnt_default="$work/mnt-default"; mnt_cache="$work/mnt-kernel-cache"
 mnt_minfs="$work/mnt-minfs"; mnt_minfs1="$work/mnt-minfs-single"; mnt_minfsf="$work/mnt-minfs-flush"
-mnt_minfsb="$work/mnt-minfs-big"; tmpfs="$work/tmpfs"; mnt_scale="$work/mnt-scale"
-mkdir "$mnt_default" "$mnt_cache" "$mnt_minfs" "$mnt_minfs1" "$mnt_minfsf" "$mnt_minfsb" "$tmpfs" "$mnt_scale"
+mnt_minfsb="$work/mnt-minfs-big"; tmpfs="$work/tmpfs"; mnt_scale="$work/mnt-scale"; mnt_minfsr="$work/mnt-minfs-random"
+mkdir "$mnt_default" "$mnt_cache" "$mnt_minfs" "$mnt_minfs1" "$mnt_minfsf" "$mnt_minfsb" "$tmpfs" "$mnt_scale" "$mnt_minfsr"
 main_vault="$work/bench.vault"; scale_vault="$work/scale.vault"
 export KEYCHAINFS_RUNTIME_DIR="$work/run" KEYCHAINFS_DEVICE_KEY="$work/device.key" KEYCHAINFS_VAULT="$main_vault"
 kc=""; daemon_pid=""; scale_daemon_pid=""; load_user=""; load_idle_pid=""; load_busy_pid=""; floor_pid=""
@@ -182,7 +182,7 @@ cleanup() {
             kill "$pid" 2>/dev/null; sleep 0.5; kill -9 "$pid" 2>/dev/null
         fi
     done
-    for m in "$mnt_minfs" "$mnt_minfs1" "$mnt_minfsf" "$mnt_minfsb"; do
+    for m in "$mnt_minfs" "$mnt_minfs1" "$mnt_minfsf" "$mnt_minfsb" "$mnt_minfsr"; do
         is_mounted "$m" && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }
     done
     for f in "$work"/minfs*.pid; do   # (minfs removes its pid file when it ends)
@@ -504,6 +504,7 @@ if ((main_phases)); then
         timeout $((ls_budget * 3)) "$rl" ls -n 2 -r 1 "$mnt_default/big" | put_ls ls.kcfs.warm
         t0=$EPOCHREALTIME; timeout $((ls_budget * 2)) ls -l "$mnt_default/big" > "$work/ls-l.txt"
         put ls.kcfs.gnu_ms "$(ms_since "$t0")"
+        rss_put gnu_listed
         put ls.kcfs.gnu_lines "$(($(wc -l < "$work/ls-l.txt") - 1))"
     else
         log "the listing did not finish within $ls_budget s: projecting; GNU ls -l skipped"
@@ -651,6 +652,10 @@ if ((scale_phase)); then
         "$bin/minfs" "$mnt_minfs" -o default_permissions --pidfile "$work/minfs.pid"
     fi
     [ "$(cat "$mnt_minfs/bench/secret")" = "$secret" ] || die "minfs does not hold the secret"
+    # The floor of a random read: minfs --big with as many files as the largest size, read in
+    # the same random order, each a name the kernel has to look up.
+    "$bin/minfs" "$mnt_minfsr" --big "${scale_sizes[-1]}" -o default_permissions --pidfile "$work/minfs-random.pid"
+    is_mounted "$mnt_minfsr" || die "$mnt_minfsr is not mounted"
     export KEYCHAINFS_VAULT="$scale_vault"
     echo "$passphrase" | "$kc" create-keychain --kdf interactive >/dev/null
     "$kc" stop
@@ -688,10 +693,13 @@ if ((scale_phase)); then
         w=$scale_warm; ((w * 5 <= k)) || w=$((k / 5))
         shuf -i "0-$((n - 1))" -n "$k" |
             awk -v m="$mnt_scale" -v per="$scale_per_service" '{ printf "%s/s%d/a%d\n", m, int($1 / per), $1 }' > "$work/scale-list"
-        log "scaling: $n items: open+read+close of $((k - w)) random files (after $w), of s0/a0 and of minfs's file"
-        timeout 600 "$rl" read -b 32 -n $((k - w)) -r 5 -w "$w" "@$work/scale-list" "$mnt_scale/s0/a0" "$mnt_minfs/bench/secret" |
+        sed "s|^$mnt_scale/s[0-9]*/a|$mnt_minfsr/big/user|" "$work/scale-list" > "$work/scale-list-minfs"
+        log "scaling: $n items: open+read+close of $((k - w)) random files (after $w), of s0/a0, of minfs's file and of as many random minfs --big files"
+        timeout 600 "$rl" read -b 32 -n $((k - w)) -r 5 -w "$w" "@$work/scale-list" "$mnt_scale/s0/a0" "$mnt_minfs/bench/secret" \
+            "@$work/scale-list-minfs" |
             while read -r line; do
                 case "$line" in
+                    "path=@$work/scale-list-minfs "*) name=minfs_random ;;
                     "path=@"*) name=random ;;
                     "path=$mnt_scale/"*) name=fixed ;;
                     *) name=minfs ;;

@@ -4,26 +4,31 @@ import KeychainCrypto
 import KeychainProtocol
 import KeychainSystem
 
-/// `keychainfs sync init|join|approve|remove|status|leave`: fleet sync's circle (docs/sync.md).
+/// `keychainfs sync init|join|approve|remove|status|set|leave` and `history`: fleet sync's
+/// circle and the versions it set aside (docs/sync.md).
 enum SyncVerbs {
     static let all: [Verb] = [sync, history]
 
     static let history = Verb(
-        name: "history", usage: "[-s SERVICE] [-a ACCOUNT] [-w] [--json] [VAULT]",
-        summary: "List the versions fleet sync set aside in conflicts, newest first.",
-        valued: ["-s", "-a"], flags: ["-w"],
+        name: "history", usage: "[-s SERVICE] [-a ACCOUNT] [-w] [--json] [--restore ID] [VAULT]",
+        summary: "List the versions fleet sync set aside in conflicts, newest first, or restore one.",
+        valued: ["-s", "-a", "--restore"], flags: ["-w"],
         details: """
         When two hosts add an item with one primary key, the lower uuid wins; when two change
         one item, the server's order decides. The losing version is kept here, never dropped.
           -s SERVICE   only versions of this service
           -a ACCOUNT   only versions of this account
           -w           print only the passwords, newest first, one per line
-          --json       an array of objects: at, reason, class, attributes, and password with -w
+          --json       an array of objects: id, at, reason, class, attributes, and password with -w
+          --restore ID writes the version with this id back as a change made here, which syncs
+                       to the other hosts: over the item it belongs to, or as a new item when
+                       that is gone. The version stays in the history.
         reason is higher-uuid, server-order or missed-delete. Only root and the daemon's user
-        may list it.
+        may list or restore.
         """
     ) { ctx in
         try ctx.checkPositionals()
+        if ctx.args.has("--restore") { return try restore(ctx) }
         let wantSecret = ctx.args.has("-w")
         let history = SyncRequest.history(service: ctx.args.value("-s"), account: ctx.args.value("-a"), secrets: wantSecret)
         let entries = (try ctx.client().call(history, SyncReply.self).history.array ?? []).compactMap(\.item)
@@ -32,9 +37,10 @@ enum SyncVerbs {
             var attributes = item.attributes
             let at = attributes.removeValue(forKey: .historyAt)
             let reason = attributes.removeValue(forKey: .historyReason)?.stringValue ?? "?"
+            let id = attributes.removeValue(forKey: .historyID)?.numberValue ?? 0
             let when = at.flatMap { if case .date(let d) = $0 { Output.isoDate(d) } else { nil } } ?? "?"
             if ctx.json {
-                var obj = "{\"at\":\"\(when)\",\"reason\":\(Output.jsonString(reason)),\"class\":"
+                var obj = "{\"id\":\(id),\"at\":\"\(when)\",\"reason\":\(Output.jsonString(reason)),\"class\":"
                     + Output.jsonString(attributes[.class]?.stringValue ?? "?") + ",\"attributes\":\(Output.json(attributes))"
                 if wantSecret, let s = item.secret { obj += ",\"password\":" + s.withUnsafeBytes { Output.json(.data(Array($0))) } }
                 json.append(obj + "}")
@@ -42,23 +48,54 @@ enum SyncVerbs {
                 item.secret?.withUnsafeBytes { Terminal.writeAll(1, $0) }
                 Terminal.writeString(1, "\n")
             } else {
-                Terminal.writeString(1, "at: \(when)\nreason: \(reason)\n" + Output.itemText(vault: ctx.vault, attributes: attributes))
+                Terminal.writeString(1, "id: \(id)\nat: \(when)\nreason: \(reason)\n" + Output.itemText(vault: ctx.vault, attributes: attributes))
             }
         }
         if ctx.json { Terminal.writeString(1, "[" + json.joined(separator: ",") + "]\n") }
         return 0
     }
 
+    /// `history --restore ID`: alone, as it names one version already.
+    static func restore(_ ctx: Context) throws -> Int32 {
+        for flag in ["-s", "-a", "-w"] where ctx.args.has(flag) { throw UsageError("history --restore takes no \(flag)") }
+        let text = ctx.args.value("--restore") ?? ""
+        guard let id = Int64(text), id > 0 else {
+            throw UsageError("--restore takes the id of a kept version, as history prints it; \(Output.jsonString(text)) is not one")
+        }
+        do {
+            _ = try ctx.client().call(SyncRequest.restore(id: id), SyncReply.self)
+        } catch KeychainStatus.itemNotFound {
+            throw StateError(message: "no version with id \(id) in the history\nkeychainfs: keychainfs history lists the kept versions with their ids",
+                             status: .itemNotFound)
+        } catch KeychainStatus.interactionNotAllowed {
+            throw StateError(message: "version \(id) cannot be restored: its protection class's key is locked"
+                             + "\nkeychainfs: unlock the vault (keychainfs unlock-keychain) and run it again",
+                             status: .interactionNotAllowed)
+        } catch KeychainStatus.duplicateItem {
+            throw StateError(message: "version \(id) cannot be restored: another item now has its name (service and account)"
+                             + "\nkeychainfs: delete or rename that item first",
+                             status: .duplicateItem)
+        }
+        if ctx.json {
+            Terminal.writeString(1, "{\"restored\":\(id)}\n")
+        } else {
+            Terminal.writeString(1, "restored \(id)\n")
+        }
+        return 0
+    }
+
     static let sync = Verb(
-        name: "sync", usage: "init|join|approve|remove|status|leave [CODE|HOST] [--server CONNINFO | --server-file PATH] [--name NAME] [--json] [VAULT]",
+        name: "sync", usage: "init|join|approve|remove|status|set|leave [CODE|HOST] [--server CONNINFO | --server-file PATH] [--name NAME] [--retention DAYS] [--json] [VAULT]",
         summary: "Replicate sync=1 items among hosts through PostgreSQL, end-to-end encrypted.",
-        valued: ["--server", "--server-file", "--name"],
+        valued: ["--server", "--server-file", "--name", "--retention"],
         details: """
         init makes this host the first of a circle on the server; join asks to join and prints a
         code; approve CODE, on a member, admits the host that printed it; remove HOST (a
         member's name, or 8 or more hex digits of its id) starts a new epoch whose key only the
         other members get: HOST can read nothing written after; status shows the circle and
-        the last round; leave forgets the circle here (items stay).
+        the last round; set --retention DAYS sets, for the whole circle, how many days a member
+        may go unseen before the server's log is pruned past it (default 30; it then reads the
+        whole log when it returns); leave forgets the circle here (items stay).
         CONNINFO is a libpq connection string. It must not hold a password: put the password
         in libpq's passfile (`passfile=PATH` in the string, or ~/.pgpass of the daemon's user).
         --server-file reads the string from a file, or from standard input with `-`.
@@ -66,7 +103,7 @@ enum SyncVerbs {
         unlocked. Only root and the daemon's user may use these commands.
         """
     ) { ctx in
-        guard let sub = ctx.args.positionals.first else { throw UsageError("sync needs init, join, approve, remove, status or leave") }
+        guard let sub = ctx.args.positionals.first else { throw UsageError("sync needs init, join, approve, remove, status, set or leave") }
         let request: SyncRequest
         var rest = Array(ctx.args.positionals.dropFirst())
         switch sub {
@@ -82,6 +119,10 @@ enum SyncVerbs {
             request = .remove(host: host)
             rest.removeFirst()
         case "status": request = .status
+        case "set":
+            guard let days = try ctx.args.number("--retention", in: 1...SyncRequest.maximumRetentionDays, unit: "a number of days")
+            else { throw UsageError("sync set needs --retention DAYS") }
+            request = .setRetention(days: days)
         case "leave": request = .leave
         default:
             throw UsageError("unknown sync command \(sub)")
@@ -91,6 +132,7 @@ enum SyncVerbs {
                 throw UsageError("sync \(sub) takes no \(flag)")
             }
         }
+        if sub != "set" && ctx.args.has("--retention") { throw UsageError("sync \(sub) takes no --retention") }
         guard rest.count <= 1 else { throw UsageError("too many arguments") }
         let vault = rest.first.map(Paths.canonical) ?? Paths.canonical(Paths.defaultVault())
         let client = try DaemonClient.connect(vaultPath: vault, startWith: [selfExecutable(), "daemon", vault])
@@ -107,7 +149,7 @@ enum SyncVerbs {
             Terminal.writeString(1, "approved \(reply.name ?? "?")\n")
         case "remove":
             Terminal.writeString(1, "removed \(reply.name ?? "?")\n")
-        case "status", "init":
+        case "status", "init", "set":
             for (key, value) in reply.status.sorted(by: { $0.key < $1.key }) {
                 Terminal.writeString(1, "\(key): \(Output.json(value))\n")
             }

@@ -13,6 +13,17 @@ public struct ItemName: Hashable, Sendable {
     /// first such item the caller may read.
     public var group: String?
 
+    /// The name's bytes in two blocks rather than byte by byte (an array's own hashing), since
+    /// the mount hashes a name for every lookup; equal names hash alike, as `==` compares every
+    /// field and this hashes some.
+    public func hash(into hasher: inout Hasher) {
+        service.withUnsafeBytes { hasher.combine(bytes: $0) }
+        hasher.combine(service.count)
+        account.withUnsafeBytes { hasher.combine(bytes: $0) }
+        hasher.combine(itemClass)
+        hasher.combine(group)
+    }
+
     public init(service: [UInt8], account: [UInt8]) {
         self.service = service
         self.account = account

@@ -22,6 +22,8 @@ public enum HistoryReason: Int64, Sendable {
 
 /// One version kept in an item's history: what it was, why it lost, when.
 public struct HistoryEntry: Sendable {
+    /// Its number in the history, what `restore` takes (`keychainfs history --restore ID`).
+    public var id: Int64
     /// Unix seconds when it was set aside.
     public var at: Double
     public var reason: HistoryReason
@@ -42,7 +44,7 @@ extension Vault {
         try mutex.withLock {
             try createHistoryTable()
             let st = try store.db.prepare("""
-                SELECT at, reason, item, cls, pdmn, wrapped_key, attrs, data FROM item_history ORDER BY id DESC
+                SELECT at, reason, item, cls, pdmn, wrapped_key, attrs, data, id FROM item_history ORDER BY id DESC
                 """)
             defer { st.reset() }
             var out: [HistoryEntry] = []
@@ -57,7 +59,7 @@ extension Vault {
                 guard let (attributes, secret) = try? openKept(row, classKey: key, needSecret: secrets) else { continue }
                 if let service, attributes[.service]?.byteView != service { secret?.wipe(); continue }
                 if let account, attributes[.account]?.byteView != account { secret?.wipe(); continue }
-                out.append(HistoryEntry(at: Double(st.int(0)), reason: reason, itemClass: cls,
+                out.append(HistoryEntry(id: st.int(8), at: Double(st.int(0)), reason: reason, itemClass: cls,
                                         attributes: attributes.filter { !$0.key.hasPrefix(.store) }, secret: secret))
             }
             return out
@@ -77,7 +79,7 @@ extension Vault {
                       .blob(item.attributes), .blob(item.secret)).run()
     }
 
-    private func openKept(_ row: StoredItem, classKey: SecureBytes, needSecret: Bool) throws -> (Attributes, SecureBytes?) {
+    func openKept(_ row: StoredItem, classKey: SecureBytes, needSecret: Bool) throws -> (Attributes, SecureBytes?) {
         let ad = { (part: ItemCodec.Part) in self.associatedData(row, part) }
         do {
             let itemKey = try AEAD.open(row.wrappedKey, key: classKey, associatedData: ad(.itemKey))
@@ -90,7 +92,7 @@ extension Vault {
         }
     }
 
-    private func createHistoryTable() throws {
+    func createHistoryTable() throws {
         try store.db.execute("""
             CREATE TABLE IF NOT EXISTS item_history(id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL,
                 reason INTEGER NOT NULL, item BLOB NOT NULL, cls INTEGER NOT NULL, pdmn INTEGER NOT NULL,

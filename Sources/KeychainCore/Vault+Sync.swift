@@ -343,7 +343,7 @@ extension Vault {
             .bind(.blob(uuid), .integer(s.localVersion), .integer(s.serverVersion)).run()
     }
 
-    private func note(_ a: Attributes, _ itemClass: ItemClass, into applied: inout SyncApplied) {
+    func note(_ a: Attributes, _ itemClass: ItemClass, into applied: inout SyncApplied) {
         if case .string(let g)? = a[.accessGroup], !applied.groups.contains(g) { applied.groups.append(g) }
         guard itemClass == .genericPassword, let s = a[.service]?.byteView else { return }
         applied.names.append((s, a[.account]?.byteView))

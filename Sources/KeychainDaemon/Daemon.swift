@@ -174,6 +174,7 @@ public final class Daemon: @unchecked Sendable {
     /// unmapped) after an explicit lock.
     func shutdown() -> Never {
         unlink(socketPath)
+        sync?.engine.saveCounters()  // a round writes them at most every 30 s
         vault.lock()
         recordStoppedMounts()
         for m in state.withLock({ $0.mounts }) { m.unmount() }

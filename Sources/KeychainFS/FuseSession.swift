@@ -112,6 +112,7 @@ extension MountServer {
             throw KeychainStatus.io
         }
         began(se)
+        startIdleSweeps()
         startThread { [self] in
             let config = fuse_loop_cfg_create()
             fuse_loop_cfg_set_max_threads(config, 16)

@@ -70,6 +70,8 @@ final class InodeTable: Sendable {
         var node: Node?
         var lookups: UInt64
         var generation: UInt32 = 0
+        /// Set by every request that names the inode, cleared by each idle sweep.
+        var used = true
         var isFree: Bool { node == nil && lookups == 0 }
     }
 
@@ -165,14 +167,20 @@ final class InodeTable: Sendable {
     private let table = Mutex(Numbers())
 
     func node(_ ino: UInt64) -> Node? {
-        table.withLock { t in t.slot(ino).flatMap { t.slots[$0].node } }
+        table.withLock { t in
+            guard let i = t.slot(ino) else { return nil }
+            t.slots[i].used = true
+            return t.slots[i].node
+        }
     }
 
     /// The inode for `node`, counting one kernel lookup.
     func lookedUp(_ node: Node) -> UInt64 {
         table.withLock { t in
             guard let ino = t.number(node) else { return t.add(node) }
-            t.slots[t.slot(ino)!].lookups += 1
+            let i = t.slot(ino)!
+            t.slots[i].lookups += 1
+            t.slots[i].used = true
             return ino
         }
     }
@@ -209,6 +217,25 @@ final class InodeTable: Sendable {
             case .root, .classRoot: continue
             }
         }
+    }
+
+    /// When more than `minimum` inodes are known: the numbers of those no request named since
+    /// the last sweep. Every mark is cleared, so a name is idle from one sweep to the next.
+    func idleSinceLastSweep(minimum: Int) -> [UInt64] {
+        table.withLock { t in
+            guard t.live > minimum else { return [] }
+            var idle: [UInt64] = []
+            for i in 1..<t.slots.count where !t.slots[i].isFree {
+                if !t.slots[i].used { idle.append(t.number(of: i)) }
+                t.slots[i].used = false
+            }
+            return idle
+        }
+    }
+
+    /// Every number the kernel holds but the root's.
+    func allButRoot() -> [UInt64] {
+        table.withLock { t in (1..<t.slots.count).compactMap { t.slots[$0].isFree ? nil : t.number(of: $0) } }
     }
 
     /// How many inodes the kernel holds (the root included).

@@ -20,7 +20,7 @@ struct Listed {
 /// A directory's listing from opendir to releasedir: "." and "..", then its names.
 struct Listing {
     let dots: (Listed, Listed)
-    let names: [Listed]
+    let names: ListedNames
 
     var count: Int { names.count + 2 }
     subscript(index: Int) -> Listed { index == 0 ? dots.0 : index == 1 ? dots.1 : names[index - 2] }
@@ -56,9 +56,14 @@ struct FileFacts {
 extension FileFacts {
     /// A file not stored yet (a create before its first close), in `group`, made at Unix `time`.
     init(group: String, size: Int, time: Int) {
+        self.init(group: group, size: size, mtime: time, ctime: time, writable: true)
+    }
+
+    init(group: String, size: Int, mtime: Int, ctime: Int, writable: Bool) {
         self.group = group
         self.size = size
-        mtime = time
-        ctime = time
+        self.mtime = mtime
+        self.ctime = ctime
+        self.writable = writable
     }
 }

@@ -12,6 +12,7 @@ extension MountServer {
             for file in s.files.values where file.protection.availability == .whileUnlocked { file.revoke() }
         }
         invalidateAll()
+        pruneAfterLock()
     }
 
     /// A change another mount made: generic passwords by name, anything else (nil) as a whole.

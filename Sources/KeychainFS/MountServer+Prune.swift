@@ -3,11 +3,14 @@ import Dispatch
 import KeychainModel
 import KeychainSystem
 
-/// Giving back what a large listing left in the kernel: `ls -l` of 100,000 names makes the kernel
-/// keep 100,000 inodes, and the mount keeps an inode-table slot and a name for each as long as
-/// the kernel does, which without memory pressure is for ever. Some time after such a listing
-/// is closed, unless the directory was listed again, the kernel is asked to drop the names that
-/// nothing uses (FUSE_NOTIFY_PRUNE); their FORGETs then free the slots.
+/// Giving back what the kernel keeps: `ls -l` of 100,000 names makes the kernel keep 100,000
+/// inodes, and the mount keeps an inode-table slot and a name for each as long as the kernel
+/// does, which without memory pressure is for ever. The kernel is asked to drop the names that
+/// nothing uses (FUSE_NOTIFY_PRUNE), and their FORGETs then free the slots:
+/// - some time after a large listing is closed, unless the directory was listed again;
+/// - while more than `Listing.large` names are known, those no request named for a whole
+///   sweep period (names that many small listings or lookups brought);
+/// - after a lock, all of them: the kernel may trust none.
 extension MountServer {
     /// How long after a large listing is closed its names are pruned; `KEYCHAINFS_PRUNE_SECONDS`
     /// sets it (0: never).
@@ -33,11 +36,37 @@ extension MountServer {
                 return true
             }
             guard stale else { return }
-            prune(items)
-            // The kernel's FORGETs free the names' slots within moments; then the heap's free
-            // pages go back to the system.
-            DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + 2) { CurrentProcess.releaseFreeHeap() }
+            pruneAndRelease(items)
         }
+    }
+
+    /// Starts the idle sweep: every `pruneDelay` seconds while the mount lives.
+    func startIdleSweeps() {
+        guard Self.pruneDelay > 0 else { return }
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + Self.pruneDelay) { [weak self] in
+            guard let self, !hasEnded else { return }
+            let idle = inodes.idleSinceLastSweep(minimum: Listing.large)
+            if !idle.isEmpty, locked({ $0.prunes }) { pruneAndRelease(idle) }
+            startIdleSweeps()
+        }
+    }
+
+    /// After a lock: every name the kernel holds, off the locking thread.
+    func pruneAfterLock() {
+        guard Self.pruneDelay > 0 else { return }
+        DispatchQueue.global(qos: .utility).async { [self] in
+            let known = inodes.allButRoot()
+            if known.count > 0, locked({ $0.prunes }) { pruneAndRelease(known) }
+        }
+    }
+
+    /// Prunes `items`; the kernel's FORGETs free their slots within moments, and then the heap's
+    /// free pages go back to the system. The entry cache goes too: a listing filled it with the
+    /// names now dropped, and the names still in use find their entries again with one search.
+    func pruneAndRelease(_ items: [UInt64]) {
+        entries.removeAll()
+        prune(items)
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + 2) { CurrentProcess.releaseFreeHeap() }
     }
 
     /// Asks the kernel to drop the unused names and inodes of `items`, in batches.

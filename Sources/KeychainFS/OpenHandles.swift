@@ -224,6 +224,7 @@ final class Released<Value>: @unchecked Sendable {
 extension Released where Value == Listing {
     /// The inode numbers the kernel holds for the listing's names.
     func inodes(in table: InodeTable) -> [UInt64] {
-        value?.names.compactMap { $0.node.flatMap(table.existing) } ?? []
+        guard let names = value?.names else { return [] }
+        return (0..<names.count).compactMap { names.node(at: $0).flatMap(table.existing) }
     }
 }

@@ -17,6 +17,7 @@ public enum AuditEvent: String, CaseIterable, Sendable {
     /// The first line of a log file after a rotation; its detail names the previous file.
     case rotated
     case syncRemove = "sync-remove", syncHistory = "sync-history"
+    case syncSet = "sync-set", syncRestore = "sync-restore"
 
     /// The counted line of opens, reads and key uses repeated within a second.
     public var repeated: String { rawValue + "-repeated" }

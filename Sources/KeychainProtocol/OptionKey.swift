@@ -126,7 +126,7 @@ extension OptionKey {
 // MARK: sync, watch
 extension OptionKey {
     /// sync, string: the circle verb (`SyncRequest`): init, join, approve, remove, leave,
-    /// status, history. Required.
+    /// status, history, set, restore. Required.
     public static let verb = OptionKey(rawValue: "verb")
     /// sync init and join, string: a libpq connection string without a password. Required.
     public static let server = OptionKey(rawValue: "server")
@@ -143,6 +143,10 @@ extension OptionKey {
     public static let account = OptionKey(rawValue: "account")
     /// sync history, bool: the versions' secrets too.
     public static let secrets = OptionKey(rawValue: "secrets")
+    /// sync set, number: the circle's retention in days, 1 to 36500. Required.
+    public static let retentionDays = OptionKey(rawValue: "retention-days")
+    /// sync restore, number: the id of a version kept in the history. Required.
+    public static let historyID = OptionKey(rawValue: "history-id")
 }
 
 // MARK: mount, unmount

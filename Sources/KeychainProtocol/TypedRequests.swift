@@ -444,6 +444,10 @@ public enum SyncRequest: TypedRequest {
     case status
     /// The versions sync set aside, of a service and account (each optional), with secrets.
     case history(service: String?, account: String?, secrets: Bool)
+    /// Sets the circle's retention: days a member may go unseen before pruning leaves it out.
+    case setRetention(days: Int64)
+    /// Writes the version kept in the history under `id` back as a local change.
+    case restore(id: Int64)
 
     /// The verb's name on the wire.
     public var verb: String {
@@ -455,11 +459,14 @@ public enum SyncRequest: TypedRequest {
         case .leave: return "leave"
         case .status: return "status"
         case .history: return "history"
+        case .setRetention: return "set"
+        case .restore: return "restore"
         }
     }
 
     /// - Throws: errSecParam for a missing or unknown verb, init or join without a server,
-    ///   remove without a host, an option of another type.
+    ///   remove without a host, set without a positive retention, restore without an id, an
+    ///   option of another type.
     public init(decoding request: Request) throws {
         guard request.operation == .sync else { throw KeychainStatus.param }
         let o = request.options
@@ -476,6 +483,14 @@ public enum SyncRequest: TypedRequest {
         case "status"?: self = .status
         case "history"?:
             self = .history(service: try o.string(.service), account: try o.string(.account), secrets: try o.flag(.secrets))
+        case "set"?:
+            guard let days = try o.number(.retentionDays), days > 0, days <= Self.maximumRetentionDays else {
+                throw KeychainStatus.param
+            }
+            self = .setRetention(days: days)
+        case "restore"?:
+            guard let id = try o.number(.historyID) else { throw KeychainStatus.param }
+            self = .restore(id: id)
         default: throw KeychainStatus.param
         }
     }
@@ -489,6 +504,8 @@ public enum SyncRequest: TypedRequest {
         case .approve(let code): o[.code] = .string(code)
         case .remove(let host): o[.host] = .string(host)
         case .leave, .status: break
+        case .setRetention(let days): o[.retentionDays] = .number(days)
+        case .restore(let id): o[.historyID] = .number(id)
         case .history(let service, let account, let secrets):
             if let service { o[.service] = .string(service) }
             if let account { o[.account] = .string(account) }
@@ -496,6 +513,9 @@ public enum SyncRequest: TypedRequest {
         }
         return Request(.sync, options: o)
     }
+
+    /// The longest retention `sync set` takes: 100 years, far from PostgreSQL's interval limits.
+    public static let maximumRetentionDays: Int64 = 36_500
 }
 
 // MARK: mount, unmount, watch

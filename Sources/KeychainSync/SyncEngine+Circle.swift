@@ -159,7 +159,9 @@ extension SyncSession {
         joinKey?.wipe()
         disconnectLocked()
         (self.config, host, circle, joinKey) = (nil, nil, nil, nil)
-        counters = Counters()
+        counters = SyncCounters()
+        retentionDays = nil
+        saveCountersLocked(force: true)
         log("sync: left the circle")
     }
 
@@ -186,6 +188,7 @@ extension SyncSession {
             out["epoch"] = .number(Int64(config.epoch))
             out["cursor"] = .number(config.cursor)
             out["waiting"] = .number(Int64((try? vault.queuedSyncEntries().count) ?? 0))
+            if let retentionDays { out["retention-days"] = .number(Int64(retentionDays)) }
             out["members"] = .string(config.members.map { hex($0.hostID).prefix(8) + ($0.name.isEmpty ? "" : " " + $0.name) }
                 .joined(separator: ", "))
         }

@@ -28,13 +28,29 @@ extension SyncSession {
         log("sync: full resync done: \(deleted) deleted as the log says, \(kept) changed here kept and sent again")
     }
 
+    /// Sets the circle's retention on the server (`sync set --retention`): every member prunes
+    /// by it. - Throws: `SyncError.notMember`, `SyncError.server`.
+    func setRetention(days: Int) throws {
+        guard loadLocked(), let config, config.state == .member else { throw SyncError.notMember }
+        do {
+            try connectedLocked(config).setRetentionDays(config.circleID, days)
+        } catch let e as PostgresError {
+            throw SyncError.server(e.message)
+        }
+        retentionDays = days
+        log("sync: retention set to \(days) days")
+    }
+
     /// Any member prunes at the end of its round; cheap when nothing moved (one query).
     /// A failure is logged and left for the next round: pruning only saves space.
     func pruneLocked(_ server: SyncServer) {
         guard let config, config.state == .member else { return }
         do {
-            let (log, tombstones) = try server.prune(config.circleID)
-            if log + tombstones > 0 { self.log("sync: pruned \(log) log entries and \(tombstones) tombstones from the server") }
+            let pruned = try server.prune(config.circleID)
+            retentionDays = pruned.retentionDays
+            if pruned.log + pruned.tombstones > 0 {
+                log("sync: pruned \(pruned.log) log entries and \(pruned.tombstones) tombstones from the server")
+            }
         } catch {
             log("sync: pruning the server's log failed: \(error)")
         }

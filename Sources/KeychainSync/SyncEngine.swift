@@ -70,6 +70,17 @@ public final class SyncEngine: Sendable {
 
     /// What `sync status` shows. Names no key, item or secret.
     public func status() -> Fields { session.withLock { $0.status() } }
+
+    /// Sets how many days a member may go unseen before pruning leaves it out (`sync set
+    /// --retention`), on the server's circle row: every member prunes by the same rule.
+    /// - Throws: `SyncError.notMember`, `SyncError.server`.
+    public func setRetention(days: Int) throws {
+        try session.withLock { s in defer { s.releaseLocked() }; try s.setRetention(days: days) }
+    }
+
+    /// Writes `status`'s counters to the vault now (the daemon stopping); otherwise a round
+    /// writes them at most every 30 s.
+    public func saveCounters() { session.withLock { $0.saveCountersLocked(force: true) } }
 }
 
 /// What `SyncEngine`'s lock guards, and the work done with it held: the circle's state and
@@ -92,13 +103,12 @@ final class SyncSession {
     var listener: PGConnection?
     /// Whether the last round or verb reached the server.
     var reached = false
-    var counters = Counters()
-
-    struct Counters {
-        var pushed = 0, pulled = 0, rejected = 0, conflicts = 0
-        var lastRejection: String?
-        var lastError: String?
-    }
+    /// What `status` counts; kept in the vault (`SyncCounters`) as of `savedCounters`.
+    var counters: SyncCounters
+    var savedCounters: SyncCounters
+    var savedAt: ContinuousClock.Instant?
+    /// The circle's retention as the last round (or `sync set`) saw it on the server.
+    var retentionDays: Int?
 
     init(vault: Vault, log: @escaping @Sendable (String) -> Void, onApplied: @escaping SyncEngine.Applied,
          connections: SyncConnections, wake: @escaping @Sendable () -> Void) {
@@ -107,6 +117,8 @@ final class SyncSession {
         self.onApplied = onApplied
         self.connections = connections
         self.wake = wake
+        counters = SyncCounters.load(vault)
+        savedCounters = counters
     }
 
     var notificationSocket: Int32? { listener.map(\.socket) }
@@ -117,6 +129,7 @@ final class SyncSession {
         // Locked, the keys of fleet sync (AfterFirstUnlock) stay: changes to items whose key
         // is gone wait in the vault (`drainQueueLocked`), the others apply.
         guard vault.lockState != .neverUnlocked, loadLocked(), var config else { return }
+        defer { saveCountersLocked(force: false) }
         do {
             if config.state == .member, vault.lockState == .unlocked, let circle {
                 // Before the server: what waited for the unlock applies with the server gone too.
@@ -230,7 +243,7 @@ final class SyncSession {
         // saved stays where it was until the end, so a resync cut short starts over.
         var position = config.cursor
         var inLog: Set<[UInt8]>?
-        if config.cursor < (try server.prunedPosition(config.circleID)) {
+        if config.cursor < (try server.prunedPosition(config.circleID, host: host.hostID)) {
             guard vault.lockState == .unlocked else { return }  // the compare needs the items
             try server.holdPruning(config.circleID, host: host.hostID)
             inLog = []

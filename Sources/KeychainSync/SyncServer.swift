@@ -72,6 +72,7 @@ final class SyncServer: @unchecked Sendable {
             PRIMARY KEY(circle, epoch, host));
         ALTER TABLE keychainfs.circles ADD COLUMN IF NOT EXISTS pruned int8 NOT NULL DEFAULT 0;
         CREATE INDEX IF NOT EXISTS log_token ON keychainfs.log(circle, token, seq);
+        ALTER TABLE keychainfs.circles ADD COLUMN IF NOT EXISTS retention_days int4 NOT NULL DEFAULT 30;
         """
 
     func createSchema() throws {

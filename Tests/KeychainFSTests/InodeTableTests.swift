@@ -40,6 +40,21 @@ final class InodeTableTests: XCTestCase {
         XCTAssertEqual(t.node(c), item("c"))
     }
 
+    func testTheIdleSweepNamesOnlyWhatNoRequestNamedSinceTheLastSweep() {
+        let t = InodeTable()
+        let numbers = (0..<10).map { t.lookedUp(item("user\($0)")) }
+        XCTAssertEqual(t.idleSinceLastSweep(minimum: 11), [], "10 names and the root: not past the threshold, no sweep")
+        XCTAssertEqual(t.idleSinceLastSweep(minimum: 4), [], "every name was just looked up")
+        _ = t.node(numbers[3])
+        _ = t.lookedUp(item("user7"))
+        _ = t.node(InodeTable.rootIno)
+        XCTAssertEqual(Set(t.idleSinceLastSweep(minimum: 4)), Set(numbers).subtracting([numbers[3], numbers[7]]))
+        XCTAssertEqual(Set(t.idleSinceLastSweep(minimum: 4)), Set(numbers), "the marks were cleared")
+        t.forget(numbers[0], 1)
+        XCTAssertFalse(t.idleSinceLastSweep(minimum: 4).contains(numbers[0]), "a forgotten name is not named")
+        XCTAssertEqual(Set(t.allButRoot()), Set(numbers.dropFirst()))
+    }
+
     func testAHundredThousandNamesForgottenLeaveOnlyTheRoot() {
         let t = InodeTable()
         let names = (0..<100_000).map { item("user\($0)") }

@@ -11,6 +11,7 @@ final class AuditEventTests: XCTestCase {
             "export", "import", "imported", "purge-other-device", "verify",
             "sync-init", "sync-join", "sync-approve", "sync-leave", "sync-update", "sync-delete",
             "sign", "decrypt", "key-exchange", "rotated", "sync-remove", "sync-history",
+            "sync-set", "sync-restore",
         ])
         XCTAssertEqual(AuditEvent.fileOpenRead.repeated, "file-open-read-repeated")
         XCTAssertEqual(AuditEvent.add.failed, "add-failed")

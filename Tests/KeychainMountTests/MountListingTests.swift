@@ -49,44 +49,73 @@ final class MountListingTests: MountTestCase {
     /// name, answered from the kernel's cache before, is looked up again after; every file still
     /// reads. Counted with bench/fuseops.sh (the kernel's fuse tracepoints).
     func testALargeListingsNamesLeaveTheKernelAfterItCloses() throws {
-        let fuseops = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("bench/fuseops.sh").path
-        let events = "/sys/kernel/tracing/events/fuse/fuse_request_send"
-        // tracefs is mounted as fuseops.sh would, and left mounted (another run may be using it).
-        if !FileManager.default.fileExists(atPath: events) { _ = try runProgram(["/bin/mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"]) }
-        guard FileManager.default.fileExists(atPath: events) else {
-            throw XCTSkip("this kernel has no fuse tracepoints to count lookups with")
-        }
+        try requireFuseTracepoints()
         let n = 4_300  // past Listing.large (4,096)
-        let stopped = try h.run(["stop"])
-        XCTAssertEqual(stopped.status, 0, "\(stopped)")
-        do {
-            // Filled in process: thousands of CLI adds would take long.
-            let vault = try Vault.open(at: h.vault, deviceKey: try DeviceKey.loadOrCreate(at: h.environment["KEYCHAINFS_DEVICE_KEY"]!))
-            try vault.unlock(passphrase: try SecureBytes(copying: Array(passphrase.utf8)))
-            try vault.addAll(try (0..<n).map { i in
-                ([.class: .itemClass(.genericPassword), .service: .string("big"), .account: .string("acct\(i)")],
-                 try SecureBytes(copying: Array("secret \(i)".utf8)))
-            }, accessGroups: ["default"])
-        }
+        try fill(services: ["big"], accounts: n)
         h.environment["KEYCHAINFS_PRUNE_SECONDS"] = "4"
         XCTAssertEqual(try h.run(["unlock-keychain"], input: passphrase + "\n").status, 0)
         let mnt = try mount("kernel_cache")  // names cached for 30 s: a lookup then means they were dropped
         let listing = try runProgram(["/bin/ls", "-l", mnt + "/big"])
         XCTAssertEqual(listing.stdoutText.split(separator: "\n").count, n + 1, "total, then every name")
         let names = (0..<50).map { mnt + "/big/acct\($0 * 80)" }
-        func lookups() throws -> Int {
-            let r = try runProgram([fuseops, mnt, "/usr/bin/stat", "-c", "%s"] + names)
-            XCTAssertEqual(r.status, 0, r.description)
-            let line = r.stdoutText.split(separator: "\n").first { $0.hasPrefix("op=LOOKUP ") }
-            return line.flatMap { $0.split(separator: " ").first { $0.hasPrefix("requests=") } }
-                .flatMap { Int($0.dropFirst("requests=".count)) } ?? 0
-        }
-        XCTAssertEqual(try lookups(), 0, "right after the listing the kernel knows every name")
+        XCTAssertEqual(try lookups(of: names, in: mnt), 0, "right after the listing the kernel knows every name")
         usleep(6_000_000)
         // Each name is looked up again (and perhaps the directory itself, whose entry may be revalidated).
-        XCTAssertGreaterThanOrEqual(try lookups(), names.count, "dropped after the listing closed")
+        XCTAssertGreaterThanOrEqual(try lookups(of: names, in: mnt), names.count, "dropped after the listing closed")
         XCTAssertEqual(FS.read(mnt + "/big/acct4242").bytes, Array("secret 4242".utf8))
         XCTAssertEqual(try runProgram(["/bin/ls", mnt + "/big"]).stdoutText.split(separator: "\n").count, n)
+    }
+
+    /// Names that many small listings brought (none past Listing.large alone, more than it
+    /// together) are dropped too, once no request named them for a whole sweep period.
+    func testManySmallListingsNamesLeaveTheKernelOnceIdle() throws {
+        try requireFuseTracepoints()
+        let services = (0..<5).map { "s\($0)" }
+        try fill(services: services, accounts: 900)  // 4,500 names in all
+        h.environment["KEYCHAINFS_PRUNE_SECONDS"] = "4"
+        XCTAssertEqual(try h.run(["unlock-keychain"], input: passphrase + "\n").status, 0)
+        let mnt = try mount("kernel_cache")
+        for s in services {
+            XCTAssertEqual(try runProgram(["/bin/ls", "-l", mnt + "/" + s]).stdoutText.split(separator: "\n").count, 901)
+        }
+        let names = (0..<50).map { mnt + "/s4/acct\($0 * 17)" }
+        XCTAssertEqual(try lookups(of: names, in: mnt), 0, "right after the listings the kernel knows every name")
+        usleep(11_000_000)  // two sweeps and a margin: the first clears the marks, the second prunes
+        XCTAssertGreaterThanOrEqual(try lookups(of: names, in: mnt), names.count, "dropped once idle")
+        XCTAssertEqual(FS.read(mnt + "/s2/acct899").bytes, Array("secret 899".utf8))
+    }
+
+    private func requireFuseTracepoints() throws {
+        let events = "/sys/kernel/tracing/events/fuse/fuse_request_send"
+        // tracefs is mounted as fuseops.sh would, and left mounted (another run may be using it).
+        if !FileManager.default.fileExists(atPath: events) { _ = try runProgram(["/bin/mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"]) }
+        guard FileManager.default.fileExists(atPath: events) else {
+            throw XCTSkip("this kernel has no fuse tracepoints to count lookups with")
+        }
+    }
+
+    /// Stops the daemon and fills the vault in process (thousands of CLI adds would take long).
+    private func fill(services: [String], accounts: Int) throws {
+        let stopped = try h.run(["stop"])
+        XCTAssertEqual(stopped.status, 0, "\(stopped)")
+        let vault = try Vault.open(at: h.vault, deviceKey: try DeviceKey.loadOrCreate(at: h.environment["KEYCHAINFS_DEVICE_KEY"]!))
+        try vault.unlock(passphrase: try SecureBytes(copying: Array(passphrase.utf8)))
+        try vault.addAll(try services.flatMap { s in
+            try (0..<accounts).map { i in
+                ([.class: .itemClass(.genericPassword), .service: .string(s), .account: .string("acct\(i)")],
+                 try SecureBytes(copying: Array("secret \(i)".utf8)))
+            }
+        }, accessGroups: ["default"])
+    }
+
+    /// The LOOKUPs a `stat` of `names` makes of the mount, counted by bench/fuseops.sh.
+    private func lookups(of names: [String], in mnt: String) throws -> Int {
+        let fuseops = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("bench/fuseops.sh").path
+        let r = try runProgram([fuseops, mnt, "/usr/bin/stat", "-c", "%s"] + names)
+        XCTAssertEqual(r.status, 0, r.description)
+        let line = r.stdoutText.split(separator: "\n").first { $0.hasPrefix("op=LOOKUP ") }
+        return line.flatMap { $0.split(separator: " ").first { $0.hasPrefix("requests=") } }
+            .flatMap { Int($0.dropFirst("requests=".count)) } ?? 0
     }
 }

@@ -132,6 +132,84 @@ final class SyncPruneTests: XCTestCase {
         XCTAssertTrue(a.waitUntil(60) { c.status(a)["last-error"] == nil && c.status(b)["last-error"] == nil }, c.shown(b))
     }
 
+    /// A member unseen for longer than the circle's retention (`sync set --retention`, its
+    /// `seen_at` put back in SQL) holds nothing back: the log is pruned past it, tombstones too.
+    /// When it returns it reads the whole log: the delete it missed applies, and the changes it
+    /// made while away and never sent are kept and reach the other host.
+    func testAMemberUnseenPastTheRetentionNoLongerHoldsPruningBackAndResyncsOnReturn() throws {
+        let c = try SyncHosts(count: 2)
+        circle = c
+        let (a, b) = (c.hosts[0], c.hosts[1])
+        try c.formCircle()
+        let account = "acct-\(c.tag)"
+        let names = ["kept", "edited", "doomed", "outlived"]
+        for name in names { try c.add(a, "\(name)-\(c.tag)", account, "\(name)-0") }
+        XCTAssertTrue(try b.waitUntil(60) {
+            try names.allSatisfy { try c.secret(b, "\($0)-\(c.tag)", account) == "\($0)-0" }
+        }, c.shown(b))
+
+        // Any member sets the circle's retention; every member sees it.
+        for bad in ["0", "-3", "ten", "36501"] {
+            XCTAssertEqual(try b.run(["sync", "set", "--retention", bad]).status, 2, "--retention \(bad)")
+        }
+        XCTAssertEqual(try b.run(["sync", "set"]).status, 2)
+        let set = try b.run(["sync", "set", "--retention", "7", "--json"])
+        XCTAssertEqual(set.status, 0, "\(set)")
+        XCTAssertEqual(b.jsonObject(set.stdout)["retention-days"] as? Int, 7, set.stdout)
+        XCTAssertTrue(a.waitUntil(60) { c.status(a)["retention-days"] as? Int == 7 }, c.shown(a))
+        let hostB = try XCTUnwrap(c.status(b)["host"] as? String)
+
+        // B changes two items with the server away, then stops: never sent.
+        c.server.stop()
+        try c.add(b, "edited-\(c.tag)", account, "edited-on-b", update: true)
+        try c.add(b, "outlived-\(c.tag)", account, "outlived-on-b", update: true)
+        XCTAssertEqual(try b.run(["stop"]).status, 0)
+        try c.server.start()
+        try delete(a, "doomed-\(c.tag)", account)
+        try delete(a, "outlived-\(c.tag)", account)
+        XCTAssertTrue(try a.waitUntil(60) { try logShape(c)[2] == 2 }, "A pushed the tombstones: \((try? logShape(c)) ?? [])")
+        XCTAssertEqual(try logShape(c)[3], 2, "B's cursor holds them")
+
+        // B was last seen 8 days ago: past the retention, A prunes past it.
+        _ = try c.server.psql("UPDATE keychainfs.hosts SET seen_at = now() - interval '8 days' WHERE host = decode('\(hostB)', 'hex')")
+        XCTAssertTrue(try a.waitUntil(60) { try logShape(c) == [2, 2, 0, 0] }, "\((try? logShape(c)) ?? [])")
+
+        // B returns: below the pruned position, it reads the whole log.
+        XCTAssertEqual(try b.run(["unlock-keychain"], input: "pass phrase 1\n").status, 0)
+        XCTAssertTrue(try b.waitUntil(90) { try c.secret(b, "doomed-\(c.tag)", account) == nil }, c.shown(b))
+        XCTAssertTrue(try a.waitUntil(90) {
+            try c.secret(a, "edited-\(c.tag)", account) == "edited-on-b" && c.secret(a, "outlived-\(c.tag)", account) == "outlived-on-b"
+        }, c.shown(a) + c.shown(b))
+        XCTAssertEqual(try c.secret(b, "edited-\(c.tag)", account), "edited-on-b")
+        XCTAssertEqual(try c.secret(b, "outlived-\(c.tag)", account), "outlived-on-b", "a change here outlives a pruned delete")
+        XCTAssertEqual(try c.secret(b, "kept-\(c.tag)", account), "kept-0")
+        XCTAssertTrue(try b.run(["history", "-s", "outlived-\(c.tag)"]).stdout.contains("reason: missed-delete"))
+        // Seen again: it holds pruning back as any member does.
+        let seenDays = try c.server.psql("""
+            SELECT extract(day FROM now() - seen_at)::int FROM keychainfs.hosts WHERE host = decode('\(hostB)', 'hex')
+            """).trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertEqual(seenDays, "0")
+        XCTAssertTrue(a.waitUntil(60) { c.status(a)["last-error"] == nil && c.status(b)["last-error"] == nil }, c.shown(b))
+    }
+
+    /// A server made before the retention: a host adds the column (30 days for every circle)
+    /// when it connects again, and `sync set` works on it.
+    func testAServerWithoutTheRetentionColumnGetsItAtTheNextConnection() throws {
+        let c = try SyncHosts(count: 1)
+        circle = c
+        let a = c.hosts[0]
+        try c.found()
+        let column = "SELECT count(*) FROM pg_attribute WHERE attrelid = 'keychainfs.circles'::regclass AND attname = 'retention_days'"
+        _ = try c.server.psql("ALTER TABLE keychainfs.circles DROP COLUMN retention_days")
+        c.server.stop()
+        try c.server.start()
+        XCTAssertTrue(try a.waitUntil(60) { try c.server.psql(column).hasPrefix("1") }, c.shown(a))
+        XCTAssertEqual(try c.server.psql("SELECT retention_days FROM keychainfs.circles"), "30\n")
+        XCTAssertEqual(try a.run(["sync", "set", "--retention", "9"]).status, 0)
+        XCTAssertEqual(try c.server.psql("SELECT retention_days FROM keychainfs.circles"), "9\n")
+        XCTAssertTrue(a.waitUntil(60) { c.status(a)["last-error"] == nil }, c.shown(a))
+    }
+
     /// A removed host has no cursor on the server: it holds nothing back, nor does a host
     /// that joins after a prune, which reads what is left of the log.
     func testARemovedHostDoesNotHoldPruningBackAndANewHostReadsWhatIsLeft() throws {

@@ -3,8 +3,9 @@ import KeychainCore
 import KeychainProtocol
 import KeychainSync
 
-/// `keychainfs sync init|join|approve|remove|status|leave`: the circle verbs, for administrators.
-/// The request is a `SyncRequest` (options `verb`, `server`, `name`, `code`, `host`).
+/// `keychainfs sync init|join|approve|remove|status|set|leave` and `history`: the circle verbs,
+/// for administrators. The request is a `SyncRequest` (options `verb`, `server`, `name`, `code`,
+/// `host`, `retention-days`, `history-id`).
 struct SyncRequests: RequestFamily {
     let context: RequestContext
 
@@ -35,6 +36,12 @@ struct SyncRequests: RequestFamily {
                 return .reply(SyncReply(status: engine.status()))
             case .history(let service, let account, let secrets):
                 return .reply(SyncReply(history: try history(service: service, account: account, secrets: secrets)))
+            case .setRetention(let days):
+                try auditedChange(.syncSet, caller, "retention-days=\(days)") { try engine.setRetention(days: Int(days)) }
+                return .reply(SyncReply(status: engine.status()))
+            case .restore(let id):
+                try restore(id: id)
+                return .reply(SyncReply())
             }
         } catch let e as SyncError {
             log("sync \(request.verb) by \(who(caller)): \(e)")
@@ -51,7 +58,8 @@ struct SyncRequests: RequestFamily {
 
 extension SyncRequests {
     /// `keychainfs history`: the versions fleet sync set aside, newest first, each with its
-    /// attributes, `history-at` (a date), `history-reason` and, with `secrets`, its secret.
+    /// attributes, `history-at` (a date), `history-reason`, `history-id` (what `restore`
+    /// takes) and, with `secrets`, its secret.
     /// Of one service and account (each optional).
     func history(service: String?, account: String?, secrets: Bool) throws -> QueryResult {
         let entries = try vault.history(service: service.map { Array($0.utf8) }, account: account.map { Array($0.utf8) },
@@ -62,8 +70,18 @@ extension SyncRequests {
             attributes[.class] = .string(e.itemClass.rawValue)
             attributes[.historyAt] = .date(AbsoluteTime.absolute(unix: e.at))
             attributes[.historyReason] = .string(e.reason.name)
+            attributes[.historyID] = .number(e.id)
             return .item(FoundItem(attributes: attributes, secret: e.secret, persistentRef: nil))
         })
+    }
+}
+
+extension SyncRequests {
+    /// `keychainfs history --restore ID`: the kept version becomes a local change, which the
+    /// next round sends; mounts and watchers are told as of any change.
+    func restore(id: Int64) throws {
+        let restored = try auditedChange(.syncRestore, caller, "id=\(id)") { try vault.restoreFromHistory(id: id) }
+        itemsChanged(ChangeEvent.synced(restored.added ? .add : .update, restored.applied))
     }
 }
 
@@ -71,11 +89,15 @@ extension Daemon {
     /// Tells mounts and watchers about an item another host changed, and audits it.
     func syncApplied(_ kind: ChangeKind, _ change: SyncApplied) {
         try? audit(kind == .delete ? .syncDelete : .syncUpdate, nil, "groups=\(change.groups.count)")
-        if change.names.count <= 2, let first = change.names.first {
-            itemsChanged(ChangeEvent(kind: kind, service: first.service, account: first.account,
-                                     previous: change.names.dropFirst().first, groups: change.groups))
-        } else {
-            itemsChanged(ChangeEvent(kind: kind, groups: change.groups))
-        }
+        itemsChanged(ChangeEvent.synced(kind, change))
+    }
+}
+
+extension ChangeEvent {
+    /// The event of a change fleet sync made: its names when it touched one or two.
+    static func synced(_ kind: ChangeKind, _ change: SyncApplied) -> ChangeEvent {
+        guard change.names.count <= 2, let first = change.names.first else { return ChangeEvent(kind: kind, groups: change.groups) }
+        return ChangeEvent(kind: kind, service: first.service, account: first.account,
+                           previous: change.names.dropFirst().first, groups: change.groups)
     }
 }

@@ -35,9 +35,8 @@ extension ItemDirectory {
     /// The files the caller may see, each under a name of its own. `ls -l` stats every name it lists:
     /// READDIRPLUS answers with the listing's attributes, and the entries it primes answer later
     /// lookups.
-    func listItems(groups: [String]) throws -> [Listed] {
-        var list: [Listed] = []
-        var seen = Set<[UInt8]>()
+    func listItems(groups: [String]) throws -> ListedNames {
+        var list = ListedNames(directory: directory)
         let generation = mount.entries.currentGeneration
         // Entries for the whole mount prime the cache, until it is full.
         var priming = groups == mount.visibleGroups
@@ -46,20 +45,19 @@ extension ItemDirectory {
             var n = e.name
             // One copy of the directory's name for all its items.
             if n.service == directory.service { n.service = directory.service }
-            var fileName = FileNames.fileName(of: n)
-            if !seen.insert(fileName).inserted {
+            let file = FileFacts(e)
+            if !list.append(Listed(name: FileNames.fileName(of: n), node: .item(n), dotIno: 0, file: file)) {
                 // The plain name shows the first item of that name; one in another group is
                 // listed under the name that carries its group. (Keys and certificates share
                 // labels freely: their names show the first.)
                 guard !FileNames.isFlat(n.itemClass) else { return true }
                 n.group = e.group
-                fileName = FileNames.fileName(of: n)
-                guard seen.insert(fileName).inserted else { return true }
+                guard list.append(Listed(name: FileNames.fileName(of: n), node: .item(n), dotIno: 0, file: file)) else { return true }
             }
-            list.append(Listed(name: fileName, node: .item(n), dotIno: 0, file: FileFacts(e)))
             if priming { priming = mount.entries.store(e, name: n, generation: generation, evicting: false) }
             return true
         }
+        list.finish()
         return list
     }
 }

@@ -77,7 +77,7 @@ extension MountServer {
     }
 
     /// Lists `names` after "." and ".." under a new directory handle and answers the open.
-    func openDirectory(_ req: any FileRequest, ino: UInt64, parent: UInt64, names: [Listed], opened: OpenInfo) {
+    func openDirectory(_ req: any FileRequest, ino: UInt64, parent: UInt64, names: ListedNames, opened: OpenInfo) {
         let list = Listing(dots: (Listed.dot(".", ino: ino), Listed.dot("..", ino: parent)), names: names)
         var reply = opened
         reply.handle = locked { $0.handle(list, in: \.directories) }

@@ -135,7 +135,7 @@ struct RootDirectory: ServiceParent {
                 if holds { list.append(Listed(name: d, node: .classRoot(c), dotIno: 0, file: nil)) }
             }
             list += try listServices(groups: groups)
-            mount.openDirectory(req, ino: ino, parent: InodeTable.rootIno, names: list, opened: opened)
+            mount.openDirectory(req, ino: ino, parent: InodeTable.rootIno, names: ListedNames(list), opened: opened)
         } catch {
             req.error(errnoFor(error))
         }
@@ -170,7 +170,7 @@ struct ServerDirectory: ServiceParent {
     func opendir(_ req: any FileRequest, opened: OpenInfo) {
         do {
             let list = try listServices(groups: mount.caller(req, writing: false).groups)
-            mount.openDirectory(req, ino: ino, parent: InodeTable.rootIno, names: list, opened: opened)
+            mount.openDirectory(req, ino: ino, parent: InodeTable.rootIno, names: ListedNames(list), opened: opened)
         } catch {
             req.error(errnoFor(error))
         }
