@@ -158,6 +158,7 @@ let package = Package(
         .testTarget(name: "SecurityTests", dependencies: ["KeychainTestSupport", "KeychainCore", "Security"]),
         .testTarget(name: "KeychainHardeningTests", dependencies: ["KeychainTestSupport", "KeychainCLI", "KeychainCore", "Security",
                                                                   "KeychainTPM"]),
-        .testTarget(name: "KeychainServiceTests", dependencies: ["KeychainTestSupport", "KeychainCore", "Security", "KeychainTPM"]),
+        .testTarget(name: "KeychainServiceTests", dependencies: ["KeychainTestSupport", "KeychainCore", "Security", "KeychainTPM",
+                                                                "KeychainSync"]),  // SyncFleetTests drives engines
     ]
 )

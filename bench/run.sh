@@ -19,8 +19,8 @@
 # a busy machine skews), --seckey-only (P-256 signatures per second through the daemon, in
 # process and by `openssl speed`, on a fresh small vault; prints them, writes no page),
 # --sync-only (fleet sync: bench/sync.sh with the built binaries, --sync-args "..." passed to it;
-# propagation latency, throughput and a new host's catch-up next to an INSERT+NOTIFY baseline;
-# prints them, writes no page), --ssh-agent-only (bench/ssh-agent.sh with the built binaries:
+# propagation latency, throughput and a new host's catch-up next to an INSERT+NOTIFY baseline,
+# and a fleet of 10, 50 and 200 hosts (--sync-args "--fleet 20,100" for others); prints them, writes no page), --ssh-agent-only (bench/ssh-agent.sh with the built binaries:
 # signatures per second and ssh logins through `keychainfs ssh-agent` next to OpenSSH's ssh-agent).
 # Environment: KEYCHAINFS_BENCH_SCRATCH, the SwiftPM scratch path (default /tmp/perf-build).
 #
@@ -316,7 +316,7 @@ seckey_run() {
 }
 if ((sync_only)); then
     # shellcheck disable=SC2086 # --sync-args is split into options on purpose
-    "$root/bench/sync.sh" --kc "$kc" --bench "$kcbench" $sync_args
+    "$root/bench/sync.sh" --kc "$kc" --bench "$kcbench" --fleet "10 50 200" $sync_args
     exit 0
 fi
 if ((ssh_agent_only)); then

@@ -6,18 +6,24 @@
 #     libpq, no keychainfs in between (keychainfs-bench sync --baseline);
 #   - throughput: --burst adds sent as fast as one client can, until all are in B's mount;
 #   - a new host C joining a circle whose server holds --new-host items: until it is a member,
-#     and until it has read the whole log.
+#     and until it has read the whole log;
+#   - with --fleet "10 50 200" (or 10,50,200): for each N, N sync engines in one process in one
+#     circle, with the connections each engine held before issue 32 and with shared ones
+#     (keychainfs-bench sync-fleet): one change until every host has it, --fleet-changes
+#     changes spread over the hosts until all have all, the server's backends and memory;
+#     --fleet-only runs these alone.
 # A PostgreSQL cluster of its own (Debian's, run by a user made for the run, on a Unix socket
 # in the work directory, fsync on), three vaults with their own device keys and daemons.
 #
 #   bench/sync.sh --kc PATH/keychainfs --bench PATH/keychainfs-bench [--changes N] [--burst M]
-#                 [--new-host K] [--keep]
+#                 [--new-host K] [--fleet "N ..."] [--fleet-changes M] [--fleet-only] [--keep]
 # bench/run.sh --sync-only builds the release binaries and runs this. Needs root. Everything it
 # starts, mounts and makes is undone on exit, also when interrupted.
 set -euo pipefail
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 kc=""; kcbench=""; changes=1000; burst=10000; new_host=100000; keep=0
+fleet=""; fleet_changes=1000; fleet_only=0
 while (($#)); do
     case "$1" in
         --kc) shift; kc=${1:?--kc needs a path} ;;
@@ -25,16 +31,21 @@ while (($#)); do
         --changes) shift; changes=${1:?--changes needs a number} ;;
         --burst) shift; burst=${1:?--burst needs a number} ;;
         --new-host) shift; new_host=${1:?--new-host needs a number} ;;
+        --fleet) shift; fleet=${1:?--fleet needs host counts, for example "10 50 200"} ;;
+        --fleet-changes) shift; fleet_changes=${1:?--fleet-changes needs a number} ;;
+        --fleet-only) fleet_only=1 ;;
         --keep) keep=1 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench/sync.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
     shift
 done
-for n in "$changes" "$burst" "$new_host"; do
+fleet=${fleet//,/ }
+for n in "$changes" "$burst" "$new_host" "$fleet_changes" $fleet; do
     [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "bench/sync.sh: counts are positive numbers" >&2; exit 2; }
 done
 ((new_host >= changes + burst)) || new_host=$((changes + burst))
+((fleet_only == 0)) || [ -n "$fleet" ] || { echo "bench/sync.sh: --fleet-only needs --fleet" >&2; exit 2; }
 [ -x "$kc" ] && [ -x "$kcbench" ] || { echo "bench/sync.sh: --kc and --bench name the built binaries" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "bench/sync.sh: run as root (it mounts and makes a user)" >&2; exit 1; }
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
@@ -92,8 +103,46 @@ mkdir -p "$work/pg/sock"
 chown -R "$pguser" "$work/pg"
 runuser -u "$pguser" -- "$pgbin/initdb" -D "$work/pg/data" -U kcbench --auth=trust --no-instructions >/dev/null
 runuser -u "$pguser" -- "$pgbin/pg_ctl" -D "$work/pg/data" -w -l "$work/pg/server.log" \
-    -o "-k $work/pg/sock -c listen_addresses=''" start >/dev/null
+    -o "-k $work/pg/sock -c listen_addresses='' -c max_connections=500" start >/dev/null
 conninfo="host=$work/pg/sock dbname=postgres user=kcbench"
+
+# The fleet: N engines in one process, held connections (two each, as before issue 32) and
+# shared ones (a pool and one LISTEN connection), one fresh database each so no run's log
+# weighs on the next.
+fleet_report=""
+run_fleet() {
+    local n mode db res
+    for n in $fleet; do
+        for mode in held shared; do
+            db="fleet_${mode}_$n"
+            psql_ "CREATE DATABASE $db" >/dev/null
+            log "fleet: $n hosts, $mode connections, $fleet_changes changes"
+            res=$("$kcbench" sync-fleet --server "host=$work/pg/sock dbname=$db user=kcbench" --hosts "$n" \
+                --changes "$fleet_changes" --connections "$mode" --dir "$work" --baseline) \
+                || { echo "bench/sync.sh: sync-fleet failed at $n hosts ($mode)" >&2; res="hosts=$n connections=$mode failed=1"; }
+            fleet_report+="$res"$'\n'
+        done
+    done
+}
+fleet_line() {
+    local line=$1 f
+    f() { tr ' ' '\n' <<< "$line" | sed -n "s/^$1=//p"; }
+    printf '  %5s hosts %-6s  all hosts p50 %8s ms  p99 %8s ms | %s changes converged in %7s s, %s/%s vaults complete | backends %4s  server RSS %7s MiB (own %6s MiB) | baseline p50 %s ms p99 %s ms\n' \
+        "$(f hosts)" "$(f connections)" "$(f all_hosts_p50_ms)" "$(f all_hosts_p99_ms)" "$(f changes)" "$(f converged_s)" \
+        "$(f vaults_complete)" "$(f vaults)" "$(f backends_max)" "$(f server_rss_max_mib)" "$(f server_anon_max_mib)" \
+        "$(f notify_p50_ms)" "$(f notify_p99_ms)"
+}
+fleet_summary() {
+    local line
+    echo
+    echo "Fleet sync at fleet size, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+    while IFS= read -r line; do if [ -n "$line" ]; then fleet_line "$line"; fi; done <<< "$fleet_report"
+}
+if ((fleet_only)); then
+    run_fleet
+    fleet_summary
+    exit 0
+fi
 
 for h in a b c; do
     mkdir -p "$work/$h/run"
@@ -152,3 +201,8 @@ Fleet sync, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load $(cut -d' ' -f
   a new host receives $new_host items:
       member $member_s s after sync join, the whole log read after $all_s s ($(awk -v n="$new_host" -v s="$all_s" 'BEGIN { printf "%.0f", n / s }')/s); C holds $count_c of them
 REPORT
+if [ -n "$fleet" ]; then
+    for h in a b c; do [ -e "$work/$h/$h.vault" ] && host "$h" timeout 20 "$kc" stop >/dev/null 2>&1; done
+    run_fleet
+    fleet_summary
+fi

@@ -43,6 +43,9 @@ final class PGConnection {
             PQfinish(h)
             throw PostgresError(message: message, state: nil)
         }
+        // The server's notices ("relation ... already exists, skipping") are not the daemon's to
+        // print: libpq's default writes each to standard error.
+        PQsetNoticeProcessor(h, { _, _ in }, nil)
         handle = h
     }
 

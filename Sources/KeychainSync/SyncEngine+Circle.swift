@@ -157,7 +157,8 @@ extension SyncSession {
         host?.wipe()
         circle?.wipe()
         joinKey?.wipe()
-        (self.config, host, circle, joinKey, server, listener) = (nil, nil, nil, nil, nil, nil)
+        disconnectLocked()
+        (self.config, host, circle, joinKey) = (nil, nil, nil, nil)
         counters = SyncCounters()
         retentionDays = nil
         saveCountersLocked(force: true)
@@ -179,7 +180,7 @@ extension SyncSession {
             "pulled": .number(Int64(counters.pulled)),
             "rejected": .number(Int64(counters.rejected)),
             "conflicts": .number(Int64(counters.conflicts)),
-            "connected": .bool(server?.db.isOK == true),
+            "connected": .bool(reached),
         ]
         if let host { out["host"] = .string(hex(host.hostID)) }
         if config.state == .member {
@@ -206,7 +207,11 @@ extension SyncSession {
     }
 
     private func reach(_ conninfo: String) throws -> SyncServer {
-        try reachable { try SyncServer(conninfo: conninfo) }
+        dropServerLocked()
+        let s = try reachable { try openServerLocked(conninfo) }
+        server = s  // given back (or held) as any round's
+        reached = true
+        return s
     }
 
     /// Server failures as `SyncError.server`, with libpq's message.

@@ -13,36 +13,44 @@ public final class SyncEngine: Sendable {
     /// at once), reached only with the lock held.
     private let session: Mutex<SyncSession>
 
-    public init(vault: Vault, log: @escaping @Sendable (String) -> Void, onApplied: @escaping Applied) {
-        session = Mutex(SyncSession(vault: vault, log: log, onApplied: onApplied))
+    /// - Parameters:
+    ///   - connections: how rounds reach the server; `held` keeps this engine's own two.
+    ///   - wake: what runs a round soon, for `connections`' waker to call on a notification.
+    public init(vault: Vault, log: @escaping @Sendable (String) -> Void, onApplied: @escaping Applied,
+                connections: SyncConnections = .held, wake: @escaping @Sendable () -> Void = {}) {
+        session = Mutex(SyncSession(vault: vault, log: log, onApplied: onApplied, connections: connections, wake: wake))
     }
 
-    /// The socket to wait on for the server's notifications; nil when not listening.
+    /// The socket to wait on for the server's notifications; nil when not listening here
+    /// (shared connections: the waker wakes this engine).
     public var notificationSocket: Int32? { session.withLock { $0.notificationSocket } }
+
+    /// Gives back or closes this engine's connections and stops its wake-ups (a loop that ends).
+    public func disconnect() { session.withLock { $0.disconnectLocked() } }
 
     /// One round: a joining host looks for its grant; a member pulls what others wrote, pushes
     /// its own changes, and pulls again after a lost compare-and-swap. Server failures are
     /// kept for `status` and retried on the next round. Does nothing before the first unlock.
-    public func step() { session.withLock { $0.step() } }
+    public func step() { session.withLock { s in defer { s.releaseLocked() }; s.step() } }
 
     /// Makes this host the first member of a new circle on the server, creating the tables
     /// when missing. - Throws: `KeychainStatus.param` for a connection string with a password
     /// or when already in a circle, `SyncError.server` when the server cannot be reached.
     public func initCircle(conninfo: String, name: String) throws -> Fields {
-        try session.withLock { try $0.initCircle(conninfo: conninfo, name: name) }
+        try session.withLock { s in defer { s.releaseLocked() }; return try s.initCircle(conninfo: conninfo, name: name) }
     }
 
     /// Asks to join the circle on the server. - Returns: the code to type on a member
     /// (`sync approve CODE`); this host becomes a member once one does.
     public func join(conninfo: String, name: String) throws -> String {
-        try session.withLock { try $0.join(conninfo: conninfo, name: name) }
+        try session.withLock { s in defer { s.releaseLocked() }; return try s.join(conninfo: conninfo, name: name) }
     }
 
     /// On a member: finds the pending join whose code this is, endorses the new host's keys
     /// and seals the circle's keys to it. - Returns: the new host's name.
     /// - Throws: `KeychainStatus.param` for a code that is not one, `SyncError.noSuchJoin`.
     public func approve(code typed: String) throws -> String {
-        try session.withLock { try $0.approve(code: typed) }
+        try session.withLock { s in defer { s.releaseLocked() }; return try s.approve(code: typed) }
     }
 
     /// Removes another member: a new epoch whose circle key is sealed to the remaining members
@@ -51,13 +59,13 @@ public final class SyncEngine: Sendable {
     /// - Returns: the removed host's name (or id). - Throws: `SyncError.noSuchMember`,
     ///   `SyncError.circleChanged` when another member started an epoch first.
     public func remove(host match: String) throws -> String {
-        try session.withLock { try $0.remove(host: match) }
+        try session.withLock { s in defer { s.releaseLocked() }; return try s.remove(host: match) }
     }
 
     /// Leaves the circle: this host's entry is removed from the server (when reachable), and
     /// its keys and sync state from the vault. Its items stay, as ordinary local items.
     public func leave() throws {
-        try session.withLock { try $0.leave() }
+        try session.withLock { s in defer { s.releaseLocked() }; return try s.leave() }
     }
 
     /// What `sync status` shows. Names no key, item or secret.
@@ -67,7 +75,7 @@ public final class SyncEngine: Sendable {
     /// --retention`), on the server's circle row: every member prunes by the same rule.
     /// - Throws: `SyncError.notMember`, `SyncError.server`.
     public func setRetention(days: Int) throws {
-        try session.withLock { try $0.setRetention(days: days) }
+        try session.withLock { s in defer { s.releaseLocked() }; try s.setRetention(days: days) }
     }
 
     /// Writes `status`'s counters to the vault now (the daemon stopping); otherwise a round
@@ -86,8 +94,15 @@ final class SyncSession {
     var host: HostKeys?
     var circle: CircleKeys?
     var joinKey: SecureBytes?
+    let connections: SyncConnections
+    let wake: @Sendable () -> Void
+    /// This engine's name with the waker.
+    let wakerID = SyncWaker.newID()
+    /// The connection of the round in progress (borrowed from the pool), or held between rounds.
     var server: SyncServer?
     var listener: PGConnection?
+    /// Whether the last round or verb reached the server.
+    var reached = false
     /// What `status` counts; kept in the vault (`SyncCounters`) as of `savedCounters`.
     var counters: SyncCounters
     var savedCounters: SyncCounters
@@ -95,10 +110,13 @@ final class SyncSession {
     /// The circle's retention as the last round (or `sync set`) saw it on the server.
     var retentionDays: Int?
 
-    init(vault: Vault, log: @escaping @Sendable (String) -> Void, onApplied: @escaping SyncEngine.Applied) {
+    init(vault: Vault, log: @escaping @Sendable (String) -> Void, onApplied: @escaping SyncEngine.Applied,
+         connections: SyncConnections, wake: @escaping @Sendable () -> Void) {
         self.vault = vault
         self.log = log
         self.onApplied = onApplied
+        self.connections = connections
+        self.wake = wake
         counters = SyncCounters.load(vault)
         savedCounters = counters
     }
@@ -120,19 +138,21 @@ final class SyncSession {
                 self.config = config
             }
             let server = try connectedLocked(config)
+            reached = true
             if config.state == .joining {
                 try finishJoinLocked(server)
                 return
             }
-            _ = try listenerLocked(config).notifications()
+            try listenLocked(config)
             try pullLocked(server)
             if try pushLocked(server) { try pullLocked(server) }
             pruneLocked(server)
             counters.lastError = nil
         } catch let e as PostgresError {
             counters.lastError = e.message
-            self.server = nil
+            dropServerLocked()
             listener = nil
+            reached = false
         } catch {
             counters.lastError = "\(error)"
         }
@@ -160,19 +180,55 @@ final class SyncSession {
     }
 
     func connectedLocked(_ config: SyncConfig) throws -> SyncServer {
-        if let server, server.db.isOK { return server }
-        let s = try SyncServer(conninfo: config.conninfo)
+        if let server, server.db.isOK, server.conninfo == config.conninfo { return server }
+        dropServerLocked()
+        server = try openServerLocked(config.conninfo)
+        return server!
+    }
+
+    /// A connection to `conninfo`: borrowed from the pool, or a new one to hold.
+    func openServerLocked(_ conninfo: String) throws -> SyncServer {
+        if let pool = connections.pool { return try pool.borrow(conninfo) }
+        let s = try SyncServer(conninfo: conninfo)
         try s.upgradeSchema()
-        server = s
         return s
     }
 
-    func listenerLocked(_ config: SyncConfig) throws -> PGConnection {
-        if let listener, listener.isOK { return listener }
-        let l = try PGConnection(conninfo: config.conninfo)
-        try l.exec("LISTEN \"\(SyncServer.channel(config.circleID))\"")
-        listener = l
-        return l
+    /// After a server error: the connection is closed, the next round makes a new one (to
+    /// the standby that took over, say).
+    func dropServerLocked() {
+        if let server, let pool = connections.pool { pool.discard(server) }
+        server = nil
+    }
+
+    /// At the end of a round or verb: a borrowed connection goes back to the pool.
+    func releaseLocked() {
+        guard let server, let pool = connections.pool else { return }
+        pool.giveBack(server)
+        self.server = nil
+    }
+
+    func disconnectLocked() {
+        releaseLocked()
+        server = nil
+        listener = nil
+        connections.waker?.forget(engine: wakerID)
+    }
+
+    /// Hears the circle's notifications: through the waker, or on a connection of its own
+    /// whose socket the loop waits on (`notificationSocket`), read here each round.
+    func listenLocked(_ config: SyncConfig) throws {
+        let channel = SyncServer.channel(config.circleID)
+        if let waker = connections.waker {
+            waker.listen(conninfo: config.conninfo, channel: channel, engine: wakerID, wake: wake)
+            return
+        }
+        if listener?.isOK != true {
+            let l = try PGConnection(conninfo: config.conninfo)
+            try l.exec("LISTEN \"\(channel)\"")
+            listener = l
+        }
+        _ = try listener?.notifications()
     }
 
     // MARK: Pull
@@ -194,11 +250,9 @@ final class SyncSession {
             position = 0
             log("sync: the server pruned its log past this host's position \(config.cursor): full resync")
         }
-        while true {
-            let entries = try server.entries(config.circleID, after: position)
-            if entries.isEmpty { break }
+        // A batch of entries, checked one by one, then written in one vault transaction.
+        func take(_ entries: [SyncServer.LogEntry], openedAhead: OpenedAhead? = nil) throws {
             var states = SyncStates(vault: vault)
-            // A page's changes are checked one by one, then written in one vault transaction.
             var batch: [Opened] = []
             defer { for o in batch { o.payload?.wipe() } }
             func wait(_ e: SyncServer.LogEntry) throws {
@@ -219,7 +273,8 @@ final class SyncSession {
                     }
                     adoptEpochsLocked(&epochs, before: e.seq, circle: circle, host: host, config: &config)
                     if waiting.contains(e.token) { throw KeychainStatus.interactionNotAllowed }
-                    if let o = try openEntry(e, server: server, circle: circle, states: &states, config: &config) { batch.append(o) }
+                    if let o = try openEntry(e, server: server, circle: circle, states: &states, config: &config,
+                                             openedAhead: openedAhead) { batch.append(o) }
                 } catch let error as SyncError {
                     reject(e.seq, error)
                 } catch KeychainStatus.interactionNotAllowed {
@@ -248,7 +303,26 @@ final class SyncSession {
             if inLog == nil { config.cursor = position }
             try config.save(vault)
             self.config = config
+        }
+        while true {
+            let entries = try server.entries(config.circleID, after: position)
+            if entries.isEmpty { break }
+            try take(entries)
             try server.setCursor(config.circleID, host: host.hostID, position)
+            if entries.count == SyncServer.pageSize {
+                // Far behind (a new member reads the whole log): the rest in one read, in
+                // batches of thousands, each one vault transaction.
+                var streamed = 0
+                var ahead: OpenedAhead?  // the batch being opened on another thread
+                try server.streamEntries(config.circleID, after: position) { entries, next in
+                    let opened = ahead
+                    ahead = next.map { OpenedAhead($0, circle: circle, config: config) }
+                    streamed += entries.count
+                    try take(entries, openedAhead: opened)
+                }
+                try server.setCursor(config.circleID, host: host.hostID, position)
+                log("sync: read \(streamed) more log entries in one pass, up to log entry \(position)")
+            }
         }
         if let inLog {
             try finishResyncLocked(inLog, waiting: waiting, server: server, circle: circle, host: host,
@@ -361,7 +435,7 @@ final class SyncSession {
     /// Checks an entry (its row, epoch, writer, signature, both ciphertexts) and opens it.
     /// - Returns: nil when this host already has that version (its own write).
     private func openEntry(_ e: SyncServer.LogEntry, server: SyncServer?, circle: CircleKeys,
-                           states: inout SyncStates, config: inout SyncConfig) throws -> Opened? {
+                           states: inout SyncStates, config: inout SyncConfig, openedAhead: OpenedAhead? = nil) throws -> Opened? {
         let header = try SyncRecord.header(of: e.record)
         guard header.token == e.token, header.version == e.version, header.deleted == e.deleted else {
             throw SyncError.mismatch
@@ -374,7 +448,8 @@ final class SyncSession {
             try refreshMembersLocked(server, &config)
         }
         guard let writer = config.writer(header.writer, at: e.seq) else { throw SyncError.unknownWriter }
-        let (uuid, payload) = try SyncRecord.open(e.record, circle: circle, writerSigningKey: writer.signKey, expected: header)
+        let (uuid, payload) = try openedAhead?.take(e.seq, signKey: writer.signKey, epoch: header.epoch)
+            ?? SyncRecord.open(e.record, circle: circle, writerSigningKey: writer.signKey, expected: header)
         if let s = try states.state(uuid), s.serverVersion >= header.version {  // already here (our own write)
             payload?.wipe()
             return nil

@@ -4,11 +4,16 @@ import KeychainCrypto
 /// The server side of fleet sync: PostgreSQL tables that hold only ciphertext, blind tokens,
 /// public keys and timestamps (docs/sync.md, "What the server sees"). One schema,
 /// `keychainfs`, can hold many circles.
-final class SyncServer {
+final class SyncServer: @unchecked Sendable {
+    // Unchecked: libpq's connection has one user at a time: a session with its lock held, or
+    // the pool between rounds (`SyncServerPool`).
     let db: PGConnection
+    /// What it was made with: the pool's key.
+    let conninfo: String
 
     init(conninfo: String) throws {
         db = try PGConnection(conninfo: conninfo)
+        self.conninfo = conninfo
     }
 
     /// Creates the tables when missing. The log's order comes from one counter row per circle
@@ -215,7 +220,7 @@ final class SyncServer {
     /// Log entries after `cursor`, in log order: at most `limit`, and no more after `budget`
     /// bytes of records (always one). A hostile server cannot make a round hold more: a record
     /// longer than any host writes comes back empty, with its length, and the reader rejects it.
-    func entries(_ circle: [UInt8], after cursor: Int64, limit: Int = 500, budget: Int = 64 << 20) throws -> [LogEntry] {
+    func entries(_ circle: [UInt8], after cursor: Int64, limit: Int = pageSize, budget: Int = 64 << 20) throws -> [LogEntry] {
         let r = try db.exec("""
             SELECT seq, token, version, deleted, CASE WHEN octet_length(record) <= $4 THEN record ELSE ''::bytea END,
                    octet_length(record)

@@ -101,7 +101,7 @@ func syncMode(_ args: [String]) {
 }
 
 /// `NAME_p50_ms= NAME_p99_ms= NAME_mean_ms= NAME_max_ms=` of durations in seconds.
-private func summary(_ name: String, _ seconds: [Double]) -> String {
+func summary(_ name: String, _ seconds: [Double]) -> String {
     let s = seconds.sorted()
     guard !s.isEmpty else { return "\(name)_n=0" }
     func at(_ q: Double) -> Double { s[min(s.count - 1, Int((q * Double(s.count)).rounded(.up)) - 1)] * 1000 }

@@ -529,6 +529,7 @@ case "seckey": seckeyMode(Array(CommandLine.arguments.dropFirst(2)))
 case "seckey-rsa": seckeyRSAMode(Array(CommandLine.arguments.dropFirst(2)))
 case "idle": idleMode(Array(CommandLine.arguments.dropFirst(2)))
 case "sync": syncMode(Array(CommandLine.arguments.dropFirst(2)))
+case "sync-fleet": syncFleetMode(Array(CommandLine.arguments.dropFirst(2)))
 case "commoncrypto": commonCryptoMode(Array(CommandLine.arguments.dropFirst(2)))
 default: run()
 }

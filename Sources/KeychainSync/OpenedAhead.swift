@@ -1,0 +1,57 @@
+import KeychainCore
+import KeychainSystem
+
+/// The signatures and ciphertexts of the next batch of a long read (a new host's first sync),
+/// checked and opened on a thread of its own while this batch is written to the vault: the
+/// two halves of each entry's work on two CPUs. `SyncRecord.open` runs here exactly as it does
+/// in `openEntry`; every other check of an entry (its row, epoch, writer) is still made in log
+/// order, which then takes what was opened here, or opens the entry itself when this did not
+/// (a writer learned since, an epoch adopted since, a failure to report).
+final class OpenedAhead: @unchecked Sendable {
+    // Unchecked: `opened` is written by the worker before `done` turns true, and read after.
+    private struct Opened {
+        var signKey: [UInt8]
+        var epoch: UInt32
+        var uuid: [UInt8]
+        var payload: SyncPayload?
+    }
+
+    private var opened: [Int64: Opened] = [:]
+    private let done = ConditionLock(false)
+
+    /// Starts opening `entries`, whose writers are looked up in `config` as it is now.
+    init(_ entries: [SyncServer.LogEntry], circle: CircleKeys, config: SyncConfig) {
+        do {
+            try SystemThread.detach { [self] in
+                var out: [Int64: Opened] = [:]
+                for e in entries where e.length <= SyncRecord.maximumLength {
+                    guard let header = try? SyncRecord.header(of: e.record), circle.key(for: header.epoch) != nil,
+                          let writer = config.writer(header.writer, at: e.seq),
+                          let (uuid, payload) = try? SyncRecord.open(e.record, circle: circle, writerSigningKey: writer.signKey,
+                                                                      expected: header) else { continue }
+                    out[e.seq] = Opened(signKey: writer.signKey, epoch: header.epoch, uuid: uuid, payload: payload)
+                }
+                opened = out
+                done.withLockWakingWaiters { $0 = true }
+            }
+        } catch {
+            done.withLock { $0 = true }  // no thread: each entry is opened in order, as without this
+        }
+    }
+
+    deinit {
+        for o in opened.values { o.payload?.wipe() }
+    }
+
+    /// What `SyncRecord.open` gave for the entry at `seq` with this writer's key and epoch;
+    /// nil when it was not opened so (the caller opens it). Waits for the worker. Taken once.
+    func take(_ seq: Int64, signKey: [UInt8], epoch: UInt32) -> (uuid: [UInt8], payload: SyncPayload?)? {
+        done.wait { $0 ? .done(()) : .wait }
+        guard let o = opened.removeValue(forKey: seq) else { return nil }
+        guard o.signKey == signKey, o.epoch == epoch else {
+            o.payload?.wipe()
+            return nil
+        }
+        return (o.uuid, o.payload)
+    }
+}
