@@ -1,4 +1,4 @@
-import Glibc
+import KeychainSystem
 import KeychainCore
 import Synchronization
 
@@ -31,10 +31,8 @@ public final class SyncLoop: Sendable {
         guard pipe.isOpen else { return }
         while !stopped.load(ordering: .acquiring) {
             engine.step()
-            var set = [pollfd(fd: pipe.readEnd, events: Int16(POLLIN), revents: 0)]
-            // Held connections: this engine's own LISTEN connection.
-            if let s = engine.notificationSocket, s >= 0 { set.append(pollfd(fd: s, events: Int16(POLLIN), revents: 0)) }
-            _ = poll(&set, nfds_t(set.count), Self.idleRound)
+            // Held connections: this engine's own LISTEN connection too.
+            Poll.waitUntilAnyReadable([pipe.readEnd, engine.notificationSocket ?? -1], timeoutMilliseconds: Self.idleRound)
             pipe.drain()
         }
         engine.disconnect()

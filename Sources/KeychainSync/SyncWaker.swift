@@ -1,4 +1,3 @@
-import Glibc
 import KeychainCore
 import KeychainSystem
 import Synchronization
@@ -128,9 +127,7 @@ public final class SyncWaker: Sendable {
                 }
                 links[conninfo] = link
             }
-            var set = [pollfd(fd: pipe.readEnd, events: Int16(POLLIN), revents: 0)]
-            for link in links.values { if let c = link.connection { set.append(pollfd(fd: c.socket, events: Int16(POLLIN), revents: 0)) } }
-            _ = poll(&set, nfds_t(set.count), 1000)
+            Poll.waitUntilAnyReadable([pipe.readEnd] + links.values.compactMap { $0.connection?.socket }, timeoutMilliseconds: 1000)
             pipe.drain()
             // A LISTEN above may have read notifications into libpq's queue: every link is read.
             var notified: [(String, String)] = []

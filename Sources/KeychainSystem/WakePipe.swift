@@ -3,12 +3,12 @@ import Glibc
 /// A pipe that wakes a thread waiting in `poll`: any number of pokes before it looks are one.
 /// Its descriptors live as long as it does, so a poke that comes late never writes to a
 /// descriptor reused for something else.
-final class WakePipe: Sendable {
-    let readEnd: Int32
-    let writeEnd: Int32
+public final class WakePipe: Sendable {
+    public let readEnd: Int32
+    public let writeEnd: Int32
 
     /// Both ends non-blocking and close-on-exec; -1 when pipe(2) failed.
-    init() {
+    public init() {
         var pair: [Int32] = [-1, -1]
         if Glibc.pipe(&pair) == 0 {
             for fd in pair {
@@ -24,16 +24,16 @@ final class WakePipe: Sendable {
         if writeEnd >= 0 { close(writeEnd) }
     }
 
-    var isOpen: Bool { readEnd >= 0 }
+    public var isOpen: Bool { readEnd >= 0 }
 
-    func poke() {
+    public func poke() {
         guard writeEnd >= 0 else { return }
         var byte: UInt8 = 1
         _ = Glibc.write(writeEnd, &byte, 1)  // a full pipe already means "look"
     }
 
     /// Reads every poke so far.
-    func drain() {
+    public func drain() {
         guard readEnd >= 0 else { return }
         var scratch = [UInt8](repeating: 0, count: 64)
         while scratch.withUnsafeMutableBytes({ Glibc.read(readEnd, $0.baseAddress, $0.count) }) > 0 {}
