@@ -66,7 +66,12 @@ extension MountServer {
     func pruneAndRelease(_ items: [UInt64]) {
         entries.removeAll()
         prune(items)
-        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + 2) { CurrentProcess.releaseFreeHeap() }
+        // The readers' page caches too (8 MiB each, filled by the lookups that brought the
+        // names), then the heap.
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + 2) { [vault] in
+            vault.releaseCaches()
+            CurrentProcess.releaseFreeHeap()
+        }
     }
 
     /// Asks the kernel to drop the unused names and inodes of `items`, in batches.
