@@ -181,18 +181,27 @@ enum StoredKeyFacts {
         let loosensExtractable = changes[.isExtractable]?.isTrue == true
         let loosensSensitive = changes[.isSensitive].map { !$0.isTrue } ?? false
         guard loosensExtractable || loosensSensitive else { return }
+        for attributes in try storedItems(query, matching: matching).compactMap({ $0.item?.attributes }) {
+            if loosensExtractable, let extractable = attributes[.isExtractable], !extractable.isTrue { throw KeychainStatus.param }
+            if loosensSensitive, attributes[.isSensitive]?.isTrue == true { throw KeychainStatus.param }
+        }
+    }
+
+    /// The stored items an update's `query` names, with their attributes, for a check before the
+    /// update. None found is no items; any other failure is thrown, so a check never passes
+    /// for want of a look.
+    static func storedItems(_ query: Attributes, matching: (Attributes) throws -> QueryResult) throws -> [ReturnedValue] {
         var probe = query.filter { !$0.key.hasPrefix(.match) && !$0.key.hasPrefix(.return) }
         probe[.returnAttributes] = .bool(true)
         probe[.matchLimit] = .matchLimitAll
-        let found: [ReturnedValue]
-        switch try? matching(probe) {
-        case .value(let v)?: found = [v]
-        case .array(let a)?: found = a
-        default: found = []
-        }
-        for attributes in found.compactMap({ $0.item?.attributes }) {
-            if loosensExtractable, let extractable = attributes[.isExtractable], !extractable.isTrue { throw KeychainStatus.param }
-            if loosensSensitive, attributes[.isSensitive]?.isTrue == true { throw KeychainStatus.param }
+        do {
+            switch try matching(probe) {
+            case .value(let v): return [v]
+            case .array(let a): return a
+            default: return []
+            }
+        } catch KeychainStatus.itemNotFound {
+            return []
         }
     }
 

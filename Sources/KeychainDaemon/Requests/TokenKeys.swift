@@ -61,15 +61,7 @@ enum TokenKeys {
         guard StoredKeyFacts.isKeyItem(query),
               secret != nil || changes[.tokenID] != nil || changes[.accessible] != nil || changes[.accessControl] != nil
                 || changes[.synchronizable] != nil || fixedChange else { return }
-        var probe = query.filter { !$0.key.hasPrefix(.match) && !$0.key.hasPrefix(.return) }
-        probe[.returnAttributes] = .bool(true)
-        probe[.matchLimit] = .matchLimitAll
-        let found: [ReturnedValue]
-        switch try? matching(probe) {
-        case .value(let v)?: found = [v]
-        case .array(let a)?: found = a
-        default: found = []
-        }
+        let found = try StoredKeyFacts.storedItems(query, matching: matching)
         let tokens = found.filter { $0.item.map { isTokenKey($0.attributes) } ?? false }
         guard !tokens.isEmpty || changes[.tokenID] != nil else { return }
         guard secret == nil, changes[.tokenID] == nil, changes[.synchronizable]?.isTrue != true, !fixedChange else {
