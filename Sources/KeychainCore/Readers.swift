@@ -20,6 +20,31 @@ final class SearchContext: @unchecked Sendable {
     static let scratchBytes = 4096
     private static let groupTokenLimit = 256
 
+    /// The pool's commit count when this reader's open read transaction began; nil when none is
+    /// open (`ReaderPool.keepsSnapshots`). Touched by the thread that holds the reader, or
+    /// under the pool's lock while it is idle.
+    @exclusivity(unchecked) var snapshotCommits: UInt64?
+
+    /// Makes this reader's open transaction one that sees every commit counted in `commits`:
+    /// kept when it began at that count, else ended and begun again. False when the old one
+    /// cannot be ended (a statement still running): the reader must not serve then.
+    func holdSnapshot(at commits: UInt64) -> Bool {
+        if snapshotCommits == commits, store.db.inTransaction { return true }
+        guard endSnapshot() else { return false }
+        // The snapshot itself is taken at the search's first read, after `commits` was read.
+        if (try? store.db.beginReadSnapshot()) != nil { snapshotCommits = commits }
+        return true
+    }
+
+    /// Ends the open read transaction, if any. False when it stays open.
+    @discardableResult
+    func endSnapshot() -> Bool {
+        snapshotCommits = nil
+        guard store.db.inTransaction else { return true }
+        try? store.db.endReadSnapshot()
+        return !store.db.inTransaction
+    }
+
     init(store: ItemStore) throws {
         self.store = store
         scratch = try SecureBytes(count: Self.scratchBytes)
@@ -68,6 +93,7 @@ final class ReaderPool: Sendable {
 
     /// An idle reader, a new one while fewer than `limit` exist, or nil: at the limit, or when
     /// a connection cannot be opened now (the caller then reads on the write connection).
+    /// With `keepsSnapshots`, its read transaction sees every commit made before this call.
     func take() -> SearchContext? {
         let reuse = state.withLock { s -> SearchContext?? in
             guard s.limit > 0 else { return .none }
@@ -76,24 +102,61 @@ final class ReaderPool: Sendable {
             s.opened += 1
             return .some(nil)  // room for one more, opened outside the lock
         }
+        let context: SearchContext
         switch reuse {
         case .none: return nil
-        case .some(let context?): return context
+        case .some(let idle?): context = idle
         case .some(nil):
-            if let context = try? open() { return context }
-            state.withLock { $0.opened -= 1 }
-            return nil
+            guard let opened = try? open() else {
+                state.withLock { $0.opened -= 1 }
+                return nil
+            }
+            context = opened
         }
+        guard keepsSnapshots.load(ordering: .relaxed) else { return context }
+        if context.holdSnapshot(at: commits.load(ordering: .acquiring)) { return context }
+        // A snapshot that cannot be ended would serve stale rows: the reader is closed instead.
+        state.withLock { $0.opened -= 1 }
+        return nil
     }
 
-    /// Gives a reader back after its search; its statements are reset, so it holds no snapshot.
+    /// Gives a reader back after its search; its statements are reset. A read transaction it
+    /// holds stays open for the next search unless a commit came since it began.
     func give(_ context: SearchContext) {
         let surplus = state.withLock { s -> SearchContext? in
             guard s.opened <= s.limit else { s.opened -= 1; return context }
+            if let began = context.snapshotCommits, began != commits.load(ordering: .acquiring) {
+                guard context.endSnapshot() else { s.opened -= 1; return context }
+            }
             s.idle.append(context)
             return nil
         }
         withExtendedLifetime(surplus) {}  // closed outside the lock
+    }
+
+    /// Keep each reader's read transaction open between searches while nothing is committed:
+    /// a search then takes no lock and reads no WAL index of its own. Only for a vault this
+    /// process alone writes (the daemon holds the vault's claim): a commit by another process
+    /// is not counted, and a reader would keep reading the snapshot from before it.
+    let keepsSnapshots = Atomic<Bool>(false)
+    /// Transactions the write connection committed (`commitSeen`).
+    private let commits = Atomic<UInt64>(0)
+
+    /// Called after each commit of the write connection: a reader's next search starts a new
+    /// snapshot, and the idle readers end theirs now, so no old snapshot holds the WAL back
+    /// from a checkpoint.
+    func commitSeen() {
+        commits.add(1, ordering: .releasing)
+        state.withLock { s in
+            for context in s.idle where context.snapshotCommits != nil || context.store.db.inTransaction {
+                context.endSnapshot()
+            }
+        }
+    }
+
+    /// Idle readers whose read transaction is open (tests).
+    var idleSnapshots: Int {
+        state.withLock { s in s.idle.filter { $0.store.db.inTransaction }.count }
     }
 
     /// Frees the page caches of the idle readers (`PRAGMA shrink_memory`), after a scan of a

@@ -55,6 +55,16 @@ public final class Vault: @unchecked Sendable {
         madeHere = header.deviceKeyID == device.identifier
         readers = ReaderPool(path: path, schema: store.schema)
         writeContext = try SearchContext(store: store)
+        store.db.afterEachCommit { [readers] in readers.commitSeen() }
+    }
+
+    /// Whether searches keep their reader's read transaction open from one search to the next
+    /// until this vault's write connection commits (`ReaderPool.keepsSnapshots`): no lock is
+    /// taken or released per search. Only for a process that alone writes the vault file, as
+    /// the daemon does once it holds the vault's claim; off by default.
+    public var keepsReadSnapshots: Bool {
+        get { readers.keepsSnapshots.load(ordering: .relaxed) }
+        set { readers.keepsSnapshots.store(newValue, ordering: .relaxed) }
     }
 
     deinit {

@@ -76,6 +76,9 @@ public final class Daemon: @unchecked Sendable {
         let vault: Vault
         do {
             vault = try Vault.open(at: vaultPath, deviceKey: try DeviceKeyStore.load(forVault: vaultPath))
+            // The claim makes this process the vault's only writer: its readers may keep their
+            // snapshots until it commits.
+            vault.keepsReadSnapshots = true
         } catch let e as DeviceKeyError {
             log("cannot open vault: \(e.description)")
             return e.status.exitCode

@@ -39,22 +39,35 @@ public enum AttributeCoding {
         }
     }
 
-    /// Entries in the order of their names' bytes (a key sorts as its raw name), so equal
-    /// dictionaries give equal bytes.
-    private static func write<K: Comparable>(_ entries: [K: AttributeValue], name: (K) -> String, into w: inout ByteWriter) {
+    /// Entries in the order of their names' bytes, so equal dictionaries give equal bytes. The
+    /// entries are sorted as pairs and their names and strings copied as UTF-8 in place: a
+    /// request's record costs one array, not one per name and value plus a lookup per key.
+    private static func write<K>(_ entries: [K: AttributeValue], name: (K) -> String, into w: inout ByteWriter) {
         w.u16(UInt16(entries.count))
-        for key in entries.keys.sorted() {
-            let name = Array(name(key).utf8.prefix(255))
-            w.u8(UInt8(name.count))
-            w.raw(name)
-            switch entries[key]! {
-            case .string(let s): w.u8(Tag.string.rawValue); w.lengthPrefixed(Array(s.utf8))
+        guard !entries.isEmpty else { return }
+        var named = entries.map { (name: name($0.key), value: $0.value) }
+        if named.count > 1 { named.sort { Self.precedes($0.name, $1.name) } }
+        for entry in named {
+            var text = entry.name
+            text.withUTF8 { b in
+                let n = min(b.count, 255)
+                w.u8(UInt8(n))
+                w.raw(UnsafeBufferPointer(rebasing: b[0..<n]))
+            }
+            switch entry.value {
+            case .string(var s): w.u8(Tag.string.rawValue); s.withUTF8 { w.lengthPrefixed($0) }
             case .data(let d): w.u8(Tag.data.rawValue); w.lengthPrefixed(d)
             case .number(let n): w.u8(Tag.number.rawValue); w.u64(UInt64(bitPattern: n))
             case .bool(let b): w.u8(Tag.bool.rawValue); w.u8(b ? 1 : 0)
             case .date(let t): w.u8(Tag.date.rawValue); w.u64(t.bitPattern)
             }
         }
+    }
+
+    /// Byte order of two names' UTF-8 (docs/vault-format.md): the same as `String`'s for ASCII.
+    static func precedes(_ a: String, _ b: String) -> Bool {
+        var a = a, b = b
+        return a.withUTF8 { x in b.withUTF8 { y in x.lexicographicallyPrecedes(y) } }
     }
 
     private static func read<K: Hashable>(from r: inout ByteReader, key: (String) -> K) throws -> [K: AttributeValue] {

@@ -7,9 +7,10 @@ public struct ByteWriter {
     public init(capacity: Int) { bytes.reserveCapacity(capacity) }
 
     public mutating func u8(_ v: UInt8) { bytes.append(v) }
-    public mutating func u16(_ v: UInt16) { bytes.append(UInt8(v >> 8)); bytes.append(UInt8(v & 0xff)) }
-    public mutating func u32(_ v: UInt32) { for s in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8((v >> UInt32(s)) & 0xff)) } }
-    public mutating func u64(_ v: UInt64) { for s in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8((v >> UInt64(s)) & 0xff)) } }
+    // Big-endian integers appended as one block each: one capacity check, not one a byte.
+    public mutating func u16(_ v: UInt16) { withUnsafeBytes(of: v.bigEndian) { bytes.append(contentsOf: $0) } }
+    public mutating func u32(_ v: UInt32) { withUnsafeBytes(of: v.bigEndian) { bytes.append(contentsOf: $0) } }
+    public mutating func u64(_ v: UInt64) { withUnsafeBytes(of: v.bigEndian) { bytes.append(contentsOf: $0) } }
     public mutating func raw<C: Collection>(_ b: C) where C.Element == UInt8 { bytes.append(contentsOf: b) }
     /// A u32 length followed by the bytes.
     public mutating func lengthPrefixed<C: Collection>(_ b: C) where C.Element == UInt8 { u32(UInt32(b.count)); raw(b) }

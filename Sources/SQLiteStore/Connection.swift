@@ -24,6 +24,8 @@ public final class Connection: @unchecked Sendable {
     // caches (a thread-local lookup per access) is left out.
     @exclusivity(unchecked) private var statementCache: [String: Statement] = [:]
     @exclusivity(unchecked) private var staticStatements: [Statement?] = []
+    /// Kept alive as long as SQLite may call it (`afterEachCommit`).
+    var commitHook: CommitHook?
     public let path: String
 
     /// Opens (`sqlite3_open_v2`) the database at `path`.
@@ -56,6 +58,7 @@ public final class Connection: @unchecked Sendable {
     deinit {
         statementCache.removeAll()
         staticStatements.removeAll()
+        sqlite3_wal_hook(handle, nil, nil)
         sqlite3_close_v2(handle)
     }
 

@@ -156,6 +156,7 @@ func fillMode(_ args: [String]) {
     let started = monotonic()
     do {
         let vault = try Vault.open(at: path, deviceKey: try DeviceKey.loadOrCreate())
+        vault.keepsReadSnapshots = true  // as the daemon runs its vault: no daemon serves it now
         try vault.unlock(passphrase: pass)
         pass.wipe()
         var done = 0
@@ -212,6 +213,7 @@ func findsMode(_ args: [String]) {
     guard let pass = try? readPassphraseLine() else { fail("no guarded memory for the passphrase") }
     do {
         let vault = try Vault.open(at: path, deviceKey: try DeviceKey.loadOrCreate())
+        vault.keepsReadSnapshots = true  // as the daemon runs its vault: no daemon serves it now
         try vault.unlock(passphrase: pass)
         pass.wipe()
         let line = try findFiguresLine(vault, o, items: o.items)

@@ -338,6 +338,7 @@ func runSize(_ n: Int, options o: Options, dir: String, device: DeviceKey, rng: 
     // Reopen, then unlock / lock three times each.
     (vault, row.openSeconds) = try timed { try Vault.open(at: path, deviceKey: device) }
     guard let v = vault else { fail("open returned nothing") }
+    v.keepsReadSnapshots = true  // as the daemon runs its vault: this process alone writes it
     var unlocks: [Double] = [], locks: [Double] = []
     for _ in 0..<3 {
         unlocks.append(try timed { try v.unlock(passphrase: passA) }.1)

@@ -54,8 +54,14 @@ final class ParallelReadTests: XCTestCase {
 
     /// Readers in threads, one thread writing (updates, deletes, adds) and one locking and
     /// unlocking: every secret found is one that item had, every status one the moment allows.
-    func testFindsBesideWritesLocksAndUnlocks() throws {
+    func testFindsBesideWritesLocksAndUnlocks() throws { try findsBesideWritesLocksAndUnlocks(keepingSnapshots: false) }
+    /// The same with readers that keep their read transaction from one search to the next
+    /// until a commit (`Vault.keepsReadSnapshots`, as the daemon runs its vault).
+    func testFindsBesideWritesLocksAndUnlocksKeepingSnapshots() throws { try findsBesideWritesLocksAndUnlocks(keepingSnapshots: true) }
+
+    private func findsBesideWritesLocksAndUnlocks(keepingSnapshots: Bool) throws {
         let vault = try scratch.makeVault()
+        vault.keepsReadSnapshots = keepingSnapshots
         let stable = 100, churn = 10
         try vault.addAll((0..<stable).map { i in
             (["class": "genp", "svce": "stable", "acct": .string("a\(i)")], try secret("stable \(i)"))
@@ -183,8 +189,14 @@ final class ParallelReadTests: XCTestCase {
 
     /// A thread that writes and then searches sees what it wrote, however the readers it meets
     /// were last used.
-    func testAReadAfterAWriteOnTheSameThreadSeesTheWrite() throws {
+    func testAReadAfterAWriteOnTheSameThreadSeesTheWrite() throws { try readAfterWriteOnTheSameThread(keepingSnapshots: false) }
+    /// The same with readers that keep their read transaction from one search to the next
+    /// until a commit (`Vault.keepsReadSnapshots`, as the daemon runs its vault).
+    func testAReadAfterAWriteOnTheSameThreadSeesTheWriteKeepingSnapshots() throws { try readAfterWriteOnTheSameThread(keepingSnapshots: true) }
+
+    private func readAfterWriteOnTheSameThread(keepingSnapshots: Bool) throws {
         let vault = try scratch.makeVault()
+        vault.keepsReadSnapshots = keepingSnapshots
         concurrently(3) { t in
             for k in 0..<60 {
                 let account = "t\(t)-\(k)"
@@ -205,8 +217,14 @@ final class ParallelReadTests: XCTestCase {
 
     /// The same queries on readers and on the write connection (the pool turned off) give the
     /// same items in the same order, or the same status.
-    func testReadersAnswerAsTheWriteConnectionDoes() throws {
+    func testReadersAnswerAsTheWriteConnectionDoes() throws { try readersAnswerAsTheWriteConnection(keepingSnapshots: false) }
+    /// The same with readers that keep their read transaction from one search to the next
+    /// until a commit (`Vault.keepsReadSnapshots`, as the daemon runs its vault).
+    func testReadersAnswerAsTheWriteConnectionDoesKeepingSnapshots() throws { try readersAnswerAsTheWriteConnection(keepingSnapshots: true) }
+
+    private func readersAnswerAsTheWriteConnection(keepingSnapshots: Bool) throws {
         let vault = try scratch.makeVault()
+        vault.keepsReadSnapshots = keepingSnapshots
         try vault.addPassword(service: "db", account: "app", secret: "shared", ["agrp": "app.shared", "labl": "one"])
         try vault.addPassword(service: "db", account: "app", secret: "synced", ["sync": true])
         try vault.addPassword(service: "db", account: "app", secret: "default")
