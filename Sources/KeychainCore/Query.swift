@@ -86,6 +86,7 @@ public struct ParsedQuery {
             throw KeychainStatus.param
         }
         persistentRef = ref
+        filters.reserveCapacity(query.count)  // one allocation, not one per growth
 
         // Each key sets its own part, so the order does not change a query that parses; one
         // with several faults must always report the same one, so after a fault the keys are

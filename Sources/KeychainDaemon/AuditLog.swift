@@ -315,8 +315,10 @@ private struct Writer: Sendable {
         let key = AuditLog.RepeatKey(uid: caller.uid, pid: caller.pid, ref: ref)
         // After a failed line, the pending counts go first, then this open needs a line of its own.
         if unwritten { try flushRepeats() }
-        if !unwritten, let seen = repeats[key], seen.event == event, seen.caller.executable == caller.executable {
-            repeats[key]!.count += 1
+        // One look-up for the common case, a count kept going.
+        if !unwritten, let i = repeats.index(forKey: key), repeats.values[i].event == event,
+           repeats.values[i].caller.executable == caller.executable {
+            repeats.values[i].count += 1
             return
         }
         // Another program under a reused pid, or another event: the old count is written first.

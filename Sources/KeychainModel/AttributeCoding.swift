@@ -46,7 +46,19 @@ public enum AttributeCoding {
         w.u16(UInt16(entries.count))
         guard !entries.isEmpty else { return }
         var named = entries.map { (name: name($0.key), value: $0.value) }
-        if named.count > 1 { named.sort { Self.precedes($0.name, $1.name) } }
+        if named.count > 16 {
+            named.sort { Self.precedes($0.name, $1.name) }
+        } else {
+            // Insertion sort: a request's record holds a handful of entries, for which the
+            // library's sort costs more in setting up than in comparing.
+            for i in 1..<named.count {
+                var j = i
+                while j > 0, Self.precedes(named[j].name, named[j - 1].name) {
+                    named.swapAt(j, j - 1)
+                    j -= 1
+                }
+            }
+        }
         for entry in named {
             var text = entry.name
             text.withUTF8 { b in
@@ -139,9 +151,10 @@ public struct AttributeSelection: Sendable {
         return nil
     }
 
+    /// The first eight bytes, the first in the lowest byte, copied as one block.
     private static func pack(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
         var v: UInt64 = 0
-        for (i, b) in bytes.prefix(8).enumerated() { v |= UInt64(b) << (8 * UInt64(i)) }
-        return v
+        withUnsafeMutableBytes(of: &v) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes.prefix(8))) }
+        return UInt64(littleEndian: v)
     }
 }

@@ -11,7 +11,9 @@ import Glibc
 public final class Locked<State>: @unchecked Sendable {
     // A pthread mutex must not move: it lives in its own allocation, not in a Swift property.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private var state: State
+    // The mutex gives each body sole access, so Swift's run-time exclusivity check (a
+    // thread-local look-up per access) is left out.
+    @exclusivity(unchecked) private var state: State
 
     public init(_ state: State) {
         self.state = state
