@@ -7,7 +7,10 @@ import KeychainProtocol
 /// administration families (lock and unlock, settings, mounts, groups, the audit log, sync,
 /// backups, stop) also reach the daemon's own parts, through `VaultControl`; the item and key
 /// handlers, which serve nearly every request, do not.
-struct RequestContext: Sendable {
+///
+/// A class: handlers pass it on by reference, where a struct of a dozen references would be
+/// retained and released field by field at every copy.
+final class RequestContext: Sendable {
     let caller: CallerIdentity
     let groups: GroupSnapshot
     let vault: Vault
@@ -17,6 +20,18 @@ struct RequestContext: Sendable {
     /// The private keys the daemon keeps opened for key uses (`OpenedKeys`).
     let openedKeys: OpenedKeys
     let control: any VaultControl
+
+    init(caller: CallerIdentity, groups: GroupSnapshot, vault: Vault, audit: any AuditWriting, changes: any ChangePublishing,
+         presence: any PresenceApproving, openedKeys: OpenedKeys, control: any VaultControl) {
+        self.caller = caller
+        self.groups = groups
+        self.vault = vault
+        self.audit = audit
+        self.changes = changes
+        self.presence = presence
+        self.openedKeys = openedKeys
+        self.control = control
+    }
 }
 
 /// The caller's access as of the request's start, read from the group table once.
