@@ -146,6 +146,11 @@ public enum FileNames {
     /// (resolved by lookup) or a name not in canonical form.
     public static func itemName(_ file: [UInt8], service: [UInt8], itemClass c: ItemClass) -> ItemName? {
         if isFlat(c) { return flatItemName(file, itemClass: c) }
+        // Most names escape nothing: the account as it is, spelled canonically (no group, no
+        // qualifier). The mount parses one for every lookup.
+        if isPlain(file) {
+            return c == .internetPassword ? ItemName(server: service, account: file) : ItemName(service: service, account: file)
+        }
         var parts = split(file, on: Array("%~".utf8))
         var group: String?
         if parts.count > 1, let last = parts.last, last.starts(with: Array("agrp=".utf8)) {
@@ -168,6 +173,14 @@ public enum FileNames {
                                           : ItemName(service: service, account: account)
         name.group = group
         return fileName(of: name) == file ? name : nil  // only canonical spellings are accepted
+    }
+
+    /// Whether `escape` leaves `file` as it is: no byte it escapes, not `.` or `..`, not empty
+    /// and short enough to be no hashed name.
+    static func isPlain(_ file: [UInt8]) -> Bool {
+        let dot = UInt8(ascii: ".")
+        guard !file.isEmpty, file.count <= maximumLength, file != [dot], file != [dot, dot] else { return false }
+        return !file.contains { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "/") || $0 == 0 }
     }
 
     private static func escapeBytes(_ value: [UInt8], escapeFirstDot: Bool) -> [UInt8] {

@@ -17,6 +17,9 @@ final class SearchContext: @unchecked Sendable {
     /// One thread at a time uses a context, so Swift's run-time exclusivity check is left out.
     @exclusivity(unchecked) private var groupTokens: [String: [UInt8]] = [:]
 
+    /// The last directory token made here (`directoryToken`).
+    @exclusivity(unchecked) private var lastDirectory: (name: AttributeKey, value: AttributeValue, itemClass: ItemClass, token: [UInt8])?
+
     static let scratchBytes = 4096
     private static let groupTokenLimit = 256
 
@@ -56,6 +59,18 @@ final class SearchContext: @unchecked Sendable {
         let token = IndexToken.group(name, key: indexKey)
         if groupTokens.count >= Self.groupTokenLimit { groupTokens.removeAll() }
         groupTokens[name] = token
+        return token
+    }
+}
+
+extension SearchContext {
+    /// `IndexToken.attribute` of a service or server, kept for the next search: a mount's
+    /// lookups of new names come one directory at a time, each a keyed hash otherwise. Fixed
+    /// while the vault is open, as group tokens are.
+    func directoryToken(_ name: AttributeKey, _ value: AttributeValue, itemClass: ItemClass, indexKey: SecureBytes) -> [UInt8] {
+        if let last = lastDirectory, last.name == name, last.itemClass == itemClass, last.value == value { return last.token }
+        let token = IndexToken.attribute(name, value, itemClass: itemClass, key: indexKey)
+        lastDirectory = (name, value, itemClass, token)
         return token
     }
 }

@@ -90,6 +90,11 @@ extension Vault {
         }
     }
 
+    /// Every generic password, of either `sync`: what a name's search adds its filters to.
+    /// (Unsafe: ParsedQuery is not Sendable, but this one is never changed, only copied.)
+    nonisolated(unsafe) private static let anyGenericPassword = try? ParsedQuery([.class: .string(ItemClass.genericPassword.rawValue),
+                                                             .synchronizable: .synchronizableAny], operation: .search)
+
     /// The search for one service or server (and account) of generic or internet passwords.
     static func fileQuery(itemClass: ItemClass = .genericPassword, service: [UInt8]?, account: [UInt8]?) throws -> ParsedQuery {
         var query: Attributes = [.class: .string(itemClass.rawValue), .synchronizable: .synchronizableAny]
@@ -104,6 +109,13 @@ extension Vault {
 
     /// The search for the items of one file name.
     static func fileQuery(_ name: ItemName) throws -> ParsedQuery {
+        // A generic password's name is its service and account, bytes that parsing keeps as
+        // they are: set on a query parsed once, as the mount searches once per new name.
+        if name.itemClass == .genericPassword, var q = anyGenericPassword {
+            q.filters[.service] = .data(name.service)
+            q.filters[.account] = .data(name.account)
+            return q
+        }
         var query = name.attributes
         query[.synchronizable] = .synchronizableAny
         return try ParsedQuery(query, operation: .search)
@@ -124,7 +136,10 @@ extension Vault {
         // Tokens only for the account and the directory's attribute (account first): a missing
         // qualifier may be stored as empty data or an empty string, which `matches` equates.
         let tokens = [AttributeKey.account, .service, .server].compactMap { name in
-            q.filters[name].map { IndexToken.attribute(name, $0, itemClass: q.itemClass, key: indexKey) }
+            q.filters[name].map { value in
+                name == .account ? IndexToken.attribute(name, value, itemClass: q.itemClass, key: indexKey)
+                                 : context.directoryToken(name, value, itemClass: q.itemClass, indexKey: indexKey)
+            }
         }
         try context.store.candidates(itemClass: q.itemClass, groupTokens: groupTokens, synchronizable: nil,
                                      protection: nil, tokens: tokens, uuid: nil) { row in

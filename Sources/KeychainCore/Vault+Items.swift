@@ -498,7 +498,7 @@ extension Vault {
         } else {
             itemKey = try AEAD.open(item.wrappedKey, key: classKey, associatedData: ad)
             fileItemKeys.withLock { keys in
-                if keys.count >= Self.fileItemKeyLimit { keys.removeAll() }  // a key a reader still holds lives on with it
+                if keys.count >= Self.fileItemKeyLimit { keys.removeAll(keepingCapacity: true) }  // a key a reader still holds lives on with it
                 keys[sealed] = itemKey
             }
         }

@@ -37,6 +37,12 @@ public final class Vault: @unchecked Sendable {
     struct SealedKey: Hashable {
         let box: [UInt8]
         let associatedData: [UInt8]
+
+        /// The sealed box's bytes in one block (its random nonce alone tells keys apart), not
+        /// byte by byte as an array hashes: every file open that misses looks up and inserts one.
+        func hash(into hasher: inout Hasher) {
+            box.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
     }
     static let fileItemKeyLimit = 1024
     /// Attribute blobs `open` decrypted (`attributeOpenCount`).

@@ -1,6 +1,8 @@
 /// Lower-case hexadecimal, as the audit log, persistent references and fingerprints print bytes.
 public enum Hex {
     /// Two digits per byte, built in place: the audit log calls this for every file open.
+    /// Inlinable, as `append` is, so callers get it specialized for their collection.
+    @inlinable
     public static func encode<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
         String(unsafeUninitializedCapacity: bytes.count * 2) { out in
             var i = 0
@@ -14,6 +16,9 @@ public enum Hex {
     }
 
     /// Appends the digits of `bytes` to `out`, for text built as bytes (no String in between).
+    /// Inlinable: unspecialized, each byte went through a protocol witness (the audit line of
+    /// every file open has 52 of them).
+    @inlinable
     public static func append<Bytes: Collection>(_ bytes: Bytes, to out: inout [UInt8]) where Bytes.Element == UInt8 {
         out.reserveCapacity(out.count + bytes.count * 2)
         for b in bytes {
@@ -35,7 +40,8 @@ public enum Hex {
         return out
     }
 
-    private static func digit(_ v: UInt8) -> UInt8 { v < 10 ? 0x30 + v : 0x57 + v }
+    @usableFromInline
+    static func digit(_ v: UInt8) -> UInt8 { v < 10 ? 0x30 + v : 0x57 + v }
 
     private static func value(_ c: UInt8) -> UInt8? {
         switch c {

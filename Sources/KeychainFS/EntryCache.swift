@@ -57,7 +57,8 @@ final class EntryCache: Sendable {
             if c.bytes + size > Self.capacity {
                 guard evicting else { return false }
                 old = c.entries
-                c.entries = [:]
+                // Sized as it was: random lookups fill it again, without growing it step by step.
+                c.entries = Dictionary(minimumCapacity: old.count)
                 c.bytes = 0
             }
             if let replaced = c.entries.updateValue(kept, forKey: name) { c.bytes -= replaced.footprint }

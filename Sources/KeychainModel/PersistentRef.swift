@@ -19,7 +19,8 @@ public struct PersistentRef: Hashable, Sendable {
     public var bytes: [UInt8] { Array(itemClass.rawValue.utf8) + uuid }
 
     /// The uuid's bytes as one block rather than one by one (an array's own hashing): the
-    /// daemon hashes a reference for every item a search returns (the audit's repeat counts).
+    /// daemon hashes a reference for every item a search returns and every file open (the
+    /// audit's repeat counts).
     public func hash(into hasher: inout Hasher) {
         hasher.combine(itemClass)
         uuid.withUnsafeBytes { hasher.combine(bytes: $0) }

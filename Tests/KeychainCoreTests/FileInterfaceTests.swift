@@ -30,6 +30,23 @@ final class FileInterfaceTests: XCTestCase {
         XCTAssertNil(FileNames.unescape(Array(".x".utf8), topLevel: true))
     }
 
+    /// A name that escapes nothing is parsed without escaping it again: the same item, or none,
+    /// as the canonical spelling gives.
+    func testPlainItemNamesParseAsTheirSpelling() {
+        let long = String(repeating: "a", count: 255), tooLong = String(repeating: "a", count: 256)
+        for file in ["app", "a1234", ".hidden", "ünïcødé", long, ".", "..", "", "a/b", "50%25", "%", tooLong] {
+            for c in [ItemClass.genericPassword, .internetPassword] {
+                let parsed = FileNames.itemName(Array(file.utf8), service: Array("db".utf8), itemClass: c)
+                let value = FileNames.unescape(Array(file.utf8))
+                XCTAssertEqual(parsed?.account, value, file)
+                if let parsed { XCTAssertEqual(FileNames.fileName(of: parsed), Array(file.utf8), file) }
+            }
+        }
+        XCTAssertTrue(FileNames.isPlain(Array("a1234".utf8)))
+        XCTAssertFalse(FileNames.isPlain(Array("50%25".utf8)))
+        XCTAssertFalse(FileNames.isPlain(Array("..".utf8)))
+    }
+
     func testLongNamesAreHashedAndDistinct() {
         let long1 = [UInt8](repeating: 0x61, count: 300), long2 = [UInt8](repeating: 0x62, count: 300)
         let n1 = FileNames.escape(long1), n2 = FileNames.escape(long2)
