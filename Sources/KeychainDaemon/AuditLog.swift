@@ -23,7 +23,7 @@ final class AuditLog: Sendable {
     let path: String
     private let key: SecureBytes
     /// The file, the chain and the counts of repeated opens: reached only with the lock held.
-    private let writer: Mutex<Writer>
+    private let writer: Locked<Writer>
     /// How long repeated opens are counted before their line is written.
     static let repeatWindow = 1.0
     private var files: AuditFiles { AuditFiles(path: path) }
@@ -47,7 +47,7 @@ final class AuditLog: Sendable {
         self.path = path
         self.key = key
         AuditFiles(path: path).recoverRotation()
-        writer = Mutex(Writer(path: path, key: key))
+        writer = Locked(Writer(path: path, key: key))
     }
 
     deinit { writer.withLock { w in try? w.fd?.close() } }

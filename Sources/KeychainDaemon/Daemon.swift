@@ -1,3 +1,4 @@
+import KeychainSystem
 import CProcess
 import Dispatch
 import Glibc
@@ -23,7 +24,7 @@ public final class Daemon: @unchecked Sendable {
     let lockout: Lockout
     let ownerUID = geteuid()
     let ownerGID = getegid()
-    let state: Mutex<DaemonState>
+    let state: Locked<DaemonState>
     /// One passphrase check at a time: each costs Argon2id's memory.
     let unlockSerializer = Mutex(())
     /// One change of the access-group table at a time (group verbs, an import bringing groups),
@@ -53,7 +54,7 @@ public final class Daemon: @unchecked Sendable {
         if let t = try vault.setting("lock-timeout"), let n = Int64(String(decoding: t, as: UTF8.self)) {
             timeout = Int(SettingLimits.lockTimeout.clamp(n))
         }
-        state = Mutex(DaemonState(groupTable: (try? AccessGroupTable.load(from: vault)) ?? AccessGroupTable(groups: []),
+        state = Locked(DaemonState(groupTable: (try? AccessGroupTable.load(from: vault)) ?? AccessGroupTable(groups: []),
                                   lastActivity: monotonicSeconds(), idleTimeout: timeout))
         openAuditLog()
         sync = SyncRunner(vault: vault, log: log) { [weak self] kind, change in self?.syncApplied(kind, change) }

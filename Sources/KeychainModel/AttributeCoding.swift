@@ -39,40 +39,59 @@ public enum AttributeCoding {
         }
     }
 
-    /// Entries in the order of their names' bytes, so equal dictionaries give equal bytes. The
-    /// entries are sorted as pairs and their names and strings copied as UTF-8 in place: a
-    /// request's record costs one array, not one per name and value plus a lookup per key.
+    /// Entries in the order of their names' bytes, so equal dictionaries give equal bytes. What
+    /// is sorted is each entry's position with its name's first eight bytes as an integer, so
+    /// nothing reference-counted moves and most comparisons are one integer's; names and strings
+    /// are copied as UTF-8 in place.
     private static func write<K>(_ entries: [K: AttributeValue], name: (K) -> String, into w: inout ByteWriter) {
         w.u16(UInt16(entries.count))
         guard !entries.isEmpty else { return }
-        var named = entries.map { (name: name($0.key), value: $0.value) }
-        if named.count > 16 {
-            named.sort { Self.precedes($0.name, $1.name) }
+        typealias Slot = (head: UInt64, index: Dictionary<K, AttributeValue>.Index)
+        var order: [Slot] = []
+        order.reserveCapacity(entries.count)
+        for i in entries.indices { order.append((head(of: name(entries[i].key)), i)) }
+        func before(_ a: Slot, _ b: Slot) -> Bool {
+            a.head != b.head ? a.head < b.head : Self.precedes(name(entries[a.index].key), name(entries[b.index].key))
+        }
+        if order.count > 16 {
+            order.sort(by: before)
         } else {
             // Insertion sort: a request's record holds a handful of entries, for which the
             // library's sort costs more in setting up than in comparing.
-            for i in 1..<named.count {
+            for i in 1..<order.count {
                 var j = i
-                while j > 0, Self.precedes(named[j].name, named[j - 1].name) {
-                    named.swapAt(j, j - 1)
+                while j > 0, before(order[j], order[j - 1]) {
+                    order.swapAt(j, j - 1)
                     j -= 1
                 }
             }
         }
-        for entry in named {
-            var text = entry.name
+        for slot in order {
+            let (key, value) = entries[slot.index]
+            var text = name(key)
             text.withUTF8 { b in
                 let n = min(b.count, 255)
                 w.u8(UInt8(n))
                 w.raw(UnsafeBufferPointer(rebasing: b[0..<n]))
             }
-            switch entry.value {
+            switch value {
             case .string(var s): w.u8(Tag.string.rawValue); s.withUTF8 { w.lengthPrefixed($0) }
             case .data(let d): w.u8(Tag.data.rawValue); w.lengthPrefixed(d)
             case .number(let n): w.u8(Tag.number.rawValue); w.u64(UInt64(bitPattern: n))
             case .bool(let b): w.u8(Tag.bool.rawValue); w.u8(b ? 1 : 0)
             case .date(let t): w.u8(Tag.date.rawValue); w.u64(t.bitPattern)
             }
+        }
+    }
+
+    /// A name's first eight bytes, the first in the highest byte (zeros past its end): integer
+    /// order is byte order wherever two names differ in those bytes.
+    private static func head(of name: String) -> UInt64 {
+        var name = name
+        return name.withUTF8 { b in
+            var v: UInt64 = 0
+            for i in 0..<min(b.count, 8) { v |= UInt64(b[i]) << (56 - 8 * UInt64(i)) }
+            return v
         }
     }
 

@@ -36,6 +36,31 @@ final class AttributeKeyTests: XCTestCase {
         XCTAssertEqual(fw.bytes, expected)
     }
 
+    /// Names that share their first eight bytes, names that are prefixes of others, non-ASCII
+    /// names, and enough of them for the library's sort (over 16): written in their bytes' order.
+    func testAttributeCodingOrdersNamesByTheirBytes() throws {
+        var names = ["labelled_", "label", "labelled", "labelled_b", "labelled_a", "a", "é", "z", "", "labelle"]
+        names += (0..<12).map { "n\($0 % 3)\($0)" }
+        for count in [names.count, 5] {
+            let chosen = Array(names.prefix(count))
+            var fields = Fields()
+            for (i, n) in chosen.enumerated() { fields[n] = .number(Int64(i)) }
+            var w = ByteWriter()
+            AttributeCoding.write(fields, into: &w)
+            var written: [[UInt8]] = []
+            try w.bytes.withUnsafeBytes { buf in
+                var r = ByteReader(buf)
+                for _ in 0..<Int(try r.u16()) {
+                    written.append(Array(try r.view(Int(try r.u8()))))
+                    _ = try r.u8()
+                    _ = try r.u64()
+                }
+            }
+            let expected = Set(chosen.map { Array($0.utf8) }).sorted { $0.lexicographicallyPrecedes($1) }
+            XCTAssertEqual(written, expected, "\(count) names")
+        }
+    }
+
     func testPrimaryKeysKeepTheirOrder() {
         XCTAssertEqual(ItemClass.genericPassword.primaryKey.map(\.rawValue), ["acct", "svce"])
         XCTAssertEqual(ItemClass.internetPassword.primaryKey.map(\.rawValue), ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"])

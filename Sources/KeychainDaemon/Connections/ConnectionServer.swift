@@ -65,7 +65,7 @@ final class ConnectionServer: Sendable {
     private let turns = Turns()
     /// Closes the descriptors the owner and root pass that are not /dev/fuse.
     private let closer: DescriptorCloser
-    private let connections = Mutex<[UInt64: Connection]>([:])
+    private let connections = Locked<[UInt64: Connection]>([:])
     private let nextID = Atomic<UInt64>(16)
     /// Kept open so that, out of descriptors, a connection can still be accepted and closed
     /// instead of waking every thread forever.

@@ -1,3 +1,4 @@
+import KeychainSystem
 import Synchronization
 
 /// Per-uid accounting of connections, pending bytes and slow requests, checked against
@@ -17,7 +18,7 @@ final class Quotas: Sendable {
     }
 
     let limits: ServerLimits
-    private let totals = Mutex(Totals())
+    private let totals = Locked(Totals())
 
     init(limits: ServerLimits) { self.limits = limits }
 

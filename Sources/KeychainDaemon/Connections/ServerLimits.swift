@@ -20,8 +20,11 @@ struct ServerLimits: Sendable {
     /// Microseconds an event thread waits awake for the owner's or root's next request on a
     /// connection it just answered (0: never). Other uids' connections always go back to epoll.
     var awakeMicros = 60
-    /// Threads that wait for the sockets and answer the fast requests.
-    var eventThreads = 4
+    /// Threads that wait for the sockets and answer the fast requests. A thread that waits
+    /// awake for a connection's next request serves that connection alone meanwhile, so there
+    /// are as many as the busy clients a machine commonly has (8 lookup loops on 2 cores: 0.6x
+    /// the C floor with 8 threads, 0.35-0.5x with 4; bench/analysis.md, 2026-12-07).
+    var eventThreads = 8
     /// Workers for slow requests: shared by every uid (one running per uid at a time), and
     /// reserved for the owner and root.
     var slowWorkers = 4

@@ -1,3 +1,4 @@
+import KeychainSystem
 import Glibc
 import KeychainProtocol
 import Synchronization
@@ -48,8 +49,8 @@ final class ServiceClock: Sendable {
     static let buckets = 80
     private static let growth = 1.25
 
-    private let privileged = Mutex(Timings())
-    private let others = Mutex(Timings())
+    private let privileged = Locked(Timings())
+    private let others = Locked(Timings())
 
     /// One request's wait and service, in seconds.
     func record(privileged isPrivileged: Bool, wait: Double, service: Double) {
@@ -61,7 +62,7 @@ final class ServiceClock: Sendable {
     }
 
     func summary(reset: Bool) -> ServiceTimes {
-        func take(_ m: borrowing Mutex<Timings>) -> TimingSummary {
+        func take(_ m: Locked<Timings>) -> TimingSummary {
             m.withLock { t in
                 defer { if reset { t = Timings() } }
                 return t.summary

@@ -1,3 +1,4 @@
+import KeychainSystem
 import Synchronization
 
 /// One request at a time on the event threads for each uid other than the vault's owner and
@@ -13,7 +14,7 @@ final class Turns: Sendable {
         var waiting: [Connection] = []
     }
 
-    private let turns = Mutex<[UInt32: Turn]>([:])
+    private let turns = Locked<[UInt32: Turn]>([:])
 
     /// True when `connection` may be served now; false when it waits for its uid's turn.
     func begin(_ connection: Connection) -> Bool {
