@@ -160,11 +160,7 @@ final class InodeTable: Sendable {
         mutating func dropFreeTail() {
             while let last = slots.last, last.isFree, slots.count > 1 { slots.removeLast() }
             guard slots.capacity > 4 * max(slots.count, 1024) else { return }
-            // (`Array(slots)` would share the buffer, capacity and all.)
-            var kept: [Slot] = []
-            kept.reserveCapacity(slots.count)
-            kept.append(contentsOf: slots)
-            slots = kept
+            slots = slots.fitted()
             free.removeAll(from: Int32(slots.count))
         }
     }
