@@ -34,6 +34,11 @@ int kcfs_release_free_heap(void) {
     return malloc_trim(0);
 }
 
+int kcfs_fix_heap_thresholds(int trim_bytes, int mmap_bytes) {
+    if (mallopt(M_TRIM_THRESHOLD, trim_bytes) != 1) return -1;
+    return mallopt(M_MMAP_THRESHOLD, mmap_bytes) == 1 ? 0 : -1;
+}
+
 int kcfs_is_dumpable(void) {
     return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 }

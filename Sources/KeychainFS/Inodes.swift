@@ -77,8 +77,8 @@ final class InodeTable: Sendable {
 
     private struct Numbers {
         var slots: [Slot] = [Slot(node: .root, lookups: 1)]
-        /// Free slots below `slots.count`, reused before the array grows.
-        var free: [Int32] = []
+        /// Free slots below `slots.count`, reused lowest first before the array grows.
+        var free = FreeSlots()
         var index = NodeIndex()
         /// Slots in use, the root's included.
         var live = 1
@@ -102,8 +102,9 @@ final class InodeTable: Sendable {
         mutating func add(_ given: Node) -> UInt64 {
             let node = given.ownCopy
             var slot = Int32(slots.count)
-            // (The free list may still name slots past the end, dropped with the tail.)
-            while let reused = free.popLast() {
+            // (The free list may still name slots past the end, dropped with the tail: the
+            // highest, so once one comes every one left is past it.)
+            while let reused = free.popLowest() {
                 guard Int(reused) < slots.count else { continue }
                 slot = reused
                 break
@@ -132,7 +133,7 @@ final class InodeTable: Sendable {
             slots[i].lookups = 0
             live -= 1
             if let node { index.remove(Int32(i), of: node, in: slots) }
-            free.append(Int32(i))
+            free.insert(Int32(i))
             if i == slots.count - 1 { dropFreeTail() }
         }
 
@@ -159,8 +160,8 @@ final class InodeTable: Sendable {
         mutating func dropFreeTail() {
             while let last = slots.last, last.isFree, slots.count > 1 { slots.removeLast() }
             guard slots.capacity > 4 * max(slots.count, 1024) else { return }
-            slots = Array(slots)
-            free = free.filter { Int($0) < slots.count }
+            slots = slots.fitted()
+            free.removeAll(from: Int32(slots.count))
         }
     }
 
@@ -240,6 +241,9 @@ final class InodeTable: Sendable {
 
     /// How many inodes the kernel holds (the root included).
     var count: Int { table.withLock { $0.live } }
+
+    /// How many slots the array has room for: its memory.
+    var slotCapacity: Int { table.withLock { $0.slots.capacity } }
 
     /// The directories the kernel knows (services, servers, class roots), with their inodes,
     /// for invalidation.

@@ -43,6 +43,11 @@ struct ListedNames {
 
     var count: Int { rows.count }
 
+    /// The bytes the names' buffers take, room to grow included, and the bytes they use.
+    var bufferBytes: (taken: Int, used: Int) {
+        (bytes.capacity + rows.capacity * MemoryLayout<Row>.stride, bytes.count + rows.count * MemoryLayout<Row>.stride)
+    }
+
     /// Adds `listed` unless its file name is listed already; true when added.
     mutating func append(_ listed: Listed) -> Bool {
         if contains(listed.name) { return false }
@@ -76,8 +81,8 @@ struct ListedNames {
     /// Done adding: the name index goes, and the buffers shrink to what they hold.
     mutating func finish() {
         byName = []
-        bytes = Array(bytes)
-        rows = Array(rows)
+        bytes = bytes.fitted()
+        rows = rows.fitted()
     }
 
     subscript(i: Int) -> Listed {

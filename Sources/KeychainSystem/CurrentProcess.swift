@@ -39,6 +39,19 @@ public enum CurrentProcess {
     @discardableResult
     public static func releaseFreeHeap() -> Bool { kcfs_release_free_heap() == 1 }
 
+    /// Keeps the heap's free memory returnable, for a long-lived process with many threads: the
+    /// trim threshold at 1 MiB and blocks of 128 KiB and more in mappings of their own. glibc
+    /// otherwise raises both thresholds each time it frees a large block (to 32 and 64 MiB at
+    /// most); blocks of megabytes then come from the threads' arenas, and an arena's free top
+    /// below the raised trim threshold stays resident for good (malloc_trim(3) trims only the
+    /// main arena's top). Call it before the process starts threads.
+    @discardableResult
+    public static func keepFreeHeapReturnable() -> Bool { kcfs_fix_heap_thresholds(Self.heapTrimThreshold, Self.heapMapThreshold) == 0 }
+
+    /// The thresholds `keepFreeHeapReturnable` sets.
+    public static let heapTrimThreshold: Int32 = 1 << 20
+    public static let heapMapThreshold: Int32 = 128 << 10
+
     /// The path of the running program (`/proc/self/exe`).
     public static func executablePath() throws(Errno) -> String {
         try FileSystem.destination(ofLink: "/proc/self/exe")

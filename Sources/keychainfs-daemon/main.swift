@@ -6,6 +6,8 @@ import KeychainSystem
 import KeychainTPM
 
 TPM.quietTSSLog()  // before any thread: setenv is not thread-safe
+// The daemon lives long with many threads, and a large listing must give its memory back.
+CurrentProcess.keepFreeHeapReturnable()
 
 CurrentProcess.exit(CLI.main(CommandLine.arguments, engine: Engine(verbs: [
     "create-keychain": EngineVerbs.create,

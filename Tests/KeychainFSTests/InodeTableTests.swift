@@ -80,6 +80,27 @@ final class InodeTableTests: XCTestCase {
         XCTAssertNil(t.node(numbers[0]), "the old number of the slot names nothing")
     }
 
+    /// A lock prunes every name; the directory is looked up again while the forgets arrive. It
+    /// takes the lowest free slot, not the last one freed, so once the listing is forgotten the
+    /// array's memory goes.
+    func testANameLookedUpWhileAListingIsForgottenLeavesTheArraySmall() {
+        let t = InodeTable()
+        let dir = Node.service(.genericPassword, Array("svc".utf8))
+        let oldDir = t.lookedUp(dir)
+        let numbers = (0..<100_000).map { t.lookedUp(item("user\($0)")) }
+        XCTAssertGreaterThan(t.slotCapacity, 100_000)
+        t.forget(oldDir, 1)
+        for ino in numbers.prefix(50_000) { t.forget(ino, 1) }
+        let newDir = t.lookedUp(dir)
+        for ino in numbers.dropFirst(50_000) { t.forget(ino, 1) }
+        XCTAssertEqual(t.count, 2)
+        XCTAssertNotEqual(newDir, oldDir, "a forgotten number names no other file")
+        XCTAssertEqual(t.node(newDir), dir)
+        XCTAssertNil(t.node(oldDir))
+        XCTAssertLessThanOrEqual(t.slotCapacity, 4096, "the array shrank to the names still held")
+        XCTAssertNotEqual(t.lookedUp(item("user1")), numbers[1])
+    }
+
     func testServiceRenameMovesEveryItemUnderIt() {
         let t = InodeTable()
         let dir = Node.service(.genericPassword, Array("svc".utf8))

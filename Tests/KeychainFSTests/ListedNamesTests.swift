@@ -33,6 +33,17 @@ final class ListedNamesTests: XCTestCase {
         XCTAssertEqual(names.node(at: 1), .item(grouped))
     }
 
+    /// A finished listing is kept until releasedir: its buffers lose the room they grew by.
+    func testAFinishedListingsBuffersHoldWhatTheyUse() {
+        var names = ListedNames(directory: Directory(itemClass: .genericPassword, service: svc))
+        for i in 0..<30_000 { _ = names.append(listed(ItemName(service: svc, account: Array("user\(i)".utf8)))) }
+        names.finish()
+        let (taken, used) = names.bufferBytes
+        XCTAssertGreaterThan(used, 30_000 * 16)
+        XCTAssertLessThan(taken - used, 16 << 10, "room to grow left in the buffers")
+        XCTAssertEqual(names[29_999].name, Array("user29999".utf8))
+    }
+
     func testInternetNamesWithQualifiersAndDirectoriesKeepTheirNodes() {
         let server = Array("db.example".utf8)
         var names = ListedNames(directory: Directory(itemClass: .internetPassword, service: server))

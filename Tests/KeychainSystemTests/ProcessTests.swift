@@ -37,6 +37,29 @@ final class ProcessTests: XCTestCase {
         }
     }
 
+    /// Once a large block was freed, glibc would serve a block of 512 KiB from an arena (its raised
+    /// mmap threshold) and keep its pages when it is freed; with the thresholds fixed the block
+    /// has a mapping of its own, which its free unmaps.
+    func testABlockPast128KiBIsUnmappedWhenFreedAfterALargeOneWas() throws {
+        XCTAssertTrue(CurrentProcess.keepFreeHeapReturnable())
+        let large = UnsafeMutableRawPointer.allocate(byteCount: 8 << 20, alignment: 16)
+        large.initializeMemory(as: UInt8.self, repeating: 1, count: 8 << 20)
+        large.deallocate()
+        let block = UnsafeMutableRawPointer.allocate(byteCount: 512 << 10, alignment: 16)
+        block.initializeMemory(as: UInt8.self, repeating: 1, count: 512 << 10)
+        let address = UInt(bitPattern: block)
+        XCTAssertTrue(try mapped(address))
+        block.deallocate()
+        XCTAssertFalse(try mapped(address), "the freed block's pages stay in an arena")
+    }
+
+    private func mapped(_ address: UInt) throws -> Bool {
+        try String(contentsOfFile: "/proc/self/maps", encoding: .utf8).split(separator: "\n").contains { line in
+            let range = line.prefix { $0 != " " }.split(separator: "-").compactMap { UInt($0, radix: 16) }
+            return range.count == 2 && range[0] <= address && address < range[1]
+        }
+    }
+
     func testEnvironmentValuesAreNilWhenUnsetOrEmpty() {
         let name = "KEYCHAINFS_SYSTEM_TEST_\(getpid())"
         defer { unsetenv(name) }

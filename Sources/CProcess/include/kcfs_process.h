@@ -15,6 +15,10 @@ int kcfs_pipe_cloexec(int ends[2]);
 /// Gives the heap's free pages back to the system (malloc_trim(3)); 1 when some were released.
 int kcfs_release_free_heap(void);
 
+/// Fixes malloc's trim and mmap thresholds (mallopt(3) M_TRIM_THRESHOLD, M_MMAP_THRESHOLD),
+/// which also stops glibc raising them as large blocks are freed. 0, or -1 when one was refused.
+int kcfs_fix_heap_thresholds(int trim_bytes, int mmap_bytes);
+
 /// 1 when the process is dumpable, 0 when not, -1 on error (prctl PR_GET_DUMPABLE).
 int kcfs_is_dumpable(void);
 
