@@ -128,8 +128,10 @@ final class ReaderPool: Sendable {
             }
             context = opened
         }
-        guard keepsSnapshots.load(ordering: .relaxed) else { return context }
-        if context.holdSnapshot(at: commits.load(ordering: .acquiring)) { return context }
+        // Kept snapshots turned off since this reader's last search: its own goes too.
+        let fresh = keepsSnapshots.load(ordering: .relaxed)
+            ? context.holdSnapshot(at: commits.load(ordering: .acquiring)) : context.endSnapshot()
+        if fresh { return context }
         // A snapshot that cannot be ended would serve stale rows: the reader is closed instead.
         state.withLock { $0.opened -= 1 }
         return nil

@@ -1,6 +1,7 @@
 @testable import KeychainCore
 import Foundation
 import KeychainTestSupport
+import SQLiteStore
 import XCTest
 
 /// Readers that keep their read transaction from one search to the next until the vault's
@@ -35,6 +36,24 @@ final class ReadSnapshotTests: XCTestCase {
         vault.readers.give(reader)
         XCTAssertEqual(try vault.password(service: "db", account: "later"), "two")
         XCTAssertEqual(try vault.password(service: "db", account: "app"), "one")
+    }
+
+    /// Turned off, a reader's kept snapshot ends before its next search, which sees every commit.
+    func testTurningSnapshotsOffEndsTheKeptOnes() throws {
+        let vault = try scratch.makeVault()
+        vault.keepsReadSnapshots = true
+        try vault.addPassword(service: "db", account: "app", secret: "one")
+        let reader = try XCTUnwrap(vault.readers.take())
+        XCTAssertEqual(try reader.store.db.scalarInt("SELECT count(*) FROM items"), 1)
+        vault.readers.give(reader)
+        vault.keepsReadSnapshots = false
+        // A commit through another connection, which the pool does not count.
+        let other = try Connection(path: vault.path, create: false)
+        try other.execute("UPDATE items SET version = version + 1")
+        let again = try XCTUnwrap(vault.readers.take())
+        XCTAssertFalse(again.store.db.inTransaction)
+        XCTAssertEqual(try again.store.db.scalarInt("SELECT count(*) FROM items WHERE version > 1"), 1)
+        vault.readers.give(again)
     }
 
     func testReadersHoldNoSnapshotUnlessAsked() throws {

@@ -1,5 +1,4 @@
 import KeychainSystem
-import Synchronization
 
 /// Per-uid accounting of connections, pending bytes and slow requests, checked against
 /// `ServerLimits`. Privileged callers are counted (for `status`) but never refused.

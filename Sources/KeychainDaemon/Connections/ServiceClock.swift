@@ -1,7 +1,6 @@
 import KeychainSystem
 import Glibc
 import KeychainProtocol
-import Synchronization
 
 /// How long requests wait inside the daemon (from the frame read to the handler's start, a
 /// slow worker's queue included) and how long their handlers run, the owner's and root's

@@ -1,5 +1,4 @@
 import KeychainSystem
-import Synchronization
 
 /// One request at a time on the event threads for each uid other than the vault's owner and
 /// root. A uid that runs many busy clients then holds one event thread at most, never all of
