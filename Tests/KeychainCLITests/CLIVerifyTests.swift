@@ -42,8 +42,12 @@ final class CLIVerifyTests: XCTestCase {
         let r1 = try h.run(["verify"])
         XCTAssertEqual(r1.status, 93, "\(r1)")
         XCTAssertTrue(r1.stdout.contains(" lookup tokens do not match\n"), r1.stdout)
-        // A flipped byte in item 3's sealed secret.
-        try db.execute("UPDATE items SET data = substr(data, 1, 30) || x'ff' || substr(data, 32) WHERE rowid = 3")
+        // A changed byte in item 3's sealed secret (0xff, or 0x00 where it was 0xff already).
+        try db.execute("""
+            UPDATE items SET data = substr(data, 1, 30)
+                || CASE WHEN substr(data, 31, 1) = x'ff' THEN x'00' ELSE x'ff' END || substr(data, 32)
+            WHERE rowid = 3
+            """)
         let r2 = try h.run(["verify", "--json"])
         XCTAssertEqual(r2.status, 93)
         let obj = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r2.stdout.utf8)) as? [String: Any])
