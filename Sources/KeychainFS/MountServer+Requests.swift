@@ -55,16 +55,25 @@ extension MountServer {
         node(ino).open(req, opened: opened, approval: approval)
     }
 
-    func getxattr(_ req: any FileRequest, ino: UInt64, name: String, size: Int) { node(ino).getxattr(req, name: name, size: size) }
+    // Names outside `user.` (security labels, POSIX ACLs, trusted and system attributes) are
+    // not supported, so they get EOPNOTSUPP on every node, as on a file system mounted without
+    // them: programs that ask every file for a label or an ACL (GNU ls -l asks both) remember
+    // that for the whole mount after the first answer, where ENODATA makes them ask each file.
+    func getxattr(_ req: any FileRequest, ino: UInt64, name: String, size: Int) {
+        guard Self.isSupportedXattrNamespace(name) else { return req.error(EOPNOTSUPP) }
+        node(ino).getxattr(req, name: name, size: size)
+    }
 
     func listxattr(_ req: any FileRequest, ino: UInt64, size: Int) { node(ino).listxattr(req, size: size) }
 
     func setxattr(_ req: any FileRequest, ino: UInt64, name: String, value: [UInt8]) {
+        guard Self.isSupportedXattrNamespace(name) else { return req.error(EOPNOTSUPP) }
         guard !options.readOnly else { return req.error(EROFS) }
         node(ino).setxattr(req, name: name, value: value)
     }
 
     func removexattr(_ req: any FileRequest, name: String) {
+        guard Self.isSupportedXattrNamespace(name) else { return req.error(EOPNOTSUPP) }
         req.error(name.hasPrefix(MountServer.xattrPrefix) ? EPERM : ENODATA)
     }
 }

@@ -26,6 +26,10 @@ extension MountServer {
         XattrSpec(name: "security-domain", key: .securityDomain, writable: false),
     ]
 
+    /// Whether a name is in the one namespace the mount serves (`user.`); the others are
+    /// unsupported (EOPNOTSUPP), not merely absent.
+    static func isSupportedXattrNamespace(_ name: String) -> Bool { name.hasPrefix("user.") }
+
     /// The attribute a full xattr name stands for; nil for any name outside `user.keychain.`.
     static func xattrSpec(_ name: String) -> XattrSpec? {
         guard name.hasPrefix(xattrPrefix) else { return nil }

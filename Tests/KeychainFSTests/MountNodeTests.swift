@@ -60,7 +60,10 @@ final class RootDirectoryTests: NodeTestCase {
         XCTAssertEqual(errno { $0.setattr($1, ino: root, attr: size, toSet: 1 << 3, handle: nil) }, EISDIR)
         XCTAssertEqual(errno { $0.setattr($1, ino: root, attr: size, toSet: 1 << 0, handle: nil) }, EPERM, "chmod")
         XCTAssertEqual(errno { $0.getxattr($1, ino: root, name: "user.keychain.label", size: 0) }, ENODATA)
-        XCTAssertEqual(errno { $0.getxattr($1, ino: root, name: "security.selinux", size: 0) }, ENODATA)
+        XCTAssertEqual(errno { $0.getxattr($1, ino: root, name: "user.other", size: 0) }, ENODATA)
+        // No security labels or POSIX ACLs anywhere in the mount: unsupported, not absent.
+        XCTAssertEqual(errno { $0.getxattr($1, ino: root, name: "security.selinux", size: 0) }, EOPNOTSUPP)
+        XCTAssertEqual(errno { $0.getxattr($1, ino: root, name: "system.posix_acl_default", size: 0) }, EOPNOTSUPP)
         XCTAssertEqual(errno { $0.setxattr($1, ino: root, name: "user.other", value: []) }, ENOTSUP)
         guard case .xattrSize(0)? = ask({ $0.listxattr($1, ino: root, size: 0) }) else { return XCTFail("listxattr") }
     }
@@ -244,7 +247,13 @@ final class ItemFileTests: NodeTestCase {
         XCTAssertEqual(label, bytes("Database"))
         XCTAssertEqual(errno { $0.getxattr($1, ino: app, name: "user.keychain.label", size: 2) }, ERANGE)
         XCTAssertEqual(errno { $0.getxattr($1, ino: app, name: "user.keychain.comment", size: 64) }, ENODATA)
-        XCTAssertEqual(errno { $0.getxattr($1, ino: app, name: "security.selinux", size: 64) }, ENODATA)
+        XCTAssertEqual(errno { $0.getxattr($1, ino: app, name: "user.other", size: 64) }, ENODATA)
+        for name in ["security.selinux", "system.posix_acl_access", "trusted.x", "security.capability"] {
+            XCTAssertEqual(errno { $0.getxattr($1, ino: app, name: name, size: 64) }, EOPNOTSUPP, name)
+            XCTAssertEqual(errno { $0.setxattr($1, ino: app, name: name, value: []) }, EOPNOTSUPP, name)
+            XCTAssertEqual(errno { $0.removexattr($1, name: name) }, EOPNOTSUPP, name)
+        }
+        XCTAssertEqual(errno { $0.getxattr($1, ino: self.inode("db"), name: "system.posix_acl_access", size: 0) }, EOPNOTSUPP)
         guard case .buffer(let list)? = ask({ $0.listxattr($1, ino: app, size: 4096) }) else { return XCTFail("list") }
         XCTAssertTrue(String(decoding: list, as: UTF8.self).split(separator: "\0").contains("user.keychain.access-group"))
         XCTAssertEqual(errno { $0.setxattr($1, ino: app, name: "user.keychain.comment", value: self.bytes("hello")) }, 0)

@@ -85,6 +85,25 @@ final class MountListingTests: MountTestCase {
         XCTAssertEqual(FS.read(mnt + "/s2/acct899").bytes, Array("secret 899".utf8))
     }
 
+    /// The mount has no security labels and no POSIX ACLs, and says so (EOPNOTSUPP): GNU `ls -l`
+    /// then stops asking for them after the first file, where it asked every file twice (a
+    /// GETXATTR round trip each, which the kernel does not cache).
+    func testLongListingAsksNoLabelOrACLPerFile() throws {
+        try requireFuseTracepoints()
+        let n = 300
+        try fill(services: ["labels"], accounts: n)
+        XCTAssertEqual(try h.run(["unlock-keychain"], input: passphrase + "\n").status, 0)
+        let mnt = try mount()
+        let file = mnt + "/labels/acct7"
+        for name in ["security.selinux", "system.posix_acl_access"] {
+            assertErrno(FS.getxattr(file, name).errno, EOPNOTSUPP, name)
+        }
+        XCTAssertEqual(FS.xattr(file, "user.keychain.access-group"), "default", "the mount's own attributes still read")
+        let listing = try requests(["/bin/ls", "-l", mnt + "/labels"], in: mnt)
+        XCTAssertGreaterThan(listing["READDIRPLUS", default: 0], 0, "the listing was counted")
+        XCTAssertLessThanOrEqual(listing["GETXATTR", default: 0], 4, "at most one label and one ACL question, not two per file")
+    }
+
     private func requireFuseTracepoints() throws {
         let events = "/sys/kernel/tracing/events/fuse/fuse_request_send"
         // tracefs is mounted as fuseops.sh would, and left mounted (another run may be using it).
@@ -108,14 +127,25 @@ final class MountListingTests: MountTestCase {
         }, accessGroups: ["default"])
     }
 
-    /// The LOOKUPs a `stat` of `names` makes of the mount, counted by bench/fuseops.sh.
+    /// The LOOKUPs a `stat` of `names` makes of the mount.
     private func lookups(of names: [String], in mnt: String) throws -> Int {
+        try requests(["/usr/bin/stat", "-c", "%s"] + names, in: mnt)["LOOKUP", default: 0]
+    }
+
+    /// The requests `command` makes of the mount by opcode, counted by bench/fuseops.sh (which
+    /// fails when the command does).
+    private func requests(_ command: [String], in mnt: String) throws -> [String: Int] {
         let fuseops = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("bench/fuseops.sh").path
-        let r = try runProgram([fuseops, mnt, "/usr/bin/stat", "-c", "%s"] + names)
+        let r = try runProgram([fuseops, mnt] + command)
         XCTAssertEqual(r.status, 0, r.description)
-        let line = r.stdoutText.split(separator: "\n").first { $0.hasPrefix("op=LOOKUP ") }
-        return line.flatMap { $0.split(separator: " ").first { $0.hasPrefix("requests=") } }
-            .flatMap { Int($0.dropFirst("requests=".count)) } ?? 0
+        var counts: [String: Int] = [:]
+        for line in r.stdoutText.split(separator: "\n") where line.hasPrefix("op=") {
+            let fields = line.split(separator: " ")
+            guard let count = fields.first(where: { $0.hasPrefix("requests=") }).flatMap({ Int($0.dropFirst("requests=".count)) })
+            else { continue }
+            counts[String(fields[0].dropFirst("op=".count))] = count
+        }
+        return counts
     }
 }
