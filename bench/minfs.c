@@ -18,12 +18,13 @@
  *
  * --big N adds the floor of `ls -l` of a large service: a directory /big of N files
  * user0 .. user<N-1>, each holding the same 32 bytes as /bench/secret, listed with READDIRPLUS
- * (each name with its attributes, as keychainfs lists), and GETXATTR answered with ENODATA.
+ * (each name with its attributes, as keychainfs lists), and GETXATTR answered as keychainfs
+ * answers it: ENODATA for a `user.` name, EOPNOTSUPP (no labels, no ACLs) for any other.
  * Reading random ones is the floor of keychainfs's read of random items: each a name the
- * kernel has to look up. A file system that serves some extended
- * attributes must answer GETXATTR, and then the kernel asks it for every name GNU ls asks
- * about (`security.selinux`, libselinux); one that leaves it unimplemented is never asked
- * again after the first ENOSYS, which no xattr-serving file system can copy.
+ * kernel has to look up. A file system that serves some extended attributes must answer
+ * GETXATTR (one that leaves it unimplemented is never asked again after the first ENOSYS,
+ * which no xattr-serving file system can copy); GNU ls asks each file for its label and ACL
+ * until one answer says the file system has none.
  */
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
@@ -265,9 +266,8 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
     (void)ino;
-    (void)name;
     (void)size;
-    fuse_reply_err(req, ENODATA);
+    fuse_reply_err(req, strncmp(name, "user.", 5) == 0 ? ENODATA : EOPNOTSUPP);
 }
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

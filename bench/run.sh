@@ -518,10 +518,11 @@ if ((main_phases)); then
     (cd "$tmpfs/big" && seq -f 'user%.0f' 0 $((big - 1)) | xargs touch)
     "$rl" ls -n 3 -r 1 "$tmpfs/big" | put_ls ls.tmpfs
     t0=$EPOCHREALTIME; ls -l "$tmpfs/big" > /dev/null; put ls.tmpfs.gnu_ms "$(ms_since "$t0")"
-    # The floor of GNU ls -l on any file system that serves extended attributes: GNU ls asks each
-    # name's security.selinux and ACL (two GETXATTR round trips a name) after a READDIRPLUS that
-    # answers its stat. minfs --big lists $big empty files so and answers ENODATA.
-    log "GNU ls -l of minfs --big $big (READDIRPLUS, GETXATTR answered ENODATA)"
+    # The floor of GNU ls -l on a file system that serves extended attributes in `user.` only:
+    # after a READDIRPLUS that answers each name's stat, GNU ls asks the first file's
+    # security.selinux and ACL, is told EOPNOTSUPP, and asks no other. minfs --big lists $big
+    # 32-byte files so and answers GETXATTR as keychainfs does.
+    log "GNU ls -l of minfs --big $big (READDIRPLUS, GETXATTR answered as keychainfs answers it)"
     "$bin/minfs" "$mnt_minfsb" --big "$big" -o default_permissions --pidfile "$work/minfs-big.pid"
     is_mounted "$mnt_minfsb" || die "$mnt_minfsb is not mounted"
     t0=$EPOCHREALTIME; timeout $((ls_budget * 2)) ls -l "$mnt_minfsb/big" > "$work/ls-minfs.txt"
