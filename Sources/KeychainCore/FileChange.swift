@@ -12,6 +12,9 @@ public struct ItemName: Hashable, Sendable {
     /// another group (`%~agrp=`, docs/filesystem.md); nil for the plain name, which shows the
     /// first such item the caller may read.
     public var group: String?
+    /// The synchronizable value the name names, for an item that shares its name (and group)
+    /// with one of the other value (`%~sync=`, docs/filesystem.md); nil for either.
+    public var synchronizable: Bool?
 
     /// The name's bytes in two blocks rather than byte by byte (an array's own hashing), since
     /// the mount hashes a name for every lookup; equal names hash alike, as `==` compares every
@@ -22,6 +25,7 @@ public struct ItemName: Hashable, Sendable {
         account.withUnsafeBytes { hasher.combine(bytes: $0) }
         hasher.combine(itemClass)
         hasher.combine(group)
+        hasher.combine(synchronizable)
     }
 
     public init(service: [UInt8], account: [UInt8]) {
@@ -65,14 +69,16 @@ public struct ItemName: Hashable, Sendable {
     /// The attribute that names the directory: `svce` or `srvr`.
     public var directoryAttribute: AttributeKey { itemClass == .internetPassword ? .server : .service }
 
-    /// The whole primary key but the group: missing qualifiers as empty, so that a search for
-    /// the plain name finds only the item whose other attributes are all empty.
+    /// The whole primary key but the group (and the synchronizable value, when the name has
+    /// none): missing qualifiers as empty, so that a search for the plain name finds only the
+    /// item whose other attributes are all empty.
     public var attributes: Attributes {
         if FileNames.isFlat(itemClass) { return [.class: .string(itemClass.rawValue), .label: .data(account)].merging(qualifiers) { $1 } }
         var out: Attributes = [.class: .string(itemClass.rawValue), directoryAttribute: .data(service), .account: .data(account)]
         if itemClass == .internetPassword {
             for key in FileNames.qualifierKeys { out[key] = qualifiers[key] ?? AttributeKind.of(key).empty }
         }
+        if let synchronizable { out[.synchronizable] = .number(synchronizable ? 1 : 0) }
         return out
     }
 
@@ -82,10 +88,23 @@ public struct ItemName: Hashable, Sendable {
         return accessGroups.filter { $0 == group }
     }
 
-    /// The same name without its group: the plain name of the item.
+    /// Whether an item with `attributes` may be the one this name names: of its synchronizable
+    /// value, when the name has one (the group is narrowed by `narrowing`).
+    public func admits(_ attributes: Attributes) -> Bool {
+        guard let synchronizable else { return true }
+        return (attributes[.synchronizable]?.integerView == 1) == synchronizable
+    }
+
+    /// The synchronizable value to search for: the name's, else either.
+    var synchronizableFilter: AttributeValue {
+        synchronizable.map { .number($0 ? 1 : 0) } ?? .synchronizableAny
+    }
+
+    /// The same name without its group or synchronizable value: the plain name of the item.
     public var plain: ItemName {
         var out = self
         out.group = nil
+        out.synchronizable = nil
         return out
     }
 

@@ -118,16 +118,20 @@ public enum FileNames {
 
     /// The suffix that names an item's access group: `%~agrp=` and the escaped group.
     public static let groupMarker = Array("%~agrp=".utf8)
+    /// The suffix that names an item's synchronizable value: `%~sync=0` or `%~sync=1`.
+    public static let synchronizableMarker = Array("%~sync=".utf8)
 
     /// An item's file name: the escaped account, and for an internet password each qualifier
     /// that is set as `%~key=value` (value escaped as a name is; numbers in decimal), in the order
     /// of `qualifierKeys`; then, for a name that carries its group (an item that shares its name
-    /// with one in another group), `%~agrp=` and the group. `%~` never occurs in an escaped
-    /// value, so the name splits back. Longer than 255 bytes: `%H` and the hash of the name it
-    /// would have been.
+    /// with one in another group), `%~agrp=` and the group; then, for one that carries its
+    /// synchronizable value (an item that shares its name with one of the other value in the
+    /// same group), `%~sync=` and 0 or 1. `%~` never occurs in an escaped value, so the name
+    /// splits back. Longer than 255 bytes: `%H` and the hash of the name it would have been.
     public static func fileName(of name: ItemName) -> [UInt8] {
         if isFlat(name.itemClass) { return flatFileName(of: name) }
-        guard name.group != nil || (name.itemClass == .internetPassword && !name.qualifiers.isEmpty) else { return escape(name.account) }
+        guard name.group != nil || name.synchronizable != nil || (name.itemClass == .internetPassword && !name.qualifiers.isEmpty)
+        else { return escape(name.account) }
         var out = escapeBytes(name.account, escapeFirstDot: name.account == Array(".".utf8) || name.account == Array("..".utf8))
         if name.account.isEmpty { out = [UInt8(ascii: "%")] }
         for key in qualifierKeys {
@@ -136,6 +140,7 @@ public enum FileNames {
             out += Array("%~\(key)=".utf8) + escapeBytes(text, escapeFirstDot: false)
         }
         if let group = name.group { out += groupMarker + escapeBytes(Array(group.utf8), escapeFirstDot: false) }
+        if let synchronizable = name.synchronizable { out += synchronizableMarker + [UInt8(ascii: synchronizable ? "1" : "0")] }
         if out.count > maximumLength {
             return Array("%H".utf8) + hexByte(KeyedHash.hash(out, key: nil, length: 16))
         }
@@ -152,6 +157,15 @@ public enum FileNames {
             return c == .internetPassword ? ItemName(server: service, account: file) : ItemName(service: service, account: file)
         }
         var parts = split(file, on: Array("%~".utf8))
+        var synchronizable: Bool?
+        if parts.count > 1, let last = parts.last, last.starts(with: Array("sync=".utf8)) {
+            switch Array(last.dropFirst(5)) {
+            case [UInt8(ascii: "0")]: synchronizable = false
+            case [UInt8(ascii: "1")]: synchronizable = true
+            default: return nil
+            }
+            parts.removeLast()
+        }
         var group: String?
         if parts.count > 1, let last = parts.last, last.starts(with: Array("agrp=".utf8)) {
             guard let bytes = unescapeBytes(Array(last.dropFirst(5))), !bytes.isEmpty,
@@ -172,6 +186,7 @@ public enum FileNames {
         var name = c == .internetPassword ? ItemName(server: service, account: account, qualifiers: qualifiers)
                                           : ItemName(service: service, account: account)
         name.group = group
+        name.synchronizable = synchronizable
         return fileName(of: name) == file ? name : nil  // only canonical spellings are accepted
     }
 

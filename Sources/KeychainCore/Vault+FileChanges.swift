@@ -28,7 +28,7 @@ extension Vault {
         let prepared = try prepareAdd(name.attributes, secret: secret, accessGroups: groups)
         return try mutex.withLock {
             try store.db.transaction {
-                if let m = try firstFileItem(q, accessGroups: groups) {
+                if let m = try firstFileItem(q, accessGroups: groups, admitted: name.admits) {
                     return FileChange(entry: try reseal(m, attributes: m.attributes, secret: secret, secretChanged: true),
                                       groups: Self.groups(of: m.attributes))
                 }
@@ -71,9 +71,11 @@ extension Vault {
                 defer { source.secret?.wipe() }
                 // A rename keeps the item's group: a name with another group is no name it can take.
                 if let group = name.group, source.attributes[.accessGroup] != .string(group) { throw KeychainStatus.param }
+                // And its synchronizable value.
+                guard name.admits(source.attributes) else { throw KeychainStatus.param }
                 var target: Match?
                 try forEachFileItem(q, accessGroups: name.narrowing(visibleGroups ?? accessGroups)) { item, attributes in
-                    guard item.uuid != source.stored.uuid else { return true }
+                    guard item.uuid != source.stored.uuid, name.admits(attributes) else { return true }
                     target = Match(stored: item.header, attributes: attributes, secret: nil)
                     return false
                 }
@@ -127,16 +129,17 @@ extension Vault {
     @discardableResult
     public func deleteFile(_ name: ItemName, accessGroups: [String]) throws -> Set<String> {
         var query = name.attributes
-        query[.synchronizable] = .synchronizableAny
+        query[.synchronizable] = name.synchronizableFilter
         return try delete(query, accessGroups: name.narrowing(accessGroups))
     }
 
     // MARK: Internals (called with the mutex held)
 
     /// The first item `q` finds in `accessGroups`, opened without its secret.
-    func firstFileItem(_ q: ParsedQuery, accessGroups: [String]) throws -> Match? {
+    func firstFileItem(_ q: ParsedQuery, accessGroups: [String], admitted: (Attributes) -> Bool = { _ in true }) throws -> Match? {
         var found: Match?
         try forEachFileItem(q, accessGroups: accessGroups) { item, attributes in
+            guard admitted(attributes) else { return true }
             found = Match(stored: item.header, attributes: attributes, secret: nil)
             return false
         }

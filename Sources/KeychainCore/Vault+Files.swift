@@ -68,6 +68,7 @@ extension Vault {
         var out: [FileEntry] = []
         try withReader { reader in
             try forEachFileItem(q, accessGroups: name.narrowing(accessGroups), in: reader) { item, attributes in
+                guard name.admits(attributes) else { return true }
                 let e = fileEntry(item, attributes, keepRow: true)
                 if !flat || e.name == name { out.append(e) }
                 return out.count < limit
@@ -117,7 +118,7 @@ extension Vault {
             return q
         }
         var query = name.attributes
-        query[.synchronizable] = .synchronizableAny
+        query[.synchronizable] = name.synchronizableFilter
         return try ParsedQuery(query, operation: .search)
     }
 

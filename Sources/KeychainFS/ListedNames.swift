@@ -125,15 +125,23 @@ struct ListedNames {
         return h.finalize()
     }
 
-    private func contains(_ name: [UInt8]) -> Bool {
-        guard !byName.isEmpty else { return false }
+    private func contains(_ name: [UInt8]) -> Bool { row(named: name) != nil }
+
+    /// The access group of the file listed as `name`, while names are added; nil when none is.
+    func group(ofListed name: [UInt8]) -> String? {
+        guard let i = row(named: name), rows[i].group != Row.noFile else { return nil }
+        return groups[Int(rows[i].group)]
+    }
+
+    private func row(named name: [UInt8]) -> Int? {
+        guard !byName.isEmpty else { return nil }
         let mask = byName.count - 1
         var p = name.withUnsafeBytes(Self.hash) & mask
         while byName[p] >= 0 {
-            if self.name(of: Int(byName[p])).elementsEqual(name) { return true }
+            if self.name(of: Int(byName[p])).elementsEqual(name) { return Int(byName[p]) }
             p = (p + 1) & mask
         }
-        return false
+        return nil
     }
 
     private mutating func index(_ row: Int) {

@@ -40,10 +40,11 @@ extension MountServer {
                 // Every name of the item, also those the kernel does not know: it may hold a
                 // negative entry for a new item.
                 for n in spellings(of: name) {
+                    let ino = inodes.existing(.item(n))
+                    // Names with a synchronizable value are rare: only those the kernel holds.
+                    if n.synchronizable != nil && ino == nil { continue }
                     Self.invalidateEntry(se, parent: dir, name: FileNames.fileName(of: n))
-                    if let ino = inodes.existing(.item(n)) {
-                        _ = fuse_lowlevel_notify_inval_inode(se, ino, 0, 0)
-                    }
+                    if let ino { _ = fuse_lowlevel_notify_inval_inode(se, ino, 0, 0) }
                 }
             } else if name == nil {
                 for node in held { invalidateHeld(se, node) }

@@ -300,15 +300,20 @@ public final class MountServer: Sendable {
         for n in spellings(of: name) { entries.invalidate(directory, name: n) }
     }
 
-    /// The names an item may be known by here: the plain one, and one per group it could be in.
+    /// The names an item may be known by here: the plain one, and one per group it could be
+    /// in, each also with either synchronizable value.
     func spellings(of name: ItemName) -> [ItemName] {
         guard !FileNames.isFlat(name.itemClass) else { return [name] }
-        let plain = name.plain
-        return [plain] + policy.allGroups().map { g in
-            var n = plain
-            n.group = g
-            return n
+        var out: [ItemName] = []
+        for group in [nil] + policy.allGroups().map(Optional.some) {
+            for synchronizable in [nil, false, true] as [Bool?] {
+                var n = name.plain
+                n.group = group
+                n.synchronizable = synchronizable
+                out.append(n)
+            }
         }
+        return out
     }
 
     /// A change of a whole directory (a rename of a service or server).

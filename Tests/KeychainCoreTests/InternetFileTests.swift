@@ -103,6 +103,39 @@ final class InternetFileTests: XCTestCase {
         XCTAssertEqual(grouped(ItemName(service: bytes("db"), account: bytes("a")), "y").narrowing(["x", "y"]), ["y"])
     }
 
+    /// A name that carries its synchronizable value (an item sharing its name with one of the
+    /// other value in its group): `%~sync=0` or `%~sync=1`, after the group, if any.
+    func testNamesWithASynchronizableValueRoundTrip() {
+        func named(_ n: ItemName, _ g: String?, _ sync: Bool) -> ItemName {
+            var out = n
+            out.group = g
+            out.synchronizable = sync
+            return out
+        }
+        let server = bytes("db.example.com")
+        let cases: [(ItemName, ItemClass, String)] = [
+            (named(ItemName(service: bytes("db"), account: bytes("app")), "team", true), .genericPassword, "app%~agrp=team%~sync=1"),
+            (named(ItemName(service: bytes("db"), account: bytes("app")), nil, false), .genericPassword, "app%~sync=0"),
+            (named(ItemName(server: server, account: bytes("alice"), qualifiers: ["port": .number(22)]), "ops", true),
+             .internetPassword, "alice%~port=22%~agrp=ops%~sync=1"),
+        ]
+        for (name, c, file) in cases {
+            XCTAssertEqual(String(decoding: FileNames.fileName(of: name), as: UTF8.self), file)
+            let back = FileNames.itemName(bytes(file), service: c == .genericPassword ? bytes("db") : server, itemClass: c)
+            XCTAssertEqual(back, name, file)
+            XCTAssertNil(back?.plain.synchronizable)
+            XCTAssertEqual(back?.attributes[.synchronizable], .number(name.synchronizable == true ? 1 : 0))
+        }
+        // The value goes last, is 0 or 1, and comes once.
+        for bad in ["app%~sync=1%~agrp=t", "app%~sync=2", "app%~sync=", "app%~sync=01", "app%~sync=1%~sync=1"] {
+            XCTAssertNil(FileNames.itemName(bytes(bad), service: bytes("db"), itemClass: .genericPassword), bad)
+        }
+        let synced = named(ItemName(service: bytes("db"), account: bytes("a")), nil, true)
+        XCTAssertTrue(synced.admits([.synchronizable: .number(1)]))
+        XCTAssertFalse(synced.admits([:]))
+        XCTAssertTrue(synced.plain.admits([:]))
+    }
+
     func testEntriesOfOneServerAndAccountHaveDistinctNames() throws {
         try addInternet("db.example.com", "alice", "plain")
         try addInternet("db.example.com", "alice", "tls", ["port": "8443", "ptcl": "htps"])

@@ -130,6 +130,43 @@ final class ServiceDirectoryTests: NodeTestCase {
         XCTAssertEqual(names(list(db, uid: stranger)), [], "a caller entitled to neither group")
     }
 
+    /// Two items of one name in one group, one synchronizable: each has a file, and `rm` of the
+    /// plain name takes the one it shows, not both.
+    func testItemsOfOneNameInOneGroupSyncedAndNotBothHaveNames() throws {
+        try addPassword("db", "app", "LOCAL")
+        try addPassword("db", "app", "SYNCED", ["sync": 1])
+        try addPassword("db", "app", "TEAM", group: "team", ["sync": 1])
+        let db = inode("db")
+        XCTAssertEqual(names(list(db)), ["app", "app%~agrp=default%~sync=1", "app%~agrp=team"])
+        XCTAssertEqual(contents(inode("app", in: db)), bytes("LOCAL"))
+        XCTAssertEqual(contents(inode("app%~agrp=default%~sync=1", in: db)), bytes("SYNCED"))
+        XCTAssertEqual(contents(inode("app%~agrp=default%~sync=0", in: db)), bytes("LOCAL"))
+        XCTAssertEqual(contents(inode("app%~sync=1", in: db)), bytes("SYNCED"), "the first synchronizable one")
+        XCTAssertEqual(errno { $0.lookup($1, parent: db, name: bytes("app%~agrp=team%~sync=0")) }, ENOENT)
+        XCTAssertEqual(errno { $0.lookup($1, parent: db, name: bytes("app%~sync=1%~agrp=team")) }, ENOENT, "not canonical")
+        XCTAssertEqual(errno { $0.unlink($1, parent: db, name: bytes("app")) }, 0)
+        let left = try vault.fileEntries(service: bytes("db"), accessGroups: ["default", "team"])
+        XCTAssertEqual(left.map(\.group), ["default", "team"], "rm of the plain name took only the item it showed")
+        XCTAssertEqual(names(list(db)), ["app", "app%~agrp=team"])
+        XCTAssertEqual(contents(inode("app", in: db)), bytes("SYNCED"))
+        // A rename keeps the synchronizable value: a target named with the other one is no name it can take.
+        XCTAssertEqual(errno { $0.rename($1, parent: db, name: bytes("app"), newParent: db, newName: bytes("b%~sync=0"), flags: 0) }, EINVAL)
+        XCTAssertEqual(errno { $0.rename($1, parent: db, name: bytes("app"), newParent: db, newName: bytes("b%~sync=1"), flags: 0) }, 0)
+        XCTAssertEqual(try vault.fileEntries(service: bytes("db"), account: bytes("b"), accessGroups: ["default"]).first?
+                        .attributes[.synchronizable]?.integerView, 1)
+        // A new file named with a synchronizable value makes an item of that value.
+        guard case .create(_, _, let opened)? = ask({ $0.create($1, parent: db, name: bytes("b%~agrp=default%~sync=0"),
+                                                              opened: OpenInfo(flags: O_WRONLY | O_CREAT | O_EXCL)) })
+        else { return XCTFail("create") }
+        let data = bytes("NEW")
+        guard case .written(3)? = ask({ m, r in data.withUnsafeBytes { m.write(r, data: $0, offset: 0, handle: opened.handle) } })
+        else { return XCTFail("write") }
+        XCTAssertEqual(errno { $0.release($1, handle: opened.handle) }, 0)
+        let both = try vault.fileEntries(service: bytes("db"), account: bytes("b"), accessGroups: ["default"])
+        XCTAssertEqual(both.map { $0.attributes[.synchronizable]?.integerView ?? 0 }.sorted(), [0, 1])
+        XCTAssertEqual(names(list(db)), ["b", "app", "b%~agrp=default%~sync=0"], "the first of b keeps the plain name")
+    }
+
     func testItemsOfOneNameInTwoGroupsBothHaveNames() throws {
         try addPassword("db", "app", "TEAM", group: "team")
         try addPassword("db", "app", "MINE")

@@ -40,6 +40,24 @@ final class MountSharedNameTests: MountTestCase {
         XCTAssertEqual(FS.read(mnt + "/db/app").bytes, Array("MINE2".utf8))
     }
 
+    /// Two items of one name in one group, one synchronizable: both listed, each read under its
+    /// own name, and `rm` of the plain name removes only the item it shows.
+    func testSyncedAndUnsyncedItemsOfOneNameInOneGroupAreBothListed() throws {
+        try add("db", "app", "LOCAL")
+        try add("db", "app", "SYNCED", ["--synchronizable"])
+        let mnt = try mount()
+        let names = try runProgram(["/bin/ls", "-1", mnt + "/db"]).stdoutText.split(separator: "\n").map(String.init)
+        XCTAssertEqual(names.sorted(), ["app", "app%~agrp=default%~sync=1"], "ls shows both items")
+        XCTAssertEqual(FS.read(mnt + "/db/app").bytes, Array("LOCAL".utf8))
+        XCTAssertEqual(FS.read(mnt + "/db/app%~agrp=default%~sync=1").bytes, Array("SYNCED".utf8))
+        XCTAssertEqual(FS.xattr(mnt + "/db/app%~agrp=default%~sync=1", "user.keychain.synchronizable"), "1")
+        XCTAssertEqual(unlink(mnt + "/db/app"), 0)
+        XCTAssertEqual(try h.run(["find-generic-password", "-s", "db", "-a", "app", "-w"]).stdout, "SYNCED\n",
+                       "the synchronizable item is still there")
+        XCTAssertEqual(try runProgram(["/bin/ls", "-1", mnt + "/db"]).stdoutText, "app\n", "the one left has the plain name")
+        XCTAssertEqual(FS.read(mnt + "/db/app").bytes, Array("SYNCED".utf8))
+    }
+
     func testUpdateOfAnItemInAnotherGroupShowsInTheMount() throws {
         try add("db", "app", "OLD", ["--access-group", "team"])
         let mnt = try mount()

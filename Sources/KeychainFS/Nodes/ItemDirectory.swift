@@ -46,13 +46,20 @@ extension ItemDirectory {
             // One copy of the directory's name for all its items.
             if n.service == directory.service { n.service = directory.service }
             let file = FileFacts(e)
-            if !list.append(Listed(name: FileNames.fileName(of: n), node: .item(n), dotIno: 0, file: file)) {
-                // The plain name shows the first item of that name; one in another group is
-                // listed under the name that carries its group. (Keys and certificates share
-                // labels freely: their names show the first.)
+            let plain = FileNames.fileName(of: n)
+            if !list.append(Listed(name: plain, node: .item(n), dotIno: 0, file: file)) {
+                // The plain name shows the first item of that name, and the name with a group
+                // the first item of that group: another is listed under the name that carries
+                // its group, or its group and synchronizable value when an item of the other
+                // value in its group came first (no two items share all three). (Keys and
+                // certificates share labels freely: their names show the first.)
                 guard !FileNames.isFlat(n.itemClass) else { return true }
+                let groupTaken = list.group(ofListed: plain) == e.group
                 n.group = e.group
-                guard list.append(Listed(name: FileNames.fileName(of: n), node: .item(n), dotIno: 0, file: file)) else { return true }
+                if groupTaken || !list.append(Listed(name: FileNames.fileName(of: n), node: .item(n), dotIno: 0, file: file)) {
+                    n.synchronizable = e.attributes[.synchronizable]?.integerView == 1
+                    guard list.append(Listed(name: FileNames.fileName(of: n), node: .item(n), dotIno: 0, file: file)) else { return true }
+                }
             }
             if priming { priming = mount.entries.store(e, name: n, generation: generation, evicting: false) }
             return true
@@ -129,8 +136,12 @@ struct ServiceDirectory: ItemDirectory {
     func unlink(_ req: any FileRequest, name: [UInt8]) {
         do {
             guard var n = try mount.itemName(name, in: directory) else { return req.error(ENOENT) }
-            // The plain name removes the item it shows this caller, not its namesakes in other groups.
-            if n.group == nil, let shown = try mount.entry(n, groups: mount.caller(req, writing: false).groups) { n.group = shown.group }
+            // A name removes the item it shows this caller, not its namesakes in other groups or
+            // of the other synchronizable value.
+            if n.group == nil || n.synchronizable == nil, let shown = try mount.entry(n, groups: mount.caller(req, writing: false).groups) {
+                n.group = shown.group
+                n.synchronizable = shown.attributes[.synchronizable]?.integerView == 1
+            }
             let groups = try mount.vault.deleteFile(n, accessGroups: mount.caller(req, writing: true).groups)
             mount.changed(.delete, n, groups: groups)
             req.ok()
