@@ -95,6 +95,14 @@ public struct ItemName: Hashable, Sendable {
         return (attributes[.synchronizable]?.integerView == 1) == synchronizable
     }
 
+    /// Whether this name of a key or certificate, a label with its qualifier (one that shares its
+    /// label: `FileNames.flatFileName`), names the item with `attributes`.
+    func namesFlat(labelled attributes: Attributes) -> Bool {
+        let key = FileNames.flatQualifier(itemClass)
+        guard FileNames.isFlat(itemClass), !account.isEmpty, let wanted = qualifiers[key]?.byteView else { return false }
+        return attributes[.label]?.byteView == account && attributes[key]?.byteView == wanted
+    }
+
     /// The synchronizable value to search for: the name's, else either.
     var synchronizableFilter: AttributeValue {
         synchronizable.map { .number($0 ? 1 : 0) } ?? .synchronizableAny

@@ -59,15 +59,19 @@ public enum FileNames {
 
     /// A key's or certificate's file name: the escaped label and `.pem`; without a label,
     /// `%%~klbl=HEX.pem` (`%%~slnr=HEX.pem` for a certificate), HEX the attribute's bytes in
-    /// upper-case hex. Longer than 255 bytes: `%H` and the hash of the name it would have been.
+    /// upper-case hex; for a labelled one that shares its label with one listed before it, the
+    /// label and then the same `%~klbl=HEX` (`%~slnr=HEX`). Longer than 255 bytes: `%H` and the
+    /// hash of the name it would have been.
     static func flatFileName(of name: ItemName) -> [UInt8] {
         var out: [UInt8]
+        let key = flatQualifier(name.itemClass)
         if name.account.isEmpty {
             out = [UInt8(ascii: "%")]
-            let key = flatQualifier(name.itemClass)
-            out += Array("%~\(key)=".utf8) + hexByte(name.qualifiers[key]?.byteView ?? [])
         } else {
             out = escapeBytes(name.account, escapeFirstDot: name.account == Array(".".utf8) || name.account == Array("..".utf8))
+        }
+        if name.account.isEmpty || name.qualifiers[key] != nil {
+            out += Array("%~\(key)=".utf8) + hexByte(name.qualifiers[key]?.byteView ?? [])
         }
         out += pemSuffix
         if out.count > maximumLength {
@@ -81,15 +85,19 @@ public enum FileNames {
     static func flatItemName(_ file: [UInt8], itemClass c: ItemClass) -> ItemName? {
         guard file.count > pemSuffix.count, Array(file.suffix(pemSuffix.count)) == pemSuffix else { return nil }
         let base = Array(file.dropLast(pemSuffix.count))
-        let prefix = Array("%%~\(flatQualifier(c))=".utf8)
-        let name: ItemName
-        if base.starts(with: prefix) {
-            guard let bytes = unhex(Array(base.dropFirst(prefix.count))), !bytes.isEmpty else { return nil }
-            name = ItemName(flat: c, label: [], qualifiers: [flatQualifier(c): .data(bytes)])
-        } else {
-            guard let label = unescapeBytes(base), !label.isEmpty else { return nil }
-            name = ItemName(flat: c, label: label)
+        let marker = Array("%~\(flatQualifier(c))=".utf8)
+        var parts = split(base, on: Array("%~".utf8))
+        var qualifier: [UInt8]?
+        if parts.count == 2 {
+            guard parts[1].starts(with: marker.dropFirst(2)), let bytes = unhex(Array(parts[1].dropFirst(marker.count - 2))),
+                  !bytes.isEmpty else { return nil }
+            qualifier = bytes
+            parts.removeLast()
         }
+        guard parts.count == 1, let label = parts[0] == [UInt8(ascii: "%")] && qualifier != nil ? [] : unescapeBytes(parts[0]),
+              !label.isEmpty || qualifier != nil else { return nil }
+        var name = ItemName(flat: c, label: label, qualifiers: qualifier.map { [flatQualifier(c): .data($0)] } ?? [:])
+        if !label.isEmpty, let qualifier { name.qualifiers = [flatQualifier(c): .data(qualifier)] }
         return flatFileName(of: name) == file ? name : nil  // only canonical spellings are accepted
     }
 

@@ -70,7 +70,7 @@ extension Vault {
             try forEachFileItem(q, accessGroups: name.narrowing(accessGroups), in: reader) { item, attributes in
                 guard name.admits(attributes) else { return true }
                 let e = fileEntry(item, attributes, keepRow: true)
-                if !flat || e.name == name { out.append(e) }
+                if !flat || e.name == name || name.namesFlat(labelled: attributes) { out.append(e) }
                 return out.count < limit
             }
         }

@@ -30,13 +30,19 @@ final class KeyCertificateFileTests: XCTestCase {
             (ItemName(flat: .key, label: [], qualifiers: ["klbl": .data([0xAB, 0x01])]), "%%~klbl=AB01.pem"),
             (ItemName(flat: .certificate, label: [], qualifiers: ["slnr": .data([0x00, 0x8B])]), "%%~slnr=008B.pem"),
         ]
-        for (name, file) in cases {
+        // One that shares its label with one listed before it also carries its qualifier.
+        var second = ItemName(flat: .key, label: bytes("tls"))
+        second.qualifiers = ["klbl": .data([0x02])]
+        var secondCert = ItemName(flat: .certificate, label: bytes("a%"))
+        secondCert.qualifiers = ["slnr": .data([0x09])]
+        for (name, file) in cases + [(second, "tls%~klbl=02.pem"), (secondCert, "a%25%~slnr=09.pem")] {
             XCTAssertEqual(String(decoding: FileNames.fileName(of: name), as: UTF8.self), file)
             XCTAssertEqual(FileNames.itemName(bytes(file), service: [], itemClass: name.itemClass), name, file)
         }
         XCTAssertEqual(ItemName(flat: .key, label: bytes("x"), qualifiers: ["klbl": .data([1])]).qualifiers, [:],
                        "a labelled item is named by its label alone")
-        for bad in ["server", ".pem", "%%~klbl=ab01.pem", "%%~klbl=.pem", "%%~slnr=AB.pem", "%61.pem", "%.pem"] {
+        for bad in ["server", ".pem", "%%~klbl=ab01.pem", "%%~klbl=.pem", "%%~slnr=AB.pem", "%61.pem", "%.pem",
+                    "tls%~klbl=.pem", "tls%~klbl=0g.pem", "tls%~slnr=01.pem", "tls%~klbl=01%~klbl=02.pem"] {
             XCTAssertNil(FileNames.itemName(bytes(bad), service: [], itemClass: .key), bad)
         }
         let long = ItemName(flat: .key, label: Array(repeating: UInt8(ascii: "k"), count: 300))
@@ -45,7 +51,7 @@ final class KeyCertificateFileTests: XCTestCase {
         XCTAssertEqual(FileNames.classDirectory(.certificate), bytes(".certificates"))
     }
 
-    func testOnlyExtractablePrivateKeysHaveFilesAndRepeatedLabelsShowTheFirst() throws {
+    func testOnlyExtractablePrivateKeysHaveFilesAndRepeatedLabelsAreFoundByTheirQualifier() throws {
         func addKey(_ label: String?, klbl: UInt8, _ extra: Attributes = [:]) throws {
             var attrs: Attributes = ["class": "keys", "kcls": 1, "type": 73, "klbl": .data([klbl]), "extr": true]
             if let label { attrs["labl"] = .string(label) }
@@ -65,6 +71,12 @@ final class KeyCertificateFileTests: XCTestCase {
         let tls = try vault.fileEntries(named: ItemName(flat: .key, label: bytes("tls")), accessGroups: groups)
         XCTAssertEqual(tls.count, 2)
         XCTAssertEqual(try vault.fileSecret(of: tls[0], accessGroups: groups).string, "key 1", "the first by insertion order")
+        var second = ItemName(flat: .key, label: bytes("tls"))
+        second.qualifiers = ["klbl": .data([2])]
+        let tls2 = try vault.fileEntries(named: second, accessGroups: groups)
+        XCTAssertEqual(try tls2.map { try vault.fileSecret(of: $0, accessGroups: groups).string }, ["key 2"], "the label and its klbl")
+        second.qualifiers = ["klbl": .data([5])]
+        XCTAssertTrue(try vault.fileEntries(named: second, accessGroups: groups).isEmpty, "a klbl of another label")
         XCTAssertTrue(try vault.fileEntries(named: ItemName(flat: .key, label: bytes("locked-in")), accessGroups: groups).isEmpty)
         let bare = try vault.fileEntries(named: ItemName(flat: .key, label: [], qualifiers: ["klbl": .data([5])]), accessGroups: groups)
         XCTAssertEqual(bare.count, 1)

@@ -107,6 +107,18 @@ final class FlatClassDirectoryTests: NodeTestCase {
                        "nor into it")
         XCTAssertEqual(names(list(inode(".certificates"))), [])
     }
+
+    /// Keys of one label each have a file: the first the plain name, the next its klbl too.
+    func testKeysOfOneLabelAreAllListed() throws {
+        for klbl: UInt8 in [1, 2] {
+            try vault.add(["class": "keys", "kcls": 1, "type": 73, "klbl": .data([klbl]), "extr": true, "labl": "tls"],
+                          secret: try SecureBytes(copying: Array("key \(klbl)".utf8)), accessGroups: ["default"])
+        }
+        let keys = inode(".keys")
+        XCTAssertEqual(names(list(keys)), ["tls.pem", "tls%~klbl=02.pem"])
+        XCTAssertNotEqual(inode("tls.pem", in: keys), inode("tls%~klbl=02.pem", in: keys))
+        XCTAssertEqual(errno { $0.lookup($1, parent: keys, name: bytes("tls%~klbl=03.pem")) }, ENOENT)
+    }
 }
 
 /// A service's directory: its items as files, made, renamed and removed there.

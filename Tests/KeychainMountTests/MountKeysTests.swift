@@ -53,7 +53,7 @@ final class MountKeysTests: MountTestCase {
         XCTAssertTrue(audit.contains("file-open-read"), "the key's read is in the audit log")
     }
 
-    func testNonExtractableAndUnlabelledKeysAndRepeatedLabels() throws {
+    func testNonExtractableAndUnlabelledKeysAndRepeatedLabelsEachListed() throws {
         let hidden = try makeMaterial("hidden.example", serial: "0x2001")
         try storeTLS(hidden, label: "hidden", [kSecAttrIsExtractable as String: false])
         let first = try makeMaterial("twice.example", serial: "0x3001")
@@ -64,11 +64,17 @@ final class MountKeysTests: MountTestCase {
         try withHarnessDaemon { secAdd([kSecClass as String: kSecClassKey, kSecValueRef as String: try bare.privateKey()]) }
         let klbl = try XCTUnwrap((SecKeyCopyAttributes(try bare.privateKey()) as? [String: Any])?[kSecAttrApplicationLabel as String] as? Data)
         let hex = klbl.map { String(format: "%02X", $0) }.joined()
+        let secondKLBL = try XCTUnwrap((SecKeyCopyAttributes(try second.privateKey()) as? [String: Any])?[kSecAttrApplicationLabel as String] as? Data)
+        let secondHex = secondKLBL.map { String(format: "%02X", $0) }.joined()
 
         let mnt = try mount()
-        XCTAssertEqual(FS.list(mnt + "/.keys").names?.sorted(), ["%%~klbl=\(hex).pem", "twice.pem"],
-                       "no file for a non-extractable key; a repeated label shows its first item; no label: the key's klbl")
-        XCTAssertEqual(FS.list(mnt + "/.certificates").names?.sorted(), ["hidden.pem", "twice.pem"], "certificates are public")
+        XCTAssertEqual(FS.list(mnt + "/.keys").names?.sorted(), ["%%~klbl=\(hex).pem", "twice%~klbl=\(secondHex).pem", "twice.pem"],
+                       "no file for a non-extractable key; a repeated label shows its first item, the next with its klbl; no label: the key's klbl")
+        XCTAssertEqual(FS.list(mnt + "/.certificates").names?.sorted(), ["hidden.pem", "twice%~slnr=3002.pem", "twice.pem"],
+                       "certificates are public; the next of a label carries its serial number")
+        XCTAssertEqual(FS.read(mnt + "/.keys/twice%~klbl=\(secondHex).pem").bytes.map { Data($0) },
+                       try TLSMaterial.openssl(["pkey", "-in", second.keyPEM.path]))
+        XCTAssertEqual(FS.read(mnt + "/.certificates/twice%~slnr=3002.pem").bytes.map { Data($0) }, second.certificatePEM)
         assertErrno(FS.stat(mnt + "/.keys/hidden.pem").errno, ENOENT, "non-extractable")
         let firstKey = try TLSMaterial.openssl(["pkey", "-in", first.keyPEM.path])
         XCTAssertEqual(FS.read(mnt + "/.keys/twice.pem").bytes.map { Data($0) }, firstKey, "the first by insertion order")

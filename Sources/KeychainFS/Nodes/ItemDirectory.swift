@@ -51,14 +51,21 @@ extension ItemDirectory {
                 // The plain name shows the first item of that name, and the name with a group
                 // the first item of that group: another is listed under the name that carries
                 // its group, or its group and synchronizable value when an item of the other
-                // value in its group came first (no two items share all three). (Keys and
-                // certificates share labels freely: their names show the first.)
-                guard !FileNames.isFlat(n.itemClass) else { return true }
-                let groupTaken = list.group(ofListed: plain) == e.group
-                n.group = e.group
-                if groupTaken || !list.append(Listed(name: FileNames.fileName(of: n), node: .item(n), dotIno: 0, file: file)) {
-                    n.synchronizable = e.attributes[.synchronizable]?.integerView == 1
+                // value in its group came first (no two items share all three). Keys and
+                // certificates share labels freely: one listed after another of its label
+                // carries its application label or serial number.
+                if FileNames.isFlat(n.itemClass) {
+                    let key = FileNames.flatQualifier(n.itemClass)
+                    guard !n.account.isEmpty, let q = e.attributes[key]?.byteView, !q.isEmpty else { return true }
+                    n.qualifiers = [key: .data(q)]
                     guard list.append(Listed(name: FileNames.fileName(of: n), node: .item(n), dotIno: 0, file: file)) else { return true }
+                } else {
+                    let groupTaken = list.group(ofListed: plain) == e.group
+                    n.group = e.group
+                    if groupTaken || !list.append(Listed(name: FileNames.fileName(of: n), node: .item(n), dotIno: 0, file: file)) {
+                        n.synchronizable = e.attributes[.synchronizable]?.integerView == 1
+                        guard list.append(Listed(name: FileNames.fileName(of: n), node: .item(n), dotIno: 0, file: file)) else { return true }
+                    }
                 }
             }
             if priming { priming = mount.entries.store(e, name: n, generation: generation, evicting: false) }
