@@ -28,18 +28,28 @@ final class InternetPasswords {
         }
     }
 
-    /// Adds an item; when one with the same primary key exists, replaces its secret and the
-    /// other attributes given (SecItemAdd, then SecItemUpdate on errSecDuplicateItem).
+    /// Replaces the secret and the other attributes given of the item with this primary key
+    /// that a search finds first, in whichever of the caller's groups it lives (as
+    /// `add-internet-password -U`), so the next `get` answers this secret; adds one (to the
+    /// caller's first group) when there is none (SecItemUpdate, else SecItemAdd).
     func addOrUpdate(_ attributes: Attributes, primaryKey: Attributes, secret: SecureBytes) throws {
+        var changes = attributes
+        for key in primaryKey.keys { changes[key] = nil }
+        if let ref = try find(primaryKey, limit: 1).first?.persistentRef {
+            do {
+                try client.send(Request(.update, query: [.class: "inet", .valuePersistentRef: .data(ref)], changes: changes,
+                                        secrets: [secret]))
+                return
+            } catch KeychainStatus.itemNotFound {}  // deleted meanwhile: add it again
+        }
         var add = attributes
         add[.class] = "inet"
         do {
             try client.send(Request(.add, query: add, secrets: [secret]))
         } catch KeychainStatus.duplicateItem {
+            // Added by another client meanwhile.
             var query = primaryKey
             query[.class] = "inet"
-            var changes = attributes
-            for key in primaryKey.keys { changes[key] = nil }
             try client.send(Request(.update, query: query, changes: changes, secrets: [secret]))
         }
     }

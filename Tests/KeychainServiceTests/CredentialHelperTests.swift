@@ -91,6 +91,23 @@ final class CredentialHelperTests: XCTestCase {
         XCTAssertEqual(try gitHelper("erase", "protocol=https\nhost=\(host)\n").status, 0, "nothing to erase is no error")
     }
 
+    /// A credential that lives in another of the caller's groups is updated where it lives, as
+    /// `add-internet-password -U` does: no second item in the default group, and `get` answers
+    /// the new password.
+    func testGitHelperStoreUpdatesTheCredentialInTheGroupItLivesIn() throws {
+        let host = unique("team") + ".example.com"
+        XCTAssertEqual(try harness.run(["group", "add", "team"]).status, 0)
+        let added = try harness.run(["add-internet-password", "-s", host, "-a", "alice", "-r", "htps", "-t", "dflt", "-w", "old",
+                                     "--access-group", "team"])
+        XCTAssertEqual(added.status, 0, "\(added)")
+        XCTAssertEqual(try gitHelper("get", "protocol=https\nhost=\(host)\n").stdout, "password=old\nusername=alice\n")
+        XCTAssertEqual(try gitHelper("store", "protocol=https\nhost=\(host)\nusername=alice\npassword=new\n").status, 0)
+        XCTAssertEqual(try gitHelper("get", "protocol=https\nhost=\(host)\n").stdout, "password=new\nusername=alice\n")
+        XCTAssertEqual(try harness.run(["find-internet-password", "-s", host, "-w", "--access-group", "team"]).stdout, "new\n")
+        XCTAssertEqual(try harness.run(["find-internet-password", "-s", host, "--access-group", "default"]).status, 44,
+                       "no second item in the default group")
+    }
+
     func testGitHelperIgnoresOtherProtocolsAndRefusesBadInputAndALockedVault() throws {
         let host = unique("edge") + ".example.com"
         // A protocol Apple's codes cannot name: nothing stored, exit 0 (git goes to the next helper).
