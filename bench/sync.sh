@@ -8,22 +8,24 @@
 #   - a new host C joining a circle whose server holds --new-host items: until it is a member,
 #     and until it has read the whole log;
 #   - with --fleet "10 50 200" (or 10,50,200): for each N, N sync engines in one process in one
-#     circle, with the connections each engine held before issue 32 and with shared ones
-#     (keychainfs-bench sync-fleet): one change until every host has it, --fleet-changes
-#     changes spread over the hosts until all have all, the server's backends and memory;
-#     --fleet-only runs these alone.
+#     circle, with the connections each engine held before issue 32, with shared ones, and (when
+#     PgBouncer is installed) as separate daemons would run them, each polling every second
+#     through PgBouncer in transaction mode (keychainfs-bench sync-fleet): one change until
+#     every host has it, --fleet-changes changes spread over the hosts until all have all,
+#     the server's backends and memory;
+#     --fleet-only runs these alone; --fleet-modes "polled" (or held, shared) only those.
 # A PostgreSQL cluster of its own (Debian's, run by a user made for the run, on a Unix socket
 # in the work directory, fsync on), three vaults with their own device keys and daemons.
 #
 #   bench/sync.sh --kc PATH/keychainfs --bench PATH/keychainfs-bench [--changes N] [--burst M]
-#                 [--new-host K] [--fleet "N ..."] [--fleet-changes M] [--fleet-only] [--keep]
+#                 [--new-host K] [--fleet "N ..."] [--fleet-changes M] [--fleet-only] [--fleet-modes "M ..."] [--keep]
 # bench/run.sh --sync-only builds the release binaries and runs this. Needs root. Everything it
 # starts, mounts and makes is undone on exit, also when interrupted.
 set -euo pipefail
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 kc=""; kcbench=""; changes=1000; burst=10000; new_host=100000; keep=0
-fleet=""; fleet_changes=1000; fleet_only=0
+fleet=""; fleet_changes=1000; fleet_only=0; fleet_modes="held shared polled"
 while (($#)); do
     case "$1" in
         --kc) shift; kc=${1:?--kc needs a path} ;;
@@ -34,6 +36,7 @@ while (($#)); do
         --fleet) shift; fleet=${1:?--fleet needs host counts, for example "10 50 200"} ;;
         --fleet-changes) shift; fleet_changes=${1:?--fleet-changes needs a number} ;;
         --fleet-only) fleet_only=1 ;;
+        --fleet-modes) shift; fleet_modes=${1:?--fleet-modes needs modes: held, shared, polled} ;;
         --keep) keep=1 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench/sync.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
@@ -71,6 +74,7 @@ cleanup() {
         grep -qs " $mounted " /proc/mounts && umount -l "$mounted"
     fi
     for h in a b c; do [ -e "$work/$h/$h.vault" ] && host "$h" timeout 20 "$kc" stop >/dev/null 2>&1; done
+    [ -f "$work/pg/pooler.pid" ] && kill -INT "$(cat "$work/pg/pooler.pid")" 2>/dev/null
     [ -d "$work/pg/data" ] && runuser -u "$pguser" -- "$pgbin/pg_ctl" -D "$work/pg/data" -w -m fast stop >/dev/null 2>&1
     # userdel refuses a user with a process left: give the server's last ones time to end.
     for _ in $(seq 50); do pgrep -u "$pguser" >/dev/null 2>&1 || break; sleep 0.2; done
@@ -105,19 +109,38 @@ runuser -u "$pguser" -- "$pgbin/initdb" -D "$work/pg/data" -U kcbench --auth=tru
 runuser -u "$pguser" -- "$pgbin/pg_ctl" -D "$work/pg/data" -w -l "$work/pg/server.log" \
     -o "-k $work/pg/sock -c listen_addresses='' -c max_connections=500" start >/dev/null
 conninfo="host=$work/pg/sock dbname=postgres user=kcbench"
+# PgBouncer in transaction mode in front of it, for the fleet's polling hosts: 20 server
+# connections for every database, whatever the number of clients.
+pooler_pool=20
+if [ -n "$fleet" ] && [ -x /usr/sbin/pgbouncer ]; then
+    mkdir -p "$work/pg/pooler"
+    echo '"kcbench" ""' > "$work/pg/pooler.users"
+    printf '%s\n' "[databases]" "* = host=$work/pg/sock" "[pgbouncer]" "listen_addr =" "unix_socket_dir = $work/pg/pooler" \
+        "listen_port = 6432" "auth_type = trust" "auth_file = $work/pg/pooler.users" "pool_mode = transaction" \
+        "default_pool_size = $pooler_pool" "max_client_conn = 5000" "logfile = $work/pg/pooler.log" \
+        "pidfile = $work/pg/pooler.pid" > "$work/pg/pooler.ini"
+    chown -R "$pguser" "$work/pg"
+    runuser -u "$pguser" -- /usr/sbin/pgbouncer -d "$work/pg/pooler.ini" || echo "bench/sync.sh: PgBouncer did not start" >&2
+fi
 
 # The fleet: N engines in one process, held connections (two each, as before issue 32) and
 # shared ones (a pool and one LISTEN connection), one fresh database each so no run's log
 # weighs on the next.
 fleet_report=""
 run_fleet() {
-    local n mode db res
+    local n mode db res server
     for n in $fleet; do
-        for mode in held shared; do
+        for mode in $fleet_modes; do
+            if [ "$mode" = polled ] && [ ! -S "$work/pg/pooler/.s.PGSQL.6432" ]; then
+                log "fleet: no PgBouncer (apt-get install pgbouncer): polled hosts not measured"
+                continue
+            fi
             db="fleet_${mode}_$n"
             psql_ "CREATE DATABASE $db" >/dev/null
+            server="host=$work/pg/sock dbname=$db user=kcbench"
+            [ "$mode" = polled ] && server="host=$work/pg/pooler port=6432 dbname=$db user=kcbench"
             log "fleet: $n hosts, $mode connections, $fleet_changes changes"
-            res=$("$kcbench" sync-fleet --server "host=$work/pg/sock dbname=$db user=kcbench" --hosts "$n" \
+            res=$("$kcbench" sync-fleet --server "$server" --hosts "$n" \
                 --changes "$fleet_changes" --connections "$mode" --dir "$work" --baseline) \
                 || { echo "bench/sync.sh: sync-fleet failed at $n hosts ($mode)" >&2; res="hosts=$n connections=$mode failed=1"; }
             fleet_report+="$res"$'\n'

@@ -85,9 +85,9 @@ enum SyncVerbs {
     }
 
     static let sync = Verb(
-        name: "sync", usage: "init|join|approve|remove|status|set|leave [CODE|HOST] [--server CONNINFO | --server-file PATH] [--name NAME] [--retention DAYS] [--json] [VAULT]",
+        name: "sync", usage: "init|join|approve|remove|status|set|leave [CODE|HOST] [--server CONNINFO | --server-file PATH] [--name NAME] [--retention DAYS] [--poll SECONDS] [--json] [VAULT]",
         summary: "Replicate sync=1 items among hosts through PostgreSQL, end-to-end encrypted.",
-        valued: ["--server", "--server-file", "--name", "--retention"],
+        valued: ["--server", "--server-file", "--name", "--retention", "--poll"],
         details: """
         init makes this host the first of a circle on the server; join asks to join and prints a
         code; approve CODE, on a member, admits the host that printed it; remove HOST (a
@@ -95,7 +95,10 @@ enum SyncVerbs {
         other members get: HOST can read nothing written after; status shows the circle and
         the last round; set --retention DAYS sets, for the whole circle, how many days a member
         may go unseen before the server's log is pruned past it (default 30; it then reads the
-        whole log when it returns); leave forgets the circle here (items stay).
+        whole log when it returns); set --poll SECONDS (also on init and join, to poll from
+        the start) makes this host look for changes every SECONDS without holding a LISTEN
+        connection, for a server reached through a pooler such as PgBouncer in transaction
+        mode (0, the default: it listens); leave forgets the circle here (items stay).
         CONNINFO is a libpq connection string. It must not hold a password: put the password
         in libpq's passfile (`passfile=PATH` in the string, or ~/.pgpass of the daemon's user).
         --server-file reads the string from a file, or from standard input with `-`.
@@ -109,7 +112,9 @@ enum SyncVerbs {
         switch sub {
         case "init", "join":
             let server = try conninfo(ctx.args), name = ctx.args.value("--name") ?? hostName()
-            request = sub == "init" ? .initCircle(server: server, name: name) : .join(server: server, name: name)
+            let poll = try ctx.args.number("--poll", in: 0...SyncRequest.maximumPollSeconds, unit: "a number of seconds")
+            request = sub == "init" ? .initCircle(server: server, name: name, pollSeconds: poll)
+                                    : .join(server: server, name: name, pollSeconds: poll)
         case "approve":
             guard let code = rest.first else { throw UsageError("sync approve needs the CODE the joining host printed") }
             request = .approve(code: code)
@@ -120,9 +125,10 @@ enum SyncVerbs {
             rest.removeFirst()
         case "status": request = .status
         case "set":
-            guard let days = try ctx.args.number("--retention", in: 1...SyncRequest.maximumRetentionDays, unit: "a number of days")
-            else { throw UsageError("sync set needs --retention DAYS") }
-            request = .setRetention(days: days)
+            let days = try ctx.args.number("--retention", in: 1...SyncRequest.maximumRetentionDays, unit: "a number of days")
+            let poll = try ctx.args.number("--poll", in: 0...SyncRequest.maximumPollSeconds, unit: "a number of seconds")
+            guard days != nil || poll != nil else { throw UsageError("sync set needs --retention DAYS or --poll SECONDS") }
+            request = .set(retentionDays: days, pollSeconds: poll)
         case "leave": request = .leave
         default:
             throw UsageError("unknown sync command \(sub)")
@@ -133,6 +139,7 @@ enum SyncVerbs {
             }
         }
         if sub != "set" && ctx.args.has("--retention") { throw UsageError("sync \(sub) takes no --retention") }
+        if !["set", "init", "join"].contains(sub) && ctx.args.has("--poll") { throw UsageError("sync \(sub) takes no --poll") }
         guard rest.count <= 1 else { throw UsageError("too many arguments") }
         let vault = rest.first.map(Paths.canonical) ?? Paths.canonical(Paths.defaultVault())
         let client = try DaemonClient.connect(vaultPath: vault, startWith: [selfExecutable(), "daemon", vault])

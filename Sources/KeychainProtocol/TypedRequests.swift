@@ -433,10 +433,11 @@ public struct AuditQuery: Sendable, Equatable {
 
 /// `sync`: fleet sync's circle verbs (option `verb`) and the history of set-aside versions.
 public enum SyncRequest: TypedRequest {
-    /// Makes this host the first of a circle on `server` (a libpq connection string).
-    case initCircle(server: String, name: String?)
+    /// Makes this host the first of a circle on `server` (a libpq connection string); with
+    /// `pollSeconds`, it polls from the start (`set`).
+    case initCircle(server: String, name: String?, pollSeconds: Int64? = nil)
     /// Asks to join the circle on `server`; the reply's `code` is for a member to approve.
-    case join(server: String, name: String?)
+    case join(server: String, name: String?, pollSeconds: Int64? = nil)
     case approve(code: String)
     /// Removes the member named `host` (a name, or 8 or more hex digits of its id).
     case remove(host: String)
@@ -444,8 +445,10 @@ public enum SyncRequest: TypedRequest {
     case status
     /// The versions sync set aside, of a service and account (each optional), with secrets.
     case history(service: String?, account: String?, secrets: Bool)
-    /// Sets the circle's retention: days a member may go unseen before pruning leaves it out.
-    case setRetention(days: Int64)
+    /// Sets the circle's retention (days a member may go unseen before pruning leaves it out),
+    /// and this host's polling (seconds between rounds that hear no notification: 0 listens).
+    /// At least one of the two.
+    case set(retentionDays: Int64?, pollSeconds: Int64?)
     /// Writes the version kept in the history under `id` back as a local change.
     case restore(id: Int64)
 
@@ -459,22 +462,24 @@ public enum SyncRequest: TypedRequest {
         case .leave: return "leave"
         case .status: return "status"
         case .history: return "history"
-        case .setRetention: return "set"
+        case .set: return "set"
         case .restore: return "restore"
         }
     }
 
     /// - Throws: errSecParam for a missing or unknown verb, init or join without a server,
-    ///   remove without a host, set without a positive retention, restore without an id, an
-    ///   option of another type.
+    ///   remove without a host, set without a retention or polling, or with one out of range,
+    ///   restore without an id, an option of another type.
     public init(decoding request: Request) throws {
         guard request.operation == .sync else { throw KeychainStatus.param }
         let o = request.options
         switch try o.string(.verb) {
         case "init"?, "join"?:
             guard let server = try o.string(.server), !server.isEmpty else { throw KeychainStatus.param }
-            let name = try o.string(.name)
-            self = try o.string(.verb) == "init" ? .initCircle(server: server, name: name) : .join(server: server, name: name)
+            let name = try o.string(.name), poll = try o.number(.pollSeconds)
+            guard poll.map({ $0 >= 0 && $0 <= Self.maximumPollSeconds }) ?? true else { throw KeychainStatus.param }
+            self = try o.string(.verb) == "init" ? .initCircle(server: server, name: name, pollSeconds: poll)
+                                                 : .join(server: server, name: name, pollSeconds: poll)
         case "approve"?: self = .approve(code: try o.string(.code) ?? "")
         case "remove"?:
             guard let host = try o.string(.host), !host.isEmpty else { throw KeychainStatus.param }
@@ -484,10 +489,12 @@ public enum SyncRequest: TypedRequest {
         case "history"?:
             self = .history(service: try o.string(.service), account: try o.string(.account), secrets: try o.flag(.secrets))
         case "set"?:
-            guard let days = try o.number(.retentionDays), days > 0, days <= Self.maximumRetentionDays else {
+            let days = try o.number(.retentionDays), poll = try o.number(.pollSeconds)
+            guard days != nil || poll != nil, days.map({ $0 > 0 && $0 <= Self.maximumRetentionDays }) ?? true,
+                  poll.map({ $0 >= 0 && $0 <= Self.maximumPollSeconds }) ?? true else {
                 throw KeychainStatus.param
             }
-            self = .setRetention(days: days)
+            self = .set(retentionDays: days, pollSeconds: poll)
         case "restore"?:
             guard let id = try o.number(.historyID) else { throw KeychainStatus.param }
             self = .restore(id: id)
@@ -498,13 +505,16 @@ public enum SyncRequest: TypedRequest {
     public var request: Request {
         var o: Options = [.verb: .string(verb)]
         switch self {
-        case .initCircle(let server, let name), .join(let server, let name):
+        case .initCircle(let server, let name, let poll), .join(let server, let name, let poll):
             o[.server] = .string(server)
             if let name { o[.name] = .string(name) }
+            if let poll { o[.pollSeconds] = .number(poll) }
         case .approve(let code): o[.code] = .string(code)
         case .remove(let host): o[.host] = .string(host)
         case .leave, .status: break
-        case .setRetention(let days): o[.retentionDays] = .number(days)
+        case .set(let days, let poll):
+            if let days { o[.retentionDays] = .number(days) }
+            if let poll { o[.pollSeconds] = .number(poll) }
         case .restore(let id): o[.historyID] = .number(id)
         case .history(let service, let account, let secrets):
             if let service { o[.service] = .string(service) }
@@ -516,6 +526,8 @@ public enum SyncRequest: TypedRequest {
 
     /// The longest retention `sync set` takes: 100 years, far from PostgreSQL's interval limits.
     public static let maximumRetentionDays: Int64 = 36_500
+    /// The longest wait between polled rounds `sync set --poll` takes: an hour.
+    public static let maximumPollSeconds: Int64 = 3_600
 }
 
 // MARK: mount, unmount, watch

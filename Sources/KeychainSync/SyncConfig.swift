@@ -32,6 +32,10 @@ struct SyncConfig: Equatable {
     /// Where the current epoch began in the log: a record after it must be of this epoch.
     var epochStart: Int64 = 0
     var former: [Former] = []
+    /// Seconds between this host's rounds when it does not LISTEN (`sync set --poll`), for a
+    /// server reached through a pooler in transaction mode, which cannot carry LISTEN; 0:
+    /// it listens, and rounds come on a notification or every 2 s.
+    var pollSeconds: UInt16 = 0
 
     static let settingName = "sync"
 
@@ -74,7 +78,7 @@ struct SyncConfig: Equatable {
 
     func encoded() -> [UInt8] {
         var w = ByteWriter()
-        w.u8(2)  // version of this encoding: 2 adds the epoch's start and former members
+        w.u8(3)  // version of this encoding: 2 adds the epoch's start and former members, 3 the polling
         w.u8(state.rawValue)
         w.lengthPrefixed(Array(conninfo.utf8))
         w.lengthPrefixed(Array(name.utf8))
@@ -90,6 +94,7 @@ struct SyncConfig: Equatable {
         }
         w.u64(UInt64(bitPattern: epochStart))
         Self.encode(former, into: &w)
+        w.u16(pollSeconds)
         return w.bytes
     }
 
@@ -97,7 +102,7 @@ struct SyncConfig: Equatable {
         try s.withUnsafeBytes { raw in
             var r = ByteReader(raw)
             let version = try r.u8()
-            guard version == 1 || version == 2, let state = State(rawValue: try r.u8()) else { throw SyncError.malformed }
+            guard (1...3).contains(version), let state = State(rawValue: try r.u8()) else { throw SyncError.malformed }
             var c = SyncConfig(state: state, conninfo: String(decoding: try r.lengthPrefixed(), as: UTF8.self),
                                name: String(decoding: try r.lengthPrefixed(), as: UTF8.self))
             c.circleID = try r.lengthPrefixed()
@@ -107,10 +112,11 @@ struct SyncConfig: Equatable {
                 c.members.append(Member(hostID: try r.raw(16), signKey: try r.raw(32), boxKey: try r.raw(32),
                                         name: String(decoding: try r.lengthPrefixed(), as: UTF8.self)))
             }
-            if version == 2 {
+            if version >= 2 {
                 c.epochStart = Int64(bitPattern: try r.u64())
                 c.former = try readFormer(&r)
             }
+            if version >= 3 { c.pollSeconds = try r.u16() }
             return c
         }
     }

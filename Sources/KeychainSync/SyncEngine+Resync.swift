@@ -41,6 +41,16 @@ extension SyncSession {
         log("sync: retention set to \(days) days")
     }
 
+    /// Sets this host's polling (`sync set --poll`), kept in its sync state in the vault.
+    /// - Throws: `SyncError.notMember` outside a circle.
+    func setPoll(seconds: Int) throws {
+        guard loadLocked(), var config, config.state == .member else { throw SyncError.notMember }
+        config.pollSeconds = UInt16(clamping: seconds)
+        try config.save(vault)
+        self.config = config
+        log(seconds > 0 ? "sync: rounds every \(seconds) s, without LISTEN" : "sync: rounds on the server's notifications")
+    }
+
     /// Any member prunes at the end of its round; cheap when nothing moved (one query).
     /// A failure is logged and left for the next round: pruning only saves space.
     func pruneLocked(_ server: SyncServer) {

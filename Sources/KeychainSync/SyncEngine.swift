@@ -36,14 +36,20 @@ public final class SyncEngine: Sendable {
     /// Makes this host the first member of a new circle on the server, creating the tables
     /// when missing. - Throws: `KeychainStatus.param` for a connection string with a password
     /// or when already in a circle, `SyncError.server` when the server cannot be reached.
-    public func initCircle(conninfo: String, name: String) throws -> Fields {
-        try session.withLock { s in defer { s.releaseLocked() }; return try s.initCircle(conninfo: conninfo, name: name) }
+    public func initCircle(conninfo: String, name: String, pollSeconds: Int = 0) throws -> Fields {
+        try session.withLock { s in
+            defer { s.releaseLocked() }
+            return try s.initCircle(conninfo: conninfo, name: name, pollSeconds: pollSeconds)
+        }
     }
 
     /// Asks to join the circle on the server. - Returns: the code to type on a member
     /// (`sync approve CODE`); this host becomes a member once one does.
-    public func join(conninfo: String, name: String) throws -> String {
-        try session.withLock { s in defer { s.releaseLocked() }; return try s.join(conninfo: conninfo, name: name) }
+    public func join(conninfo: String, name: String, pollSeconds: Int = 0) throws -> String {
+        try session.withLock { s in
+            defer { s.releaseLocked() }
+            return try s.join(conninfo: conninfo, name: name, pollSeconds: pollSeconds)
+        }
     }
 
     /// On a member: finds the pending join whose code this is, endorses the new host's keys
@@ -76,6 +82,21 @@ public final class SyncEngine: Sendable {
     /// - Throws: `SyncError.notMember`, `SyncError.server`.
     public func setRetention(days: Int) throws {
         try session.withLock { s in defer { s.releaseLocked() }; try s.setRetention(days: days) }
+    }
+
+    /// Sets the seconds between this host's rounds when it does not LISTEN (`sync set --poll`;
+    /// 0: it listens). Kept in the vault; the next round follows it.
+    /// - Throws: `SyncError.notMember` outside a circle.
+    public func setPoll(seconds: Int) throws {
+        try session.withLock { s in try s.setPoll(seconds: seconds) }
+    }
+
+    /// How long the loop waits for a kick or a notification before its next round, in ms.
+    var roundInterval: Int32 {
+        session.withLock { s in
+            let poll = Int32(s.config?.pollSeconds ?? 0)
+            return poll > 0 ? poll * 1000 : SyncLoop.idleRound
+        }
     }
 
     /// Writes `status`'s counters to the vault now (the daemon stopping); otherwise a round
@@ -204,7 +225,13 @@ final class SyncSession {
     /// At the end of a round or verb: a borrowed connection goes back to the pool.
     func releaseLocked() {
         guard let server, let pool = connections.pool else { return }
-        pool.giveBack(server)
+        // A host that polls less often than the pool keeps a connection closes it now: its
+        // next round is further away than the pool would keep it.
+        if let poll = config?.pollSeconds, poll > 0, Double(poll) >= pool.idleSeconds {
+            pool.discard(server)
+        } else {
+            pool.giveBack(server)
+        }
         self.server = nil
     }
 
@@ -219,6 +246,12 @@ final class SyncSession {
     /// whose socket the loop waits on (`notificationSocket`), read here each round.
     func listenLocked(_ config: SyncConfig) throws {
         let channel = SyncServer.channel(config.circleID)
+        // Polling: no LISTEN anywhere (a pooler in transaction mode cannot carry one).
+        if config.pollSeconds > 0 {
+            connections.waker?.forget(engine: wakerID)
+            listener = nil
+            return
+        }
         if let waker = connections.waker {
             waker.listen(conninfo: config.conninfo, channel: channel, engine: wakerID, wake: wake)
             return

@@ -3,7 +3,8 @@ import KeychainCore
 import Synchronization
 
 /// Runs one engine's rounds on the caller's thread (`run`): when a local change or a verb
-/// kicks it, when the server notifies a write to its circle, and every 2 s otherwise. The
+/// kicks it, when the server notifies a write to its circle, and every 2 s otherwise (every
+/// `sync set --poll` seconds, without notifications, for a host that polls). The
 /// daemon runs one on a thread of its own; the fleet benchmark and its test run many.
 public final class SyncLoop: Sendable {
     /// The longest wait between rounds: a notification lost with a dropped connection is
@@ -32,7 +33,7 @@ public final class SyncLoop: Sendable {
         while !stopped.load(ordering: .acquiring) {
             engine.step()
             // Held connections: this engine's own LISTEN connection too.
-            Poll.waitUntilAnyReadable([pipe.readEnd, engine.notificationSocket ?? -1], timeoutMilliseconds: Self.idleRound)
+            Poll.waitUntilAnyReadable([pipe.readEnd, engine.notificationSocket ?? -1], timeoutMilliseconds: engine.roundInterval)
             pipe.drain()
         }
         engine.disconnect()

@@ -16,8 +16,12 @@ final class FleetHosts: @unchecked Sendable {
     /// Account → how many other hosts applied it, and when the last did.
     private let applied = ConditionLock([String: (hosts: Int, last: Double)]())
 
-    /// - Parameter progress: told after each host joins.
-    init(count: Int, dir: String, conninfo: String, connections: SyncConnections, progress: (Int) -> Void) throws {
+    /// - Parameters:
+    ///   - connections: each engine's (called once per engine).
+    ///   - pollSeconds: the engines' `sync --poll` (0: they listen).
+    ///   - progress: told after each host joins.
+    init(count: Int, dir: String, conninfo: String, connections: () -> SyncConnections, pollSeconds: Int = 0,
+         progress: (Int) -> Void) throws {
         let device = try DeviceKey.loadOrCreate(at: dir + "/device.key")
         let pass = try SecureBytes(copying: Array("keychainfs fleet bench".utf8))
         defer { pass.wipe() }
@@ -26,7 +30,7 @@ final class FleetHosts: @unchecked Sendable {
         for i in 0..<count {
             let vault = try Vault.create(at: dir + "/host-\(i).vault", passphrase: pass, kdf: .minimum, deviceKey: device)
             vaults.append(vault)
-            loops.append(SyncLoop(vault: vault, connections: connections, log: { _ in }) { _, change in
+            loops.append(SyncLoop(vault: vault, connections: connections(), log: { _ in }) { _, change in
                 guard let account = change.names.last?.account else { return }
                 let key = String(decoding: account, as: UTF8.self)
                 applied.withLockWakingWaiters { $0[key, default: (0, 0)].hosts += 1; $0[key]!.last = monotonic() }
@@ -34,10 +38,10 @@ final class FleetHosts: @unchecked Sendable {
         }
         self.vaults = vaults
         self.loops = loops
-        _ = try loops[0].engine.initCircle(conninfo: conninfo, name: "fleet-0")
+        _ = try loops[0].engine.initCircle(conninfo: conninfo, name: "fleet-0", pollSeconds: pollSeconds)
         progress(1)
         for i in 1..<count {
-            let code = try loops[i].engine.join(conninfo: conninfo, name: "fleet-\(i)")
+            let code = try loops[i].engine.join(conninfo: conninfo, name: "fleet-\(i)", pollSeconds: pollSeconds)
             _ = try loops[0].engine.approve(code: code)
             loops[i].engine.step()  // takes the grant
             guard loops[i].engine.status()["state"] == .string("member") else {

@@ -5,7 +5,7 @@ import KeychainSystem
 import Synchronization
 
 /// `keychainfs-bench sync-fleet --server CONNINFO --hosts N [--changes M] [--samples K]
-/// [--connections held|shared] [--pool P] [--dir PATH] [--baseline]`, for bench/sync.sh --fleet: N sync
+/// [--connections held|shared|polled] [--pool P] [--poll S] [--dir PATH] [--baseline]`, for bench/sync.sh --fleet: N sync
 /// engines in this process (`FleetHosts`), one circle, one PostgreSQL server.
 ///
 /// - `--samples K` (20): K times, one add on a host (each in turn) until every other host
@@ -13,7 +13,10 @@ import Synchronization
 /// - `--changes M` (1000): M adds spread over the hosts (host k % N), all at once, until
 ///   every host applied every one; then every vault is counted.
 /// - `--connections`: `shared` (the daemon's: rounds borrow from a pool of P, 8 by default,
-///   one LISTEN connection wakes them) or `held` (each engine holds two, as before issue 32).
+///   one LISTEN connection wakes them), `held` (each engine holds two, as before issue 32) or
+///   `polled` (each engine as a daemon of its own would run it, with a pool of its own, no
+///   LISTEN, a round every `--poll` S seconds, 1 by default: for CONNINFO naming a pooler in
+///   transaction mode, as separate machines would reach the server).
 /// - `--baseline`: then `--samples` INSERT + NOTIFY round trips to a listener through libpq
 ///   on the same server (`NotifyBaseline`), the floor under one host's propagation.
 /// The server's client backends and the resident memory of its processes are sampled every
@@ -21,9 +24,9 @@ import Synchronization
 func syncFleetMode(_ args: [String]) {
     let usage = """
         usage: keychainfs-bench sync-fleet --server CONNINFO --hosts N [--changes M] [--samples K]
-                                           [--connections held|shared] [--pool P] [--dir PATH] [--baseline]
+                                           [--connections held|shared|polled] [--pool P] [--poll S] [--dir PATH] [--baseline]
         """
-    var conninfo = "", hosts = 0, changes = 1000, samples = 20, pool = 8, shared = true
+    var conninfo = "", hosts = 0, changes = 1000, samples = 20, pool = 8, mode = "shared", poll = 1
     var parent = "/var/tmp", baseline = false
     let c = ArgumentCursor(args, from: 0, usage: usage)
     while let a = c.current {
@@ -33,14 +36,12 @@ func syncFleetMode(_ args: [String]) {
         case "--changes": changes = c.positive(a)
         case "--samples": samples = c.positive(a)
         case "--pool": pool = c.positive(a)
+        case "--poll": poll = c.positive(a)
         case "--dir": parent = c.value(a)
         case "--baseline": baseline = true
         case "--connections":
-            switch c.value(a) {
-            case "held": shared = false
-            case "shared": shared = true
-            default: fail("sync-fleet: --connections is held or shared\n\n" + usage)
-            }
+            mode = c.value(a)
+            guard ["held", "shared", "polled"].contains(mode) else { fail("sync-fleet: --connections is held, shared or polled\n\n" + usage) }
         default: fail("sync-fleet: unknown option \(a)\n\n" + usage)
         }
         c.advance()
@@ -55,15 +56,22 @@ func syncFleetMode(_ args: [String]) {
         fail("sync-fleet: " + message)
     }
 
-    let connections: SyncConnections = shared
-        ? .shared(pool: SyncServerPool(limit: pool, idleSeconds: 10), waker: SyncWaker())
-        : .held
+    let shared = SyncConnections.shared(pool: SyncServerPool(limit: pool, idleSeconds: 10), waker: SyncWaker())
+    let connections: () -> SyncConnections = {
+        switch mode {
+        case "held": return .held
+        case "shared": return shared
+        // A daemon's own: its pool (it polls, so its waker is never asked to listen).
+        default: return .shared(pool: SyncServerPool(limit: 1, idleSeconds: 10), waker: SyncWaker())
+        }
+    }
     let sampler: FootprintSampler
     do { sampler = try FootprintSampler(conninfo: conninfo) } catch { bail("cannot reach the server: \(error)") }
     let t0 = monotonic()
     let fleet: FleetHosts
     do {
-        fleet = try FleetHosts(count: hosts, dir: dir, conninfo: conninfo, connections: connections) { n in
+        fleet = try FleetHosts(count: hosts, dir: dir, conninfo: conninfo, connections: connections,
+                               pollSeconds: mode == "polled" ? poll : 0) { n in
             if n % 50 == 0 { emit("sync-fleet: \(n) of \(hosts) hosts in the circle", fd: 2) }
         }
     } catch {
@@ -72,7 +80,7 @@ func syncFleetMode(_ args: [String]) {
     emit("sync-fleet: \(hosts) hosts in the circle after \(plain(monotonic() - t0, 1)) s", fd: 2)
     sampler.start()
     usleep(4_000_000)  // two idle rounds of every engine: their connections are open
-    var out = "hosts=\(hosts) connections=\(shared ? "shared" : "held")\(shared ? " pool=\(pool)" : "")"
+    var out = "hosts=\(hosts) connections=\(mode)" + (mode == "shared" ? " pool=\(pool)" : mode == "polled" ? " poll_s=\(poll)" : "")
 
     var latencies: [Double] = []
     for s in 0..<samples {

@@ -10,7 +10,8 @@ package final class TestPostgres {
     package let user: TestUser
     /// The database role and its password.
     package let role = "kcsync"
-    private let password = "pg pass \(UUID().uuidString.prefix(8))"
+    /// The role's password (this module's pooler puts it in its auth file).
+    let password = "pg pass \(UUID().uuidString.prefix(8))"
     private var running = false
     /// A TCP address and port it also listens on, with password logins from `network`.
     package let tcp: (address: String, port: Int, network: String)?
@@ -88,6 +89,7 @@ package final class TestPostgres {
     }
 
     package func stop() {
+        stopPooler()
         stopStandby()
         stopPrimary()
     }
@@ -104,7 +106,7 @@ package final class TestPostgres {
         return try Spawn.run(user.setpriv(initGroups: false) + argv, environment: env, input: Data(), timeout: 120)
     }
 
-    private func write(_ path: String, _ text: String, owner: TestUser?) throws {
+    func write(_ path: String, _ text: String, owner: TestUser?) throws {
         try text.write(toFile: path, atomically: false, encoding: .utf8)
         chmod(path, 0o600)
         if let owner { chown(path, owner.uid, owner.gid) }

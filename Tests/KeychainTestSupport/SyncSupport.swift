@@ -9,8 +9,15 @@ package final class SyncHosts {
     package let accounts = TestAccounts()
     package let tag = String(UUID().uuidString.prefix(8)).lowercased()
 
-    /// What the hosts connect with: the server's Unix socket, or its TCP address when it has one.
-    package var conninfo: String { failover ? server.failoverConninfo : server.tcpConninfo ?? server.conninfo }
+    /// What the hosts connect with: the server's Unix socket, or its TCP address when it has one;
+    /// PgBouncer's socket once `viaPooler` is set (`TestPostgres.startPooler`).
+    package var conninfo: String {
+        if viaPooler { return server.poolerConninfo }
+        return failover ? server.failoverConninfo : server.tcpConninfo ?? server.conninfo
+    }
+    package var viaPooler = false
+    /// Extra arguments of every host's `sync init` and `sync join` (`--poll 1`, say).
+    package var circleOptions: [String] = []
     /// A synchronous standby beside the server, and both in the connection string.
     package let failover: Bool
 
@@ -74,7 +81,7 @@ package final class SyncHosts {
 
     /// The first host founds the circle.
     package func found(file: StaticString = #filePath, line: UInt = #line) throws {
-        let r = try hosts[0].run(["sync", "init", "--server", conninfo, "--name", name(0)])
+        let r = try hosts[0].run(["sync", "init", "--server", conninfo, "--name", name(0)] + circleOptions)
         XCTAssertEqual(r.status, 0, "\(r)", file: file, line: line)
     }
 
@@ -82,7 +89,7 @@ package final class SyncHosts {
     @discardableResult
     package func join(_ i: Int, file: StaticString = #filePath, line: UInt = #line) throws -> Bool {
         let h = hosts[i]
-        let joined = try h.run(["sync", "join", "--server-file", "-", "--name", name(i)], input: conninfo + "\n")
+        let joined = try h.run(["sync", "join", "--server-file", "-", "--name", name(i)] + circleOptions, input: conninfo + "\n")
         XCTAssertEqual(joined.status, 0, "\(joined)", file: file, line: line)
         let code = joined.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let approved = try hosts[0].run(["sync", "approve", code])

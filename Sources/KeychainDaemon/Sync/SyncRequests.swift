@@ -5,7 +5,7 @@ import KeychainSync
 
 /// `keychainfs sync init|join|approve|remove|status|set|leave` and `history`: the circle verbs,
 /// for administrators. The request is a `SyncRequest` (options `verb`, `server`, `name`, `code`,
-/// `host`, `retention-days`, `history-id`).
+/// `host`, `retention-days`, `poll-seconds`, `history-id`).
 struct SyncRequests: RequestFamily {
     let context: RequestContext
 
@@ -14,12 +14,16 @@ struct SyncRequests: RequestFamily {
         let engine = runner.engine
         do {
             switch request {
-            case .initCircle(let server, let name):
-                let info = try auditedChange(.syncInit, caller) { try engine.initCircle(conninfo: server, name: name ?? "") }
+            case .initCircle(let server, let name, let poll):
+                let info = try auditedChange(.syncInit, caller) {
+                    try engine.initCircle(conninfo: server, name: name ?? "", pollSeconds: Int(poll ?? 0))
+                }
                 runner.kick()
                 return .reply(SyncReply(status: info))
-            case .join(let server, let name):
-                let code = try auditedChange(.syncJoin, caller) { try engine.join(conninfo: server, name: name ?? "") }
+            case .join(let server, let name, let poll):
+                let code = try auditedChange(.syncJoin, caller) {
+                    try engine.join(conninfo: server, name: name ?? "", pollSeconds: Int(poll ?? 0))
+                }
                 runner.kick()
                 return .reply(SyncReply(code: code))
             case .approve(let code):
@@ -36,8 +40,14 @@ struct SyncRequests: RequestFamily {
                 return .reply(SyncReply(status: engine.status()))
             case .history(let service, let account, let secrets):
                 return .reply(SyncReply(history: try history(service: service, account: account, secrets: secrets)))
-            case .setRetention(let days):
-                try auditedChange(.syncSet, caller, "retention-days=\(days)") { try engine.setRetention(days: Int(days)) }
+            case .set(let days, let poll):
+                if let days {
+                    try auditedChange(.syncSet, caller, "retention-days=\(days)") { try engine.setRetention(days: Int(days)) }
+                }
+                if let poll {
+                    try auditedChange(.syncSet, caller, "poll-seconds=\(poll)") { try engine.setPoll(seconds: Int(poll)) }
+                    runner.kick()  // the loop's wait follows the new setting after this round
+                }
                 return .reply(SyncReply(status: engine.status()))
             case .restore(let id):
                 try restore(id: id)
