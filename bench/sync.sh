@@ -121,6 +121,7 @@ if [ -n "$fleet" ] && [ -x /usr/sbin/pgbouncer ]; then
         "pidfile = $work/pg/pooler.pid" > "$work/pg/pooler.ini"
     chown -R "$pguser" "$work/pg"
     runuser -u "$pguser" -- /usr/sbin/pgbouncer -d "$work/pg/pooler.ini" || echo "bench/sync.sh: PgBouncer did not start" >&2
+    for _ in $(seq 100); do [ -S "$work/pg/pooler/.s.PGSQL.6432" ] && break; sleep 0.05; done
 fi
 
 # The fleet: N engines in one process, held connections (two each, as before issue 32) and
@@ -140,8 +141,8 @@ run_fleet() {
             server="host=$work/pg/sock dbname=$db user=kcbench"
             [ "$mode" = polled ] && server="host=$work/pg/pooler port=6432 dbname=$db user=kcbench"
             log "fleet: $n hosts, $mode connections, $fleet_changes changes"
-            res=$("$kcbench" sync-fleet --server "$server" --hosts "$n" \
-                --changes "$fleet_changes" --connections "$mode" --dir "$work" --baseline) \
+            res=$("$kcbench" sync-fleet --server "$server" --hosts "$n" --changes "$fleet_changes" --connections "$mode" \
+                --dir "$work" --baseline --baseline-server "host=$work/pg/sock dbname=$db user=kcbench") \
                 || { echo "bench/sync.sh: sync-fleet failed at $n hosts ($mode)" >&2; res="hosts=$n connections=$mode failed=1"; }
             fleet_report+="$res"$'\n'
         done

@@ -18,16 +18,18 @@ import Synchronization
 ///   LISTEN, a round every `--poll` S seconds, 1 by default: for CONNINFO naming a pooler in
 ///   transaction mode, as separate machines would reach the server).
 /// - `--baseline`: then `--samples` INSERT + NOTIFY round trips to a listener through libpq
-///   on the same server (`NotifyBaseline`), the floor under one host's propagation.
+///   on the same server (`NotifyBaseline`), the floor under one host's propagation; through
+///   `--baseline-server CONNINFO` when CONNINFO names a pooler, which cannot carry LISTEN.
 /// The server's client backends and the resident memory of its processes are sampled every
 /// 200 ms; the most seen is printed. Prints `key=value` on one line.
 func syncFleetMode(_ args: [String]) {
     let usage = """
         usage: keychainfs-bench sync-fleet --server CONNINFO --hosts N [--changes M] [--samples K]
-                                           [--connections held|shared|polled] [--pool P] [--poll S] [--dir PATH] [--baseline]
+                                           [--connections held|shared|polled] [--pool P] [--poll S] [--dir PATH]
+                                           [--baseline] [--baseline-server CONNINFO]
         """
     var conninfo = "", hosts = 0, changes = 1000, samples = 20, pool = 8, mode = "shared", poll = 1
-    var parent = "/var/tmp", baseline = false
+    var parent = "/var/tmp", baseline = false, baselineServer: String?
     let c = ArgumentCursor(args, from: 0, usage: usage)
     while let a = c.current {
         switch a {
@@ -39,6 +41,7 @@ func syncFleetMode(_ args: [String]) {
         case "--poll": poll = c.positive(a)
         case "--dir": parent = c.value(a)
         case "--baseline": baseline = true
+        case "--baseline-server": baselineServer = c.value(a)
         case "--connections":
             mode = c.value(a)
             guard ["held", "shared", "polled"].contains(mode) else { fail("sync-fleet: --connections is held, shared or polled\n\n" + usage) }
@@ -114,7 +117,7 @@ func syncFleetMode(_ args: [String]) {
     out += " server_anon_max_mib=\(plain(Double(footprint.anonymous) / 1_048_576, 1)) server_processes_max=\(footprint.processes)"
     fleet.stop()
     if baseline {
-        do { out += " " + summary("notify", try NotifyBaseline.roundTrips(conninfo: conninfo, count: max(samples, 100))) }
+        do { out += " " + summary("notify", try NotifyBaseline.roundTrips(conninfo: baselineServer ?? conninfo, count: max(samples, 100))) }
         catch { bail("baseline: \(error)") }
     }
     emit(out)
