@@ -43,9 +43,10 @@ if ((tests)); then
     # TPM tests run, tpm2-tools: tpm2_pcrextend, the tests' firmware update; openssh-client,
     # openssh-server: ssh, ssh-add, ssh-keygen and an sshd on 127.0.0.1 against the SSH agent
     # (KeychainAgentTests); lintian, debootstrap: scripts/test-package.sh; man-db, groff-base: man -l
-    # renders the pages (ManPageTests).
+    # renders the pages (ManPageTests); pgbouncer: hosts that poll through a pooler in transaction
+    # mode (SyncPollTests, bench/sync.sh --fleet).
     packages+=(openssl python3 python3-cryptography postgresql systemd dbus-daemon dbus-bin nginx-light curl
-               swtpm swtpm-tools tpm2-tools openssh-client openssh-server lintian debootstrap man-db groff-base)
+               swtpm swtpm-tools tpm2-tools openssh-client openssh-server lintian debootstrap man-db groff-base pgbouncer)
     # The real Secret Service clients SecretServiceTests drive: secret-tool (libsecret), Python's
     # secretstorage and keyring. Installed without recommends: they would bring gnome-keyring, a second
     # Secret Service, and its PAM module.
