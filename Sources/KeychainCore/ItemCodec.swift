@@ -56,6 +56,15 @@ enum ItemCodec {
         guard r.remaining == 0 else { throw KeychainStatus.decode }
         return out
     }
+
+    /// The values of the attributes `selection` names, by their position in it, from plaintext
+    /// where it is; the blob is checked as `decode` checks it.
+    static func decode(_ plain: UnsafeRawBufferPointer, selecting selection: AttributeSelection) throws -> [AttributeValue?] {
+        var r = ByteReader(plain)
+        let out = try AttributeCoding.read(from: &r, selecting: selection)
+        guard r.remaining == 0 else { throw KeychainStatus.decode }
+        return out
+    }
 }
 
 /// Keyed blind index tokens: equal values give equal tokens, and without the index key a token

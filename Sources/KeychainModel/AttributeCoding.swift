@@ -25,6 +25,15 @@ public enum AttributeCoding {
         try read(from: &r, capacity: selection.count) { selection.key(named: $0) }
     }
 
+    /// The values of the attributes `selection` names, by their position in it (nil where the
+    /// blob has none): no dictionary is made and no name hashed. Every entry is still checked as
+    /// `read` checks it. - Throws: `KeychainStatus.decode`.
+    public static func read(from r: inout ByteReader, selecting selection: AttributeSelection) throws -> [AttributeValue?] {
+        var out = [AttributeValue?](repeating: nil, count: selection.count)
+        try forEachEntry(from: &r, position: { selection.position(named: $0) }) { out[$0] = $1 }
+        return out
+    }
+
     private static func size<K>(_ entries: [K: AttributeValue], name: (K) -> String) -> Int {
         entries.reduce(2) { total, entry in
             let name = min(name(entry.key).utf8.count, 255)
@@ -108,33 +117,44 @@ public enum AttributeCoding {
     /// The entries whose name `key` maps to a key (nil skips the entry after checking it).
     private static func read<K: Hashable>(from r: inout ByteReader, capacity: Int?,
                                           key: (UnsafeRawBufferPointer) -> K?) throws -> [K: AttributeValue] {
+        // Names and string values are made from the bytes in place (most fit a small string);
+        // a count larger than the input can hold is caught by the reads, not allocated.
+        var out: [K: AttributeValue] = [:]
+        try forEachEntry(from: &r, start: { count, remaining in
+            out.reserveCapacity(min(capacity ?? count, count, remaining / 3))
+        }, position: key) { out[$0] = $1 }
+        return out
+    }
+
+    /// Reads every entry, checking each; `position` maps a name to where its value goes (nil:
+    /// skipped after its checks, its value never made), and `store` takes the values kept.
+    private static func forEachEntry<P>(from r: inout ByteReader, start: (_ count: Int, _ remaining: Int) -> Void = { _, _ in },
+                                        position: (UnsafeRawBufferPointer) -> P?,
+                                        store: (P, AttributeValue) -> Void) throws {
         do {
             let count = Int(try r.u16())
-            // Names and string values are made from the bytes in place (most fit a small string);
-            // a count larger than the input can hold is caught by the reads, not allocated.
-            var out = [K: AttributeValue](minimumCapacity: min(capacity ?? count, count, r.remaining / 3))
+            start(count, r.remaining)
             for _ in 0..<count {
-                let name = key(try r.view(Int(try r.u8())))
+                let name = position(try r.view(Int(try r.u8())))
                 guard let tag = Tag(rawValue: try r.u8()) else { throw KeychainStatus.decode }
                 switch tag {
                 case .string:
                     let bytes = try r.lengthPrefixedView()
-                    if let name { out[name] = .string(String(decoding: bytes, as: UTF8.self)) }
+                    if let name { store(name, .string(String(decoding: bytes, as: UTF8.self))) }
                 case .data:
                     let bytes = try r.lengthPrefixedView()
-                    if let name { out[name] = .data([UInt8](bytes)) }
+                    if let name { store(name, .data([UInt8](bytes))) }
                 case .number:
                     let n = try r.u64()
-                    if let name { out[name] = .number(Int64(bitPattern: n)) }
+                    if let name { store(name, .number(Int64(bitPattern: n))) }
                 case .bool:
                     let b = try r.u8()
-                    if let name { out[name] = .bool(b != 0) }
+                    if let name { store(name, .bool(b != 0)) }
                 case .date:
                     let t = try r.u64()
-                    if let name { out[name] = .date(Double(bitPattern: t)) }
+                    if let name { store(name, .date(Double(bitPattern: t))) }
                 }
             }
-            return out
         } catch is ByteReader.Truncated {
             throw KeychainStatus.decode
         }
@@ -160,14 +180,25 @@ public struct AttributeSelection: Sendable {
         }
     }
 
-    var count: Int { names.count }
+    public var count: Int { names.count }
 
     fileprivate func key(named name: UnsafeRawBufferPointer) -> AttributeKey? {
+        position(named: name).map { names[$0].key }
+    }
+
+    /// Where the name with these UTF-8 bytes is in the selection, or nil.
+    fileprivate func position(named name: UnsafeRawBufferPointer) -> Int? {
         let packed = Self.pack(name)
-        for n in names where n.packed == packed && n.bytes.count == name.count {
-            if name.count <= 8 || n.bytes.elementsEqual(name) { return n.key }
+        for i in names.indices where names[i].packed == packed && names[i].bytes.count == name.count {
+            if name.count <= 8 || names[i].bytes.elementsEqual(name) { return i }
         }
         return nil
+    }
+
+    /// Where `key` is in the selection (the order it was made in, repeats left out), or nil.
+    public func position(of key: AttributeKey) -> Int? {
+        var name = key.rawValue
+        return name.withUTF8 { position(named: UnsafeRawBufferPointer($0)) }
     }
 
     /// The first eight bytes, the first in the lowest byte, copied as one block.
