@@ -29,9 +29,7 @@ public enum AttributeCoding {
     /// blob has none): no dictionary is made and no name hashed. Every entry is still checked as
     /// `read` checks it. - Throws: `KeychainStatus.decode`.
     public static func read(from r: inout ByteReader, selecting selection: AttributeSelection) throws -> [AttributeValue?] {
-        var out = [AttributeValue?](repeating: nil, count: selection.count)
-        try forEachEntry(from: &r, position: { selection.position(named: $0) }) { out[$0] = $1 }
-        return out
+        try read(from: &r, positions: selection)
     }
 
     private static func size<K>(_ entries: [K: AttributeValue], name: (K) -> String) -> Int {
@@ -117,46 +115,56 @@ public enum AttributeCoding {
     /// The entries whose name `key` maps to a key (nil skips the entry after checking it).
     private static func read<K: Hashable>(from r: inout ByteReader, capacity: Int?,
                                           key: (UnsafeRawBufferPointer) -> K?) throws -> [K: AttributeValue] {
-        // Names and string values are made from the bytes in place (most fit a small string);
-        // a count larger than the input can hold is caught by the reads, not allocated.
-        var out: [K: AttributeValue] = [:]
-        try forEachEntry(from: &r, start: { count, remaining in
-            out.reserveCapacity(min(capacity ?? count, count, remaining / 3))
-        }, position: key) { out[$0] = $1 }
-        return out
-    }
-
-    /// Reads every entry, checking each; `position` maps a name to where its value goes (nil:
-    /// skipped after its checks, its value never made), and `store` takes the values kept.
-    private static func forEachEntry<P>(from r: inout ByteReader, start: (_ count: Int, _ remaining: Int) -> Void = { _, _ in },
-                                        position: (UnsafeRawBufferPointer) -> P?,
-                                        store: (P, AttributeValue) -> Void) throws {
         do {
             let count = Int(try r.u16())
-            start(count, r.remaining)
+            // Names and string values are made from the bytes in place (most fit a small string);
+            // a count larger than the input can hold is caught by the reads, not allocated.
+            var out = [K: AttributeValue](minimumCapacity: min(capacity ?? count, count, r.remaining / 3))
             for _ in 0..<count {
-                let name = position(try r.view(Int(try r.u8())))
-                guard let tag = Tag(rawValue: try r.u8()) else { throw KeychainStatus.decode }
-                switch tag {
-                case .string:
-                    let bytes = try r.lengthPrefixedView()
-                    if let name { store(name, .string(String(decoding: bytes, as: UTF8.self))) }
-                case .data:
-                    let bytes = try r.lengthPrefixedView()
-                    if let name { store(name, .data([UInt8](bytes))) }
-                case .number:
-                    let n = try r.u64()
-                    if let name { store(name, .number(Int64(bitPattern: n))) }
-                case .bool:
-                    let b = try r.u8()
-                    if let name { store(name, .bool(b != 0)) }
-                case .date:
-                    let t = try r.u64()
-                    if let name { store(name, .date(Double(bitPattern: t))) }
-                }
+                let name = key(try r.view(Int(try r.u8())))
+                if let value = try readValue(from: &r, keep: name != nil), let name { out[name] = value }
             }
+            return out
         } catch is ByteReader.Truncated {
             throw KeychainStatus.decode
+        }
+    }
+
+    /// The values of the entries `selection` names, by position; the rest checked and skipped.
+    private static func read(from r: inout ByteReader, positions selection: AttributeSelection) throws -> [AttributeValue?] {
+        do {
+            let count = Int(try r.u16())
+            var out = [AttributeValue?](repeating: nil, count: selection.count)
+            for _ in 0..<count {
+                let position = selection.position(named: try r.view(Int(try r.u8())))
+                if let value = try readValue(from: &r, keep: position != nil), let position { out[position] = value }
+            }
+            return out
+        } catch is ByteReader.Truncated {
+            throw KeychainStatus.decode
+        }
+    }
+
+    /// One entry's tag and value, checked; the value made only when `keep`.
+    @inline(__always)
+    private static func readValue(from r: inout ByteReader, keep: Bool) throws -> AttributeValue? {
+        guard let tag = Tag(rawValue: try r.u8()) else { throw KeychainStatus.decode }
+        switch tag {
+        case .string:
+            let bytes = try r.lengthPrefixedView()
+            return keep ? .string(String(decoding: bytes, as: UTF8.self)) : nil
+        case .data:
+            let bytes = try r.lengthPrefixedView()
+            return keep ? .data([UInt8](bytes)) : nil
+        case .number:
+            let n = try r.u64()
+            return keep ? .number(Int64(bitPattern: n)) : nil
+        case .bool:
+            let b = try r.u8()
+            return keep ? .bool(b != 0) : nil
+        case .date:
+            let t = try r.u64()
+            return keep ? .date(Double(bitPattern: t)) : nil
         }
     }
 }
@@ -196,9 +204,9 @@ public struct AttributeSelection: Sendable {
     }
 
     /// Where `key` is in the selection (the order it was made in, repeats left out), or nil.
+    /// Compared as keys are (a selection holds a handful): equal names are one word's compare.
     public func position(of key: AttributeKey) -> Int? {
-        var name = key.rawValue
-        return name.withUTF8 { position(named: UnsafeRawBufferPointer($0)) }
+        names.firstIndex { $0.key == key }
     }
 
     /// The first eight bytes, the first in the lowest byte, copied as one block.
