@@ -18,14 +18,12 @@ enum ItemCodec {
                                       _ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
         let count = associatedDataLabel.count + vaultID.count + uuid.count + 3
         return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { ad in
-            var at = 0
-            func put(_ bytes: UnsafeRawBufferPointer) {
-                UnsafeMutableRawBufferPointer(rebasing: ad[at..<at + bytes.count]).copyMemory(from: bytes)
-                at += bytes.count
-            }
-            associatedDataLabel.withUnsafeBytes { put($0) }
-            vaultID.withUnsafeBytes { put($0) }
-            uuid.withUnsafeBytes { put($0) }
+            // Offsets computed, not kept in a variable the copies capture (whose every change
+            // would be checked for exclusive access at run time).
+            let label = associatedDataLabel.count, vault = label + vaultID.count, at = vault + uuid.count
+            associatedDataLabel.withUnsafeBytes { ad.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: label) }
+            vaultID.withUnsafeBytes { if let b = $0.baseAddress { (ad.baseAddress! + label).copyMemory(from: b, byteCount: $0.count) } }
+            uuid.withUnsafeBytes { if let b = $0.baseAddress { (ad.baseAddress! + vault).copyMemory(from: b, byteCount: $0.count) } }
             ad[at] = itemClass.code
             ad[at + 1] = protection.code
             ad[at + 2] = part.rawValue
@@ -53,6 +51,15 @@ enum ItemCodec {
     static func decode(_ plain: UnsafeRawBufferPointer, keeping selection: AttributeSelection? = nil) throws -> Attributes {
         var r = ByteReader(plain)
         let out = try selection.map { try AttributeCoding.read(from: &r, keeping: $0) } ?? AttributeCoding.read(from: &r)
+        guard r.remaining == 0 else { throw KeychainStatus.decode }
+        return out
+    }
+
+    /// The values of the attributes `selection` names, by their position in it, from plaintext
+    /// where it is; the blob is checked as `decode` checks it.
+    static func decode(_ plain: UnsafeRawBufferPointer, selecting selection: AttributeSelection) throws -> [AttributeValue?] {
+        var r = ByteReader(plain)
+        let out = try AttributeCoding.read(from: &r, selecting: selection)
         guard r.remaining == 0 else { throw KeychainStatus.decode }
         return out
     }

@@ -71,6 +71,18 @@ public struct ParsedQuery {
     /// - Throws: `param` for a missing class, bad values or keys the operation does not allow,
     ///   `noSuchClass` for an unknown class, `noSuchAttr` for an attribute the class lacks.
     public init(_ query: Attributes, operation: Operation) throws {
+        // Each key sets its own part, so the order does not change a query that parses; one
+        // with several faults must always report the same one, so after a fault the keys are
+        // parsed again, sorted, from the start.
+        do {
+            self = try ParsedQuery(query, operation: operation, sorted: false)
+        } catch {
+            self = try ParsedQuery(query, operation: operation, sorted: true)
+        }
+    }
+
+    /// One parse, the keys in the dictionary's order or sorted.
+    private init(_ query: Attributes, operation: Operation, sorted: Bool) throws {
         var ref: PersistentRef?
         if let value = query[.valuePersistentRef] {
             guard case .data(let bytes) = value, let parsed = PersistentRef(bytes: bytes) else { throw KeychainStatus.param }
@@ -88,17 +100,12 @@ public struct ParsedQuery {
         persistentRef = ref
         filters.reserveCapacity(query.count)  // one allocation, not one per growth
 
-        // Each key sets its own part, so the order does not change a query that parses; one
-        // with several faults must always report the same one, so after a fault the keys are
-        // parsed again, sorted, from the start.
-        let start = self
-        do {
-            for (key, value) in query where key != .class && key != .valuePersistentRef {
+        if sorted {
+            for (key, value) in query.sorted(by: { $0.key < $1.key }) where key != .class && key != .valuePersistentRef {
                 try take(key, value, operation: operation)
             }
-        } catch {
-            self = start
-            for (key, value) in query.sorted(by: { $0.key < $1.key }) where key != .class && key != .valuePersistentRef {
+        } else {
+            for (key, value) in query where key != .class && key != .valuePersistentRef {
                 try take(key, value, operation: operation)
             }
         }

@@ -17,6 +17,10 @@ final class SearchContext: @unchecked Sendable {
     /// One thread at a time uses a context, so Swift's run-time exclusivity check is left out.
     @exclusivity(unchecked) private var groupTokens: [String: [UInt8]] = [:]
 
+    /// The last group token asked for here: a lookup asks for its group's twice (the row's
+    /// column, then the opened `agrp`), and most callers have one group.
+    @exclusivity(unchecked) private var lastGroup: (name: String, token: [UInt8])?
+
     /// The last directory token made here (`directoryToken`).
     @exclusivity(unchecked) private var lastDirectory: (name: AttributeKey, value: AttributeValue, itemClass: ItemClass, token: [UInt8])?
 
@@ -55,10 +59,16 @@ final class SearchContext: @unchecked Sendable {
 
     /// `IndexToken.group(name)`, computed once per connection.
     func groupToken(_ name: String, indexKey: SecureBytes) -> [UInt8] {
-        if let token = groupTokens[name] { return token }
-        let token = IndexToken.group(name, key: indexKey)
-        if groupTokens.count >= Self.groupTokenLimit { groupTokens.removeAll() }
-        groupTokens[name] = token
+        if let last = lastGroup, last.name == name { return last.token }
+        let token: [UInt8]
+        if let known = groupTokens[name] {
+            token = known
+        } else {
+            token = IndexToken.group(name, key: indexKey)
+            if groupTokens.count >= Self.groupTokenLimit { groupTokens.removeAll() }
+            groupTokens[name] = token
+        }
+        lastGroup = (name, token)
         return token
     }
 }

@@ -3,8 +3,29 @@ import KeychainCrypto
 /// A matched item with its decrypted parts.
 struct Match {
     var stored: ItemHeader
+    /// Every attribute; empty when the search opened only `selected`.
     var attributes: Attributes
     var secret: SecureBytes?
+    /// The attributes a search that returns none checks (`ParsedQuery.checkedAttributes`), in
+    /// place of `attributes`; nil when `attributes` holds them all.
+    var selected: SelectedAttributes? = nil
+
+    /// One attribute, from whichever of the two the item was opened with.
+    func value(_ key: AttributeKey) -> AttributeValue? {
+        if let selected { return selected[key] }
+        return attributes[key]
+    }
+}
+
+/// The values of a selection's attributes by their position in it, as a search that returns no
+/// attributes opens them: read where they are, without a dictionary or a hashed name.
+struct SelectedAttributes {
+    let selection: AttributeSelection
+    let values: [AttributeValue?]
+
+    subscript(key: AttributeKey) -> AttributeValue? {
+        selection.position(of: key).flatMap { values[$0] }
+    }
 }
 
 /// The service and account of an item a change touched, after it and before it (the same for a
@@ -317,7 +338,8 @@ extension Vault {
     /// columns were tampered with still gives errSecDecode and a locked item
     /// errSecInteractionNotAllowed, exactly as before.
     /// - Parameter keeping: the attributes each match needs (nil: all); a search whose caller
-    ///   returns no attributes opens only those it checks (`ParsedQuery.checkedAttributes`).
+    ///   returns no attributes opens only those it checks (`ParsedQuery.checkedAttributes`),
+    ///   read by position in the selection (`Match.selected`).
     func search(_ q: ParsedQuery, in context: SearchContext, accessGroups: [String], needSecret: Bool, limit: Int,
                 approved: Set<PersistentRef> = [], skipUnapproved: Bool = false,
                 keeping: AttributeSelection? = nil) throws -> [Match] {
@@ -345,11 +367,11 @@ extension Vault {
                 return true
             }
             // The tokens only narrow: the opened attributes decide (a token collision finds nothing).
-            guard Self.matches(opened.attributes, filters: q.filters, itemClass: q.itemClass),
+            guard Self.matches(filters: q.filters, itemClass: q.itemClass, opened.value),
                   q.secretAttributes.isEmpty || SecretServicePairs.matches(SecretServicePairs.of(opened.attributes), q.secretAttributes)
             else { return true }
             // A presence-gated secret needs an approval the engine cannot give: as if locked.
-            if needSecret, let control = opened.attributes[.accessControl].flatMap(AccessControl.init), control.requiresPresence,
+            if needSecret, let control = opened.value(.accessControl).flatMap(AccessControl.init), control.requiresPresence,
                !approved.contains(PersistentRef(itemClass: item.header.itemClass, uuid: item.header.uuid)) {
                 opened.secret?.wipe()
                 if !skipUnapproved { unavailable = unavailable ?? .interactionNotAllowed }
@@ -422,8 +444,13 @@ extension Vault {
     }
 
     static func matches(_ attributes: Attributes, filters: Attributes, itemClass: ItemClass) -> Bool {
+        matches(filters: filters, itemClass: itemClass) { attributes[$0] }
+    }
+
+    /// The same over attributes read by `value`.
+    static func matches(filters: Attributes, itemClass: ItemClass, _ value: (AttributeKey) -> AttributeValue?) -> Bool {
         for (key, wanted) in filters {
-            let have = attributes[key] ?? (itemClass.primaryKey.contains(key) ? AttributeKind.of(key).empty : nil)
+            let have = value(key) ?? (itemClass.primaryKey.contains(key) ? AttributeKind.of(key).empty : nil)
             guard let have, have.matches(wanted) || Self.bothEmpty(have, wanted) else { return false }
         }
         return true
@@ -460,27 +487,34 @@ extension Vault {
                 }
                 attributeOpens.wrappingAdd(1, ordering: .relaxed)
                 ad[ad.count - 1] = ItemCodec.Part.attributes.rawValue
-                let attributes: Attributes
+                var match = Match(stored: h, attributes: [:], secret: nil)
+                func decode(_ plain: UnsafeRawBufferPointer) throws {
+                    if let keeping {
+                        match.selected = SelectedAttributes(selection: keeping, values: try ItemCodec.decode(plain, selecting: keeping))
+                    } else {
+                        match.attributes = try ItemCodec.decode(plain)
+                    }
+                }
                 if inPlace {
                     let plain = UnsafeMutableRawBufferPointer(rebasing: scratch[keyLength..<keyLength + plainLength])
                     try AEAD.open(item.attributes, key: UnsafeRawBufferPointer(itemKey), associatedData: UnsafeRawBufferPointer(ad), into: plain)
-                    attributes = try ItemCodec.decode(UnsafeRawBufferPointer(plain), keeping: keeping)
+                    try decode(UnsafeRawBufferPointer(plain))
                 } else {
                     let plain = try AEAD.open(item.attributes, key: UnsafeRawBufferPointer(itemKey), associatedData: UnsafeRawBufferPointer(ad))
                     defer { plain.wipe() }
-                    attributes = try plain.withUnsafeBytes { try ItemCodec.decode($0, keeping: keeping) }
+                    try plain.withUnsafeBytes { try decode($0) }
                 }
                 // The clear columns must agree with the sealed attributes.
-                guard attributes[.accessible] == .string(h.protection.rawValue),
-                      attributes[.synchronizable]?.integerView == (h.synchronizable ? 1 : 0),
-                      case .string(let group)? = attributes[.accessGroup], let indexKey = keys.indexKey,
+                guard match.value(.accessible) == .string(h.protection.rawValue),
+                      match.value(.synchronizable)?.integerView == (h.synchronizable ? 1 : 0),
+                      case .string(let group)? = match.value(.accessGroup), let indexKey = keys.indexKey,
                       context.groupToken(group, indexKey: indexKey).elementsEqual(item.groupToken)
                 else { throw KeychainStatus.decode }
                 ad[ad.count - 1] = ItemCodec.Part.secret.rawValue
-                let secret = needSecret
-                    ? try AEAD.open(item.secret, key: UnsafeRawBufferPointer(itemKey), associatedData: UnsafeRawBufferPointer(ad))
-                    : nil
-                return Match(stored: h, attributes: attributes, secret: secret)
+                if needSecret {
+                    match.secret = try AEAD.open(item.secret, key: UnsafeRawBufferPointer(itemKey), associatedData: UnsafeRawBufferPointer(ad))
+                }
+                return match
             }
         }
     }

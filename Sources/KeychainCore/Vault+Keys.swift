@@ -56,14 +56,14 @@ extension Vault {
 
     /// Whether a match is a private key stored with `extr` false: its bytes are never returned.
     static func isUnextractable(_ m: Match) -> Bool {
-        m.stored.itemClass == .key && m.attributes[.keyClass]?.integerView == 1 && m.attributes[.isExtractable]?.integerView == 0
+        m.stored.itemClass == .key && m.value(.keyClass)?.integerView == 1 && m.value(.isExtractable)?.integerView == 0
     }
 
     /// Whether a match is a private key stored with `sens` true: macOS gives such a key out only
     /// wrapped (encrypted under a passphrase), never in the clear, and the keychain has no
     /// wrapped export, so its bytes are not returned either.
     static func isSensitive(_ m: Match) -> Bool {
-        m.stored.itemClass == .key && m.attributes[.keyClass]?.integerView == 1 && m.attributes[.isSensitive]?.integerView == 1
+        m.stored.itemClass == .key && m.value(.keyClass)?.integerView == 1 && m.value(.isSensitive)?.integerView == 1
     }
 }
 

@@ -25,6 +25,13 @@ public enum AttributeCoding {
         try read(from: &r, capacity: selection.count) { selection.key(named: $0) }
     }
 
+    /// The values of the attributes `selection` names, by their position in it (nil where the
+    /// blob has none): no dictionary is made and no name hashed. Every entry is still checked as
+    /// `read` checks it. - Throws: `KeychainStatus.decode`.
+    public static func read(from r: inout ByteReader, selecting selection: AttributeSelection) throws -> [AttributeValue?] {
+        try read(from: &r, positions: selection)
+    }
+
     private static func size<K>(_ entries: [K: AttributeValue], name: (K) -> String) -> Int {
         entries.reduce(2) { total, entry in
             let name = min(name(entry.key).utf8.count, 255)
@@ -115,28 +122,49 @@ public enum AttributeCoding {
             var out = [K: AttributeValue](minimumCapacity: min(capacity ?? count, count, r.remaining / 3))
             for _ in 0..<count {
                 let name = key(try r.view(Int(try r.u8())))
-                guard let tag = Tag(rawValue: try r.u8()) else { throw KeychainStatus.decode }
-                switch tag {
-                case .string:
-                    let bytes = try r.lengthPrefixedView()
-                    if let name { out[name] = .string(String(decoding: bytes, as: UTF8.self)) }
-                case .data:
-                    let bytes = try r.lengthPrefixedView()
-                    if let name { out[name] = .data([UInt8](bytes)) }
-                case .number:
-                    let n = try r.u64()
-                    if let name { out[name] = .number(Int64(bitPattern: n)) }
-                case .bool:
-                    let b = try r.u8()
-                    if let name { out[name] = .bool(b != 0) }
-                case .date:
-                    let t = try r.u64()
-                    if let name { out[name] = .date(Double(bitPattern: t)) }
-                }
+                if let value = try readValue(from: &r, keep: name != nil), let name { out[name] = value }
             }
             return out
         } catch is ByteReader.Truncated {
             throw KeychainStatus.decode
+        }
+    }
+
+    /// The values of the entries `selection` names, by position; the rest checked and skipped.
+    private static func read(from r: inout ByteReader, positions selection: AttributeSelection) throws -> [AttributeValue?] {
+        do {
+            let count = Int(try r.u16())
+            var out = [AttributeValue?](repeating: nil, count: selection.count)
+            for _ in 0..<count {
+                let position = selection.position(named: try r.view(Int(try r.u8())))
+                if let value = try readValue(from: &r, keep: position != nil), let position { out[position] = value }
+            }
+            return out
+        } catch is ByteReader.Truncated {
+            throw KeychainStatus.decode
+        }
+    }
+
+    /// One entry's tag and value, checked; the value made only when `keep`.
+    @inline(__always)
+    private static func readValue(from r: inout ByteReader, keep: Bool) throws -> AttributeValue? {
+        guard let tag = Tag(rawValue: try r.u8()) else { throw KeychainStatus.decode }
+        switch tag {
+        case .string:
+            let bytes = try r.lengthPrefixedView()
+            return keep ? .string(String(decoding: bytes, as: UTF8.self)) : nil
+        case .data:
+            let bytes = try r.lengthPrefixedView()
+            return keep ? .data([UInt8](bytes)) : nil
+        case .number:
+            let n = try r.u64()
+            return keep ? .number(Int64(bitPattern: n)) : nil
+        case .bool:
+            let b = try r.u8()
+            return keep ? .bool(b != 0) : nil
+        case .date:
+            let t = try r.u64()
+            return keep ? .date(Double(bitPattern: t)) : nil
         }
     }
 }
@@ -160,14 +188,25 @@ public struct AttributeSelection: Sendable {
         }
     }
 
-    var count: Int { names.count }
+    public var count: Int { names.count }
 
     fileprivate func key(named name: UnsafeRawBufferPointer) -> AttributeKey? {
+        position(named: name).map { names[$0].key }
+    }
+
+    /// Where the name with these UTF-8 bytes is in the selection, or nil.
+    fileprivate func position(named name: UnsafeRawBufferPointer) -> Int? {
         let packed = Self.pack(name)
-        for n in names where n.packed == packed && n.bytes.count == name.count {
-            if name.count <= 8 || n.bytes.elementsEqual(name) { return n.key }
+        for i in names.indices where names[i].packed == packed && names[i].bytes.count == name.count {
+            if name.count <= 8 || names[i].bytes.elementsEqual(name) { return i }
         }
         return nil
+    }
+
+    /// Where `key` is in the selection (the order it was made in, repeats left out), or nil.
+    /// Compared as keys are (a selection holds a handful): equal names are one word's compare.
+    public func position(of key: AttributeKey) -> Int? {
+        names.firstIndex { $0.key == key }
     }
 
     /// The first eight bytes, the first in the lowest byte, copied as one block.

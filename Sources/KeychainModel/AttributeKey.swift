@@ -7,12 +7,52 @@
 public struct AttributeKey: RawRepresentable, Hashable, Comparable, Sendable, ExpressibleByStringLiteral,
                             CustomStringConvertible {
     public let rawValue: String
+    /// A short plain name's bytes in one integer, made once; 0 for any other name. Keys are
+    /// compared and hashed many times a request (every dictionary lookup), and Apple's names
+    /// are short and plain: for them a compare is this word's and a hash feeds only it.
+    private let word: UInt64
 
     /// The raw name, so a key reads in text (file names, messages, output) as it always has.
     public var description: String { rawValue }
 
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public init(stringLiteral value: String) { rawValue = value }
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+        word = Self.word(of: rawValue)
+    }
+    public init(stringLiteral value: String) { self.init(rawValue: value) }
+
+    /// Equal as their names are (`String`'s equality, which is canonical equivalence).
+    public static func == (a: AttributeKey, b: AttributeKey) -> Bool {
+        // Equal words: the same plain name. Different words: two different plain names, or a
+        // plain name and another, which no other name equals (see `word(of:)`).
+        if a.word != b.word { return false }
+        return a.word != 0 || a.rawValue == b.rawValue
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        if word != 0 { hasher.combine(word) } else { hasher.combine(rawValue) }
+    }
+
+    /// The bytes of a plain name of 1 to 8 bytes, the first in the lowest byte; 0 for any other.
+    /// Plain: ASCII without NUL (so zero padding is unambiguous) and without `K`, `;` and `` ` ``,
+    /// the only ASCII characters another scalar is canonically equivalent to (U+212A KELVIN
+    /// SIGN, U+037E GREEK QUESTION MARK, U+1FEF GREEK VARIA: Unicode's canonical singletons onto
+    /// ASCII). So a name equal as a `String` to a plain name has its very bytes, and the word
+    /// agrees with `String`'s equality: equal names have equal words, and one word names one
+    /// plain name.
+    private static func word(of name: String) -> UInt64 {
+        var name = name
+        return name.withUTF8 { b in
+            guard b.count >= 1, b.count <= 8 else { return 0 }
+            var v: UInt64 = 0
+            for i in 0..<b.count {
+                let c = b[i]
+                guard c != 0, c < 0x80, c != UInt8(ascii: "K"), c != UInt8(ascii: ";"), c != UInt8(ascii: "`") else { return 0 }
+                v |= UInt64(c) << (8 * UInt64(i))
+            }
+            return v
+        }
+    }
 
     /// Ordered by the raw name: attribute blobs and socket records are written in this order.
     public static func < (a: AttributeKey, b: AttributeKey) -> Bool { a.rawValue < b.rawValue }

@@ -37,8 +37,10 @@ public enum AttributeValue: Hashable, Sendable {
     package func matches(_ other: AttributeValue) -> Bool {
         if let a = integerView, let b = other.integerView { return a == b }
         switch (self, other) {
-        case (.string(let a), .string(let b)): return a.utf8.elementsEqual(b.utf8)
-        case (.string(let s), .data(let d)), (.data(let d), .string(let s)): return s.utf8.elementsEqual(d)
+        case (.string(var a), .string(var b)):
+            return a.withUTF8 { x in b.withUTF8 { y in x.elementsEqual(y) } }
+        case (.string(var s), .data(let d)), (.data(let d), .string(var s)):
+            return s.withUTF8 { x in d.withUnsafeBufferPointer { y in x.elementsEqual(y) } }
         case (.data(let a), .data(let b)): return a == b
         case (.date(let a), .date(let b)): return a == b
         default: return false

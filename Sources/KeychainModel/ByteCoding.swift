@@ -31,16 +31,16 @@ public struct ByteReader {
         defer { offset += 1 }
         return bytes[offset]
     }
-    public mutating func u16() throws -> UInt16 { UInt16(try u8()) << 8 | UInt16(try u8()) }
-    public mutating func u32() throws -> UInt32 {
-        var v: UInt32 = 0
-        for _ in 0..<4 { v = v << 8 | UInt32(try u8()) }
-        return v
-    }
-    public mutating func u64() throws -> UInt64 {
-        var v: UInt64 = 0
-        for _ in 0..<8 { v = v << 8 | UInt64(try u8()) }
-        return v
+    public mutating func u16() throws -> UInt16 { try bigEndian(UInt16.self) }
+    public mutating func u32() throws -> UInt32 { try bigEndian(UInt32.self) }
+    public mutating func u64() throws -> UInt64 { try bigEndian(UInt64.self) }
+
+    /// A big-endian integer, its length checked once and its bytes loaded as one word.
+    private mutating func bigEndian<T: FixedWidthInteger>(_: T.Type) throws -> T {
+        let size = MemoryLayout<T>.size
+        guard remaining >= size else { throw Truncated() }
+        defer { offset += size }
+        return T(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: T.self))
     }
     public mutating func raw(_ count: Int) throws -> [UInt8] { [UInt8](try view(count)) }
 

@@ -143,14 +143,7 @@ public struct Response: Sendable {
         var w = ByteWriter(capacity: encodedSize)
         w.u16(WireProtocol.version)
         w.u32(UInt32(bitPattern: status.rawValue))
-        let values: [ReturnedValue]
-        switch result {
-        case .none: w.u8(0); values = []
-        case .value(let v): w.u8(1); values = [v]
-        case .array(let a): w.u8(2); values = a
-        }
-        w.u32(UInt32(values.count))
-        for v in values {
+        func put(_ v: ReturnedValue) {
             switch v {
             case .data(let d):
                 w.u8(1); AttributeCoding.write(Attributes(), into: &w)
@@ -164,6 +157,12 @@ public struct Response: Sendable {
                 if let ref = item.persistentRef { w.u8(1); w.lengthPrefixed(ref) } else { w.u8(0) }
             }
         }
+        // One value is written as it is, not gathered in an array first.
+        switch result {
+        case .none: w.u8(0); w.u32(0)
+        case .value(let v): w.u8(1); w.u32(1); put(v)
+        case .array(let a): w.u8(2); w.u32(UInt32(a.count)); a.forEach(put)
+        }
         AttributeCoding.write(info, into: &w)
         defer { wipeBytes(&w.bytes) }
         // One memcpy, not an element-wise copy.
@@ -172,20 +171,20 @@ public struct Response: Sendable {
 
     /// The exact size of `encoded()`.
     var encodedSize: Int {
-        let values: [ReturnedValue]
-        switch result {
-        case .none: values = []
-        case .value(let v): values = [v]
-        case .array(let a): values = a
-        }
-        let body = values.reduce(0) { total, v in
+        func size(_ v: ReturnedValue) -> Int {
             switch v {
-            case .data(let d): return total + 1 + 2 + 1 + 4 + d.count + 1
-            case .persistentRef(let r): return total + 1 + 2 + 1 + 1 + 4 + r.count
+            case .data(let d): return 1 + 2 + 1 + 4 + d.count + 1
+            case .persistentRef(let r): return 1 + 2 + 1 + 1 + 4 + r.count
             case .item(let i):
-                return total + 1 + AttributeCoding.encodedSize(i.attributes) + 1 + (i.secret.map { 4 + $0.count } ?? 0)
+                return 1 + AttributeCoding.encodedSize(i.attributes) + 1 + (i.secret.map { 4 + $0.count } ?? 0)
                     + 1 + (i.persistentRef.map { 4 + $0.count } ?? 0)
             }
+        }
+        let body: Int
+        switch result {
+        case .none: body = 0
+        case .value(let v): body = size(v)
+        case .array(let a): body = a.reduce(0) { $0 + size($1) }
         }
         return 2 + 4 + 1 + 4 + body + AttributeCoding.encodedSize(info)
     }

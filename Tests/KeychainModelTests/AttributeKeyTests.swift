@@ -14,6 +14,24 @@ final class AttributeKeyTests: XCTestCase {
                        "keys sort as their raw names")
     }
 
+    /// Keys are equal exactly when their names are as `String`s, and equal keys hash alike, also
+    /// for names a short plain name is canonically equivalent to (U+212A KELVIN SIGN is `K`).
+    func testKeysAreEqualAndHashAsTheirNames() {
+        let names = ["acct", "svce", "r_Data", "m_Limit", "r_PersistentRef", "K", "\u{212A}", "aK", "a\u{212A}", "a;", "a\u{037E}",
+                     "`b", "\u{1FEF}b", "", "a\0", "a", "é", "e\u{0301}", "abcdefgh", "abcdefghi", "pdmn"]
+        for x in names {
+            for y in names {
+                let a = AttributeKey(rawValue: x), b = AttributeKey(rawValue: y)
+                XCTAssertEqual(a == b, x == y, "\(x.unicodeScalars.map(\.value)) and \(y.unicodeScalars.map(\.value))")
+                if a == b { XCTAssertEqual(a.hashValue, b.hashValue) }
+            }
+        }
+        let table: Attributes = [AttributeKey(rawValue: "\u{212A}"): "kelvin", "acct": "a"]
+        XCTAssertEqual(table["K"], "kelvin")
+        XCTAssertEqual(table[.account], "a")
+        XCTAssertEqual(Set(names.map(AttributeKey.init(rawValue:))).count, Set(names).count)
+    }
+
     func testAttributeCodingWritesRawNamesInTheirOrder() throws {
         let attributes: Attributes = [.synchronizable: .number(1), .service: "db", .account: .data([0x61])]
         var w = ByteWriter()
