@@ -9,7 +9,7 @@
 #     and until it has read the whole log;
 #   - with --fleet "10 50 200" (or 10,50,200): for each N, N sync engines in one process in one
 #     circle, with the connections each engine held before issue 32, with shared ones, and (when
-#     PgBouncer is installed) as separate daemons would run them, each polling every second
+#     PgBouncer is installed) as separate daemons would run them, each polling every 0.5 s
 #     through PgBouncer in transaction mode (keychainfs-bench sync-fleet): one change until
 #     every host has it, --fleet-changes changes spread over the hosts until all have all,
 #     the server's backends and memory;
@@ -25,7 +25,7 @@ set -euo pipefail
 
 usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 kc=""; kcbench=""; changes=1000; burst=10000; new_host=100000; keep=0
-fleet=""; fleet_changes=1000; fleet_only=0; fleet_modes="held shared polled"
+fleet=""; fleet_changes=1000; fleet_only=0; fleet_modes="held shared polled"; fleet_poll_ms=500
 while (($#)); do
     case "$1" in
         --kc) shift; kc=${1:?--kc needs a path} ;;
@@ -141,7 +141,7 @@ run_fleet() {
             server="host=$work/pg/sock dbname=$db user=kcbench"
             [ "$mode" = polled ] && server="host=$work/pg/pooler port=6432 dbname=$db user=kcbench"
             log "fleet: $n hosts, $mode connections, $fleet_changes changes"
-            res=$("$kcbench" sync-fleet --server "$server" --hosts "$n" --changes "$fleet_changes" --connections "$mode" \
+            res=$("$kcbench" sync-fleet --server "$server" --hosts "$n" --changes "$fleet_changes" --connections "$mode" --poll "$fleet_poll_ms" \
                 --dir "$work" --baseline --baseline-server "host=$work/pg/sock dbname=$db user=kcbench") \
                 || { echo "bench/sync.sh: sync-fleet failed at $n hosts ($mode)" >&2; res="hosts=$n connections=$mode failed=1"; }
             fleet_report+="$res"$'\n'

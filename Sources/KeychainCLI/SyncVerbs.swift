@@ -112,9 +112,9 @@ enum SyncVerbs {
         switch sub {
         case "init", "join":
             let server = try conninfo(ctx.args), name = ctx.args.value("--name") ?? hostName()
-            let poll = try ctx.args.number("--poll", in: 0...SyncRequest.maximumPollSeconds, unit: "a number of seconds")
-            request = sub == "init" ? .initCircle(server: server, name: name, pollSeconds: poll)
-                                    : .join(server: server, name: name, pollSeconds: poll)
+            let poll = try pollMilliseconds(ctx.args)
+            request = sub == "init" ? .initCircle(server: server, name: name, pollMilliseconds: poll)
+                                    : .join(server: server, name: name, pollMilliseconds: poll)
         case "approve":
             guard let code = rest.first else { throw UsageError("sync approve needs the CODE the joining host printed") }
             request = .approve(code: code)
@@ -126,9 +126,9 @@ enum SyncVerbs {
         case "status": request = .status
         case "set":
             let days = try ctx.args.number("--retention", in: 1...SyncRequest.maximumRetentionDays, unit: "a number of days")
-            let poll = try ctx.args.number("--poll", in: 0...SyncRequest.maximumPollSeconds, unit: "a number of seconds")
+            let poll = try pollMilliseconds(ctx.args)
             guard days != nil || poll != nil else { throw UsageError("sync set needs --retention DAYS or --poll SECONDS") }
-            request = .set(retentionDays: days, pollSeconds: poll)
+            request = .set(retentionDays: days, pollMilliseconds: poll)
         case "leave": request = .leave
         default:
             throw UsageError("unknown sync command \(sub)")
@@ -164,6 +164,22 @@ enum SyncVerbs {
             break
         }
         return 0
+    }
+
+    /// --poll SECONDS in milliseconds: 0, or 0.1 to 3600 with at most three decimals.
+    static func pollMilliseconds(_ args: Arguments) throws -> Int64? {
+        guard let text = args.value("--poll") else { return nil }
+        let accepted = "--poll takes seconds from 0.1 to 3600 (0: listen, the default)"
+        let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        let digits = { (s: Substring) in !s.isEmpty && s.utf8.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") } }
+        guard let whole = parts.first, digits(whole), whole.count <= 4, parts.count == 1 || (digits(parts[1]) && parts[1].count <= 3),
+              let seconds = Int64(whole) else {
+            throw UsageError("\(accepted); \(Output.jsonString(text)) is not such a number")
+        }
+        let fraction = parts.count == 2 ? Int64(parts[1] + String(repeating: "0", count: 3 - parts[1].count)) ?? 0 : 0
+        let ms = seconds * 1000 + fraction
+        guard SyncRequest.isPoll(ms) else { throw UsageError("\(accepted); \(text) is out of range") }
+        return ms
     }
 
     /// The connection string from --server or --server-file; refused when it holds a password.

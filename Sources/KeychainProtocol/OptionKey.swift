@@ -143,11 +143,11 @@ extension OptionKey {
     public static let account = OptionKey(rawValue: "account")
     /// sync history, bool: the versions' secrets too.
     public static let secrets = OptionKey(rawValue: "secrets")
-    /// sync set, number: the circle's retention in days, 1 to 36500. This or `poll-seconds`.
+    /// sync set, number: the circle's retention in days, 1 to 36500. This or `poll-ms`.
     public static let retentionDays = OptionKey(rawValue: "retention-days")
-    /// sync set, init and join, number: seconds between this host's rounds without LISTEN, 0 to
-    /// 3600 (0 listens).
-    public static let pollSeconds = OptionKey(rawValue: "poll-seconds")
+    /// sync set, init and join, number: milliseconds between this host's rounds without LISTEN,
+    /// 100 to 3600000, or 0 (it listens).
+    public static let pollMilliseconds = OptionKey(rawValue: "poll-ms")
     /// sync restore, number: the id of a version kept in the history. Required.
     public static let historyID = OptionKey(rawValue: "history-id")
 }

@@ -434,10 +434,10 @@ public struct AuditQuery: Sendable, Equatable {
 /// `sync`: fleet sync's circle verbs (option `verb`) and the history of set-aside versions.
 public enum SyncRequest: TypedRequest {
     /// Makes this host the first of a circle on `server` (a libpq connection string); with
-    /// `pollSeconds`, it polls from the start (`set`).
-    case initCircle(server: String, name: String?, pollSeconds: Int64? = nil)
+    /// `pollMilliseconds`, it polls from the start (`set`).
+    case initCircle(server: String, name: String?, pollMilliseconds: Int64? = nil)
     /// Asks to join the circle on `server`; the reply's `code` is for a member to approve.
-    case join(server: String, name: String?, pollSeconds: Int64? = nil)
+    case join(server: String, name: String?, pollMilliseconds: Int64? = nil)
     case approve(code: String)
     /// Removes the member named `host` (a name, or 8 or more hex digits of its id).
     case remove(host: String)
@@ -446,9 +446,9 @@ public enum SyncRequest: TypedRequest {
     /// The versions sync set aside, of a service and account (each optional), with secrets.
     case history(service: String?, account: String?, secrets: Bool)
     /// Sets the circle's retention (days a member may go unseen before pruning leaves it out),
-    /// and this host's polling (seconds between rounds that hear no notification: 0 listens).
+    /// and this host's polling (milliseconds between rounds that hear no notification: 0 listens).
     /// At least one of the two.
-    case set(retentionDays: Int64?, pollSeconds: Int64?)
+    case set(retentionDays: Int64?, pollMilliseconds: Int64?)
     /// Writes the version kept in the history under `id` back as a local change.
     case restore(id: Int64)
 
@@ -476,10 +476,10 @@ public enum SyncRequest: TypedRequest {
         switch try o.string(.verb) {
         case "init"?, "join"?:
             guard let server = try o.string(.server), !server.isEmpty else { throw KeychainStatus.param }
-            let name = try o.string(.name), poll = try o.number(.pollSeconds)
-            guard poll.map({ $0 >= 0 && $0 <= Self.maximumPollSeconds }) ?? true else { throw KeychainStatus.param }
-            self = try o.string(.verb) == "init" ? .initCircle(server: server, name: name, pollSeconds: poll)
-                                                 : .join(server: server, name: name, pollSeconds: poll)
+            let name = try o.string(.name), poll = try o.number(.pollMilliseconds)
+            guard poll.map(Self.isPoll) ?? true else { throw KeychainStatus.param }
+            self = try o.string(.verb) == "init" ? .initCircle(server: server, name: name, pollMilliseconds: poll)
+                                                 : .join(server: server, name: name, pollMilliseconds: poll)
         case "approve"?: self = .approve(code: try o.string(.code) ?? "")
         case "remove"?:
             guard let host = try o.string(.host), !host.isEmpty else { throw KeychainStatus.param }
@@ -489,12 +489,12 @@ public enum SyncRequest: TypedRequest {
         case "history"?:
             self = .history(service: try o.string(.service), account: try o.string(.account), secrets: try o.flag(.secrets))
         case "set"?:
-            let days = try o.number(.retentionDays), poll = try o.number(.pollSeconds)
+            let days = try o.number(.retentionDays), poll = try o.number(.pollMilliseconds)
             guard days != nil || poll != nil, days.map({ $0 > 0 && $0 <= Self.maximumRetentionDays }) ?? true,
-                  poll.map({ $0 >= 0 && $0 <= Self.maximumPollSeconds }) ?? true else {
+                  poll.map(Self.isPoll) ?? true else {
                 throw KeychainStatus.param
             }
-            self = .set(retentionDays: days, pollSeconds: poll)
+            self = .set(retentionDays: days, pollMilliseconds: poll)
         case "restore"?:
             guard let id = try o.number(.historyID) else { throw KeychainStatus.param }
             self = .restore(id: id)
@@ -508,13 +508,13 @@ public enum SyncRequest: TypedRequest {
         case .initCircle(let server, let name, let poll), .join(let server, let name, let poll):
             o[.server] = .string(server)
             if let name { o[.name] = .string(name) }
-            if let poll { o[.pollSeconds] = .number(poll) }
+            if let poll { o[.pollMilliseconds] = .number(poll) }
         case .approve(let code): o[.code] = .string(code)
         case .remove(let host): o[.host] = .string(host)
         case .leave, .status: break
         case .set(let days, let poll):
             if let days { o[.retentionDays] = .number(days) }
-            if let poll { o[.pollSeconds] = .number(poll) }
+            if let poll { o[.pollMilliseconds] = .number(poll) }
         case .restore(let id): o[.historyID] = .number(id)
         case .history(let service, let account, let secrets):
             if let service { o[.service] = .string(service) }
@@ -526,8 +526,11 @@ public enum SyncRequest: TypedRequest {
 
     /// The longest retention `sync set` takes: 100 years, far from PostgreSQL's interval limits.
     public static let maximumRetentionDays: Int64 = 36_500
-    /// The longest wait between polled rounds `sync set --poll` takes: an hour.
-    public static let maximumPollSeconds: Int64 = 3_600
+    /// The shortest and longest wait between polled rounds (`sync set --poll`), in ms: 0.1 s and an hour.
+    public static let pollMilliseconds: ClosedRange<Int64> = 100...3_600_000
+
+    /// 0 (listen) or a wait in `pollMilliseconds`.
+    public static func isPoll(_ milliseconds: Int64) -> Bool { milliseconds == 0 || pollMilliseconds.contains(milliseconds) }
 }
 
 // MARK: mount, unmount, watch

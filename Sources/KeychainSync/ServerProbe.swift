@@ -9,10 +9,11 @@ public final class ServerProbe {
         db = try PGConnection(conninfo: conninfo)
     }
 
-    /// Client backends now, this probe's own left out (`pg_stat_activity`).
+    /// Client backends of this database now, this probe's own left out (`pg_stat_activity`).
     public func clientBackends() throws -> Int {
         Int(try db.exec("""
             SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
+                AND datname = current_database()
             """).int(0, 0))
     }
 

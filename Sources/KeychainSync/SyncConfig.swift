@@ -32,10 +32,10 @@ struct SyncConfig: Equatable {
     /// Where the current epoch began in the log: a record after it must be of this epoch.
     var epochStart: Int64 = 0
     var former: [Former] = []
-    /// Seconds between this host's rounds when it does not LISTEN (`sync set --poll`), for a
-    /// server reached through a pooler in transaction mode, which cannot carry LISTEN; 0:
-    /// it listens, and rounds come on a notification or every 2 s.
-    var pollSeconds: UInt16 = 0
+    /// Milliseconds between this host's rounds when it does not LISTEN (`sync set --poll`),
+    /// for a server reached through a pooler in transaction mode, which cannot carry LISTEN;
+    /// 0: it listens, and rounds come on a notification or every 2 s.
+    var pollMilliseconds: UInt32 = 0
 
     static let settingName = "sync"
 
@@ -94,7 +94,7 @@ struct SyncConfig: Equatable {
         }
         w.u64(UInt64(bitPattern: epochStart))
         Self.encode(former, into: &w)
-        w.u16(pollSeconds)
+        w.u32(pollMilliseconds)
         return w.bytes
     }
 
@@ -116,7 +116,7 @@ struct SyncConfig: Equatable {
                 c.epochStart = Int64(bitPattern: try r.u64())
                 c.former = try readFormer(&r)
             }
-            if version >= 3 { c.pollSeconds = try r.u16() }
+            if version >= 3 { c.pollMilliseconds = try r.u32() }
             return c
         }
     }

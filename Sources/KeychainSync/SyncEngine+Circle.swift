@@ -3,7 +3,7 @@ import KeychainCrypto
 
 /// The circle verbs: init, join, approve, leave, status (docs/sync.md, "The circle").
 extension SyncSession {
-    func initCircle(conninfo: String, name: String, pollSeconds: Int) throws -> Fields {
+    func initCircle(conninfo: String, name: String, pollMilliseconds: Int) throws -> Fields {
         try checkNewLocked(conninfo)
         let server = try reach(conninfo)
         try server.createSchema()
@@ -14,7 +14,7 @@ extension SyncSession {
         try storeSecret("host", host.serialized())
         try storeSecret("circle", circle.secrets())
         var config = SyncConfig(state: .member, conninfo: conninfo, name: name)
-        config.pollSeconds = UInt16(clamping: pollSeconds)
+        config.pollMilliseconds = UInt32(clamping: pollMilliseconds)
         config.circleID = circle.circleID
         config.epoch = circle.epoch
         config.members = [SyncConfig.Member(hostID: host.hostID, signKey: host.signPublic, boxKey: host.boxPublic, name: name)]
@@ -24,7 +24,7 @@ extension SyncSession {
         return statusLocked()
     }
 
-    func join(conninfo: String, name: String, pollSeconds: Int) throws -> String {
+    func join(conninfo: String, name: String, pollMilliseconds: Int) throws -> String {
         try checkNewLocked(conninfo)
         let server = try reach(conninfo)
         try server.createSchema()
@@ -35,7 +35,7 @@ extension SyncSession {
         try storeSecret("host", host.serialized())
         try vault.setSyncSecret("join", key)
         var config = SyncConfig(state: .joining, conninfo: conninfo, name: name)
-        config.pollSeconds = UInt16(clamping: pollSeconds)
+        config.pollMilliseconds = UInt32(clamping: pollMilliseconds)
         try config.save(vault)
         (self.config, self.host, self.joinKey, self.server) = (config, host, key, server)
         log("sync: asked to join")
@@ -191,7 +191,7 @@ extension SyncSession {
             out["cursor"] = .number(config.cursor)
             out["waiting"] = .number(Int64((try? vault.queuedSyncEntries().count) ?? 0))
             if let retentionDays { out["retention-days"] = .number(Int64(retentionDays)) }
-            out["poll-seconds"] = .number(Int64(config.pollSeconds))
+            out["poll-ms"] = .number(Int64(config.pollMilliseconds))
             out["members"] = .string(config.members.map { hex($0.hostID).prefix(8) + ($0.name.isEmpty ? "" : " " + $0.name) }
                 .joined(separator: ", "))
         }

@@ -43,12 +43,12 @@ extension SyncSession {
 
     /// Sets this host's polling (`sync set --poll`), kept in its sync state in the vault.
     /// - Throws: `SyncError.notMember` outside a circle.
-    func setPoll(seconds: Int) throws {
+    func setPoll(milliseconds: Int) throws {
         guard loadLocked(), var config, config.state == .member else { throw SyncError.notMember }
-        config.pollSeconds = UInt16(clamping: seconds)
+        config.pollMilliseconds = UInt32(clamping: milliseconds)
         try config.save(vault)
         self.config = config
-        log(seconds > 0 ? "sync: rounds every \(seconds) s, without LISTEN" : "sync: rounds on the server's notifications")
+        log(milliseconds > 0 ? "sync: rounds every \(milliseconds) ms, without LISTEN" : "sync: rounds on the server's notifications")
     }
 
     /// Any member prunes at the end of its round; cheap when nothing moved (one query).

@@ -36,19 +36,19 @@ public final class SyncEngine: Sendable {
     /// Makes this host the first member of a new circle on the server, creating the tables
     /// when missing. - Throws: `KeychainStatus.param` for a connection string with a password
     /// or when already in a circle, `SyncError.server` when the server cannot be reached.
-    public func initCircle(conninfo: String, name: String, pollSeconds: Int = 0) throws -> Fields {
+    public func initCircle(conninfo: String, name: String, pollMilliseconds: Int = 0) throws -> Fields {
         try session.withLock { s in
             defer { s.releaseLocked() }
-            return try s.initCircle(conninfo: conninfo, name: name, pollSeconds: pollSeconds)
+            return try s.initCircle(conninfo: conninfo, name: name, pollMilliseconds: pollMilliseconds)
         }
     }
 
     /// Asks to join the circle on the server. - Returns: the code to type on a member
     /// (`sync approve CODE`); this host becomes a member once one does.
-    public func join(conninfo: String, name: String, pollSeconds: Int = 0) throws -> String {
+    public func join(conninfo: String, name: String, pollMilliseconds: Int = 0) throws -> String {
         try session.withLock { s in
             defer { s.releaseLocked() }
-            return try s.join(conninfo: conninfo, name: name, pollSeconds: pollSeconds)
+            return try s.join(conninfo: conninfo, name: name, pollMilliseconds: pollMilliseconds)
         }
     }
 
@@ -84,18 +84,18 @@ public final class SyncEngine: Sendable {
         try session.withLock { s in defer { s.releaseLocked() }; try s.setRetention(days: days) }
     }
 
-    /// Sets the seconds between this host's rounds when it does not LISTEN (`sync set --poll`;
-    /// 0: it listens). Kept in the vault; the next round follows it.
+    /// Sets the milliseconds between this host's rounds when it does not LISTEN (`sync set
+    /// --poll`; 0: it listens). Kept in the vault; the next round follows it.
     /// - Throws: `SyncError.notMember` outside a circle.
-    public func setPoll(seconds: Int) throws {
-        try session.withLock { s in try s.setPoll(seconds: seconds) }
+    public func setPoll(milliseconds: Int) throws {
+        try session.withLock { s in try s.setPoll(milliseconds: milliseconds) }
     }
 
     /// How long the loop waits for a kick or a notification before its next round, in ms.
     var roundInterval: Int32 {
         session.withLock { s in
-            let poll = Int32(s.config?.pollSeconds ?? 0)
-            return poll > 0 ? poll * 1000 : SyncLoop.idleRound
+            let poll = Int32(clamping: s.config?.pollMilliseconds ?? 0)
+            return poll > 0 ? poll : SyncLoop.idleRound
         }
     }
 
@@ -227,7 +227,7 @@ final class SyncSession {
         guard let server, let pool = connections.pool else { return }
         // A host that polls less often than the pool keeps a connection closes it now: its
         // next round is further away than the pool would keep it.
-        if let poll = config?.pollSeconds, poll > 0, Double(poll) >= pool.idleSeconds {
+        if let poll = config?.pollMilliseconds, poll > 0, Double(poll) >= pool.idleSeconds * 1000 {
             pool.discard(server)
         } else {
             pool.giveBack(server)
@@ -247,7 +247,7 @@ final class SyncSession {
     func listenLocked(_ config: SyncConfig) throws {
         let channel = SyncServer.channel(config.circleID)
         // Polling: no LISTEN anywhere (a pooler in transaction mode cannot carry one).
-        if config.pollSeconds > 0 {
+        if config.pollMilliseconds > 0 {
             connections.waker?.forget(engine: wakerID)
             listener = nil
             return

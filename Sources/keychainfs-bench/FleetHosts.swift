@@ -18,9 +18,9 @@ final class FleetHosts: @unchecked Sendable {
 
     /// - Parameters:
     ///   - connections: each engine's (called once per engine).
-    ///   - pollSeconds: the engines' `sync --poll` (0: they listen).
+    ///   - pollMilliseconds: the engines' `sync --poll` (0: they listen).
     ///   - progress: told after each host joins.
-    init(count: Int, dir: String, conninfo: String, connections: () -> SyncConnections, pollSeconds: Int = 0,
+    init(count: Int, dir: String, conninfo: String, connections: () -> SyncConnections, pollMilliseconds: Int = 0,
          progress: (Int) -> Void) throws {
         let device = try DeviceKey.loadOrCreate(at: dir + "/device.key")
         let pass = try SecureBytes(copying: Array("keychainfs fleet bench".utf8))
@@ -38,10 +38,10 @@ final class FleetHosts: @unchecked Sendable {
         }
         self.vaults = vaults
         self.loops = loops
-        _ = try loops[0].engine.initCircle(conninfo: conninfo, name: "fleet-0", pollSeconds: pollSeconds)
+        _ = try loops[0].engine.initCircle(conninfo: conninfo, name: "fleet-0", pollMilliseconds: pollMilliseconds)
         progress(1)
         for i in 1..<count {
-            let code = try loops[i].engine.join(conninfo: conninfo, name: "fleet-\(i)", pollSeconds: pollSeconds)
+            let code = try loops[i].engine.join(conninfo: conninfo, name: "fleet-\(i)", pollMilliseconds: pollMilliseconds)
             _ = try loops[0].engine.approve(code: code)
             loops[i].engine.step()  // takes the grant
             guard loops[i].engine.status()["state"] == .string("member") else {

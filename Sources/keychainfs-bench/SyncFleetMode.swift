@@ -5,7 +5,7 @@ import KeychainSystem
 import Synchronization
 
 /// `keychainfs-bench sync-fleet --server CONNINFO --hosts N [--changes M] [--samples K]
-/// [--connections held|shared|polled] [--pool P] [--poll S] [--dir PATH] [--baseline]`, for bench/sync.sh --fleet: N sync
+/// [--connections held|shared|polled] [--pool P] [--poll MS] [--dir PATH] [--baseline]`, for bench/sync.sh --fleet: N sync
 /// engines in this process (`FleetHosts`), one circle, one PostgreSQL server.
 ///
 /// - `--samples K` (20): K times, one add on a host (each in turn) until every other host
@@ -15,7 +15,7 @@ import Synchronization
 /// - `--connections`: `shared` (the daemon's: rounds borrow from a pool of P, 8 by default,
 ///   one LISTEN connection wakes them), `held` (each engine holds two, as before issue 32) or
 ///   `polled` (each engine as a daemon of its own would run it, with a pool of its own, no
-///   LISTEN, a round every `--poll` S seconds, 1 by default: for CONNINFO naming a pooler in
+///   LISTEN, a round every `--poll` MS milliseconds, 1000 by default: for CONNINFO naming a pooler in
 ///   transaction mode, as separate machines would reach the server).
 /// - `--baseline`: then `--samples` INSERT + NOTIFY round trips to a listener through libpq
 ///   on the same server (`NotifyBaseline`), the floor under one host's propagation; through
@@ -25,10 +25,10 @@ import Synchronization
 func syncFleetMode(_ args: [String]) {
     let usage = """
         usage: keychainfs-bench sync-fleet --server CONNINFO --hosts N [--changes M] [--samples K]
-                                           [--connections held|shared|polled] [--pool P] [--poll S] [--dir PATH]
+                                           [--connections held|shared|polled] [--pool P] [--poll MS] [--dir PATH]
                                            [--baseline] [--baseline-server CONNINFO]
         """
-    var conninfo = "", hosts = 0, changes = 1000, samples = 20, pool = 8, mode = "shared", poll = 1
+    var conninfo = "", hosts = 0, changes = 1000, samples = 20, pool = 8, mode = "shared", poll = 1000
     var parent = "/var/tmp", baseline = false, baselineServer: String?
     let c = ArgumentCursor(args, from: 0, usage: usage)
     while let a = c.current {
@@ -38,7 +38,7 @@ func syncFleetMode(_ args: [String]) {
         case "--changes": changes = c.positive(a)
         case "--samples": samples = c.positive(a)
         case "--pool": pool = c.positive(a)
-        case "--poll": poll = c.positive(a)
+        case "--poll": poll = c.positive(a)  // milliseconds
         case "--dir": parent = c.value(a)
         case "--baseline": baseline = true
         case "--baseline-server": baselineServer = c.value(a)
@@ -74,7 +74,7 @@ func syncFleetMode(_ args: [String]) {
     let fleet: FleetHosts
     do {
         fleet = try FleetHosts(count: hosts, dir: dir, conninfo: conninfo, connections: connections,
-                               pollSeconds: mode == "polled" ? poll : 0) { n in
+                               pollMilliseconds: mode == "polled" ? poll : 0) { n in
             if n % 50 == 0 { emit("sync-fleet: \(n) of \(hosts) hosts in the circle", fd: 2) }
         }
     } catch {
@@ -83,7 +83,7 @@ func syncFleetMode(_ args: [String]) {
     emit("sync-fleet: \(hosts) hosts in the circle after \(plain(monotonic() - t0, 1)) s", fd: 2)
     sampler.start()
     usleep(4_000_000)  // two idle rounds of every engine: their connections are open
-    var out = "hosts=\(hosts) connections=\(mode)" + (mode == "shared" ? " pool=\(pool)" : mode == "polled" ? " poll_s=\(poll)" : "")
+    var out = "hosts=\(hosts) connections=\(mode)" + (mode == "shared" ? " pool=\(pool)" : mode == "polled" ? " poll_ms=\(poll)" : "")
 
     var latencies: [Double] = []
     for s in 0..<samples {

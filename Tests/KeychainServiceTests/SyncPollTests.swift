@@ -21,10 +21,10 @@ final class SyncPollTests: XCTestCase {
         try c.server.startPooler(poolSize: poolSize)
         try c.server.logStatements()
         c.viaPooler = true
-        c.circleOptions = ["--poll", "1"]
+        c.circleOptions = ["--poll", "0.5"]
         try c.formCircle()
         for h in c.hosts {
-            XCTAssertEqual(c.status(h)["poll-seconds"] as? Int, 1, c.shown(h))
+            XCTAssertEqual(c.status(h)["poll-ms"] as? Int, 500, c.shown(h))
         }
         // Every host's change reaches the others, with no notification to wake them.
         let service = "polled-\(c.tag)"
@@ -49,8 +49,8 @@ final class SyncPollTests: XCTestCase {
         let h = c.hosts[0]
         XCTAssertEqual(try h.run(["sync", "set", "--poll", "5"]).status, 206, "outside a circle: errSecParam")
         try c.found()
-        XCTAssertEqual(c.status(h)["poll-seconds"] as? Int, 0, "it listens by default")
-        for bad in ["-1", "3601", "soon", ""] {
+        XCTAssertEqual(c.status(h)["poll-ms"] as? Int, 0, "it listens by default")
+        for bad in ["-1", "3601", "0.05", "1.2345", "soon", "", ".5", "1.", "1e3"] {
             let r = try h.run(["sync", "set", "--poll", bad])
             XCTAssertEqual(r.status, 2, "--poll \(bad): \(r)")
         }
@@ -58,15 +58,17 @@ final class SyncPollTests: XCTestCase {
         XCTAssertEqual(missing.status, 2)
         XCTAssertTrue(missing.stderr.contains("--retention DAYS or --poll SECONDS"), missing.stderr)
         XCTAssertEqual(try h.run(["sync", "status", "--poll", "3"]).status, 2)
-        let set = try h.run(["sync", "set", "--poll", "30", "--json"])
+        let set = try h.run(["sync", "set", "--poll", "2.5", "--json"])
         XCTAssertEqual(set.status, 0, "\(set)")
-        XCTAssertEqual(h.jsonObject(set.stdout)["poll-seconds"] as? Int, 30, set.stdout)
+        XCTAssertEqual(h.jsonObject(set.stdout)["poll-ms"] as? Int, 2_500, set.stdout)
         // Kept in the vault: the same after the daemon starts again.
         XCTAssertEqual(try h.run(["stop"]).status, 0)
         XCTAssertEqual(try h.run(["unlock-keychain"], input: "pass phrase 1\n").status, 0)
-        XCTAssertEqual(c.status(h)["poll-seconds"] as? Int, 30)
+        XCTAssertEqual(c.status(h)["poll-ms"] as? Int, 2_500)
+        XCTAssertEqual(try h.run(["sync", "set", "--poll", "3600"]).status, 0)
+        XCTAssertEqual(c.status(h)["poll-ms"] as? Int, 3_600_000)
         XCTAssertEqual(try h.run(["sync", "set", "--poll", "0"]).status, 0)
-        XCTAssertEqual(c.status(h)["poll-seconds"] as? Int, 0)
-        XCTAssertTrue(try h.run(["audit"]).stdout.contains("poll-seconds=30"), "the change is audited")
+        XCTAssertEqual(c.status(h)["poll-ms"] as? Int, 0)
+        XCTAssertTrue(try h.run(["audit"]).stdout.contains("poll-ms=2500"), "the change is audited")
     }
 }

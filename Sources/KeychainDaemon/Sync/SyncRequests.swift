@@ -5,7 +5,7 @@ import KeychainSync
 
 /// `keychainfs sync init|join|approve|remove|status|set|leave` and `history`: the circle verbs,
 /// for administrators. The request is a `SyncRequest` (options `verb`, `server`, `name`, `code`,
-/// `host`, `retention-days`, `poll-seconds`, `history-id`).
+/// `host`, `retention-days`, `poll-ms`, `history-id`).
 struct SyncRequests: RequestFamily {
     let context: RequestContext
 
@@ -16,13 +16,13 @@ struct SyncRequests: RequestFamily {
             switch request {
             case .initCircle(let server, let name, let poll):
                 let info = try auditedChange(.syncInit, caller) {
-                    try engine.initCircle(conninfo: server, name: name ?? "", pollSeconds: Int(poll ?? 0))
+                    try engine.initCircle(conninfo: server, name: name ?? "", pollMilliseconds: Int(poll ?? 0))
                 }
                 runner.kick()
                 return .reply(SyncReply(status: info))
             case .join(let server, let name, let poll):
                 let code = try auditedChange(.syncJoin, caller) {
-                    try engine.join(conninfo: server, name: name ?? "", pollSeconds: Int(poll ?? 0))
+                    try engine.join(conninfo: server, name: name ?? "", pollMilliseconds: Int(poll ?? 0))
                 }
                 runner.kick()
                 return .reply(SyncReply(code: code))
@@ -45,7 +45,7 @@ struct SyncRequests: RequestFamily {
                     try auditedChange(.syncSet, caller, "retention-days=\(days)") { try engine.setRetention(days: Int(days)) }
                 }
                 if let poll {
-                    try auditedChange(.syncSet, caller, "poll-seconds=\(poll)") { try engine.setPoll(seconds: Int(poll)) }
+                    try auditedChange(.syncSet, caller, "poll-ms=\(poll)") { try engine.setPoll(milliseconds: Int(poll)) }
                     runner.kick()  // the loop's wait follows the new setting after this round
                 }
                 return .reply(SyncReply(status: engine.status()))
