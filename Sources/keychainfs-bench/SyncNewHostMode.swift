@@ -18,11 +18,15 @@ import Synchronization
 ///   first rounds read the whole log. Timed from the round after the grant until it has
 ///   pulled every entry, with the CPU time of this process meanwhile (the writer is idle),
 ///   the engine's work alone: no daemon, no audit line per entry.
+/// - `--copy FILE`: the fill writes the records to FILE for `\copy` instead of pushing them
+///   (`writeCopyRows`). `--approve CODE`: the filled writer approves another host (a daemon's
+///   `sync join`), and nothing more: bench/sync.sh then times that daemon's first sync.
 /// Prints `key=value` on one line: `newhost_items=`, `newhost_s=`, `newhost_rate=`,
 /// `newhost_cpu_s=`, `newhost_cpu_ms_per_1000=`, `newhost_held=`; with the fill, `fill_s=`.
 func syncNewHostMode(_ args: [String]) {
-    let usage = "usage: keychainfs-bench sync-newhost --server CONNINFO --dir DIR [--items N] [--batch B] [--fill-only]"
+    let usage = "usage: keychainfs-bench sync-newhost --server CONNINFO --dir DIR [--items N] [--batch B] [--fill-only] [--copy FILE] [--approve CODE]"
     var conninfo = "", dir = "", items = 100_000, batch = 20_000, fillOnly = false
+    var copyFile: String?, approve: String?
     let c = ArgumentCursor(args, from: 0, usage: usage)
     while let a = c.current {
         switch a {
@@ -31,6 +35,8 @@ func syncNewHostMode(_ args: [String]) {
         case "--items": items = c.positive(a)
         case "--batch": batch = c.positive(a)
         case "--fill-only": fillOnly = true
+        case "--copy": copyFile = c.value(a)
+        case "--approve": approve = c.value(a)
         default: fail("sync-newhost: unknown option \(a)\n\n" + usage)
         }
         c.advance()
@@ -77,7 +83,11 @@ func syncNewHostMode(_ args: [String]) {
                 }
                 try writerVault.addAll(chunk, accessGroups: groups)
                 for s in chunk { s.secret?.wipe() }
-                writer.step()
+                if let copyFile {
+                    try writeCopyRows(writerVault, engine: writer, to: copyFile, firstSeq: Int64(done) + 1)
+                } else {
+                    writer.step()
+                }
                 done += n
                 let st = writer.status()
                 if let e = st["last-error"] { fail("sync-newhost: the writer's round: \(e)") }
@@ -87,6 +97,10 @@ func syncNewHostMode(_ args: [String]) {
             out += "fill=\(items) fill_s=\(plain(monotonic() - t0, 1)) "
         }
         if fillOnly { emit(out + "filled=1"); return }
+        if let approve {
+            emit("approved=\(try writer.approve(code: approve))")
+            return
+        }
 
         let newPath = dir + "/new.vault"
         for suffix in ["", "-wal", "-shm"] { unlink(newPath + suffix) }
@@ -115,6 +129,47 @@ func syncNewHostMode(_ args: [String]) {
         fail("sync-newhost: \(error)")
     }
     emit(out)
+}
+
+/// `--copy FILE`: the writer's unsent items sealed and signed as its engine would send them
+/// (`SyncRecord.seal`, version 1, with its host and circle keys), appended to FILE as rows of
+/// `keychainfs.log` in COPY's text format (`circle, seq, token, version, deleted, record`)
+/// from log position `firstSeq` on, and recorded as sent. The caller loads FILE with
+/// `\copy`, fills `items` from it and moves the circle's counter past it (bench/sync.sh):
+/// thousands of records a second, where the engine's pushes (a savepoint and four statements
+/// per version) make hundreds.
+func writeCopyRows(_ vault: Vault, engine: SyncEngine, to path: String, firstSeq: Int64) throws {
+    let status = engine.status()
+    guard case .string(let circleHex)? = status["circle"], let circleID = Hex.decode(circleHex),
+          case .number(let epoch)? = status["epoch"],
+          let hostSecret = try vault.syncSecret("host"), let circleSecret = try vault.syncSecret("circle")
+    else { throw SyncError.notMember }
+    let host = try HostKeys.parse(hostSecret)
+    hostSecret.wipe()
+    let circle = try CircleKeys.parse(circleID: circleID, epoch: UInt32(epoch), secrets: circleSecret)
+    circleSecret.wipe()
+    defer { host.wipe(); circle.wipe() }
+    guard let file = fopen(path, "a") else { throw SyncError.server("cannot open \(path)") }
+    defer { fclose(file) }
+    var seq = firstSeq
+    var sent: [(uuid: [UInt8], state: SyncItemState?)] = []
+    let prefix = Array("\\\\x".utf8) + Array(circleHex.utf8)
+    for (uuid, version, _) in try vault.syncChanges().changed {
+        guard let payload = try vault.syncPayload(uuid: uuid) else { continue }
+        defer { payload.wipe() }
+        let record = try SyncRecord.seal(payload, uuid: uuid, version: 1, circle: circle, writer: host)
+        var line = prefix
+        line += Array("\t\(seq)\t\\\\x".utf8)
+        Hex.append(circle.token(of: uuid), to: &line)
+        line += Array("\t1\tf\t\\\\x".utf8)
+        Hex.append(record, to: &line)
+        line.append(UInt8(ascii: "\n"))
+        guard fwrite(line, 1, line.count, file) == line.count else { throw SyncError.server("cannot write \(path)") }
+        sent.append((uuid, SyncItemState(localVersion: version, serverVersion: 1)))
+        seq += 1
+    }
+    try vault.setSyncStates(sent)
+    try vault.pruneSyncChanges()
 }
 
 /// User and system CPU time of this process so far, in seconds.
