@@ -21,6 +21,11 @@ public final class SyncEngine: Sendable {
         session = Mutex(SyncSession(vault: vault, log: log, onApplied: onApplied, connections: connections, wake: wake))
     }
 
+    /// Entries a long read (a new host's first sync) checks and writes in one vault
+    /// transaction (docs/sync.md, "A new host"); tests make it smaller to reach the batch
+    /// opened ahead with few entries.
+    public static let longReadBatch = Atomic<Int>(16_384)
+
     /// The socket to wait on for the server's notifications; nil when not listening here
     /// (shared connections: the waker wakes this engine).
     public var notificationSocket: Int32? { session.withLock { $0.notificationSocket } }
