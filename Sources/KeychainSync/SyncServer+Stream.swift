@@ -18,8 +18,8 @@ extension SyncServer {
     /// A batch ends sooner once it holds this many bytes of records (a log of large items).
     static let streamBatchBytes = 16 << 20
 
-    /// Hands `body` the log after `cursor` in log order, `batch` entries at a time (fewer when
-    /// their records reach `streamBatchBytes`), from one snapshot (`DECLARE ... CURSOR` in a
+    /// Hands `body` the log after `cursor` in log order, `batch` entries at a time (the first
+    /// batch `fetchSize`; fewer when their records reach `streamBatchBytes`), from one snapshot (`DECLARE ... CURSOR` in a
     /// `REPEATABLE READ READ ONLY` transaction, `FETCH` of `fetchSize`), with the batch after
     /// it (nil at the end), fetched first so `body` can start on it.
     /// `body` may read from the server between batches, not write. A record longer than
@@ -36,7 +36,7 @@ extension SyncServer {
                 """, [.bytes(circle), .int(cursor), .int(Int64(Self.inlineRecord))])
             let fetchSize = min(batch, Self.fetchSize)
             var ended = false
-            func fetch() throws -> [LogEntry]? {
+            func fetch(_ batch: Int) throws -> [LogEntry]? {
                 var entries: [LogEntry] = []
                 var bytes = 0
                 while !ended, entries.count < batch, bytes < Self.streamBatchBytes {
@@ -53,9 +53,11 @@ extension SyncServer {
                 }
                 return entries.isEmpty ? nil : entries
             }
-            var current = try fetch()
+            // The first batch is checked with nothing opened ahead: one fetch's worth, so the
+            // second (opened ahead while the first is written) comes soon.
+            var current = try fetch(fetchSize)
             while let entries = current {
-                let next = try fetch()
+                let next = try fetch(batch)
                 try body(entries, next)
                 current = next
             }
