@@ -5,8 +5,8 @@ extension SyncServer {
     /// Entries a page holds (`entries`): a full one means more may follow.
     static let pageSize = 500
 
-    /// Records up to this length come with their batch; a longer one (a large item) is read
-    /// alone, so a batch holds at most `batch` times this many bytes of records.
+    /// Records up to this length come with their fetch; a longer one (a large item) is read
+    /// alone, so a fetch holds at most `fetchSize` times this many bytes of records (16 MiB).
     static let inlineRecord = 4096
 
     /// Entries a long read checks and writes at a time (one vault transaction each), fetched
@@ -19,9 +19,10 @@ extension SyncServer {
     static let streamBatchBytes = 16 << 20
 
     /// Hands `body` the log after `cursor` in log order, `batch` entries at a time (the first
-    /// batch `fetchSize`; fewer when their records reach `streamBatchBytes`), from one snapshot (`DECLARE ... CURSOR` in a
-    /// `REPEATABLE READ READ ONLY` transaction, `FETCH` of `fetchSize`), with the batch after
-    /// it (nil at the end), fetched first so `body` can start on it.
+    /// batch `fetchSize`; fewer once a batch's records reach `streamBatchBytes`, so at most one
+    /// fetch more), from one snapshot (`DECLARE ... CURSOR` in a `REPEATABLE READ READ ONLY`
+    /// transaction, `FETCH` of `fetchSize`), with the batch after it (nil at the end), fetched
+    /// first so `body` can start on it.
     /// `body` may read from the server between batches, not write. A record longer than
     /// `SyncRecord.maximumLength` comes empty with its length, as from `entries`.
     /// - Throws: `PostgresError`, or what `body` throws (the transaction ends either way).
