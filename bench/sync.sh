@@ -7,6 +7,11 @@
 #   - throughput: --burst adds sent as fast as one client can, until all are in B's mount;
 #   - a new host C joining a circle whose server holds --new-host items: until it is a member,
 #     and until it has read the whole log;
+#   - with --new-host-copy K: a new host D (a daemon) joining a circle whose server holds K
+#     items written through COPY (keychainfs-bench sync-newhost: a writer's vault filled with
+#     Vault.addAll, its records sealed and signed by the record code a daemon uses, loaded with
+#     \copy; a daemon's adds run at hundreds a second), until it has read the whole log, with
+#     the CPU seconds of D's daemon; then the same read by an engine in the bench's process;
 #   - with --fleet "10 50 200" (or 10,50,200): for each N, N sync engines in one process in one
 #     circle, with the connections each engine held before issue 32, with shared ones, and (when
 #     PgBouncer is installed) as separate daemons would run them, each polling every 0.5 s
@@ -18,14 +23,15 @@
 # in the work directory, fsync on), three vaults with their own device keys and daemons.
 #
 #   bench/sync.sh --kc PATH/keychainfs --bench PATH/keychainfs-bench [--changes N] [--burst M]
-#                 [--new-host K] [--fleet "N ..."] [--fleet-changes M] [--fleet-only] [--fleet-modes "M ..."] [--keep]
+#                 [--new-host K] [--new-host-copy K] [--fleet "N ..."] [--fleet-changes M] [--fleet-only]
+#                 [--fleet-modes "M ..."] [--keep]
 # bench/run.sh --sync-only builds the release binaries and runs this. Needs root. Everything it
 # starts, mounts and makes is undone on exit, also when interrupted.
 set -euo pipefail
 
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
 kc=""; kcbench=""; changes=1000; burst=10000; new_host=100000; keep=0
-fleet=""; fleet_changes=1000; fleet_only=0; fleet_modes="held shared polled"; fleet_poll_ms=500
+fleet=""; fleet_changes=1000; fleet_only=0; fleet_modes="held shared polled"; fleet_poll_ms=500; new_host_copy=0
 while (($#)); do
     case "$1" in
         --kc) shift; kc=${1:?--kc needs a path} ;;
@@ -33,6 +39,7 @@ while (($#)); do
         --changes) shift; changes=${1:?--changes needs a number} ;;
         --burst) shift; burst=${1:?--burst needs a number} ;;
         --new-host) shift; new_host=${1:?--new-host needs a number} ;;
+        --new-host-copy) shift; new_host_copy=${1:?--new-host-copy needs a number} ;;
         --fleet) shift; fleet=${1:?--fleet needs host counts, for example "10 50 200"} ;;
         --fleet-changes) shift; fleet_changes=${1:?--fleet-changes needs a number} ;;
         --fleet-only) fleet_only=1 ;;
@@ -73,7 +80,7 @@ cleanup() {
         host b timeout 10 "$kc" unmount "$mounted" >/dev/null 2>&1
         grep -qs " $mounted " /proc/mounts && umount -l "$mounted"
     fi
-    for h in a b c; do [ -e "$work/$h/$h.vault" ] && host "$h" timeout 20 "$kc" stop >/dev/null 2>&1; done
+    for h in a b c d; do [ -e "$work/$h/$h.vault" ] && host "$h" timeout 20 "$kc" stop >/dev/null 2>&1; done
     [ -f "$work/pg/pooler.pid" ] && kill -INT "$(cat "$work/pg/pooler.pid")" 2>/dev/null
     [ -d "$work/pg/data" ] && runuser -u "$pguser" -- "$pgbin/pg_ctl" -D "$work/pg/data" -w -m fast stop >/dev/null 2>&1
     # userdel refuses a user with a process left: give the server's last ones time to end.
@@ -168,7 +175,7 @@ if ((fleet_only)); then
     exit 0
 fi
 
-for h in a b c; do
+for h in a b c d; do
     mkdir -p "$work/$h/run"
     chmod 755 "$work/$h" "$work/$h/run"
 done
@@ -225,6 +232,49 @@ Fleet sync, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load $(cut -d' ' -f
   a new host receives $new_host items:
       member $member_s s after sync join, the whole log read after $all_s s ($(awk -v n="$new_host" -v s="$all_s" 'BEGIN { printf "%.0f", n / s }')/s); C holds $count_c of them
 REPORT
+if ((new_host_copy > 0)); then
+    # A database of its own: a writer and a member that reads nothing (holding pruning back,
+    # as B does above) in a circle, the writer's records loaded with \copy.
+    db=newhost; cdb="host=$work/pg/sock dbname=$db user=kcbench"
+    psql_ "CREATE DATABASE $db" >/dev/null
+    mkdir -p "$work/w"; chmod 755 "$work/w"
+    log "new host (copy): sealing $new_host_copy records of a writer's items"
+    t0=$(now)
+    "$kcbench" sync-newhost --server "$cdb" --dir "$work/w" --items "$new_host_copy" --fill-only --copy "$work/w/log.copy" >/dev/null
+    chmod 644 "$work/w/log.copy"
+    pdb() { runuser -u "$pguser" -- "$pgbin/psql" -h "$work/pg/sock" -U kcbench -d "$db" -At -c "$1"; }
+    pdb "\copy keychainfs.log(circle, seq, token, version, deleted, record) FROM '$work/w/log.copy'" >/dev/null
+    pdb "INSERT INTO keychainfs.items(circle, token, version, seq, deleted, record) SELECT circle, token, version, seq, deleted, record FROM keychainfs.log" >/dev/null
+    pdb "UPDATE keychainfs.circles SET seq = (SELECT max(seq) FROM keychainfs.log)" >/dev/null
+    rm -f "$work/w/log.copy"
+    copy_last=$(pdb "SELECT max(seq) FROM keychainfs.log")
+    log "the server holds $copy_last records ($(since "$t0") s); new host D joins"
+    echo "$pass" | host d "$kc" create-keychain --kdf interactive >/dev/null
+    t0=$(now)
+    code=$(host d "$kc" sync join --server "$cdb" --name bench-d 2>/dev/null)
+    "$kcbench" sync-newhost --server "$cdb" --dir "$work/w" --approve "$code" >/dev/null
+    until [ "$(status_field d state)" = member ]; do sleep 0.1; done
+    d_member_s=$(since "$t0")
+    d_pid=""
+    for p in /proc/[0-9]*; do
+        if ls -l "$p/fd" 2>/dev/null | grep -q " $work/d/d.vault\$"; then d_pid=${p#/proc/}; break; fi
+    done
+    cpu_of() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+    d_cpu0=$(cpu_of "$d_pid"); t1=$(now)
+    until [ "$(status_field d cursor)" -ge "$copy_last" ] 2>/dev/null; do sleep 0.5; done
+    d_read_s=$(since "$t1"); d_all_s=$(since "$t0")
+    d_cpu=$(awk -v a="$d_cpu0" -v b="$(cpu_of "$d_pid")" -v t="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (b - a) / t }')
+    host d "$kc" stop >/dev/null 2>&1
+    log "new host (copy): the same read by an engine in the bench's process"
+    res_e=$("$kcbench" sync-newhost --server "$cdb" --dir "$work/w" --items "$new_host_copy")
+    ge() { tr ' ' '\n' <<< "$res_e" | sed -n "s/^$1=//p"; }
+    cat <<REPORT
+  a new host receives $new_host_copy items written through COPY (load $(cut -d' ' -f1-3 /proc/loadavg)):
+      daemon D: member $d_member_s s after sync join, the whole log read $d_read_s s later ($(awk -v n="$new_host_copy" -v s="$d_read_s" 'BEGIN { printf "%.0f", n / s }')/s, $d_all_s s in all); daemon CPU $d_cpu s ($(awk -v n="$new_host_copy" -v c="$d_cpu" 'BEGIN { printf "%.1f", c / n * 1000000 }') ms per 1,000 entries)
+      engine in one process: $(ge newhost_s) s ($(ge newhost_rate)/s), CPU $(ge newhost_cpu_s) s ($(ge newhost_cpu_ms_per_1000) ms per 1,000 entries)
+      baseline (above): INSERT + NOTIFY p50 $(get notify_p50_ms) ms
+REPORT
+fi
 if [ -n "$fleet" ]; then
     for h in a b c; do [ -e "$work/$h/$h.vault" ] && host "$h" timeout 20 "$kc" stop >/dev/null 2>&1; done
     run_fleet

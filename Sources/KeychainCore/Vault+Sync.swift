@@ -111,6 +111,20 @@ extension Vault {
         }
     }
 
+    /// The sync state of each of `uuids` (nil: never exchanged), read under one lock.
+    public func syncStates(_ uuids: [[UInt8]]) throws -> [SyncItemState?] {
+        try mutex.withLock {
+            try createSyncTable()
+            let st = try store.db.prepare("SELECT local_version, server_version FROM sync_items WHERE uuid = ?")
+            defer { st.reset() }
+            return try uuids.map { uuid in
+                st.reset()
+                try st.bind(.blob(uuid))
+                return try st.step() ? SyncItemState(localVersion: st.int(0), serverVersion: st.int(1)) : nil
+            }
+        }
+    }
+
     /// The decrypted item, or nil when it is gone or no longer synchronizable.
     /// - Throws: `interactionNotAllowed` when its class key is locked, `decode` when damaged.
     public func syncPayload(uuid: [UInt8]) throws -> SyncPayload? {
@@ -148,10 +162,18 @@ extension Vault {
     /// a page of the log, not one per item): all of them or, when one throws, none.
     /// - Returns: what each changed (see `applySynced` and `deleteSynced`).
     /// - Throws: as `applySynced`.
-    public func applySynced(_ changes: [SyncChange]) throws -> [SyncApplied?] {
+    /// - Parameter prepared: what `prepareSynced` made of `changes` (on another thread, while
+    ///   an earlier batch was written), used where still valid; the rest is done here.
+    public func applySynced(_ changes: [SyncChange], prepared: [PreparedSync]? = nil) throws -> [SyncApplied?] {
+        precondition(prepared == nil || prepared!.count == changes.count)
         var decoded: [Attributes?] = []
-        for c in changes {
+        decoded.reserveCapacity(changes.count)
+        for (i, c) in changes.enumerated() {
             guard case .write(let p, _) = c else { decoded.append(nil); continue }
+            if let ready = prepared?[i], ready.item?.uuid == p.uuid {  // decoded and checked already
+                decoded.append(ready.attributes)
+                continue
+            }
             let attributes = try ItemCodec.decode(p.attributes)
             try Self.checkSyncedRecord(attributes, p)
             decoded.append(attributes)
@@ -159,9 +181,11 @@ extension Vault {
         return try mutex.withLock {
             try store.db.transaction {
                 try createSyncTable()
-                return try zip(changes, decoded).map { change, attributes in
-                    switch change {
-                    case .write(let p, let serverVersion): return try writeSyncedLocked(p, attributes!, serverVersion: serverVersion)
+                return try changes.indices.map { i in
+                    switch changes[i] {
+                    case .write(let p, let serverVersion):
+                        return try writeSyncedLocked(p, decoded[i]!, serverVersion: serverVersion,
+                                                     prepared: usablePrepared(prepared?[i], p))
                     case .delete(let uuid): return try deleteSyncedLocked(uuid)
                     }
                 }
@@ -169,9 +193,21 @@ extension Vault {
         }
     }
 
-    private func writeSyncedLocked(_ p: SyncPayload, _ attributes: Attributes, serverVersion: Int64) throws -> SyncApplied? {
+    private func writeSyncedLocked(_ p: SyncPayload, _ attributes: Attributes, serverVersion: Int64,
+                                   prepared: PreparedSync?) throws -> SyncApplied? {
         guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
         let classKey = try availableKey(for: p.protection)
+        /// The item sealed as a row: made ahead (`prepareSynced`) or here.
+        func sealed(rowID: Int64, version: Int64) throws -> StoredItem {
+            guard var item = prepared?.item else {
+                return try seal(uuid: p.uuid, rowID: rowID, itemClass: p.itemClass, protection: p.protection,
+                                attributes: attributes, secret: p.secret, classKey: classKey, indexKey: indexKey,
+                                version: version)
+            }
+            item.header.rowID = rowID
+            item.header.version = version
+            return item
+        }
         var applied = SyncApplied(groups: [], names: [])
         let existing = try store.item(uuid: p.uuid)
         if let e = existing, let old = try? open(e, classKey: try availableKey(for: e.protection), needSecret: false) {
@@ -179,13 +215,10 @@ extension Vault {
         }
         // A change made here and not yet sent lost to one the server took first.
         if let e = existing, try hasUnsentChange(e) { try keepInHistory(e, reason: .serverOrder) }
-        let pk = IndexToken.primaryKey(attributes, itemClass: p.itemClass, key: indexKey)
+        let pk = prepared?.item?.primaryKeyToken ?? IndexToken.primaryKey(attributes, itemClass: p.itemClass, key: indexKey)
         if let clash = try store.row(primaryKeyToken: pk), clash.uuid != p.uuid {
             guard p.uuid.lexicographicallyPrecedes(clash.uuid) else {
-                let lost = try seal(uuid: p.uuid, rowID: 0, itemClass: p.itemClass, protection: p.protection,
-                                    attributes: attributes, secret: p.secret, classKey: classKey, indexKey: indexKey,
-                                    version: 0)
-                try keepInHistory(lost, reason: .higherUUID)
+                try keepInHistory(try sealed(rowID: 0, version: 0), reason: .higherUUID)
                 return nil
             }
             if let old = try? open(clash, classKey: try availableKey(for: clash.protection), needSecret: false) {
@@ -194,16 +227,15 @@ extension Vault {
             try keepInHistory(clash, reason: .higherUUID)
             try store.delete(rowID: clash.rowID)
         }
-        var item = try seal(uuid: p.uuid, rowID: existing?.rowID ?? 0, itemClass: p.itemClass, protection: p.protection,
-                            attributes: attributes, secret: p.secret, classKey: classKey, indexKey: indexKey,
-                            version: (existing?.version ?? 0) + 1)
-        let tokens = lookupTokens(attributes, itemClass: p.itemClass, indexKey: indexKey)
+        var item = try sealed(rowID: existing?.rowID ?? 0, version: (existing?.version ?? 0) + 1)
+        let tokens = prepared?.tokens ?? lookupTokens(attributes, itemClass: p.itemClass, indexKey: indexKey)
         if existing != nil {
             try store.replace(item, tokens: tokens)
         } else {
             item.rowID = try store.insert(item, tokens: tokens)
         }
         try writeSyncState(p.uuid, SyncItemState(localVersion: item.version, serverVersion: serverVersion))
+        try forgetSyncChange(p.uuid)
         note(attributes, p.itemClass, into: &applied)
         return applied
     }
@@ -218,7 +250,16 @@ extension Vault {
             note(old.attributes, e.itemClass, into: &applied)
         }
         try store.delete(rowID: e.rowID)
+        try forgetSyncChange(uuid)
         return applied
+    }
+
+    /// An item just written (or deleted) as the server has it is in step: its `sync_dirty`
+    /// row, which the write's trigger added, goes now rather than in the next round's
+    /// `pruneSyncChanges`, which would find it in step and remove it (after a new host's first
+    /// sync, a scan of every item it received).
+    private func forgetSyncChange(_ uuid: [UInt8]) throws {
+        try store.db.prepare("DELETE FROM sync_dirty WHERE uuid = ?").bind(.blob(uuid)).run()
     }
 
     /// Records (or, with nil, forgets) what was exchanged for one item.
@@ -351,7 +392,7 @@ extension Vault {
 
     /// A synced record must look like what the vault itself stores: known attributes, its
     /// class's protection, a group, `sync` 1, never a ThisDeviceOnly class.
-    private static func checkSyncedRecord(_ a: Attributes, _ p: SyncPayload) throws {
+    static func checkSyncedRecord(_ a: Attributes, _ p: SyncPayload) throws {
         let known = p.itemClass.knownAttributes
         guard p.uuid.count == 16, !p.protection.isThisDeviceOnly,
               a.keys.allSatisfy({ known.contains($0) || $0 == secretModified }),

@@ -21,6 +21,11 @@ public final class SyncEngine: Sendable {
         session = Mutex(SyncSession(vault: vault, log: log, onApplied: onApplied, connections: connections, wake: wake))
     }
 
+    /// Entries a long read (a new host's first sync) checks and writes in one vault
+    /// transaction (docs/sync.md, "A new host"); tests make it smaller to reach the batch
+    /// opened ahead with few entries.
+    public static let longReadBatch = Atomic<Int>(16_384)
+
     /// The socket to wait on for the server's notifications; nil when not listening here
     /// (shared connections: the waker wakes this engine).
     public var notificationSocket: Int32? { session.withLock { $0.notificationSocket } }
@@ -286,7 +291,11 @@ final class SyncSession {
         // A batch of entries, checked one by one, then written in one vault transaction.
         func take(_ entries: [SyncServer.LogEntry], openedAhead: OpenedAhead? = nil) throws {
             var states = SyncStates(vault: vault)
+            // Nothing below writes sync states before the batch's one transaction: those of its
+            // items can be read at once.
+            if let openedAhead { try states.load(openedAhead.uuids) }
             var batch: [Opened] = []
+            batch.reserveCapacity(entries.count)
             defer { for o in batch { o.payload?.wipe() } }
             func wait(_ e: SyncServer.LogEntry) throws {
                 // Its class key is locked: the entry waits in the vault, as the ciphertext it
@@ -317,7 +326,7 @@ final class SyncSession {
                 position = e.seq
             }
             do {
-                let applied = try vault.applySynced(batch.map(\.change))
+                let applied = try vault.applySynced(batch.map(\.change), prepared: batch.map(\.prepared))
                 for (o, a) in zip(batch, applied) { done(o, a) }
             } catch {
                 // One of them cannot be written now (a locked class key, an item the vault
@@ -349,7 +358,7 @@ final class SyncSession {
                 var ahead: OpenedAhead?  // the batch being opened on another thread
                 try server.streamEntries(config.circleID, after: position) { entries, next in
                     let opened = ahead
-                    ahead = next.map { OpenedAhead($0, circle: circle, config: config) }
+                    ahead = next.map { OpenedAhead($0, circle: circle, config: config, vault: vault) }
                     streamed += entries.count
                     try take(entries, openedAhead: opened)
                 }
@@ -445,6 +454,13 @@ final class SyncSession {
             seen[uuid] = .some(s)
             return s
         }
+
+        /// Reads the states of `uuids` not seen yet in one go (a batch's items, before any is
+        /// written): what `state` would have read of each, one lock and statement for all.
+        mutating func load(_ uuids: [[UInt8]]) throws {
+            let unseen = uuids.filter { seen[$0] == nil }
+            for (uuid, s) in zip(unseen, try vault.syncStates(unseen)) where seen[uuid] == nil { seen[uuid] = .some(s) }
+        }
     }
 
     /// A log entry checked and opened, ready to be written.
@@ -452,6 +468,8 @@ final class SyncSession {
         var entry: SyncServer.LogEntry
         var uuid: [UInt8]
         var payload: SyncPayload?
+        /// Sealed for the vault ahead (`OpenedAhead`), or `.none`.
+        var prepared: PreparedSync = .none
 
         var change: SyncChange {
             payload.map { .write($0, serverVersion: entry.version) } ?? .delete(uuid: uuid)
@@ -481,14 +499,15 @@ final class SyncSession {
             try refreshMembersLocked(server, &config)
         }
         guard let writer = config.writer(header.writer, at: e.seq) else { throw SyncError.unknownWriter }
-        let (uuid, payload) = try openedAhead?.take(e.seq, signKey: writer.signKey, epoch: header.epoch)
+        let ahead = openedAhead?.take(e.seq, signKey: writer.signKey, epoch: header.epoch)
+        let (uuid, payload) = try ahead.map { ($0.uuid, $0.payload) }
             ?? SyncRecord.open(e.record, circle: circle, writerSigningKey: writer.signKey, expected: header)
         if let s = try states.state(uuid), s.serverVersion >= header.version {  // already here (our own write)
             payload?.wipe()
             return nil
         }
         states.seen[uuid] = payload == nil ? .some(nil) : SyncItemState(localVersion: 0, serverVersion: header.version)
-        return Opened(entry: e, uuid: uuid, payload: payload)
+        return Opened(entry: e, uuid: uuid, payload: payload, prepared: ahead?.prepared ?? .none)
     }
 
     private func applyOpened(_ o: Opened) throws -> SyncApplied? {

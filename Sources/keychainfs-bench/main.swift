@@ -531,6 +531,7 @@ case "seckey-rsa": seckeyRSAMode(Array(CommandLine.arguments.dropFirst(2)))
 case "idle": idleMode(Array(CommandLine.arguments.dropFirst(2)))
 case "sync": syncMode(Array(CommandLine.arguments.dropFirst(2)))
 case "sync-fleet": syncFleetMode(Array(CommandLine.arguments.dropFirst(2)))
+case "sync-newhost": syncNewHostMode(Array(CommandLine.arguments.dropFirst(2)))
 case "commoncrypto": commonCryptoMode(Array(CommandLine.arguments.dropFirst(2)))
 default: run()
 }

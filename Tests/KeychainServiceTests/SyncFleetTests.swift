@@ -3,6 +3,7 @@ import KeychainCore
 import KeychainCrypto
 import KeychainSync
 import KeychainTestSupport
+import Synchronization
 import XCTest
 
 /// PRODUCT 15 at fleet size: twenty hosts' engines in this process, run as a process that
@@ -89,6 +90,9 @@ final class SyncFleetTests: XCTestCase {
     /// one whose signature the server changed, which it refuses and reports.
     func testANewHostReadsALongLogWholeAndRefusesAForgedEntryInIt() throws {
         let pg = try XCTUnwrap(server)
+        // Batches of 4,096 (16,384 by default): the second, opened ahead, within 5,000 entries.
+        SyncEngine.longReadBatch.store(4096, ordering: .relaxed)
+        defer { SyncEngine.longReadBatch.store(16_384, ordering: .relaxed) }
         try formFleet(1)
         var batch: [(attributes: Attributes, secret: SecureBytes?)] = []
         var expected: [String: String?] = [:]
