@@ -78,7 +78,9 @@ struct SyncConfig: Equatable {
 
     func encoded() -> [UInt8] {
         var w = ByteWriter()
-        w.u8(3)  // version of this encoding: 2 adds the epoch's start and former members, 3 the polling
+        // Version of this encoding: 2 adds the epoch's start and former members, 3 the polling;
+        // 2 while the host listens, so a daemon from before polling still reads it.
+        w.u8(pollMilliseconds > 0 ? 3 : 2)
         w.u8(state.rawValue)
         w.lengthPrefixed(Array(conninfo.utf8))
         w.lengthPrefixed(Array(name.utf8))
@@ -94,7 +96,7 @@ struct SyncConfig: Equatable {
         }
         w.u64(UInt64(bitPattern: epochStart))
         Self.encode(former, into: &w)
-        w.u32(pollMilliseconds)
+        if pollMilliseconds > 0 { w.u32(pollMilliseconds) }
         return w.bytes
     }
 

@@ -69,6 +69,11 @@ final class SyncPollTests: XCTestCase {
         XCTAssertEqual(c.status(h)["poll-ms"] as? Int, 3_600_000)
         XCTAssertEqual(try h.run(["sync", "set", "--poll", "0"]).status, 0)
         XCTAssertEqual(c.status(h)["poll-ms"] as? Int, 0)
+        // Listening again, the state is written as before polling existed, and still reads.
+        XCTAssertEqual(try h.run(["stop"]).status, 0)
+        XCTAssertEqual(try h.run(["unlock-keychain"], input: "pass phrase 1\n").status, 0)
+        XCTAssertEqual(c.status(h)["poll-ms"] as? Int, 0)
+        XCTAssertEqual(c.status(h)["state"] as? String, "member")
         XCTAssertTrue(try h.run(["audit"]).stdout.contains("poll-ms=2500"), "the change is audited")
     }
 }
