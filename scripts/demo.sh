@@ -17,8 +17,11 @@ else
     export PATH="/opt/swift/usr/bin:$PATH"
     echo "Building keychainfs and keychainfs-daemon (release) first: 3 to 4 minutes on 2 cores the first time," \
          "seconds after that. With the Debian package installed (scripts/package.sh) nothing is built." >&2
-    swift build -c release --product keychainfs && swift build -c release --product keychainfs-daemon   # keychainfs runs the daemon beside it
-    bin=$(swift build -c release --show-bin-path)/keychainfs
+    # In a subshell: the directory scripts/swiftpm-tmpdir.sh makes is for SwiftPM alone.
+    bin=$(source scripts/swiftpm-tmpdir.sh; trap swiftpm_tmpdir_remove EXIT
+          # keychainfs runs the daemon beside it
+          swift build -c release --product keychainfs >&2 && swift build -c release --product keychainfs-daemon >&2 &&
+              swift build -c release --show-bin-path)/keychainfs
 fi
 
 dir=$(mktemp -d /tmp/keychainfs-demo.XXXXXX)

@@ -32,6 +32,8 @@ echo "package.sh: building ${products[*]} (release, Swift runtime inside): 10 to
 # directory, so the release build of demo.sh and install.sh (other flags) is not rebuilt after it.
 flags=(-c release --scratch-path .build/package --static-swift-stdlib --disable-local-rpath
        -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now)
+source scripts/swiftpm-tmpdir.sh
+trap swiftpm_tmpdir_remove EXIT
 for p in "${products[@]}"; do
     nice -n 19 swift build "${flags[@]}" --product "$p" >&2
 done
@@ -39,7 +41,7 @@ bin=$(swift build "${flags[@]}" --show-bin-path)
 
 umask 022
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work"; swiftpm_tmpdir_remove' EXIT
 root=$work/keychainfs_${version}_$arch
 mkdir -p "$root/DEBIAN"
 

@@ -4,8 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
+source scripts/swiftpm-tmpdir.sh
 log=$(mktemp); build_log=$(mktemp)
-trap 'rm -f "$log" "$build_log"' EXIT
+trap 'rm -f "$log" "$build_log"; swiftpm_tmpdir_remove' EXIT
 # The build must print no warning (CI fails on a new one). A file that built before is not
 # compiled again, so an incremental build shows only the warnings of what changed; CI builds afresh.
 set +e
