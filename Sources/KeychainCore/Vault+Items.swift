@@ -482,9 +482,7 @@ extension Vault {
                 let inPlace = plainLength >= 0 && keyLength + plainLength <= scratch.count
                 let itemKey = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<keyLength])
                 defer { wipeMemory(UnsafeMutableRawBufferPointer(rebasing: scratch[0..<(inPlace ? keyLength + plainLength : keyLength)])) }
-                try classKey.withUnsafeBytes { k in
-                    try AEAD.open(item.wrappedKey, key: k, associatedData: UnsafeRawBufferPointer(ad), into: itemKey)
-                }
+                try openItemKey(item.wrappedKey, classKey: classKey, associatedData: UnsafeRawBufferPointer(ad), into: itemKey)
                 attributeOpens.wrappingAdd(1, ordering: .relaxed)
                 ad[ad.count - 1] = ItemCodec.Part.attributes.rawValue
                 var match = Match(stored: h, attributes: [:], secret: nil)
@@ -519,20 +517,40 @@ extension Vault {
         }
     }
 
+    /// Writes the item key sealed in `box` under `ad` into `out`: a copy of the one kept in
+    /// `openedItemKeys` when this box was opened before (a lookup of the same item again, a file
+    /// read again), else opened with `classKey` and kept. The kept key answers only the same
+    /// box under the same associated data, so it never stands in for a check the open makes.
+    func openItemKey(_ box: UnsafeRawBufferPointer, classKey: SecureBytes, associatedData ad: UnsafeRawBufferPointer,
+                     into out: UnsafeMutableRawBufferPointer) throws {
+        let sealed = SealedKey(box: Array(box), associatedData: Array(ad))
+        if let kept = openedItemKeys.withLock({ $0[sealed] }), kept.count == out.count {
+            kept.withUnsafeBytes { out.copyMemory(from: $0) }
+            return
+        }
+        try classKey.withUnsafeBytes { k in try AEAD.open(box, key: k, associatedData: ad, into: out) }
+        // Out of guarded memory: the key is not kept, the open stands.
+        guard let copy = try? SecureBytes(copying: UnsafeRawBufferPointer(out)) else { return }
+        openedItemKeys.withLock { keys in
+            if keys.count >= Self.itemKeyLimit { keys.removeAll(keepingCapacity: true) }  // a key a reader still holds lives on with it
+            keys[sealed] = copy
+        }
+    }
+
     /// Opens only an item's key and secret, for a row whose attributes `open` already checked.
-    /// The item key is kept in `fileItemKeys` for the next open of the same file. Call with the
+    /// The item key is kept in `openedItemKeys` for the next open of the same file. Call with the
     /// mutex held, or on a reader.
     func openFileSecret(_ item: StoredItem, classKey: SecureBytes) throws -> SecureBytes {
         // The two parts' associated data differ only in the last byte, the part.
         var ad = associatedData(item, .itemKey)
         let sealed = SealedKey(box: item.wrappedKey, associatedData: ad)
         let itemKey: SecureBytes
-        if let kept = fileItemKeys.withLock({ $0[sealed] }) {
+        if let kept = openedItemKeys.withLock({ $0[sealed] }) {
             itemKey = kept
         } else {
             itemKey = try AEAD.open(item.wrappedKey, key: classKey, associatedData: ad)
-            fileItemKeys.withLock { keys in
-                if keys.count >= Self.fileItemKeyLimit { keys.removeAll(keepingCapacity: true) }  // a key a reader still holds lives on with it
+            openedItemKeys.withLock { keys in
+                if keys.count >= Self.itemKeyLimit { keys.removeAll(keepingCapacity: true) }  // a key a reader still holds lives on with it
                 keys[sealed] = itemKey
             }
         }

@@ -12,7 +12,7 @@ import Synchronization
 /// (`withReader`), holding only the read side of `keys.gate` (see `KeyRing` for the rule that
 /// lets `lock()` wipe keys safely). What a search reads of the vault is therefore either fixed
 /// at open (`vaultID`, `madeHere`), under the gate (`keys`), or locked on its own
-/// (`fileItemKeys`, `attributeOpens`); `header` is for writers only.
+/// (`openedItemKeys`, `attributeOpens`); `header` is for writers only.
 public final class Vault: @unchecked Sendable {
     public let path: String
     let store: ItemStore
@@ -28,12 +28,13 @@ public final class Vault: @unchecked Sendable {
     let readers: ReaderPool
     /// What a search runs on when it runs on the write connection, with the mutex held.
     let writeContext: SearchContext
-    /// Item keys unwrapped for file opens, by their sealed form and the associated data that
-    /// bound it (so a changed or moved item misses): a file read again skips one decryption.
+    /// Item keys unwrapped by recent opens (searches, file reads), by their sealed form and the
+    /// associated data that bound it (so a changed or moved item misses): an item looked up or
+    /// read again skips one decryption. At most `itemKeyLimit`, emptied when full.
     /// The class keys that unwrap them are in memory anyway while unlocked; these are guarded
     /// memory too, and all are wiped at every lock, inside the gate's write side (no search
     /// holds one then).
-    let fileItemKeys = Locked<[SealedKey: SecureBytes]>([:])
+    let openedItemKeys = Locked<[SealedKey: SecureBytes]>([:])
     struct SealedKey: Hashable {
         let box: [UInt8]
         let associatedData: [UInt8]
@@ -44,7 +45,7 @@ public final class Vault: @unchecked Sendable {
             box.withUnsafeBytes { hasher.combine(bytes: $0) }
         }
     }
-    static let fileItemKeyLimit = 1024
+    static let itemKeyLimit = 1024
     /// Attribute blobs `open` decrypted (`attributeOpenCount`).
     let attributeOpens = Atomic<Int>(0)
     /// Locks since open (`lock`): a private key opened before one is opened again after it
@@ -237,7 +238,7 @@ public final class Vault: @unchecked Sendable {
         mutex.withLock {
             keys.lock {
                 locks.add(1, ordering: .releasing)
-                fileItemKeys.withLock { $0.removeAll() }  // each wipes itself as it goes
+                openedItemKeys.withLock { $0.removeAll() }  // each wipes itself as it goes
             }
         }
     }

@@ -84,7 +84,7 @@ final class FileInterfaceTests: XCTestCase {
             XCTAssertEqual(try vault.fileSecret(of: first[0], accessGroups: groups).string, "hunter2")
             XCTAssertEqual(try vault.fileSecret(of: first[1], accessGroups: groups).string, "123456")
         }
-        XCTAssertEqual(vault.fileItemKeys.withLock { $0.count }, 2, "one kept key per item, however often read")
+        XCTAssertEqual(vault.openedItemKeys.withLock { $0.count }, 2, "one kept key per item, however often read")
         // A listing leaves rows out and says so; a search for the file keeps it.
         var listed: [FileEntry] = []
         try vault.forEachFileEntry(service: Array("db".utf8), accessGroups: groups, keepRows: false) { listed.append($0); return true }
@@ -96,7 +96,7 @@ final class FileInterfaceTests: XCTestCase {
         let second = try vault.fileEntries(service: Array("db".utf8), accessGroups: groups)
         XCTAssertEqual(try vault.fileSecret(of: second[0], accessGroups: groups).string, "two")
         vault.lock()
-        XCTAssertTrue(vault.fileItemKeys.withLock { $0.isEmpty }, "every kept key is wiped at the lock")
+        XCTAssertTrue(vault.openedItemKeys.withLock { $0.isEmpty }, "every kept key is wiped at the lock")
         XCTAssertStatus(.interactionNotAllowed, try vault.fileSecret(of: second[0], accessGroups: groups))
         XCTAssertEqual(try vault.fileSecret(of: first[1], accessGroups: groups).string, "123456", "AfterFirstUnlock still reads")
     }

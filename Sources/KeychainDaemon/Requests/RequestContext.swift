@@ -100,17 +100,26 @@ extension Daemon: AuditWriting, ChangePublishing, PresenceApproving {
 
     /// The caller's groups and grants, read in one section of the state's lock.
     func groupSnapshot(of caller: CallerIdentity) -> GroupSnapshot {
-        let administrator = isAdministrator(caller)
-        return state.withLock { s in
-            let table = s.groupTable.groups.isEmpty
-                ? AccessGroupTable(groups: [AccessGroup(name: "default", owner: ownerUID, gid: ownerGID)]) : s.groupTable
-            return GroupSnapshot(entitled: table.entitled(caller), writable: table.writable(caller), isAdministrator: administrator,
-                                 mayLock: table.grantsLock(to: caller), mayAudit: table.grantsAudit(to: caller))
-        }
+        state.withLock { groupSnapshot(of: caller, in: $0) }
     }
 
+    private func groupSnapshot(of caller: CallerIdentity, in s: DaemonState) -> GroupSnapshot {
+        let table = s.groupTable.groups.isEmpty
+            ? AccessGroupTable(groups: [AccessGroup(name: "default", owner: ownerUID, gid: ownerGID)]) : s.groupTable
+        return GroupSnapshot(entitled: table.entitled(caller), writable: table.writable(caller), isAdministrator: isAdministrator(caller),
+                             mayLock: table.grantsLock(to: caller), mayAudit: table.grantsAudit(to: caller))
+    }
+
+    /// The caller's context as of now. A caller's requests (a connection's, all of one identity)
+    /// get the same one until the group table changes: its snapshot is made once, not per request.
     func context(for caller: CallerIdentity) -> RequestContext {
-        RequestContext(caller: caller, groups: groupSnapshot(of: caller), vault: vault, audit: self, changes: self,
-                       presence: self, openedKeys: openedKeys, control: self)
+        state.withLock { s in
+            if let kept = s.contexts.first(where: { $0.caller == caller }) { return kept }
+            let made = RequestContext(caller: caller, groups: groupSnapshot(of: caller, in: s), vault: vault, audit: self,
+                                      changes: self, presence: self, openedKeys: openedKeys, control: self)
+            if s.contexts.count >= DaemonState.contextLimit { s.contexts.removeFirst() }
+            s.contexts.append(made)
+            return made
+        }
     }
 }
