@@ -31,7 +31,8 @@ final class Connection: @unchecked Sendable {
     /// Bytes that arrived after a complete frame (a client that sends ahead).
     private var unread: SecureBytes?
     private var reply: SecureBytes?
-    private var replyHeader: [UInt8] = []
+    /// The reply's length, big-endian, as its frame's header (a word, not an array per reply).
+    private var replyHeader: UInt32 = 0
     private var replySent = 0
     /// Guarded bytes charged to the caller's quota: the frame being received or handled and any
     /// bytes sent ahead, and a reply the peer has not taken yet.
@@ -268,7 +269,7 @@ final class Connection: @unchecked Sendable {
     /// Starts sending a reply; what the socket does not take now waits for `continueSending`.
     func send(_ payload: SecureBytes, quotas: Quotas) -> Sent {
         let n = UInt32(payload.count)
-        replyHeader = [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)]
+        replyHeader = n.bigEndian
         reply = payload
         replySent = 0
         let outcome = continueSending(quotas: quotas)
@@ -289,19 +290,26 @@ final class Connection: @unchecked Sendable {
         while true {
             let total = 4 + body.count
             guard replySent < total else { break }
-            let sent: Int = replyHeader.withUnsafeBytes { head in
+            let sent: Int = withUnsafeBytes(of: replyHeader) { head in
                 body.withUnsafeBytes { b in
-                    var parts: [iovec] = []
-                    if replySent < 4 {
-                        parts.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress! + replySent), iov_len: 4 - replySent))
-                        if b.count > 0 { parts.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: b.baseAddress!), iov_len: b.count)) }
-                    } else {
-                        parts.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: b.baseAddress! + (replySent - 4)), iov_len: b.count - (replySent - 4)))
-                    }
-                    return parts.withUnsafeMutableBufferPointer { iov in
+                    // At most two parts (the rest of the header, the body), on the stack.
+                    withUnsafeTemporaryAllocation(of: iovec.self, capacity: 2) { parts in
+                        var count = 0
+                        if replySent < 4 {
+                            parts[0] = iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress! + replySent), iov_len: 4 - replySent)
+                            count = 1
+                            if b.count > 0 {
+                                parts[1] = iovec(iov_base: UnsafeMutableRawPointer(mutating: b.baseAddress!), iov_len: b.count)
+                                count = 2
+                            }
+                        } else {
+                            parts[0] = iovec(iov_base: UnsafeMutableRawPointer(mutating: b.baseAddress! + (replySent - 4)),
+                                             iov_len: b.count - (replySent - 4))
+                            count = 1
+                        }
                         var message = msghdr()
-                        message.msg_iov = iov.baseAddress
-                        message.msg_iovlen = iov.count
+                        message.msg_iov = parts.baseAddress
+                        message.msg_iovlen = count
                         return retryingOnInterrupt { sendmsg(fd, &message, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
                     }
                 }
