@@ -154,7 +154,8 @@ extension Vault {
     public func firstFileItem(itemClass: ItemClass, service: [UInt8], accessGroups: [String]) throws
         -> (group: String, protection: ProtectionClass)? {
         let q = try Self.fileQuery(itemClass: itemClass, service: service, account: nil)
-        let keeping = Self.directorySelections[itemClass] ?? AttributeSelection(Array(q.filters.keys) + Self.fileCheckedAttributes)
+        let keeping = q.filters.keys.allSatisfy({ Self.directorySelection.position(of: $0) != nil })
+            ? Self.directorySelection : AttributeSelection(Array(q.filters.keys) + Self.fileCheckedAttributes)
         var found: (group: String, protection: ProtectionClass)?
         try withReader { reader in
             try forEachOpenedFileItem(q, accessGroups: accessGroups, in: reader, keeping: keeping) { row, m in
@@ -166,12 +167,10 @@ extension Vault {
         return found
     }
 
-    /// What `firstFileItem` opens of an item of each class that has directories: the filters
-    /// of its query (its directory's attribute, the synchronizable value) and the checks.
-    private static let directorySelections: [ItemClass: AttributeSelection] = Dictionary(uniqueKeysWithValues:
-        [ItemClass.genericPassword, .internetPassword].compactMap { c in
-            (try? fileQuery(itemClass: c, service: [], account: nil)).map { (c, AttributeSelection(Array($0.filters.keys) + fileCheckedAttributes)) }
-        })
+    /// What `firstFileItem` opens of an item: the filters of a directory's query (its service
+    /// or server, the synchronizable value) and the checks. A query filtering on anything else
+    /// gets a selection of its own.
+    private static let directorySelection = AttributeSelection([.service, .server] + fileCheckedAttributes)
 
     /// What every file search reads of an item besides its filters: the clear columns' checks
     /// (`open`) and `showsAsFile`.
