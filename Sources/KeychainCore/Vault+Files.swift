@@ -61,15 +61,18 @@ extension Vault {
     /// The items named `name` (one path: an internet password's plain name finds only the item
     /// whose qualifiers are all empty; a name with its group only that group's), in insertion
     /// order; the first is the one its file shows.
-    public func fileEntries(named name: ItemName, accessGroups: [String], limit: Int = Int.max) throws -> [FileEntry] {
+    /// - Parameter attributes: the attributes the entries keep (`fileSelection`); nil keeps all.
+    public func fileEntries(named name: ItemName, accessGroups: [String], limit: Int = Int.max,
+                            attributes: AttributeSelection? = nil) throws -> [FileEntry] {
         let flat = FileNames.isFlat(name.itemClass)
         // A label has no lookup token: a key's or certificate's name is found among its class's.
         let q = flat ? try Self.fileQuery(itemClass: name.itemClass, service: nil, account: nil) : try Self.fileQuery(name)
         var out: [FileEntry] = []
         try withReader { reader in
-            try forEachFileItem(q, accessGroups: name.narrowing(accessGroups), in: reader) { item, attributes in
+            try forEachOpenedFileItem(q, accessGroups: name.narrowing(accessGroups), in: reader, trimming: attributes) { row, m in
+                let attributes = m.attributes
                 guard name.admits(attributes) else { return true }
-                let e = fileEntry(item, attributes, keepRow: true)
+                let e = fileEntry(row.stored(), attributes, keepRow: true)
                 if !flat || e.name == name || name.namesFlat(labelled: attributes) { out.append(e) }
                 return out.count < limit
             }
@@ -98,6 +101,13 @@ extension Vault {
 
     /// The search for one service or server (and account) of generic or internet passwords.
     static func fileQuery(itemClass: ItemClass = .genericPassword, service: [UInt8]?, account: [UInt8]?) throws -> ParsedQuery {
+        // A generic password's service and account are bytes that parsing keeps as they are:
+        // set on the query parsed once, as for a name (`fileQuery(_:)`).
+        if itemClass == .genericPassword, var q = anyGenericPassword {
+            if let service { q.filters[.service] = .data(service) }
+            if let account { q.filters[.account] = .data(account) }
+            return q
+        }
         var query: Attributes = [.class: .string(itemClass.rawValue), .synchronizable: .synchronizableAny]
         if FileNames.isFlat(itemClass) {
             if itemClass == .key { query[.keyClass] = 1 }  // private keys only
@@ -132,6 +142,58 @@ extension Vault {
     /// The same on `context` (a reader's, or the write connection's with the mutex held).
     func forEachFileItem(_ q: ParsedQuery, accessGroups: [String], in context: SearchContext,
                          visit: (StoredItem, Attributes) throws -> Bool) throws {
+        try forEachOpenedFileItem(q, accessGroups: accessGroups, in: context, keeping: nil) { row, m in
+            try visit(row.stored(), m.attributes)
+        }
+    }
+
+    /// Whether directory `service` of `itemClass` holds a file for `accessGroups`: the group and
+    /// protection class of its first item that does (the same search, checks and order as
+    /// `fileEntries(itemClass:service:accessGroups:limit:)` with a limit of 1), or nil. Opens
+    /// only the attributes the checks read, and keeps nothing of the row.
+    public func firstFileItem(itemClass: ItemClass, service: [UInt8], accessGroups: [String]) throws
+        -> (group: String, protection: ProtectionClass)? {
+        let q = try Self.fileQuery(itemClass: itemClass, service: service, account: nil)
+        let keeping = q.filters.keys.allSatisfy({ Self.directorySelection.position(of: $0) != nil })
+            ? Self.directorySelection : AttributeSelection(Array(q.filters.keys) + Self.fileCheckedAttributes)
+        var found: (group: String, protection: ProtectionClass)?
+        try withReader { reader in
+            try forEachOpenedFileItem(q, accessGroups: accessGroups, in: reader, keeping: keeping) { row, m in
+                guard case .string(let group)? = m.value(.accessGroup) else { return true }
+                found = (group, row.header.protection)
+                return false
+            }
+        }
+        return found
+    }
+
+    /// What `firstFileItem` opens of an item: the filters of a directory's query (its service
+    /// or server, the synchronizable value) and the checks. A query filtering on anything else
+    /// gets a selection of its own.
+    private static let directorySelection = AttributeSelection([.service, .server] + fileCheckedAttributes)
+
+    /// What every file search reads of an item besides its filters: the clear columns' checks
+    /// (`open`) and `showsAsFile`.
+    private static let fileCheckedAttributes: [AttributeKey] = [.accessible, .synchronizable, .accessGroup,
+                                                                .keyClass, .isExtractable, .isSensitive]
+
+    /// A selection of `keys` for `fileEntries(named:accessGroups:limit:attributes:)`, with what
+    /// its search itself reads added: the checks, every class's primary key (a name's filters
+    /// and `FileEntry.name`), the label and the qualifiers of a key's or certificate's name.
+    public static func fileSelection(_ keys: [AttributeKey]) -> AttributeSelection {
+        AttributeSelection(keys + fileSearchAttributes)
+    }
+
+    /// The attributes `fileSelection` adds.
+    public static let fileSearchAttributes: [AttributeKey] = fileCheckedAttributes + [.label]
+        + ItemClass.allCases.flatMap { $0.primaryKey + (FileNames.isFlat($0) ? [FileNames.flatQualifier($0)] : []) }
+
+    /// The rows `q` finds in `accessGroups` whose class key is available, opened (all their
+    /// attributes, or only `keeping`'s), checked and matched, in insertion order; `visit`
+    /// returns false to stop.
+    private func forEachOpenedFileItem(_ q: ParsedQuery, accessGroups: [String], in context: SearchContext,
+                                       keeping: AttributeSelection? = nil, trimming: AttributeSelection? = nil,
+                                       visit: (ItemRow, Match) throws -> Bool) throws {
         guard !accessGroups.isEmpty, let indexKey = keys.indexKey else { return }
         let groupTokens = accessGroups.map { context.groupToken($0, indexKey: indexKey) }
         // Tokens only for the account and the directory's attribute (account first): a missing
@@ -146,12 +208,12 @@ extension Vault {
                                      protection: nil, tokens: tokens, uuid: nil) { row in
             guard let classKey = try? availableKey(for: row.header.protection),
                   let m = try nilUnlessOutOfMemory({
-                      try row.withSealedParts { try open($0, classKey: classKey, needSecret: false, in: context) }
+                      try row.withSealedParts { try open($0, classKey: classKey, needSecret: false, in: context, keeping: keeping, trimming: trimming) }
                   }),
-                  Self.matches(m.attributes, filters: q.filters, itemClass: q.itemClass),
-                  Self.showsAsFile(m.attributes, itemClass: q.itemClass)
+                  Self.matches(filters: q.filters, itemClass: q.itemClass, m.value),
+                  Self.showsAsFile(itemClass: q.itemClass, m.value)
             else { return true }
-            return try visit(row.stored(), m.attributes)
+            return try visit(row, m)
         }
     }
 
@@ -159,10 +221,10 @@ extension Vault {
     /// that may be exported in the clear (`extr` not false, `sens` not true). Another key has
     /// no file at all, as `SecKeyCopyExternalRepresentation` of it fails: it can be used through
     /// the daemon, not read.
-    static func showsAsFile(_ attributes: Attributes, itemClass: ItemClass) -> Bool {
+    static func showsAsFile(itemClass: ItemClass, _ value: (AttributeKey) -> AttributeValue?) -> Bool {
         guard itemClass == .key else { return true }
-        return attributes[.keyClass]?.integerView == 1 && attributes[.isExtractable]?.integerView != 0
-            && attributes[.isSensitive]?.integerView != 1
+        return value(.keyClass)?.integerView == 1 && value(.isExtractable)?.integerView != 0
+            && value(.isSensitive)?.integerView != 1
     }
 
     /// The entry of an opened row; `keepRow` keeps small rows so the secret opens without a search.

@@ -471,8 +471,10 @@ extension Vault {
     /// and the attribute plaintext are opened there (no allocation) and zeroed before this
     /// returns; only the secret gets guarded memory of its own, as it leaves with the result.
     /// The three parts' associated data differ only in their last byte, so it is built once.
+    /// `keeping` opens only its attributes, read by position (`Match.selected`); `trimming`
+    /// opens only its attributes into `Match.attributes`.
     func open(_ item: SealedParts, classKey: SecureBytes, needSecret: Bool, in context: SearchContext,
-              keeping: AttributeSelection? = nil) throws -> Match {
+              keeping: AttributeSelection? = nil, trimming: AttributeSelection? = nil) throws -> Match {
         let h = item.header
         return try ItemCodec.withAssociatedData(vaultID: vaultID, uuid: h.uuid, itemClass: h.itemClass,
                                                 protection: h.protection, part: .itemKey) { ad in
@@ -490,7 +492,7 @@ extension Vault {
                     if let keeping {
                         match.selected = SelectedAttributes(selection: keeping, values: try ItemCodec.decode(plain, selecting: keeping))
                     } else {
-                        match.attributes = try ItemCodec.decode(plain)
+                        match.attributes = try ItemCodec.decode(plain, keeping: trimming)
                     }
                 }
                 if inPlace {

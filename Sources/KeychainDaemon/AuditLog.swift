@@ -216,6 +216,13 @@ final class AuditLog: Sendable {
     /// one of those two forms, and a path holding the text `\xa9999` (written `\\xa9999`) never
     /// reads like one holding a newline (`\x0a9999`).
     static func appendEscaped(_ s: String, to out: inout [UInt8]) {
+        // Most fields (paths, names, numbers) hold nothing to escape: one copy of their bytes.
+        let copied = s.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            guard !bytes.contains(where: needsEscape) else { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if copied == true { return }
         let backslash = UInt8(ascii: "\\")
         for b in s.utf8 {
             // Control characters are single bytes in UTF-8: no scalar decoding is needed.
@@ -229,6 +236,9 @@ final class AuditLog: Sendable {
             }
         }
     }
+
+    /// A byte `appendEscaped` writes in another form.
+    private static func needsEscape(_ b: UInt8) -> Bool { b == UInt8(ascii: "\\") || b < 0x20 || b == 0x7f }
 
     static func unhex(_ s: String) -> [UInt8]? {
         guard s.utf8.count == 64 else { return nil }

@@ -18,12 +18,34 @@ final class EntryCache: Sendable {
 
     /// What `stat`, `open` and the approval prompt read; extended attributes search instead.
     /// The primary key stays too: an entry gives its item's name (`FileEntry.name`).
-    static let keptAttributes: Set<AttributeKey> = Set([.modificationDate, Vault.secretModified, .accessControl, .label, .service,
-                                                        .server, .account, .accessGroup, .accessible, .keyClass, .type,
-                                                        .applicationLabel, .serialNumber, .isExtractable, .isSensitive] + FileNames.qualifierKeys)
+    /// With what a file search reads of an item (`Vault.fileSearchAttributes`: small values,
+    /// but a certificate's issuer), so that an entry a lookup opens with only these is kept as
+    /// it is, with no copy made to leave others out.
+    static let keptAttributes: Set<AttributeKey> = Set(keptKeys)
+
+    private static let keptKeys: [AttributeKey] = [.modificationDate, Vault.secretModified, .accessControl, .label, .service,
+                                                   .server, .account, .accessGroup, .accessible, .keyClass, .type,
+                                                   .applicationLabel, .serialNumber, .isExtractable, .isSensitive]
+        + FileNames.qualifierKeys + Vault.fileSearchAttributes
+
+    /// What a lookup opens of an item for the cache: exactly what it keeps.
+    static let openedAttributes = Vault.fileSelection(keptKeys)
+
+    /// Directories (services, servers) seen to hold an item for the whole mount, each with the
+    /// group and protection class of the item that showed it: a lookup of the directory again
+    /// needs no search while that group is shown and that class is available. A directory goes
+    /// with any change in it, as its entries do.
+    struct DirectoryWitness: Sendable {
+        let group: String
+        let protection: ProtectionClass
+    }
+
+    /// Directories kept at most (about 100 bytes each); past it the record starts again empty.
+    static let directoryCapacity = 16_384
 
     private struct Contents {
         var entries: [ItemName: FileEntry] = [:]
+        var directories: [Directory: DirectoryWitness] = [:]
         var bytes = 0
         /// Counts changes, so a search that raced with one stores nothing.
         var generation: UInt64 = 0
@@ -48,7 +70,9 @@ final class EntryCache: Sendable {
     @discardableResult
     func store(_ entry: FileEntry, name: ItemName, generation seen: UInt64, evicting: Bool = true) -> Bool {
         var kept = entry
-        kept.attributes = entry.attributes.filter { Self.keptAttributes.contains($0.key) }
+        if entry.attributes.keys.contains(where: { !Self.keptAttributes.contains($0) }) {
+            kept.attributes = entry.attributes.filter { Self.keptAttributes.contains($0.key) }
+        }
         let size = kept.footprint
         var old: [ItemName: FileEntry] = [:]
         defer { if !old.isEmpty { Self.freeLater(old) } }
@@ -67,10 +91,27 @@ final class EntryCache: Sendable {
         }
     }
 
-    /// Drops one item's entry, or a whole directory's when `name` is nil.
+    /// The item that last showed `directory` to the whole mount, if nothing changed in it since.
+    func witness(_ directory: Directory) -> DirectoryWitness? {
+        contents.withLock { $0.directories[directory] }
+    }
+
+    /// Keeps `witness` as what shows `directory` unless something changed since `generation`
+    /// was read.
+    func store(_ witness: DirectoryWitness, directory: Directory, generation seen: UInt64) {
+        contents.withLock { c in
+            guard seen == c.generation else { return }
+            if c.directories.count >= Self.directoryCapacity { c.directories.removeAll(keepingCapacity: true) }
+            c.directories[directory] = witness
+        }
+    }
+
+    /// Drops one item's entry, or a whole directory's when `name` is nil; either way the
+    /// directory's witness goes (its last item may be the one that changed).
     func invalidate(_ directory: Directory, name: ItemName?) {
         contents.withLock { c in
             c.generation &+= 1
+            c.directories.removeValue(forKey: directory)
             if let name {
                 if let gone = c.entries.removeValue(forKey: name) { c.bytes -= gone.footprint }
             } else {
@@ -86,6 +127,7 @@ final class EntryCache: Sendable {
         let old = contents.withLock { c -> [ItemName: FileEntry] in
             c.generation &+= 1
             c.bytes = 0
+            c.directories = [:]
             defer { c.entries = [:] }
             return c.entries
         }

@@ -220,7 +220,9 @@ public final class MountServer: Sendable {
         }
         let generation = entries.currentGeneration
         let visible = visibleGroups
-        let found = try vault.fileEntries(named: name, accessGroups: groups, limit: 1).first
+        // Opened with only the attributes the cache keeps, whether it keeps this one or not:
+        // a known name's entry has no others either.
+        let found = try vault.fileEntries(named: name, accessGroups: groups, limit: 1, attributes: EntryCache.openedAttributes).first
         // Only the mount-wide answer is kept: another caller's groups might pick another item.
         if let found, groups == visible {
             entries.store(found, name: name, generation: generation)
@@ -233,9 +235,17 @@ public final class MountServer: Sendable {
         protection.availability != .whileUnlocked || vault.lockState == .unlocked
     }
 
+    /// Whether directory `d` shows something to the whole mount, or was made with mkdir. A
+    /// directory an item showed is known without a search while that item's group is shown
+    /// and its class available, until anything in the directory changes (`EntryCache`).
     func serviceExists(_ d: Directory) throws -> Bool {
         if locked({ $0.emptyServices.contains(d) }) { return true }
-        return try !vault.fileEntries(itemClass: d.itemClass, service: d.service, accessGroups: visibleGroups, limit: 1).isEmpty
+        let visible = visibleGroups
+        if let known = entries.witness(d), visible.contains(known.group), isAvailable(known.protection) { return true }
+        let generation = entries.currentGeneration
+        guard let found = try vault.firstFileItem(itemClass: d.itemClass, service: d.service, accessGroups: visible) else { return false }
+        entries.store(EntryCache.DirectoryWitness(group: found.group, protection: found.protection), directory: d, generation: generation)
+        return true
     }
 
     /// A file created on this mount whose contents are not stored yet, as `stat` shows it.

@@ -312,6 +312,36 @@ final class ItemFileTests: NodeTestCase {
         XCTAssertEqual(errno { $0.removexattr($1, name: "user.keychain.label") }, EPERM)
     }
 
+    /// A directory looked up once is known without a search, until something in it changes: it
+    /// still goes with its last item, whether removed here or by another client (the daemon
+    /// tells the mount), or hidden by a lock.
+    func testADirectoryGoesWithItsLastItem() throws {
+        try addPassword("db", "app", "x")
+        try addPassword("web", "app", "x", ["pdmn": "ak"])  // readable only while unlocked
+        try addPassword("ssh", "app", "x", ["pdmn": "ck"])  // readable after a first unlock
+        for name in ["db", "web", "ssh"] { _ = inode(name) }
+        XCTAssertEqual(errno { $0.unlink($1, parent: self.inode("db"), name: self.bytes("app")) }, 0)
+        XCTAssertEqual(errno { $0.lookup($1, parent: InodeTable.rootIno, name: self.bytes("db")) }, ENOENT, "removed here")
+        try addPassword("db", "app", "y")
+        _ = inode("db")
+        _ = try vault.delete(["class": "genp", "svce": "db"], accessGroups: ["default"])
+        mount.invalidate(service: bytes("db"), account: bytes("app"))
+        XCTAssertEqual(errno { $0.lookup($1, parent: InodeTable.rootIno, name: self.bytes("db")) }, ENOENT, "removed by another client")
+        vault.lock()
+        mount.vaultDidLock()
+        XCTAssertEqual(errno { $0.lookup($1, parent: InodeTable.rootIno, name: self.bytes("web")) }, ENOENT, "hidden by the lock")
+        _ = inode("ssh")
+    }
+
+    /// `rm` of a synchronizable item's plain name after it was read (its entry known) removes it.
+    func testRemovingASynchronizableFileAfterReadingIt() throws {
+        try addPassword("db", "app", "SYNCED", ["sync": 1])
+        let db = inode("db")
+        XCTAssertEqual(contents(inode("app", in: db)), bytes("SYNCED"))
+        XCTAssertEqual(errno { $0.unlink($1, parent: db, name: self.bytes("app")) }, 0)
+        XCTAssertEqual(try vault.fileEntries(service: bytes("db"), accessGroups: ["default"]).count, 0)
+    }
+
     func testALockRevokesOpenDescriptorsAndHidesTheFile() throws {
         try addPassword("db", "app", "x")
         let app = inode("app", in: inode("db"))
