@@ -196,7 +196,10 @@ extension MountServer {
                 || file.withContentLock({ [p = processID(ofThread: pid)] in file.withWrite { $0.writerProcesses.contains(p) } ?? false })
         else { return req.ok() }
         do {
-            try commit(file, onlyWritten: true)
+            // A file created through this mount and not stored yet is stored at its writer's
+            // close, written or not: RELEASE comes after close(2) returns, so `touch x` followed
+            // by a search must not find the item missing.
+            try commit(file, onlyWritten: locked { _ in file.ref != nil })
             req.ok()
         } catch {
             req.error(errnoFor(error))

@@ -33,6 +33,21 @@ final class MountWriteTests: MountTestCase {
         XCTAssertEqual(try secret("svc", "existing"), "old")
     }
 
+    /// The close of a created file stores its item, written or not: the kernel sends RELEASE
+    /// after close(2) returns (here, only at the last descriptor's close), so a search right
+    /// after `touch` must not depend on it.
+    func testACreatedFileIsAnItemWhenItsCreatorClosesIt() throws {
+        let mnt = try mount()
+        try add("svc", "existing", "old")
+        let fd = open(mnt + "/svc/touched", O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        XCTAssertGreaterThanOrEqual(fd, 0, "creat: errno \(errno)")
+        let kept = dup(fd)  // holds the RELEASE back until the end
+        defer { if kept >= 0 { close(kept) } }
+        XCTAssertEqual(close(fd), 0)
+        XCTAssertEqual(try find("svc", "touched").status, 0, "the item exists once its creator's close returned")
+        XCTAssertEqual(try secret("svc", "touched"), "")
+    }
+
     func testEchoReplacesAnExistingSecret() throws {
         try add("svc", "acct", "original secret", ["-l", "My label", "-j", "keep me"])
         let mnt = try mount()

@@ -132,6 +132,8 @@ struct ServiceDirectory: ItemDirectory {
             file.writerUID = who.uid
             file.createdAt = time(nil)
             guard try file.startWriting() else { return req.error(ENOSPC) }
+            // The creator's close stores the new item even when it wrote nothing (`touch`).
+            mount.noteWriter(file, req)
             let reply = mount.register(file, opened)
             let ino = mount.inodes.lookedUp(.item(n))
             req.create(ino: ino, attr: mount.fileStat(ino, mount.pendingFacts(file)), timeout: 0, opened: reply)
