@@ -333,6 +333,12 @@ final class ItemStore {
         for t in tokens { try st.bind(.blob(t), .integer(rowID)).run() }
     }
 
+    /// Adds the tokens of many rows (each row's own kept), in the order given.
+    func insertTokens(_ tokens: [(token: [UInt8], rowID: Int64)]) throws {
+        let st = try db.prepare("INSERT OR IGNORE INTO tokens(token, item) VALUES(?, ?)")
+        for (t, rowID) in tokens { try st.bind(.blob(t), .integer(rowID)).run() }
+    }
+
     /// Rewrites an item in place (same row, so insertion order is kept) with new tokens.
     func replace(_ item: StoredItem, tokens: [[UInt8]]) throws {
         rowWrites.add(1, ordering: .releasing)
