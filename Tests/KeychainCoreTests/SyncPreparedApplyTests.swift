@@ -116,6 +116,17 @@ final class SyncPreparedApplyTests: XCTestCase {
         }
     }
 
+    /// A long read's larger write cache lasts only as long as the read, whether it ends or throws.
+    func testALongReadsWriteCacheIsGivenBackAfterItEvenWhenItThrows() throws {
+        let vault = try scratch.makeVault()
+        func cacheKiB() throws -> Int64? { try vault.store.db.scalarInt("PRAGMA cache_size").map { -$0 } }
+        XCTAssertEqual(try cacheKiB(), 8192)
+        try vault.withLargeWriteCache(64) { XCTAssertEqual(try cacheKiB(), 65536) }
+        XCTAssertEqual(try cacheKiB(), 8192)
+        XCTAssertThrowsError(try vault.withLargeWriteCache(64) { throw KeychainStatus.interactionNotAllowed })
+        XCTAssertEqual(try cacheKiB(), 8192)
+    }
+
     func payload(_ c: SyncChange) -> SyncPayload? {
         if case .write(let p, _) = c { return p }
         return nil
