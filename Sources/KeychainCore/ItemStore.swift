@@ -129,20 +129,24 @@ final class ItemStore {
         self.schema = schema
     }
 
+    /// The page cache of every connection, in KiB (`PRAGMA cache_size`); a long read of the
+    /// sync log takes more for its duration (`Vault.withLargeWriteCache`).
+    static let cacheKiB = 8192
+
     /// Durability and no-plaintext settings, applied on every open.
     func configure() throws {
         guard try db.scalarText("PRAGMA journal_mode=WAL") == "wal" else {
             throw SQLiteError(code: 1, message: "cannot enable WAL")
         }
         // FULL: a commit is on disk before it is acknowledged, in WAL mode too.
-        try db.execute("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA secure_delete=ON; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-8192")
+        try db.execute("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA secure_delete=ON; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-\(Self.cacheKiB)")
     }
 
     /// Settings of a read-only connection (`ReaderPool`): its own page cache, as large as the
     /// writer's (a 10,000-item vault fits; up to 8 readers at 8 MiB each bound the daemon's
     /// share), and sorts in memory, as on the write connection.
     func configureReader() throws {
-        try db.execute("PRAGMA temp_store=MEMORY; PRAGMA cache_size=-8192")
+        try db.execute("PRAGMA temp_store=MEMORY; PRAGMA cache_size=-\(Self.cacheKiB)")
     }
 
     /// Creates the tables of schema version 2 (version 1's, with pair tokens in `tokens`).
@@ -331,6 +335,12 @@ final class ItemStore {
     private func insertTokens(_ tokens: [[UInt8]], rowID: Int64) throws {
         let st = try db.prepare("INSERT OR IGNORE INTO tokens(token, item) VALUES(?, ?)")
         for t in tokens { try st.bind(.blob(t), .integer(rowID)).run() }
+    }
+
+    /// Adds the tokens of many rows (each row's own kept), in the order given.
+    func insertTokens(_ tokens: [(token: [UInt8], rowID: Int64)]) throws {
+        let st = try db.prepare("INSERT OR IGNORE INTO tokens(token, item) VALUES(?, ?)")
+        for (t, rowID) in tokens { try st.bind(.blob(t), .integer(rowID)).run() }
     }
 
     /// Rewrites an item in place (same row, so insertion order is kept) with new tokens.

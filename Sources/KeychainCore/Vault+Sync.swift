@@ -111,17 +111,20 @@ extension Vault {
         }
     }
 
-    /// The sync state of each of `uuids` (nil: never exchanged), read under one lock.
+    /// The sync state of each of `uuids` (nil: never exchanged), read under one lock, in the
+    /// order of the uuids (the index's), so each page of it is read once.
     public func syncStates(_ uuids: [[UInt8]]) throws -> [SyncItemState?] {
         try mutex.withLock {
             try createSyncTable()
             let st = try store.db.prepare("SELECT local_version, server_version FROM sync_items WHERE uuid = ?")
             defer { st.reset() }
-            return try uuids.map { uuid in
+            var states = [SyncItemState?](repeating: nil, count: uuids.count)
+            for i in uuids.indices.sorted(by: { uuids[$0].lexicographicallyPrecedes(uuids[$1]) }) {
                 st.reset()
-                try st.bind(.blob(uuid))
-                return try st.step() ? SyncItemState(localVersion: st.int(0), serverVersion: st.int(1)) : nil
+                try st.bind(.blob(uuids[i]))
+                if try st.step() { states[i] = SyncItemState(localVersion: st.int(0), serverVersion: st.int(1)) }
             }
+            return states
         }
     }
 
@@ -181,20 +184,53 @@ extension Vault {
         return try mutex.withLock {
             try store.db.transaction {
                 try createSyncTable()
-                return try changes.indices.map { i in
+                var later = SyncedRows()
+                let applied = try changes.indices.map { i in
                     switch changes[i] {
                     case .write(let p, let serverVersion):
                         return try writeSyncedLocked(p, decoded[i]!, serverVersion: serverVersion,
-                                                     prepared: usablePrepared(prepared?[i], p))
-                    case .delete(let uuid): return try deleteSyncedLocked(uuid)
+                                                     prepared: usablePrepared(prepared?[i], p), later: &later)
+                    case .delete(let uuid):
+                        try later.write(store)
+                        return try deleteSyncedLocked(uuid)
                     }
                 }
+                try later.write(store)
+                return applied
+            }
+        }
+    }
+
+    /// The lookup tokens and sync states of the new rows of a transaction of synced changes,
+    /// written at its end in key order: the `tokens` and `sync_items` B-trees, keyed by
+    /// random-looking tokens and uuids, then take a batch's inserts leaf after leaf, each page
+    /// read and dirtied once, instead of in log order (at a million items, a page read from
+    /// the kernel for nearly every insert). Written before any change that reads or deletes
+    /// either table (an existing row, a clash, a delete), so every statement sees what it
+    /// would have seen, and in the same transaction: a crash loses all of it or none.
+    struct SyncedRows {
+        var tokens: [(token: [UInt8], rowID: Int64)] = []
+        var states: [(uuid: [UInt8], state: SyncItemState)] = []
+
+        mutating func write(_ store: ItemStore) throws {
+            if !tokens.isEmpty {
+                tokens.sort { $0.token == $1.token ? $0.rowID < $1.rowID : $0.token.lexicographicallyPrecedes($1.token) }
+                try store.insertTokens(tokens)
+                tokens = []
+            }
+            if !states.isEmpty {
+                states.sort { $0.uuid.lexicographicallyPrecedes($1.uuid) }
+                let st = try store.db.prepare(Vault.writeSyncStateSQL)
+                for (uuid, s) in states {
+                    try st.bind(.blob(uuid), .integer(s.localVersion), .integer(s.serverVersion)).run()
+                }
+                states = []
             }
         }
     }
 
     private func writeSyncedLocked(_ p: SyncPayload, _ attributes: Attributes, serverVersion: Int64,
-                                   prepared: PreparedSync?) throws -> SyncApplied? {
+                                   prepared: PreparedSync?, later: inout SyncedRows) throws -> SyncApplied? {
         guard let indexKey = keys.indexKey else { throw KeychainStatus.interactionNotAllowed }
         let classKey = try availableKey(for: p.protection)
         /// The item sealed as a row: made ahead (`prepareSynced`) or here.
@@ -210,6 +246,7 @@ extension Vault {
         }
         var applied = SyncApplied(groups: [], names: [])
         let existing = try store.item(uuid: p.uuid)
+        if existing != nil { try later.write(store) }  // its tokens and state are read or replaced below
         if let e = existing, let old = try? open(e, classKey: try availableKey(for: e.protection), needSecret: false) {
             note(old.attributes, e.itemClass, into: &applied)
         }
@@ -217,6 +254,7 @@ extension Vault {
         if let e = existing, try hasUnsentChange(e) { try keepInHistory(e, reason: .serverOrder) }
         let pk = prepared?.item?.primaryKeyToken ?? IndexToken.primaryKey(attributes, itemClass: p.itemClass, key: indexKey)
         if let clash = try store.row(primaryKeyToken: pk), clash.uuid != p.uuid {
+            try later.write(store)
             guard p.uuid.lexicographicallyPrecedes(clash.uuid) else {
                 try keepInHistory(try sealed(rowID: 0, version: 0), reason: .higherUUID)
                 return nil
@@ -229,12 +267,15 @@ extension Vault {
         }
         var item = try sealed(rowID: existing?.rowID ?? 0, version: (existing?.version ?? 0) + 1)
         let tokens = prepared?.tokens ?? lookupTokens(attributes, itemClass: p.itemClass, indexKey: indexKey)
+        let state = SyncItemState(localVersion: item.version, serverVersion: serverVersion)
         if existing != nil {
             try store.replace(item, tokens: tokens)
+            try writeSyncState(p.uuid, state)
         } else {
-            item.rowID = try store.insert(item, tokens: tokens)
+            item.rowID = try store.insert(item, tokens: [])
+            later.tokens += tokens.map { ($0, item.rowID) }
+            later.states.append((p.uuid, state))
         }
-        try writeSyncState(p.uuid, SyncItemState(localVersion: item.version, serverVersion: serverVersion))
         try forgetSyncChange(p.uuid)
         note(attributes, p.itemClass, into: &applied)
         return applied
@@ -379,8 +420,10 @@ extension Vault {
         return try !st.step() || st.int(0) != item.version
     }
 
+    static let writeSyncStateSQL = "INSERT OR REPLACE INTO sync_items(uuid, local_version, server_version) VALUES(?, ?, ?)"
+
     private func writeSyncState(_ uuid: [UInt8], _ s: SyncItemState) throws {
-        try store.db.prepare("INSERT OR REPLACE INTO sync_items(uuid, local_version, server_version) VALUES(?, ?, ?)")
+        try store.db.prepare(Self.writeSyncStateSQL)
             .bind(.blob(uuid), .integer(s.localVersion), .integer(s.serverVersion)).run()
     }
 

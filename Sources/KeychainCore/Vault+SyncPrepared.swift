@@ -1,4 +1,5 @@
 import KeychainCrypto
+import KeychainSystem
 
 /// Another host's change, checked and sealed for this vault ahead of its write
 /// (`Vault.prepareSynced`): what `applySynced` would do to it before touching SQLite, done on
@@ -51,5 +52,23 @@ extension Vault {
         guard let prepared, prepared.item?.uuid == p.uuid, let indexKey = keys.indexKey, prepared.indexKey === indexKey,
               let classKey = try? availableKey(for: p.protection), prepared.classKey === classKey else { return nil }
         return prepared
+    }
+}
+
+extension Vault {
+    /// Runs `body` (a long read: a new host's first sync) with the write connection's page
+    /// cache at `cacheMiB` instead of the 8 MiB it keeps otherwise (`PRAGMA cache_size`), then
+    /// gives the memory back (`PRAGMA shrink_memory`, then `malloc_trim`, without which glibc
+    /// keeps the freed pages resident): at a million items the indexes' pages
+    /// far exceed 8 MiB, and a batch's inserts, keyed by random-looking tokens and uuids, would
+    /// read most of their pages from the kernel again and spill dirty ones to the WAL before
+    /// the commit. Only the size of a cache changes: what is written, and when, does not.
+    public func withLargeWriteCache<R>(_ cacheMiB: Int, _ body: () throws -> R) rethrows -> R {
+        mutex.withLock { try? store.db.execute("PRAGMA cache_size=-\(max(cacheMiB * 1024, ItemStore.cacheKiB))") }
+        defer {
+            mutex.withLock { try? store.db.execute("PRAGMA cache_size=-\(ItemStore.cacheKiB); PRAGMA shrink_memory") }
+            CurrentProcess.releaseFreeHeap()
+        }
+        return try body()
     }
 }

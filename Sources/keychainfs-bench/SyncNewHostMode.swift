@@ -5,7 +5,7 @@ import KeychainSync
 import Synchronization
 
 /// `keychainfs-bench sync-newhost --server CONNINFO --dir DIR [--items N] [--fill-only]
-/// [--batch B]`, for bench/sync.sh --new-host: a new host's first sync of a log of N items,
+/// [--batch B] [--cache-mib M] [--read-batch N]`, for bench/sync.sh --new-host: a new host's first sync of a log of N items,
 /// both hosts in this process, the server's log filled fast with real records.
 ///
 /// - The writer (`DIR/writer.vault`, made on the first run, with `DIR/device.key`): a member
@@ -21,10 +21,13 @@ import Synchronization
 /// - `--copy FILE`: the fill writes the records to FILE for `\copy` instead of pushing them
 ///   (`writeCopyRows`). `--approve CODE`: the filled writer approves another host (a daemon's
 ///   `sync join`), and nothing more: bench/sync.sh then times that daemon's first sync.
+/// - `--cache-mib M`: the new host's write cache during its long read
+///   (`SyncEngine.longReadCacheMiB`, 256); `--read-batch N`: entries per vault transaction
+///   (`SyncEngine.longReadBatch`, 16,384).
 /// Prints `key=value` on one line: `newhost_items=`, `newhost_s=`, `newhost_rate=`,
 /// `newhost_cpu_s=`, `newhost_cpu_ms_per_1000=`, `newhost_held=`; with the fill, `fill_s=`.
 func syncNewHostMode(_ args: [String]) {
-    let usage = "usage: keychainfs-bench sync-newhost --server CONNINFO --dir DIR [--items N] [--batch B] [--fill-only] [--copy FILE] [--approve CODE]"
+    let usage = "usage: keychainfs-bench sync-newhost --server CONNINFO --dir DIR [--items N] [--batch B] [--fill-only] [--copy FILE] [--approve CODE] [--cache-mib M] [--read-batch N]"
     var conninfo = "", dir = "", items = 100_000, batch = 20_000, fillOnly = false
     var copyFile: String?, approve: String?
     let c = ArgumentCursor(args, from: 0, usage: usage)
@@ -37,6 +40,8 @@ func syncNewHostMode(_ args: [String]) {
         case "--fill-only": fillOnly = true
         case "--copy": copyFile = c.value(a)
         case "--approve": approve = c.value(a)
+        case "--cache-mib": SyncEngine.longReadCacheMiB.store(c.positive(a), ordering: .relaxed)
+        case "--read-batch": SyncEngine.longReadBatch.store(c.positive(a), ordering: .relaxed)
         default: fail("sync-newhost: unknown option \(a)\n\n" + usage)
         }
         c.advance()

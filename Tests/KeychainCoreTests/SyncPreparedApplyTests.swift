@@ -74,6 +74,59 @@ final class SyncPreparedApplyTests: XCTestCase {
         XCTAssertNil(try secretHere(vault, "acct-0"))
     }
 
+    /// A batch's new rows have their lookup tokens and sync states written at its end, in key
+    /// order: a later change to one of them in the same batch (a new version, a delete, an item
+    /// of another uuid with its primary key) finds the vault as when each is written at once.
+    func testABatchTouchingItsOwnNewRowsEndsAsOneChangeAtATime() throws {
+        let source = try scratch.makeVault("source.vault")
+        for n in 0..<6 {
+            try source.addPassword(service: "prepared", account: "acct-\(n)", secret: "secret \(n)", ["sync": true])
+        }
+        func payloads() throws -> [SyncPayload] {
+            try source.syncChanges().changed.map { try XCTUnwrap(try source.syncPayload(uuid: $0.uuid)) }
+        }
+        let first = try payloads()
+        _ = try source.update(["class": "genp", "svce": "prepared", "acct": "acct-1", "sync": 1], changes: ["acct": "renamed"],
+                              secret: secret("new secret"), accessGroups: groups)
+        let renamed = try XCTUnwrap(try payloads().first { $0.uuid == first[1].uuid })
+        // Another uuid with acct-3's primary key: the lower uuid stays.
+        let twin = SyncPayload(uuid: [UInt8](repeating: 0, count: 16), itemClass: first[3].itemClass,
+                               protection: first[3].protection, attributes: first[3].attributes, secret: try secret("twin"))
+        let batch: [SyncChange] = first.map { .write($0, serverVersion: 1) }
+            + [.write(renamed, serverVersion: 2), .delete(uuid: first[2].uuid), .write(twin, serverVersion: 1),
+               .write(first[4], serverVersion: 3)]
+
+        let together = try scratch.makeVault("together.vault"), alone = try scratch.makeVault("alone.vault")
+        _ = try together.applySynced(batch, prepared: together.prepareSynced(batch))
+        for c in batch { _ = try alone.applySynced([c]) }
+        for vault in [together, alone] {
+            XCTAssertEqual(try secretHere(vault, "renamed"), "new secret")
+            XCTAssertNil(try secretHere(vault, "acct-1"), "its old tokens are gone")
+            XCTAssertNil(try secretHere(vault, "acct-2"), "deleted")
+            XCTAssertEqual(try secretHere(vault, "acct-3"), "twin")
+            for n in [0, 4, 5] { XCTAssertEqual(try secretHere(vault, "acct-\(n)"), "secret \(n)") }
+            XCTAssertEqual(try vault.syncState(first[1].uuid)?.serverVersion, 2)
+            XCTAssertEqual(try vault.syncState(first[4].uuid)?.serverVersion, 3)
+            XCTAssertNil(try vault.syncState(first[2].uuid))
+        }
+        for q in ["SELECT count(*) FROM tokens", "SELECT count(*) FROM sync_dirty", "SELECT count(*) FROM sync_items", "SELECT count(*) FROM items",
+                  "SELECT group_concat(server_version) FROM (SELECT server_version FROM sync_items ORDER BY uuid)",
+                  "SELECT count(*) FROM tokens t LEFT JOIN items i ON i.rowid = t.item WHERE i.rowid IS NULL"] {
+            XCTAssertEqual(try together.store.db.scalarText(q), try alone.store.db.scalarText(q), q)
+        }
+    }
+
+    /// A long read's larger write cache lasts only as long as the read, whether it ends or throws.
+    func testALongReadsWriteCacheIsGivenBackAfterItEvenWhenItThrows() throws {
+        let vault = try scratch.makeVault()
+        func cacheKiB() throws -> Int64? { try vault.store.db.scalarInt("PRAGMA cache_size").map { -$0 } }
+        XCTAssertEqual(try cacheKiB(), 8192)
+        try vault.withLargeWriteCache(64) { XCTAssertEqual(try cacheKiB(), 65536) }
+        XCTAssertEqual(try cacheKiB(), 8192)
+        XCTAssertThrowsError(try vault.withLargeWriteCache(64) { throw KeychainStatus.interactionNotAllowed })
+        XCTAssertEqual(try cacheKiB(), 8192)
+    }
+
     func payload(_ c: SyncChange) -> SyncPayload? {
         if case .write(let p, _) = c { return p }
         return nil
