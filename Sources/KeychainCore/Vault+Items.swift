@@ -526,16 +526,22 @@ extension Vault {
     func openItemKey(_ box: UnsafeRawBufferPointer, classKey: SecureBytes, associatedData ad: UnsafeRawBufferPointer,
                      into out: UnsafeMutableRawBufferPointer) throws {
         let sealed = SealedKey(box: Array(box), associatedData: Array(ad))
-        if let kept = openedItemKeys.withLock({ $0[sealed] }), kept.count == out.count {
+        if let kept = keptItemKey(sealed), kept.count == out.count {
             kept.withUnsafeBytes { out.copyMemory(from: $0) }
             return
         }
         try classKey.withUnsafeBytes { k in try AEAD.open(box, key: k, associatedData: ad, into: out) }
         // Out of guarded memory: the key is not kept, the open stands.
         guard let copy = try? SecureBytes(copying: UnsafeRawBufferPointer(out)) else { return }
+        keepItemKey(copy, for: sealed)
+    }
+
+    private func keptItemKey(_ sealed: SealedKey) -> SecureBytes? { openedItemKeys.withLock { $0[sealed] } }
+
+    private func keepItemKey(_ key: SecureBytes, for sealed: SealedKey) {
         openedItemKeys.withLock { keys in
             if keys.count >= Self.itemKeyLimit { keys.removeAll(keepingCapacity: true) }  // a key a reader still holds lives on with it
-            keys[sealed] = copy
+            keys[sealed] = key
         }
     }
 
@@ -547,14 +553,11 @@ extension Vault {
         var ad = associatedData(item, .itemKey)
         let sealed = SealedKey(box: item.wrappedKey, associatedData: ad)
         let itemKey: SecureBytes
-        if let kept = openedItemKeys.withLock({ $0[sealed] }) {
+        if let kept = keptItemKey(sealed) {
             itemKey = kept
         } else {
             itemKey = try AEAD.open(item.wrappedKey, key: classKey, associatedData: ad)
-            openedItemKeys.withLock { keys in
-                if keys.count >= Self.itemKeyLimit { keys.removeAll(keepingCapacity: true) }  // a key a reader still holds lives on with it
-                keys[sealed] = itemKey
-            }
+            keepItemKey(itemKey, for: sealed)
         }
         ad[ad.count - 1] = ItemCodec.Part.secret.rawValue
         return try AEAD.open(item.secret, key: itemKey, associatedData: ad)
