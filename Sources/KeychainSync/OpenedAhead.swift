@@ -23,31 +23,29 @@ final class OpenedAhead: @unchecked Sendable {
     private var opened: [Int64: Opened] = [:]
     private let done = ConditionLock(false)
 
-    /// Starts opening `entries`, whose writers are looked up in `config` as it is now.
-    init(_ entries: [SyncServer.LogEntry], circle: CircleKeys, config: SyncConfig, vault: Vault) {
-        do {
-            try SystemThread.detach { [self] in
-                var out: [Int64: Opened] = [:]
-                out.reserveCapacity(entries.count)
-                var order: [Int64] = [], changes: [SyncChange] = []
-                for e in entries where e.length <= SyncRecord.maximumLength {
-                    guard let header = try? SyncRecord.header(of: e.record), circle.key(for: header.epoch) != nil,
-                          let writer = config.writer(header.writer, at: e.seq),
-                          let (uuid, payload) = try? SyncRecord.open(e.record, circle: circle, writerSigningKey: writer.signKey,
-                                                                      expected: header) else { continue }
-                    out[e.seq] = Opened(signKey: writer.signKey, epoch: header.epoch, uuid: uuid, payload: payload, prepared: .none)
-                    if let payload {
-                        order.append(e.seq)
-                        changes.append(.write(payload, serverVersion: e.version))
-                    }
+    /// Starts opening `entries` on `thread`, whose writers are looked up in `config` as it is
+    /// now; with no thread, each entry is opened in order as without this.
+    init(_ entries: [SyncServer.LogEntry], on thread: SerialThread?, circle: CircleKeys, config: SyncConfig, vault: Vault) {
+        let started = thread?.run { [self] in
+            var out: [Int64: Opened] = [:]
+            out.reserveCapacity(entries.count)
+            var order: [Int64] = [], changes: [SyncChange] = []
+            for e in entries where e.length <= SyncRecord.maximumLength {
+                guard let header = try? SyncRecord.header(of: e.record), circle.key(for: header.epoch) != nil,
+                      let writer = config.writer(header.writer, at: e.seq),
+                      let (uuid, payload) = try? SyncRecord.open(e.record, circle: circle, writerSigningKey: writer.signKey,
+                                                                  expected: header) else { continue }
+                out[e.seq] = Opened(signKey: writer.signKey, epoch: header.epoch, uuid: uuid, payload: payload, prepared: .none)
+                if let payload {
+                    order.append(e.seq)
+                    changes.append(.write(payload, serverVersion: e.version))
                 }
-                for (seq, prepared) in zip(order, vault.prepareSynced(changes)) { out[seq]?.prepared = prepared }
-                opened = out
-                done.withLockWakingWaiters { $0 = true }
             }
-        } catch {
-            done.withLock { $0 = true }  // no thread: each entry is opened in order, as without this
+            for (seq, prepared) in zip(order, vault.prepareSynced(changes)) { out[seq]?.prepared = prepared }
+            opened = out
+            done.withLockWakingWaiters { $0 = true }
         }
+        if started != true { done.withLock { $0 = true } }  // nothing opened here: `take` gives nil
     }
 
     deinit {

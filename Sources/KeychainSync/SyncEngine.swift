@@ -1,5 +1,6 @@
 import KeychainCore
 import KeychainCrypto
+import KeychainSystem
 import Synchronization
 
 /// Fleet sync for one vault (docs/sync.md): the circle verbs, and rounds of pull then push
@@ -361,10 +362,12 @@ final class SyncSession {
                 // batches of thousands, each one vault transaction.
                 var streamed = 0
                 var ahead: OpenedAhead?  // the batch being opened on another thread
+                let opener = try? SerialThread()  // that thread, one for the whole read
+                defer { opener?.finish() }
                 try vault.withLargeWriteCache(SyncEngine.longReadCacheMiB.load(ordering: .relaxed)) {
                     try server.streamEntries(config.circleID, after: position) { entries, next in
                         let opened = ahead
-                        ahead = next.map { OpenedAhead($0, circle: circle, config: config, vault: vault) }
+                        ahead = next.map { OpenedAhead($0, on: opener, circle: circle, config: config, vault: vault) }
                         streamed += entries.count
                         try take(entries, openedAhead: opened)
                     }
