@@ -133,6 +133,28 @@ final class ItemStore {
     /// sync log takes more for its duration (`Vault.withLargeWriteCache`).
     static let cacheKiB = 8192
 
+    /// The page cache a long scan keeps past its first `longScanRows` rows, in KiB
+    /// (`boundCacheForScan`): a listing of a large directory reads each of its pages once.
+    static let scanCacheKiB = 1024
+    static let longScanRows = 4096
+
+    /// Bounds the page cache at `scanCacheKiB` for the rest of a long scan, which would
+    /// otherwise fill all `cacheKiB` with pages no lookup needs soon and hold them until the
+    /// connection is next shrunk (the memory of `ls -l` of 100,000 names). Its pages past the
+    /// bound are freed now. Returns the cache size to give back (`PRAGMA cache_size`), or nil
+    /// when it was already as small.
+    func boundCacheForScan() -> Int64? {
+        guard let before = try? db.scalarInt("PRAGMA cache_size"),
+              before > 0 || -before > Int64(Self.scanCacheKiB) else { return nil }
+        try? db.execute("PRAGMA cache_size=-\(Self.scanCacheKiB)")
+        return before
+    }
+
+    /// Gives back the cache size `boundCacheForScan` returned.
+    func restoreCache(_ size: Int64) {
+        try? db.execute("PRAGMA cache_size=\(size)")
+    }
+
     /// Durability and no-plaintext settings, applied on every open.
     func configure() throws {
         guard try db.scalarText("PRAGMA journal_mode=WAL") == "wal" else {

@@ -83,13 +83,19 @@ extension Vault {
     /// `fileEntries` one at a time, for listings that must not hold a whole service in memory;
     /// `visit` returns false to stop. With `keepRows: false` no entry keeps its sealed row.
     /// `visit` runs while the listing reads the store, so it must not call back into the vault,
-    /// and a lock waits for the listing to end.
+    /// and a lock waits for the listing to end. Past `ItemStore.longScanRows` rows the
+    /// connection's page cache is bounded for the rest of the listing (`boundCacheForScan`).
     public func forEachFileEntry(itemClass: ItemClass = .genericPassword, service: [UInt8]? = nil, account: [UInt8]? = nil,
                                  accessGroups: [String], keepRows: Bool = true, visit: (FileEntry) throws -> Bool) throws {
         let q = try Self.fileQuery(itemClass: itemClass, service: service, account: account)
         try withReader { reader in
+            var rows = 0
+            var bounded: Int64?
+            defer { if let bounded { reader.store.restoreCache(bounded) } }
             try forEachFileItem(q, accessGroups: accessGroups, in: reader) { item, attributes in
-                try visit(fileEntry(item, attributes, keepRow: keepRows))
+                rows += 1
+                if rows == ItemStore.longScanRows { bounded = reader.store.boundCacheForScan() }
+                return try visit(fileEntry(item, attributes, keepRow: keepRows))
             }
         }
     }

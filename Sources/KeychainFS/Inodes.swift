@@ -32,6 +32,16 @@ enum Node: Hashable, Sendable {
         return .item(n)
     }
 
+    /// The directory this node is listed in; nil for the root.
+    var parent: Node? {
+        switch self {
+        case .root: return nil
+        case .classRoot: return .root
+        case .service(let c, let s): return Node.parent(of: Directory(itemClass: c, service: s))
+        case .item(let n): return Directory(itemClass: n.itemClass, service: n.service).node
+        }
+    }
+
     /// The attribute a directory node names (`svce`, `srvr`).
     var directoryAttribute: AttributeKey { directory?.itemClass == .internetPassword ? .server : .service }
 
@@ -237,6 +247,13 @@ final class InodeTable: Sendable {
     /// Every number the kernel holds but the root's.
     func allButRoot() -> [UInt64] {
         table.withLock { t in (1..<t.slots.count).compactMap { t.slots[$0].isFree ? nil : t.number(of: $0) } }
+    }
+
+    /// The inodes the kernel holds of the nodes listed in `directory`.
+    func children(of directory: Node) -> [UInt64] {
+        table.withLock { t in
+            (1..<t.slots.count).compactMap { i in t.slots[i].node?.parent == directory ? t.number(of: i) : nil }
+        }
     }
 
     /// How many inodes the kernel holds (the root included).

@@ -25,9 +25,11 @@ extension MountServer {
         locked { $0.listedAt[directory] = now }
     }
 
-    /// Schedules the prune of `items` (inode numbers of a listing of `directory` just closed).
-    func schedulePrune(of items: [UInt64], in directory: UInt64) {
-        guard Self.pruneDelay > 0, !items.isEmpty else { return }
+    /// Schedules the prune of the names in `directory`, whose large listing was just closed.
+    /// Which names those are is found when the time comes (`InodeTable.children`): a list of
+    /// them held until then would cost 8 bytes a name for every listing closed in that time.
+    func schedulePrune(in directory: UInt64) {
+        guard Self.pruneDelay > 0, let parent = inodes.node(directory) else { return }
         let closedAt = monotonicSeconds()
         DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + Self.pruneDelay) { [self] in
             let stale = locked { s -> Bool in
@@ -36,7 +38,8 @@ extension MountServer {
                 return true
             }
             guard stale else { return }
-            pruneAndRelease(items)
+            let items = inodes.children(of: parent)
+            if !items.isEmpty { pruneAndRelease(items) }
         }
     }
 

@@ -55,14 +55,13 @@ extension MountServer {
         guard let list, list.count > Listing.large else { return }
         // Tens of thousands of names: freed on another thread, with the pages the scan left in
         // the vault's caches, and then the heap's free pages go back to the system. Later the
-        // kernel is asked to drop the names it keeps from the listing (`schedulePrune`).
+        // kernel is asked to drop the names it keeps from the directory (`schedulePrune`).
         let held = Released(list), directory = list.dots.0.dotIno
         DispatchQueue.global(qos: .utility).async { [self, vault] in
-            let items = held.inodes(in: inodes)
             held.drop()
             vault.releaseCaches()
             CurrentProcess.releaseFreeHeap()
-            schedulePrune(of: items, in: directory)
+            schedulePrune(in: directory)
         }
     }
 
@@ -224,10 +223,3 @@ final class Released<Value>: @unchecked Sendable {
     func drop() { value = nil }
 }
 
-extension Released where Value == Listing {
-    /// The inode numbers the kernel holds for the listing's names.
-    func inodes(in table: InodeTable) -> [UInt64] {
-        guard let names = value?.names else { return [] }
-        return (0..<names.count).compactMap { names.node(at: $0).flatMap(table.existing) }
-    }
-}

@@ -127,6 +127,14 @@ public final class Connection: @unchecked Sendable {
         SQLiteError(code: sqlite3_extended_errcode(handle), message: lastMessage)
     }
 
+    /// The bytes this connection's page cache holds now (`sqlite3_db_status`,
+    /// `SQLITE_DBSTATUS_CACHE_USED`); counted without the allocation statistics turned off above.
+    public var pageCacheBytes: Int {
+        var current: Int32 = 0, highest: Int32 = 0
+        guard sqlite3_db_status(handle, SQLITE_DBSTATUS_CACHE_USED, &current, &highest, 0) == SQLITE_OK else { return 0 }
+        return Int(current)
+    }
+
     /// Runs a query returning one integer, such as a PRAGMA.
     public func scalarInt(_ sql: String) throws -> Int64? {
         let st = try prepare(sql)

@@ -110,4 +110,20 @@ final class InodeTableTests: XCTestCase {
         XCTAssertEqual(t.existing(.item(ItemName(service: Array("new".utf8), account: Array("a".utf8)))), a)
         XCTAssertEqual(t.directories().map(\.0), [d])
     }
+
+    /// A closed listing's prune asks for the names of its directory the kernel holds then:
+    /// an item's directory is its service's, a service's is the root.
+    func testChildrenAreTheNodesListedInADirectory() {
+        let t = InodeTable()
+        let svc = Node.service(.genericPassword, Array("svc".utf8)), other = Node.service(.genericPassword, Array("other".utf8))
+        let s = t.lookedUp(svc), o = t.lookedUp(other)
+        let a = t.lookedUp(item("a")), b = t.lookedUp(item("b"))
+        let elsewhere = t.lookedUp(.item(ItemName(service: Array("other".utf8), account: Array("a".utf8))))
+        XCTAssertEqual(Set(t.children(of: svc)), [a, b])
+        XCTAssertEqual(t.children(of: other), [elsewhere])
+        XCTAssertEqual(Set(t.children(of: .root)), [s, o])
+        t.forget(a, 1)
+        XCTAssertEqual(t.children(of: svc), [b], "a forgotten name is not the kernel's any more")
+        XCTAssertEqual(t.children(of: item("b")), [], "a file lists nothing")
+    }
 }

@@ -1,5 +1,7 @@
+import Dispatch
 import Glibc
 import KeychainCore
+import KeychainSystem
 
 /// The approval program's answer for a gated item, when an open is the second half of a gated
 /// open (`openAfterApproval`).
@@ -81,7 +83,13 @@ extension MountServer {
         let list = Listing(dots: (Listed.dot(".", ino: ino), Listed.dot("..", ino: parent)), names: names)
         var reply = opened
         reply.handle = locked { $0.handle(list, in: \.directories) }
-        if list.count > Listing.large { noteListed(ino) }
+        let large = list.count > Listing.large
+        if large { noteListed(ino) }
         req.open(reply)
+        guard large else { return }
+        // What the scan freed (the rows it decoded, its pages past the scan's bound) goes back
+        // to the system now rather than at releasedir: `ls -l` keeps the listing open while it
+        // stats every name.
+        DispatchQueue.global(qos: .utility).async { CurrentProcess.releaseFreeHeap() }
     }
 }
