@@ -110,6 +110,18 @@ public final class MountServer: Sendable {
     /// other callers' views show quickly; locks and changes through the daemon invalidate at once.
     var timeout: Double { options.kernelCache ? 30 : 1 }
 
+    /// How long the kernel may trust a directory's name and attributes (a service's, a server's,
+    /// a class's, the root's). Longer than a file's: a directory's attributes never change while
+    /// mounted (`directoryStat`), and what makes one go is told to the kernel at once: a change
+    /// made elsewhere (another mount, the CLI or API, sync, a group's change) drops its name, a
+    /// lock drops every name, and this mount's own removal or move of an item makes the kernel
+    /// ask for its directory's attributes again, which `ServiceDirectory.getattr` refuses once
+    /// the directory is empty. The timeout is only a backstop. With 1 s, random reads over a
+    /// million items in 1,000 directories asked for a directory again (its LOOKUP, or the
+    /// GETATTR of the permission check on the way) in more than one read of two
+    /// (bench/analysis.md, 2026-12-07).
+    var directoryTimeout: Double { 30 }
+
     /// The classes the mount shows: generic passwords at the top, internet passwords under
     /// `/.internet`, private keys and certificates as PEM under `/.keys` and `/.certificates`.
     static let classes: [ItemClass] = [.genericPassword, .internetPassword, .key, .certificate]

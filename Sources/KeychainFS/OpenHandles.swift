@@ -34,7 +34,7 @@ extension MountServer {
             if plus {
                 let ino = inodes.lookedUp(node)
                 return DirectoryEntry(name: listed.name, ino: ino, attr: listed.file.map { fileStat(ino, $0) } ?? directoryStat(ino),
-                                      timeout: timeout)
+                                      timeout: listed.file == nil ? directoryTimeout : timeout)
             }
             // Only the inode and the type go out. A name the kernel has not looked up carries
             // a placeholder inode; ls ignores it.

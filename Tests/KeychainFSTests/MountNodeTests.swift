@@ -133,9 +133,16 @@ final class ServiceDirectoryTests: NodeTestCase {
         XCTAssertEqual(listed.map { Int($0.attr.st_size) }, [7, 1])
         XCTAssertEqual(listed.map { $0.attr.st_mode & 0o7777 }, [0o600, 0o640], "modes from the groups")
         XCTAssertEqual(listed.map(\.timeout), [1, 1])
-        guard case .entry(let ino, let attr, _)? = ask({ $0.lookup($1, parent: db, name: bytes("app")) }) else { return XCTFail("lookup") }
+        guard case .entry(let ino, let attr, let timeout)? = ask({ $0.lookup($1, parent: db, name: bytes("app")) }) else { return XCTFail("lookup") }
         XCTAssertEqual(ino, listed[0].ino, "READDIRPLUS gave the same inode a lookup does")
         XCTAssertEqual(attr.st_size, 7)
+        XCTAssertEqual(timeout, 1, "a file's name and attributes: 1 s")
+        // A directory's are kept longer: they never change while mounted, and what makes a
+        // directory go is told to the kernel.
+        guard case .entry(_, _, let directoryTimeout)? = ask({ $0.lookup($1, parent: InodeTable.rootIno, name: bytes("db")) })
+        else { return XCTFail("lookup of the directory") }
+        XCTAssertEqual(directoryTimeout, 30)
+        XCTAssertEqual(list(InodeTable.rootIno).filter { $0.name == bytes("db") }.map(\.timeout), [30], "the root's listing: the same")
         let plain = list(db, plus: false)
         XCTAssertEqual(plain.map { $0.attr.st_mode }, [S_IFREG, S_IFREG], "READDIR: the type only")
         XCTAssertEqual(errno { $0.lookup($1, parent: db, name: bytes("nosuch")) }, ENOENT)

@@ -109,4 +109,28 @@ final class MountCoherenceTests: MountTestCase {
         assertErrno(FS.read(first + "/svc/renamed").errno, ENOENT, "after delete-generic-password")
         assertErrno(FS.read(second + "/svc/renamed").errno, ENOENT, "after delete-generic-password")
     }
+
+    /// The kernel keeps a directory's name and attributes longer than a file's (30 s): when this
+    /// mount removes a directory's last item, or moves it to another directory, the directory is
+    /// still gone at once, in this mount and in another one, as when the CLI removes it.
+    func testADirectoryGoesWithItsLastFileRemovedOrMovedThroughTheMount() throws {
+        try add("solo", "acct", "one")
+        try add("moving", "acct", "two")
+        try add("stays", "acct", "three")
+        let mnt = try mount()
+        let other = try mount()
+        for m in [mnt, other] {
+            XCTAssertEqual(FS.read(m + "/solo/acct").bytes, Array("one".utf8))
+            XCTAssertEqual(FS.read(m + "/moving/acct").bytes, Array("two".utf8))
+        }
+        XCTAssertEqual(FS.check(unlink(mnt + "/solo/acct")), FS.ok)
+        XCTAssertTrue(h.waitUntil(0.5) { FS.stat(mnt + "/solo").errno == ENOENT }, "the emptied directory in the removing mount")
+        XCTAssertTrue(h.waitUntil(0.5) { FS.stat(other + "/solo").errno == ENOENT }, "the emptied directory in the other mount")
+
+        XCTAssertEqual(FS.check(rename(mnt + "/moving/acct", mnt + "/stays/moved")), FS.ok)
+        XCTAssertTrue(h.waitUntil(0.5) { FS.stat(mnt + "/moving").errno == ENOENT }, "the directory moved out of")
+        XCTAssertTrue(h.waitUntil(0.5) { FS.stat(other + "/moving").errno == ENOENT }, "the same in the other mount")
+        XCTAssertEqual(FS.read(mnt + "/stays/moved").bytes, Array("two".utf8))
+        XCTAssertEqual(FS.read(mnt + "/stays/acct").bytes, Array("three".utf8), "a directory that keeps an item stays")
+    }
 }

@@ -83,7 +83,7 @@ struct FlatClassDirectory: ItemDirectory {
     let itemClass: ItemClass
     var directory: Directory { Directory(itemClass: itemClass, service: []) }
 
-    func getattr(_ req: any FileRequest) { req.attr(mount.directoryStat(ino), timeout: mount.timeout) }
+    func getattr(_ req: any FileRequest) { req.attr(mount.directoryStat(ino), timeout: mount.directoryTimeout) }
     func rmdir(_ req: any FileRequest, name: [UInt8]) { req.error(ENOTDIR) }  // holds only files
     func unlink(_ req: any FileRequest, name: [UInt8]) { req.error(EPERM) }
     func rename(_ req: any FileRequest, name: [UInt8], to target: any MountNode, newName: [UInt8], flags: UInt32) {
@@ -100,7 +100,7 @@ struct ServiceDirectory: ItemDirectory {
     func getattr(_ req: any FileRequest) {
         do {
             guard try mount.serviceExists(directory) else { return req.error(ENOENT) }
-            req.attr(mount.directoryStat(ino), timeout: mount.timeout)
+            req.attr(mount.directoryStat(ino), timeout: mount.directoryTimeout)
         } catch {
             req.error(errnoFor(error))
         }

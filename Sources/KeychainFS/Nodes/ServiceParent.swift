@@ -9,7 +9,7 @@ protocol ServiceParent: MountNode {
 }
 
 extension ServiceParent {
-    func getattr(_ req: any FileRequest) { req.attr(mount.directoryStat(ino), timeout: mount.timeout) }
+    func getattr(_ req: any FileRequest) { req.attr(mount.directoryStat(ino), timeout: mount.directoryTimeout) }
 
     /// The directory `name` stands for, when it holds an item (or was made with mkdir).
     func lookupService(_ req: any FileRequest, name: [UInt8]) {
@@ -18,7 +18,7 @@ extension ServiceParent {
                   try mount.serviceExists(Directory(itemClass: itemClass, service: s))
             else { return req.error(ENOENT) }
             let ino = mount.inodes.lookedUp(.service(itemClass, s))
-            req.entry(ino: ino, attr: mount.directoryStat(ino), timeout: mount.timeout)
+            req.entry(ino: ino, attr: mount.directoryStat(ino), timeout: mount.directoryTimeout)
         } catch {
             req.error(errnoFor(error))
         }
@@ -49,7 +49,7 @@ extension ServiceParent {
             guard try !mount.serviceExists(d) else { return req.error(EEXIST) }
             mount.locked { _ = $0.emptyServices.insert(d) }
             let ino = mount.inodes.lookedUp(d.node)
-            req.entry(ino: ino, attr: mount.directoryStat(ino), timeout: mount.timeout)
+            req.entry(ino: ino, attr: mount.directoryStat(ino), timeout: mount.directoryTimeout)
         } catch {
             req.error(errnoFor(error))
         }
@@ -117,7 +117,7 @@ struct RootDirectory: ServiceParent {
     func lookup(_ req: any FileRequest, name: [UInt8]) {
         if let c = classDirectory(name) {
             let ino = mount.inodes.lookedUp(.classRoot(c))
-            return req.entry(ino: ino, attr: mount.directoryStat(ino), timeout: mount.timeout)
+            return req.entry(ino: ino, attr: mount.directoryStat(ino), timeout: mount.directoryTimeout)
         }
         lookupService(req, name: name)
     }
