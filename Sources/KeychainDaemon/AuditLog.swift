@@ -228,7 +228,7 @@ final class AuditLog: Sendable {
             // Control characters are single bytes in UTF-8: no scalar decoding is needed.
             if b == backslash {
                 out += [backslash, backslash]
-            } else if b < 0x20 || b == 0x7f {
+            } else if needsEscape(b) {
                 out += [backslash, UInt8(ascii: "x")]
                 Hex.append(CollectionOfOne(b), to: &out)
             } else {
