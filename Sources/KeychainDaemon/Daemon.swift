@@ -241,9 +241,12 @@ public final class Daemon: @unchecked Sendable {
     func itemsChanged(_ event: ChangeEvent? = nil) { itemsChanged(event, mountsTold: false) }
 
     /// `mountsTold`: a mount's own change, which the other mounts already have (`itemChanged`).
-    func itemsChanged(_ event: ChangeEvent?, mountsTold: Bool) {
+    /// `fromSync`: a change fleet sync applied, which has nothing to send back to the server.
+    func itemsChanged(_ event: ChangeEvent?, mountsTold: Bool, fromSync: Bool = false) {
         openedKeys.removeAll()
-        sync.kick()
+        // A new host applies a million changes in a row; a wake-up per change would only make
+        // the sync thread look again at a log it is reading.
+        if !fromSync { sync.kick() }
         let current = state.withLock { $0.mounts }
         for m in current where !mountsTold {
             // A change that names its item drops just those names; others drop everything.

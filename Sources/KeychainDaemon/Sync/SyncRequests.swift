@@ -99,7 +99,7 @@ extension Daemon {
     /// Tells mounts and watchers about an item another host changed, and audits it.
     func syncApplied(_ kind: ChangeKind, _ change: SyncApplied) {
         try? audit(kind == .delete ? .syncDelete : .syncUpdate, nil, "groups=\(change.groups.count)")
-        itemsChanged(ChangeEvent.synced(kind, change))
+        itemsChanged(ChangeEvent.synced(kind, change), mountsTold: false, fromSync: true)
     }
 }
 
