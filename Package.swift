@@ -124,7 +124,7 @@ let package = Package(
         .testTarget(name: "KeychainCryptoTests", dependencies: ["KeychainCrypto"]),
         .testTarget(name: "KeychainKeysTests", dependencies: ["KeychainKeys", "KeychainCrypto"]),
         .testTarget(name: "CommonCryptoTests", dependencies: ["CommonCrypto"]),
-        .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainCrypto"]),
+        .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainCrypto", "KeychainSystem"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
         .testTarget(name: "KeychainSystemTests", dependencies: ["KeychainSystem"]),
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainCrypto", "SQLiteStore",

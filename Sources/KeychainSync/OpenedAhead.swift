@@ -10,9 +10,16 @@ import KeychainSystem
 /// entry itself when this did not (a writer learned since, an epoch adopted since, a failure
 /// to report). The write, under the vault's lock, uses the sealed item only if the keys it was
 /// sealed with are still the vault's.
-final class OpenedAhead: @unchecked Sendable {
-    // Unchecked: `opened` is written by the worker before `done` turns true, and read after.
-    private struct Opened {
+///
+/// Opening costs more CPU than writing (the Ed25519 check of each entry), so the writing thread,
+/// done with its batch before this one is opened, opens the rest of it alongside the worker
+/// instead of waiting: the batch is taken in chunks by whichever thread is free.
+final class OpenedAhead: Sendable {
+    /// Entries a thread takes at a time: small beside a batch (16,384), so both threads end
+    /// together, and large beside the cost of taking them.
+    static let chunkSize = 256
+
+    private struct Opened: Sendable {
         var signKey: [UInt8]
         var epoch: UInt32
         var uuid: [UInt8]
@@ -20,43 +27,41 @@ final class OpenedAhead: @unchecked Sendable {
         var prepared: PreparedSync
     }
 
-    private var opened: [Int64: Opened] = [:]
-    private let done = ConditionLock(false)
+    private struct Work: Sendable {
+        /// The first entry no thread has taken yet.
+        var next = 0
+        /// Chunks taken and not yet opened.
+        var opening = 0
+        var opened: [Int64: Opened] = [:]
+    }
+
+    private let entries: [SyncServer.LogEntry]
+    private let circle: CircleKeys
+    private let config: SyncConfig
+    private let vault: Vault
+    private let work = ConditionLock(Work())
 
     /// Starts opening `entries` on `thread`, whose writers are looked up in `config` as it is
     /// now; with no thread, each entry is opened in order as without this.
     init(_ entries: [SyncServer.LogEntry], on thread: SerialThread?, circle: CircleKeys, config: SyncConfig, vault: Vault) {
-        let started = thread?.run { [self] in
-            var out: [Int64: Opened] = [:]
-            out.reserveCapacity(entries.count)
-            var order: [Int64] = [], changes: [SyncChange] = []
-            for e in entries where e.length <= SyncRecord.maximumLength {
-                guard let header = try? SyncRecord.header(of: e.record), circle.key(for: header.epoch) != nil,
-                      let writer = config.writer(header.writer, at: e.seq),
-                      let (uuid, payload) = try? SyncRecord.open(e.record, circle: circle, writerSigningKey: writer.signKey,
-                                                                  expected: header) else { continue }
-                out[e.seq] = Opened(signKey: writer.signKey, epoch: header.epoch, uuid: uuid, payload: payload, prepared: .none)
-                if let payload {
-                    order.append(e.seq)
-                    changes.append(.write(payload, serverVersion: e.version))
-                }
-            }
-            for (seq, prepared) in zip(order, vault.prepareSynced(changes)) { out[seq]?.prepared = prepared }
-            opened = out
-            done.withLockWakingWaiters { $0 = true }
-        }
-        if started != true { done.withLock { $0 = true } }  // nothing opened here: `take` gives nil
+        self.entries = entries
+        self.circle = circle
+        self.config = config
+        self.vault = vault
+        work.withLock { $0.opened.reserveCapacity(entries.count) }
+        let started = thread?.run { [self] in openChunks() }
+        if started != true { work.withLock { $0.next = entries.count } }  // nothing opened here: `take` gives nil
     }
 
     deinit {
-        for o in opened.values { o.payload?.wipe() }
+        work.withLock { w in for o in w.opened.values { o.payload?.wipe() } }
     }
 
     /// What `SyncRecord.open` gave for the entry at `seq` with this writer's key and epoch;
     /// nil when it was not opened so (the caller opens it). Waits for the worker. Taken once.
     func take(_ seq: Int64, signKey: [UInt8], epoch: UInt32) -> (uuid: [UInt8], payload: SyncPayload?, prepared: PreparedSync)? {
-        waitDone()
-        guard let o = opened.removeValue(forKey: seq) else { return nil }
+        finish()
+        guard let o = work.withLock({ $0.opened.removeValue(forKey: seq) }) else { return nil }
         guard o.signKey == signKey, o.epoch == epoch else {
             o.payload?.wipe()
             return nil
@@ -67,9 +72,51 @@ final class OpenedAhead: @unchecked Sendable {
     /// The items of the entries opened here (the uuids whose sync state the batch needs).
     /// Waits for the worker.
     var uuids: [[UInt8]] {
-        waitDone()
-        return opened.values.map(\.uuid)
+        finish()
+        return work.withLock { $0.opened.values.map(\.uuid) }
     }
 
-    private func waitDone() { done.wait { $0 ? .done(()) : .wait } }
+    /// Opens what no thread has taken yet on this one, then waits for the chunk the worker is on.
+    private func finish() {
+        openChunks()
+        work.wait { $0.opening == 0 && $0.next >= entries.count ? .done(()) : .wait }
+    }
+
+    /// Takes chunks until none is left, each opened outside the lock.
+    private func openChunks() {
+        while true {
+            let range = work.withLock { w -> Range<Int>? in
+                guard w.next < entries.count else { return nil }
+                let start = w.next
+                w.next = min(start + Self.chunkSize, entries.count)
+                w.opening += 1
+                return start..<w.next
+            }
+            guard let range else { return }
+            let chunk = open(entries[range])
+            work.withLockWakingWaiters { w in
+                w.opened.merge(chunk) { _, new in new }
+                w.opening -= 1
+            }
+        }
+    }
+
+    private func open(_ slice: ArraySlice<SyncServer.LogEntry>) -> [Int64: Opened] {
+        var out: [Int64: Opened] = [:]
+        out.reserveCapacity(slice.count)
+        var order: [Int64] = [], changes: [SyncChange] = []
+        for e in slice where e.length <= SyncRecord.maximumLength {
+            guard let header = try? SyncRecord.header(of: e.record), circle.key(for: header.epoch) != nil,
+                  let writer = config.writer(header.writer, at: e.seq),
+                  let (uuid, payload) = try? SyncRecord.open(e.record, circle: circle, writerSigningKey: writer.signKey,
+                                                              expected: header) else { continue }
+            out[e.seq] = Opened(signKey: writer.signKey, epoch: header.epoch, uuid: uuid, payload: payload, prepared: .none)
+            if let payload {
+                order.append(e.seq)
+                changes.append(.write(payload, serverVersion: e.version))
+            }
+        }
+        for (seq, prepared) in zip(order, vault.prepareSynced(changes)) { out[seq]?.prepared = prepared }
+        return out
+    }
 }
