@@ -28,10 +28,10 @@ final class OpenedAheadTests: XCTestCase {
     /// `count` log entries: items of another vault, sealed and signed by `writer` as its engine would.
     func logEntries(_ count: Int) throws -> [SyncServer.LogEntry] {
         let source = try makeVault("source")
-        for n in 0..<count {
-            try source.add(["class": "genp", "svce": "ahead", "acct": .string("acct-\(n)"), "sync": true],
-                           secret: SecureBytes(copying: Array("secret \(n)".utf8)), accessGroups: ["default"])
-        }
+        try source.addAll((0..<count).map { n in
+            (["class": "genp", "svce": "ahead", "acct": .string("acct-\(n)"), "sync": true],
+             try SecureBytes(copying: Array("secret \(n)".utf8)))
+        }, accessGroups: ["default"])
         return try source.syncChanges().changed.enumerated().map { i, change in
             let payload = try XCTUnwrap(try source.syncPayload(uuid: change.uuid))
             defer { payload.wipe() }
@@ -45,6 +45,15 @@ final class OpenedAheadTests: XCTestCase {
         var c = SyncConfig(state: .member, conninfo: "", name: "here")
         c.members = [SyncConfig.Member(hostID: writer.hostID, signKey: writer.signPublic, boxKey: writer.boxPublic, name: "w")]
         return c
+    }
+
+    /// Waits until `worker` has run every job given so far and let go of it: their vault is
+    /// closed before the directory is removed.
+    func drain(_ worker: SerialThread) {
+        let ran = ConditionLock(false)
+        worker.run { ran.withLockWakingWaiters { $0 = true } }
+        ran.wait { $0 ? .done(()) : .wait }
+        worker.finish()
     }
 
     func secret(_ p: SyncPayload?) -> String? {
@@ -73,7 +82,7 @@ final class OpenedAheadTests: XCTestCase {
         let vault = try makeVault("here")
         let entries = try logEntries(OpenedAhead.chunkSize * 2 + 3)
         let worker = try SerialThread()
-        defer { worker.finish() }
+        defer { drain(worker) }
         // The worker is busy with an earlier job until every entry was taken.
         let release = ConditionLock(false)
         worker.run { release.wait { $0 ? .done(()) : .wait } }
@@ -84,9 +93,9 @@ final class OpenedAheadTests: XCTestCase {
 
     func testTheWorkerAndTheWritingThreadShareABatch() throws {
         let vault = try makeVault("here")
-        let entries = try logEntries(OpenedAhead.chunkSize * 8)
+        let entries = try logEntries(OpenedAhead.chunkSize * 6)
         let worker = try SerialThread()
-        defer { worker.finish() }
+        defer { drain(worker) }
         let ahead = OpenedAhead(entries, on: worker, circle: circle, config: config, vault: vault)
         assertTakesEach(ahead, entries)
     }
@@ -96,7 +105,7 @@ final class OpenedAheadTests: XCTestCase {
         var entries = try logEntries(5)
         entries[2].record[entries[2].record.count - 1] ^= 1
         let worker = try SerialThread()
-        defer { worker.finish() }
+        defer { drain(worker) }
         let ahead = OpenedAhead(entries, on: worker, circle: circle, config: config, vault: vault)
         XCTAssertNil(ahead.take(3, signKey: writer.signPublic, epoch: 1), "left to the caller, which refuses it")
         for seq: Int64 in [1, 2, 4, 5] { XCTAssertNotNil(ahead.take(seq, signKey: writer.signPublic, epoch: 1)) }
