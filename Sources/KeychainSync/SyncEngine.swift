@@ -577,10 +577,19 @@ final class SyncSession {
         }
         // Sealed versions go to the server in transactions of up to 128.
         var outgoing: [(uuid: [UInt8], state: SyncItemState?, write: SyncServer.Write)] = []
+        // Changes to items the server has no row of (a tombstone refused here, pruned since),
+        // by local version: sent again as new items, as a full resync sends them.
+        var asNew: [(uuid: [UInt8], localVersion: Int64)] = []
         func flush() throws {
             let placed = try server.write(config.circleID, outgoing.map(\.write))
-            for (o, seq) in zip(outgoing, placed) {
-                if seq != nil { try record(o.uuid, o.state) } else { lost = true }
+            for (o, result) in zip(outgoing, placed) {
+                switch result {
+                case .at: try record(o.uuid, o.state)
+                case .lost: lost = true
+                case .gone:
+                    // A delete of what the server no longer has is everywhere already.
+                    if let state = o.state { asNew.append((o.uuid, state.localVersion)) } else { try record(o.uuid, nil) }
+                }
             }
             outgoing = []
         }
@@ -604,6 +613,17 @@ final class SyncSession {
             try queue(nil, uuid, expected: s.serverVersion, nil)
         }
         if !outgoing.isEmpty { try flush() }
+        if !asNew.isEmpty {
+            log("sync: \(asNew.count) changed item(s) had no row on the server (a tombstone not applied here, pruned since): sent as new items")
+            // A new item's insert is placed or lost, never gone: this runs once.
+            for (uuid, localVersion) in asNew {
+                guard let payload = try? vault.syncPayload(uuid: uuid) else { continue }
+                defer { payload.wipe() }
+                try queue(payload, uuid, expected: 0, SyncItemState(localVersion: localVersion, serverVersion: 1))
+            }
+            asNew = []
+            if !outgoing.isEmpty { try flush() }
+        }
         if !sent.isEmpty {
             try vault.setSyncStates(sent)
             sent = []

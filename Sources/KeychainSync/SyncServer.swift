@@ -160,20 +160,31 @@ final class SyncServer: @unchecked Sendable {
         var record: [UInt8]
     }
 
+    /// What became of one version `write` was given.
+    enum Placed: Equatable {
+        /// In the log at this position.
+        case at(Int64)
+        /// Another host wrote first, or the circle's epoch moved on: the caller pulls, adopts
+        /// what it reads and writes again.
+        case lost
+        /// The item has no row here any more: its tombstone was pruned, and this host never
+        /// applied it (it refused it). Nothing the caller pulls will change that.
+        case gone
+    }
+
     /// Writes many versions in one transaction (one commit, one notification), each in a
     /// savepoint of its own: a lost compare-and-swap undoes that one only. Holds the circle's
     /// counter row from the start, so the epoch checked first stays in force to the commit.
-    /// - Returns: each one's place in the log, or nil where another host wrote first (or the
-    ///   circle's epoch moved on: the caller pulls, adopts it and writes again).
-    func write(_ circle: [UInt8], _ writes: [Write]) throws -> [Int64?] {
+    /// - Returns: what became of each.
+    func write(_ circle: [UInt8], _ writes: [Write]) throws -> [Placed] {
         guard !writes.isEmpty else { return [] }
         return try db.transaction {
             let locked = try db.exec("SELECT seq FROM keychainfs.circles WHERE circle = $1 FOR UPDATE", [.bytes(circle)])
             guard locked.rows == 1 else { throw SyncError.server("no such circle") }
             let epoch = try currentEpoch(circle)
-            var out: [Int64?] = []
+            var out: [Placed] = []
             for w in writes {
-                guard epoch <= Int64(w.header.epoch) else { out.append(nil); continue }
+                guard epoch <= Int64(w.header.epoch) else { out.append(.lost); continue }
                 try db.exec("SAVEPOINT one")
                 let seq = try db.exec("UPDATE keychainfs.circles SET seq = seq + 1 WHERE circle = $1 RETURNING seq",
                                       [.bytes(circle)]).int(0, 0)
@@ -190,16 +201,18 @@ final class SyncServer: @unchecked Sendable {
                         """, values + [.int(w.expected)])
                 guard swapped.affected == 1 else {
                     try db.exec("ROLLBACK TO SAVEPOINT one")
-                    out.append(nil)
+                    let row = w.expected == 0 ? nil : try db.exec("SELECT 1 FROM keychainfs.items WHERE circle = $1 AND token = $2",
+                                                                [.bytes(circle), .bytes(w.token)])
+                    out.append(row?.rows == 0 ? .gone : .lost)
                     continue
                 }
                 try db.exec("""
                     INSERT INTO keychainfs.log(circle, seq, token, version, deleted, record) VALUES($1, $4, $2, $3, $5, $6)
                     """, values)
                 try db.exec("RELEASE SAVEPOINT one")
-                out.append(seq)
+                out.append(.at(seq))
             }
-            if let last = out.compactMap({ $0 }).last {
+            if let last = out.compactMap({ if case .at(let seq) = $0 { seq } else { nil } }).last {
                 try db.exec("SELECT pg_notify($1, $2)", [.text(Self.channel(circle)), .text(String(last))])
             }
             return out

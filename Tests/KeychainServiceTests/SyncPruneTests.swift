@@ -132,6 +132,44 @@ final class SyncPruneTests: XCTestCase {
         XCTAssertTrue(a.waitUntil(60) { c.status(a)["last-error"] == nil && c.status(b)["last-error"] == nil }, c.shown(b))
     }
 
+    /// B never applied A's delete of an item (as when it refuses a tombstone), and the server
+    /// pruned the tombstone and the item's row: B's later change of the item names a version
+    /// the server no longer has. It goes as a new item, as a full resync would send it, and A
+    /// gets the item back; it does not lose the compare-and-swap round after round.
+    func testAChangeToAnItemWhosePrunedTombstoneWasNeverAppliedHereGoesAsANewItem() throws {
+        let c = try SyncHosts(count: 2)
+        circle = c
+        let (a, b) = (c.hosts[0], c.hosts[1])
+        try c.formCircle()
+        let (service, account) = ("refused-\(c.tag)", "acct-\(c.tag)")
+        try c.add(a, service, account, "first")
+        XCTAssertTrue(try b.waitUntil(60) { try c.secret(b, service, account) == "first" }, c.shown(b))
+
+        // B is away while A deletes the item; the tombstone and the item's row then leave the
+        // server without B reading them, and without moving the pruned position (which would
+        // make B read the whole log again and apply the delete).
+        XCTAssertEqual(try b.run(["stop"]).status, 0)
+        try delete(a, service, account)
+        XCTAssertTrue(try a.waitUntil(60) { try logShape(c)[2] == 1 }, "A pushed the tombstone: \((try? logShape(c)) ?? [])")
+        _ = try c.server.psql("""
+            DELETE FROM keychainfs.log WHERE token IN (SELECT token FROM keychainfs.items WHERE deleted);
+            DELETE FROM keychainfs.items WHERE deleted
+            """)
+        XCTAssertEqual(try logShape(c), [0, 0, 0, 0])
+        XCTAssertEqual(try b.run(["unlock-keychain"], input: "pass phrase 1\n").status, 0)
+
+        try c.add(b, service, account, "changed-on-b", update: true)
+        XCTAssertTrue(try a.waitUntil(60) { try c.secret(a, service, account) == "changed-on-b" }, c.shown(b))
+        XCTAssertEqual(try logShape(c), [1, 1, 0, 0], "one new row and one entry, no tombstone")
+        XCTAssertEqual(try c.server.psql("SELECT version FROM keychainfs.items").trimmingCharacters(in: .whitespacesAndNewlines), "1")
+
+        // In step from then on: a change of either host reaches the other.
+        try c.add(a, service, account, "changed-on-a", update: true)
+        XCTAssertTrue(try b.waitUntil(60) { try c.secret(b, service, account) == "changed-on-a" }, c.shown(b))
+        XCTAssertEqual(c.status(b)["conflicts"] as? Int, 0, c.shown(b))
+        XCTAssertNil(c.status(b)["last-error"], c.shown(b))
+    }
+
     /// A member unseen for longer than the circle's retention (`sync set --retention`, its
     /// `seen_at` put back in SQL) holds nothing back: the log is pruned past it, tombstones too.
     /// When it returns it reads the whole log: the delete it missed applies, and the changes it
