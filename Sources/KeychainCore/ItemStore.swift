@@ -62,7 +62,7 @@ struct ItemRow {
 
     /// True when the row's `agrp_token` is `token`.
     func groupTokenEquals(_ token: [UInt8]) -> Bool {
-        statement.withBlob(5) { $0.elementsEqual(token) }
+        statement.withBlob(5) { blob in token.withUnsafeBytes { sameBytes(blob, $0) } }
     }
 
     /// A copy of the whole row, which outlives the statement.

@@ -117,6 +117,8 @@ public struct ParsedQuery {
 
     /// One key of a query other than the class and a persistent reference.
     private mutating func take(_ key: AttributeKey, _ value: AttributeValue, operation: Operation) throws {
+        // An attribute's name (most keys) is in no family: a filter, without a test per family.
+        if !key.mayHaveFamilyPrefix && key != .useDataProtectionKeychain { return try addFilter(key, value) }
         if key.hasPrefix(.return) {
             guard operation == .search else { throw KeychainStatus.param }
             try returns.set(key, value)
@@ -208,13 +210,22 @@ public struct ParsedQuery {
     var checkedAttributes: AttributeSelection? {
         guard !returns.attributes, secretAttributes.isEmpty,
               filters.keys.allSatisfy({ itemClass.primaryKey.contains($0) }) else { return nil }
-        return Self.checked[itemClass]
+        switch itemClass {
+        case .genericPassword: return Self.checkedGenericPassword
+        case .internetPassword: return Self.checkedInternetPassword
+        case .certificate: return Self.checkedCertificate
+        case .key: return Self.checkedKey
+        }
     }
 
-    private static let checked: [ItemClass: AttributeSelection] = Dictionary(uniqueKeysWithValues: ItemClass.allCases.map { c in
-        (c, AttributeSelection([.accessible, .synchronizable, .accessGroup, .accessControl, .keyClass, .isExtractable, .isSensitive]
-                               + c.primaryKey))
-    })
+    private static let checkedGenericPassword = checked(.genericPassword)
+    private static let checkedInternetPassword = checked(.internetPassword)
+    private static let checkedCertificate = checked(.certificate)
+    private static let checkedKey = checked(.key)
+    private static func checked(_ c: ItemClass) -> AttributeSelection {
+        AttributeSelection([.accessible, .synchronizable, .accessGroup, .accessControl, .keyClass, .isExtractable, .isSensitive]
+                           + c.primaryKey)
+    }
 
     /// True when the result is an array (`m_LimitAll` or a number, even for one hit).
     var returnsArray: Bool { limit != .one }

@@ -508,7 +508,7 @@ extension Vault {
                 guard match.value(.accessible) == .string(h.protection.rawValue),
                       match.value(.synchronizable)?.integerView == (h.synchronizable ? 1 : 0),
                       case .string(let group)? = match.value(.accessGroup), let indexKey = keys.indexKey,
-                      context.groupToken(group, indexKey: indexKey).elementsEqual(item.groupToken)
+                      context.groupToken(group, indexKey: indexKey).withUnsafeBytes({ sameBytes($0, item.groupToken) })
                 else { throw KeychainStatus.decode }
                 ad[ad.count - 1] = ItemCodec.Part.secret.rawValue
                 if needSecret {
@@ -525,14 +525,14 @@ extension Vault {
     /// box under the same associated data, so it never stands in for a check the open makes.
     func openItemKey(_ box: UnsafeRawBufferPointer, classKey: SecureBytes, associatedData ad: UnsafeRawBufferPointer,
                      into out: UnsafeMutableRawBufferPointer) throws {
-        let sealed = SealedKey(box: Array(box), associatedData: Array(ad))
-        if let kept = keptItemKey(sealed), kept.count == out.count {
+        let sealed = SealedKey(box: box, associatedData: ad)
+        if let sealed, let kept = keptItemKey(sealed), kept.count == out.count {
             kept.withUnsafeBytes { out.copyMemory(from: $0) }
             return
         }
         try classKey.withUnsafeBytes { k in try AEAD.open(box, key: k, associatedData: ad, into: out) }
         // Out of guarded memory: the key is not kept, the open stands.
-        guard let copy = try? SecureBytes(copying: UnsafeRawBufferPointer(out)) else { return }
+        guard let sealed, let copy = try? SecureBytes(copying: UnsafeRawBufferPointer(out)) else { return }
         keepItemKey(copy, for: sealed)
     }
 
@@ -551,13 +551,13 @@ extension Vault {
     func openFileSecret(_ item: StoredItem, classKey: SecureBytes) throws -> SecureBytes {
         // The two parts' associated data differ only in the last byte, the part.
         var ad = associatedData(item, .itemKey)
-        let sealed = SealedKey(box: item.wrappedKey, associatedData: ad)
+        let sealed = item.wrappedKey.withUnsafeBytes { box in ad.withUnsafeBytes { SealedKey(box: box, associatedData: $0) } }
         let itemKey: SecureBytes
-        if let kept = keptItemKey(sealed) {
+        if let sealed, let kept = keptItemKey(sealed) {
             itemKey = kept
         } else {
             itemKey = try AEAD.open(item.wrappedKey, key: classKey, associatedData: ad)
-            keepItemKey(itemKey, for: sealed)
+            if let sealed { keepItemKey(itemKey, for: sealed) }
         }
         ad[ad.count - 1] = ItemCodec.Part.secret.rawValue
         return try AEAD.open(item.secret, key: itemKey, associatedData: ad)

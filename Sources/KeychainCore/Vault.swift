@@ -35,14 +35,40 @@ public final class Vault: @unchecked Sendable {
     /// memory too, and all are wiped at every lock, inside the gate's write side (no search
     /// holds one then).
     let openedItemKeys = Locked<[SealedKey: SecureBytes]>([:])
+    /// A sealed item key and the associated data that bound it, copied into the value itself
+    /// (a box is 72 bytes and its data 53: `capacity` holds both), so that a lookup, made at
+    /// every open, allocates nothing. Equal only when both are byte for byte the same.
     struct SealedKey: Hashable {
-        let box: [UInt8]
-        let associatedData: [UInt8]
+        static let capacity = 128
+        private var bytes: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
+                            UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
+            = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        private let boxCount: UInt8
+        private let dataCount: UInt8
 
-        /// The sealed box's bytes in one block (its random nonce alone tells keys apart), not
-        /// byte by byte as an array hashes: every file open that misses looks up and inserts one.
+        /// Nil when the two do not fit together (no item of this format): such a key is not kept.
+        init?(box: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer) {
+            guard box.count + associatedData.count <= Self.capacity else { return nil }
+            boxCount = UInt8(box.count)
+            dataCount = UInt8(associatedData.count)
+            withUnsafeMutableBytes(of: &bytes) { b in
+                if let base = box.baseAddress { b.baseAddress!.copyMemory(from: base, byteCount: box.count) }
+                if let base = associatedData.baseAddress {
+                    (b.baseAddress! + box.count).copyMemory(from: base, byteCount: associatedData.count)
+                }
+            }
+        }
+
+        static func == (a: SealedKey, b: SealedKey) -> Bool {
+            guard a.boxCount == b.boxCount, a.dataCount == b.dataCount else { return false }
+            return withUnsafeBytes(of: a.bytes) { x in withUnsafeBytes(of: b.bytes) { y in sameBytes(x, y) } }
+        }
+
+        /// The box's first 24 bytes, its random nonce, tell keys apart.
         func hash(into hasher: inout Hasher) {
-            box.withUnsafeBytes { hasher.combine(bytes: $0) }
+            hasher.combine(bytes.0)
+            hasher.combine(bytes.1)
+            hasher.combine(bytes.2)
         }
     }
     static let itemKeyLimit = 1024

@@ -59,14 +59,18 @@ public struct AttributeKey: RawRepresentable, Hashable, Comparable, Sendable, Ex
 
     /// The name with this prefix: a family of query keys (`r_`, `m_`, `u_`, `v_`).
     public func hasPrefix(_ family: Family) -> Bool {
-        // Every family's prefix is ASCII ending in `_`, which composes with nothing, so a name
-        // with no `_` in its first two bytes has none of them: most names, decided without
-        // String's comparison.
+        mayHaveFamilyPrefix && rawValue.hasPrefix(family.rawValue)
+    }
+
+    /// False when the name has no family's prefix: every family's prefix is ASCII ending in
+    /// `_`, which composes with nothing, so a name with no `_` in its first two bytes has none
+    /// of them (most names, decided without String's comparison). True does not say it has one.
+    public var mayHaveFamilyPrefix: Bool {
         let underscore = UInt8(ascii: "_")
-        let possible = rawValue.utf8.withContiguousStorageIfAvailable { b in
+        if word != 0 { return word & 0xFF == UInt64(underscore) || (word >> 8) & 0xFF == UInt64(underscore) }
+        return rawValue.utf8.withContiguousStorageIfAvailable { b in
             b.count > 0 && (b[0] == underscore || (b.count > 1 && b[1] == underscore))
         } ?? true
-        return possible && rawValue.hasPrefix(family.rawValue)
     }
 
     /// The families of non-attribute query keys, by the prefix Apple gives them.

@@ -140,6 +140,8 @@ public struct Response: Sendable {
     /// Encodes into guarded memory (the reply may hold secrets).
     /// - Throws: `KeychainStatus.allocate` when no guarded memory is left.
     public func encoded() throws -> SecureBytes {
+        // A lookup's reply, one secret and nothing else: written straight into guarded memory.
+        if case .value(.data(let secret)) = result, info.isEmpty { return try Self.encoded(status: status, secret: secret) }
         var w = ByteWriter(capacity: encodedSize)
         w.u16(WireProtocol.version)
         w.u32(UInt32(bitPattern: status.rawValue))
@@ -167,6 +169,32 @@ public struct Response: Sendable {
         defer { wipeBytes(&w.bytes) }
         // One memcpy, not an element-wise copy.
         return try mapAllocationFailure { try w.bytes.withUnsafeBytes { try SecureBytes(copying: $0) } }
+    }
+
+    /// The bytes `encoded()` writes for one data value and no info, made in place: no copy of
+    /// the secret outside guarded memory.
+    private static func encoded(status: KeychainStatus, secret: SecureBytes) throws -> SecureBytes {
+        // version, status, shape, count; kind, empty record, has-secret, length; secret; has-ref, empty info
+        let head = 2 + 4 + 1 + 4 + 1 + 2 + 1 + 4, tail = 1 + 2
+        let length = secret.count
+        let out = try mapAllocationFailure { try SecureBytes(count: head + length + tail) }
+        out.withUnsafeMutableBytes { b in
+            func put<T: FixedWidthInteger>(_ v: T, at offset: Int) { b.storeBytes(of: v.bigEndian, toByteOffset: offset, as: T.self) }
+            put(WireProtocol.version, at: 0)
+            put(UInt32(bitPattern: status.rawValue), at: 2)
+            put(UInt8(1), at: 6)        // one value
+            put(UInt32(1), at: 7)
+            put(UInt8(1), at: 11)       // kind: data
+            put(UInt16(0), at: 12)      // no attributes
+            put(UInt8(1), at: 14)       // has a secret
+            put(UInt32(length), at: 15)
+            secret.withUnsafeBytes { s in
+                if length > 0 { (b.baseAddress! + head).copyMemory(from: s.baseAddress!, byteCount: length) }
+            }
+            put(UInt8(0), at: head + length)       // no reference
+            put(UInt16(0), at: head + length + 1)  // no info
+        }
+        return out
     }
 
     /// The exact size of `encoded()`.

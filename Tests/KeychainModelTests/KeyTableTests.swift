@@ -58,6 +58,19 @@ final class KeyTableTests: XCTestCase {
         XCTAssertTrue(AttributeKey(rawValue: "v_PersistentRef").hasPrefix(.value))
         XCTAssertFalse(AttributeKey.service.hasPrefix(.store))
         XCTAssertEqual(AttributeKey.service.description, "svce")
+        // Short and long names, plain or not (a word-packed name and one that is not).
+        let cases: [(String, AttributeKey.Family?)] = [
+            ("r_PersistentRef", .return), ("u_AuthUI", .use), ("v_Data", .value), ("_secmod", .store), ("_", .store),
+            ("acct", nil), ("nleg", nil), ("r", nil), ("rr_Data", nil), ("K_x", nil), ("r_K", .return),
+            ("a_very_long_attribute", nil), ("\u{212A}_x", nil),
+        ]
+        for (name, family) in cases {
+            let key = AttributeKey(rawValue: name)
+            for f in [AttributeKey.Family.value, .return, .match, .use, .store] {
+                XCTAssertEqual(key.hasPrefix(f), f == family, "\(name) \(f)")
+            }
+            if family != nil { XCTAssertTrue(key.mayHaveFamilyPrefix, name) }
+        }
     }
 
     func testClassCodesAreFrozenAndRoundTrip() {

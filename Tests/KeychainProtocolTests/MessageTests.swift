@@ -111,6 +111,19 @@ final class MessageTests: XCTestCase {
                        + [2, 0, 0, 0, 1, 0, 0, 0, 1, 0xab] + [0, 0])
     }
 
+    /// A lookup's reply (one secret, no info) is written by its own path: the same layout.
+    func testADataReplysBytes() throws {
+        let r = Response(status: .success, result: .value(.data(try SecureBytes(copying: [0xc1, 0xc2]))))
+        XCTAssertEqual(bytes(try r.encoded()), [0, 1] + [0, 0, 0, 0] + [1] + [0, 0, 0, 1]
+                       + [1, 0, 0, 1, 0, 0, 0, 2, 0xc1, 0xc2, 0] + [0, 0])
+        let empty = Response(status: .itemNotFound, result: .value(.data(try SecureBytes(count: 0))))
+        XCTAssertEqual(bytes(try empty.encoded()), [0, 1] + [0xff, 0xff, 0x9d, 0x2c] + [1] + [0, 0, 0, 1]
+                       + [1, 0, 0, 1, 0, 0, 0, 0, 0] + [0, 0])
+        let back = try Response.decode(try r.encoded())
+        guard case .value(.data(let secret)) = back.result else { return XCTFail("\(back.result)") }
+        XCTAssertEqual(bytes(secret), [0xc1, 0xc2])
+    }
+
     func testMalformedResponsesAreRefused() throws {
         let good = bytes(try Response(result: .value(.data(try SecureBytes(copying: [1]))), info: ["a": 1]).encoded())
         XCTAssertEqual(status { try Response.decode(try SecureBytes(copying: [0, 9] + good.dropFirst(2))) }, .badReq)

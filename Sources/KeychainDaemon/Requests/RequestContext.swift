@@ -114,7 +114,9 @@ extension Daemon: AuditWriting, ChangePublishing, PresenceApproving {
     /// get the same one until the group table changes: its snapshot is made once, not per request.
     func context(for caller: CallerIdentity) -> RequestContext {
         state.withLock { s in
-            if let kept = s.contexts.first(where: { $0.caller == caller }) { return kept }
+            // One context per identity; the newest first, and the process id before the whole
+            // identity, so the others are passed over without copying their groups and executable.
+            if let kept = s.contexts.last(where: { $0.caller.pid == caller.pid && $0.caller == caller }) { return kept }
             let made = RequestContext(caller: caller, groups: groupSnapshot(of: caller, in: s), vault: vault, audit: self,
                                       changes: self, presence: self, openedKeys: openedKeys, control: self)
             if s.contexts.count >= DaemonState.contextLimit { s.contexts.removeFirst() }
