@@ -73,6 +73,16 @@ struct ItemRow {
                           wrappedKey: st.blob(7) ?? [], attributes: st.blob(8) ?? [], secret: st.blob(9) ?? [],
                           version: header.version)
     }
+
+    /// A copy of what opens the row's secret (`Vault.openFileSecret`): the clear columns, the
+    /// wrapped item key and the sealed secret. The tokens and the sealed attributes, which a
+    /// file's entry has opened already, are left empty.
+    func storedForSecret() -> StoredItem {
+        let st = statement
+        return StoredItem(rowID: header.rowID, uuid: header.uuid, itemClass: header.itemClass, protection: header.protection,
+                          synchronizable: header.synchronizable, groupToken: [], primaryKeyToken: [],
+                          wrappedKey: st.blob(7) ?? [], attributes: [], secret: st.blob(9) ?? [], version: header.version)
+    }
 }
 
 /// The sealed blobs of one row and its clear columns, wherever the bytes are (a statement's

@@ -14,6 +14,7 @@ public struct FileEntry: Sendable {
     public var version: Int64
     /// The sealed row the entry was opened from (small secrets only), so that reading the
     /// secret later needs no second search; its attributes were checked when it was opened.
+    /// A name's search keeps only what opens the secret (`ItemRow.storedForSecret`).
     var row: StoredItem?
     /// True when a listing (`keepRows: false`) left out a row it would otherwise have kept: a
     /// search for this one file gives an entry that opens without one.
@@ -72,7 +73,8 @@ extension Vault {
             try forEachOpenedFileItem(q, accessGroups: name.narrowing(accessGroups), in: reader, trimming: attributes) { row, m in
                 let attributes = m.attributes
                 guard name.admits(attributes) else { return true }
-                let e = fileEntry(row.stored(), attributes, keepRow: true)
+                // The row only opens the secret later: its tokens and sealed attributes stay out.
+                let e = fileEntry(row.storedForSecret(), attributes, keepRow: true)
                 if !flat || e.name == name || name.namesFlat(labelled: attributes) { out.append(e) }
                 return out.count < limit
             }

@@ -66,11 +66,16 @@ final class EntryCache: Sendable {
     /// Keeps `entry` as the file of `name` unless something changed since
     /// `generation` was read.
     /// `evicting: false` (a listing priming the cache) stores nothing once the cache is full.
+    /// `opened: true` says the entry was opened with `openedAttributes` alone (a lookup's
+    /// search), so it holds nothing the cache leaves out and is kept as it is, unchecked; a
+    /// listing's entries have every attribute and are filtered.
     /// Returns false when it stored nothing because the cache was full.
     @discardableResult
-    func store(_ entry: FileEntry, name: ItemName, generation seen: UInt64, evicting: Bool = true) -> Bool {
+    func store(_ entry: FileEntry, name: ItemName, generation seen: UInt64, evicting: Bool = true, opened: Bool = false) -> Bool {
         var kept = entry
-        if entry.attributes.keys.contains(where: { !Self.keptAttributes.contains($0) }) {
+        if opened {
+            assert(entry.attributes.keys.allSatisfy { Self.keptAttributes.contains($0) }, "opened with more than openedAttributes")
+        } else if entry.attributes.keys.contains(where: { !Self.keptAttributes.contains($0) }) {
             kept.attributes = entry.attributes.filter { Self.keptAttributes.contains($0.key) }
         }
         let size = kept.footprint

@@ -107,9 +107,12 @@ final class InodeTable: Sendable {
 
         func number(of slot: Int) -> UInt64 { UInt64(slots[slot].generation) << 32 | UInt64(slot + 1) }
 
-        func number(_ node: Node) -> UInt64? { index.find(node, in: slots).map { number(of: Int($0)) } }
+        func number(_ node: Node, hash: Int? = nil) -> UInt64? {
+            index.find(node, hash: hash ?? node.hashValue, in: slots).map { number(of: Int($0)) }
+        }
 
-        mutating func add(_ given: Node) -> UInt64 {
+        /// `hash`: the node's `hashValue`, when the caller has it already.
+        mutating func add(_ given: Node, hash: Int? = nil) -> UInt64 {
             let node = given.ownCopy
             var slot = Int32(slots.count)
             // (The free list may still name slots past the end, dropped with the tail: the
@@ -130,7 +133,7 @@ final class InodeTable: Sendable {
             } else {
                 slots.append(Slot(node: node, lookups: 1, generation: generation))
             }
-            index.insert(slot, for: node, in: slots)
+            index.insert(slot, for: node, hash: hash ?? node.hashValue, in: slots)
             live += 1
             return number(of: Int(slot))
         }
@@ -187,8 +190,10 @@ final class InodeTable: Sendable {
 
     /// The inode for `node`, counting one kernel lookup.
     func lookedUp(_ node: Node) -> UInt64 {
-        table.withLock { t in
-            guard let ino = t.number(node) else { return t.add(node) }
+        // Hashed once, outside the lock: a new name is looked for and then added.
+        let hash = node.hashValue
+        return table.withLock { t in
+            guard let ino = t.number(node, hash: hash) else { return t.add(node, hash: hash) }
             let i = t.slot(ino)!
             t.slots[i].lookups += 1
             t.slots[i].used = true
@@ -286,9 +291,12 @@ private struct NodeIndex {
     private var taken = 0
     private var live = 0
 
-    func find(_ node: Node, in slots: [InodeTable.Slot]) -> Int32? {
+    func find(_ node: Node, in slots: [InodeTable.Slot]) -> Int32? { find(node, hash: node.hashValue, in: slots) }
+
+    /// `find` with the node's `hashValue` given.
+    func find(_ node: Node, hash: Int, in slots: [InodeTable.Slot]) -> Int32? {
         let mask = positions.count - 1
-        var p = node.hashValue & mask
+        var p = hash & mask
         while true {
             let slot = positions[p]
             if slot == Self.empty { return nil }
@@ -299,14 +307,19 @@ private struct NodeIndex {
 
     /// Adds `slot` for `node`, which the index does not hold yet.
     mutating func insert(_ slot: Int32, for node: Node, in slots: [InodeTable.Slot]) {
+        insert(slot, for: node, hash: node.hashValue, in: slots)
+    }
+
+    /// `insert` with the node's `hashValue` given.
+    mutating func insert(_ slot: Int32, for node: Node, hash: Int, in slots: [InodeTable.Slot]) {
         if (taken + 1) * 2 > positions.count {
             // `slots` holds `node` at `slot` already: the rebuild may have placed it.
             rebuild(from: slots)
-            if find(node, in: slots) == slot { return }
+            if find(node, hash: hash, in: slots) == slot { return }
         }
         live += 1
         let mask = positions.count - 1
-        var p = node.hashValue & mask
+        var p = hash & mask
         while positions[p] >= 0 { p = (p + 1) & mask }
         if positions[p] == Self.empty { taken += 1 }
         positions[p] = slot

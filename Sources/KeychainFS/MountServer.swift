@@ -237,7 +237,7 @@ public final class MountServer: Sendable {
         let found = try vault.fileEntries(named: name, accessGroups: groups, limit: 1, attributes: EntryCache.openedAttributes).first
         // Only the mount-wide answer is kept: another caller's groups might pick another item.
         if let found, groups == visible {
-            entries.store(found, name: name, generation: generation)
+            entries.store(found, name: name, generation: generation, opened: true)
         }
         return found
     }

@@ -101,6 +101,32 @@ final class FileInterfaceTests: XCTestCase {
         XCTAssertEqual(try vault.fileSecret(of: first[1], accessGroups: groups).string, "123456", "AfterFirstUnlock still reads")
     }
 
+    /// A file name's entry (what the mount's lookup keeps) opens its secret at once, under the
+    /// same rules as a search: the caller's groups, the lock, a changed secret.
+    func testANamesEntryOpensItsSecretUnderTheSameRules() throws {
+        let scratch = try Scratch()
+        let vault = try scratch.makeVault()
+        try vault.addPassword(service: "db", account: "app", secret: "hunter2")
+        try vault.addPassword(service: "db", account: "cache", secret: "123456", ["pdmn": "ck"])
+        let name = ItemName(service: Array("db".utf8), account: Array("app".utf8))
+        let app = try XCTUnwrap(vault.fileEntries(named: name, accessGroups: groups, limit: 1,
+                                                  attributes: Vault.fileSelection([.modificationDate])).first)
+        XCTAssertEqual(app.name, name)
+        XCTAssertEqual(app.size, 7)
+        XCTAssertFalse(app.rowLeftOut)
+        XCTAssertEqual(try vault.fileSecret(of: app, accessGroups: groups).string, "hunter2")
+        XCTAssertStatus(.itemNotFound, try vault.fileSecret(of: app, accessGroups: ["app.shared"]))
+        let cacheName = ItemName(service: Array("db".utf8), account: Array("cache".utf8))
+        let cache = try XCTUnwrap(vault.fileEntries(named: cacheName, accessGroups: groups).first)
+        // A new secret: a fresh search's entry reads it.
+        try vault.update(["class": "genp", "acct": "app"], changes: [:], secret: secret("two"), accessGroups: groups)
+        let second = try XCTUnwrap(vault.fileEntries(named: name, accessGroups: groups, limit: 1).first)
+        XCTAssertEqual(try vault.fileSecret(of: second, accessGroups: groups).string, "two")
+        vault.lock()
+        XCTAssertStatus(.interactionNotAllowed, try vault.fileSecret(of: second, accessGroups: groups))
+        XCTAssertEqual(try vault.fileSecret(of: cache, accessGroups: groups).string, "123456", "AfterFirstUnlock still reads")
+    }
+
     func testSecretModificationTimeMovesOnlyWithTheSecret() throws {
         let scratch = try Scratch()
         let vault = try scratch.makeVault()
