@@ -848,8 +848,10 @@ public struct ItemSearch: TypedRequest {
 /// neither end makes a query dictionary. It stands for exactly one query shape (`init?(query:)`):
 /// the class (`genp` or `inet`, by its raw name), every primary-key attribute of the class, an
 /// access group if any (a string), and any of `r_Data`, `r_Attributes`, `r_PersistentRef` as
-/// booleans; nothing else. The daemon answers it as it answers that query (`query`) sent as
-/// `copyMatching`: the same result, status, audit lines and approvals.
+/// booleans; besides them only what such a search ignores or takes as its default: `m_Limit`
+/// `m_LimitOne`, and `nleg` (kSecUseDataProtectionKeychain) as a boolean. The daemon answers it
+/// as it answers that query (`query`) sent as `copyMatching`: the same result, status, audit
+/// lines and approvals.
 public struct ItemLookup: TypedRequest, Sendable, Equatable {
     public var itemClass: ItemClass
     /// The values of `itemClass.primaryKey`'s attributes, in its order, as the caller gave them.
@@ -885,7 +887,7 @@ public struct ItemLookup: TypedRequest, Sendable, Equatable {
         default: return nil
         }
         let names = itemClass.primaryKey
-        guard query.count >= 1 + names.count, query.count <= 1 + names.count + 4 else { return nil }
+        guard query.count >= 1 + names.count, query.count <= 1 + names.count + 6 else { return nil }
         var values = [AttributeValue](repeating: .bool(false), count: names.count)
         var named = 0
         var data = false, attributes = false, ref = false, group: String?
@@ -901,6 +903,7 @@ public struct ItemLookup: TypedRequest, Sendable, Equatable {
             case (.returnAttributes, .bool(let b)): attributes = b
             case (.returnPersistentRef, .bool(let b)): ref = b
             case (.accessGroup, .string(let g)): group = g
+            case (.matchLimit, .string(ValueName.matchLimitOne)), (.useDataProtectionKeychain, .bool): continue  // as if absent
             default: return nil
             }
         }
@@ -921,7 +924,7 @@ public struct ItemLookup: TypedRequest, Sendable, Equatable {
         default: return nil
         }
         let names = itemClass.primaryKey
-        guard query.count >= 1 + names.count, query.count <= 1 + names.count + 4, out.count >= 7 else { return nil }
+        guard query.count >= 1 + names.count, query.count <= 1 + names.count + 6, out.count >= 7 else { return nil }
         var bits: UInt8 = 0
         var named = 0
         var group: String?
@@ -936,6 +939,7 @@ public struct ItemLookup: TypedRequest, Sendable, Equatable {
             case (.returnAttributes, .bool(let b)): if b { bits |= 2 }
             case (.returnPersistentRef, .bool(let b)): if b { bits |= 4 }
             case (.accessGroup, .string(let g)): group = g
+            case (.matchLimit, .string(ValueName.matchLimitOne)), (.useDataProtectionKeychain, .bool): continue  // as if absent
             default: return nil
             }
         }
@@ -965,7 +969,7 @@ public struct ItemLookup: TypedRequest, Sendable, Equatable {
     }
 
     /// The `copyMatching` query this lookup stands for (with the return keys set to true only;
-    /// one set to false asks for nothing, as its absence does).
+    /// one set to false asks for nothing, as its absence does, as `m_LimitOne` and `nleg` do).
     public var query: Attributes {
         var q: Attributes = [.class: .itemClass(itemClass)]
         for (name, value) in zip(itemClass.primaryKey, primaryKey) { q[name] = value }

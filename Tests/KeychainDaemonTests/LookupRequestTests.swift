@@ -90,6 +90,8 @@ final class LookupRequestTests: XCTestCase {
     func testFoundItemsAndTheirReadsAreAnsweredAndAuditedAlike() throws {
         XCTAssertEqual(secretText(try both(read)), "s3cret")
         XCTAssertEqual(secretText(try both(read)), "s3cret", "a repeated read: counted, not a line of its own")
+        XCTAssertEqual(secretText(try both(read.merging([.matchLimit: .matchLimitOne, .useDataProtectionKeychain: .bool(false)]) { a, _ in a })),
+                       "s3cret", "Apple's usual query: kSecMatchLimitOne, kSecUseDataProtectionKeychain")
         XCTAssertEqual(try both(read.merging([.returnAttributes: true, .returnPersistentRef: true]) { a, _ in a }).status, .success)
         XCTAssertEqual(try both([.class: "genp", .service: "db", .account: "app", .returnAttributes: true]).status, .success)
         guard case .none = try both([.class: "genp", .service: "db", .account: "app", .returnData: false]).result else {

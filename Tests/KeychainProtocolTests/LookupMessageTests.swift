@@ -45,6 +45,10 @@ final class LookupMessageTests: XCTestCase {
         XCTAssertEqual(all.query, [.class: "genp", .service: "db", .account: "app", .returnAttributes: true,
                                    .returnPersistentRef: true, .accessGroup: "g"], "a return key set to false asks for nothing")
         XCTAssertNotNil(ItemLookup(query: [.class: "genp", .service: "db", .account: "app"]), "no return key: a search for nothing")
+        // What such a search ignores or takes as its default leaves the lookup as it is.
+        let apple = read.merging([.matchLimit: .matchLimitOne, .useDataProtectionKeychain: .bool(true)]) { a, _ in a }
+        XCTAssertEqual(ItemLookup(query: apple), plain)
+        XCTAssertEqual(stackPayload(apple), bytes(try plain.request.encoded()))
 
         let internet: Attributes = [.class: "inet", .account: "a", .securityDomain: "", .server: "example.com", .protocol: "htps",
                                     .authenticationType: "dflt", .port: .number(443), .path: "/", .returnData: true]
@@ -62,9 +66,9 @@ final class LookupMessageTests: XCTestCase {
             internet.filter { $0.key != .port },
         ]
         for extra: (AttributeKey, AttributeValue) in [
-            (.matchLimit, .matchLimitOne), (.synchronizable, .bool(false)), (.useAuthenticationUI, .authenticationUISkip),
-            (.returnRef, .bool(true)), (.label, "l"), (.accessible, "ak"), (.valuePersistentRef, .data([1])),
-            (.useDataProtectionKeychain, .bool(true)),
+            (.matchLimit, .matchLimitAll), (.matchLimit, .number(1)), (.synchronizable, .bool(false)),
+            (.useAuthenticationUI, .authenticationUISkip), (.returnRef, .bool(true)), (.label, "l"), (.accessible, "ak"),
+            (.valuePersistentRef, .data([1])), (.useDataProtectionKeychain, .number(1)), (.useNoAuthenticationUI, .bool(true)),
         ] {
             var q = read
             q[extra.0] = extra.1
