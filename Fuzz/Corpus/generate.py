@@ -93,6 +93,20 @@ write("FuzzMessages", "valid-copy-then-update", frame(request(
     6, query={"class": "genp", "svce": "db", "r_Data": True, "m_Limit": "m_LimitAll"}))
     + frame(request(7, query={"class": "genp", "svce": "db"}, changes={"labl": "new"},
                     options={"approved": REF})))
+
+
+def lookup(class_code, returns, values, group=None):
+    """A lookup (26): class code, return flags, the primary key's values in order, the group."""
+    out = struct.pack(">HBBBB", 1, 26, class_code, returns, len(values))
+    for value in values:
+        out += record({"x": value})[4:]  # an entry's tag and value, without its count and name
+    if group is None:
+        return out + b"\x00"
+    return out + struct.pack(">BI", 1, len(group)) + group.encode()
+
+
+write("FuzzMessages", "valid-lookups", frame(lookup(1, 1, ["app", "db"]))
+      + frame(lookup(2, 7, ["a", "", "example.com", "htps", "dflt", 443, "/"], group="team")))
 write("FuzzMessages", "valid-response-items", frame(response(0, 2, [
     (3, {"svce": "db", "acct": "app", "cdat": 700000000.0}, b"s3cret", REF),
     (1, {}, b"data", None), (2, {}, None, REF)], info={"locked": False})))

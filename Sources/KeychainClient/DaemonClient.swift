@@ -123,11 +123,45 @@ public final class DaemonClient {
     }
 
     /// Sends one request and waits for its response. A non-success status is thrown.
+    /// A `copyMatching` of one password by its primary key goes as a `lookup` (`ItemLookup`),
+    /// which the daemon answers as it answers the query; to a daemon from before that
+    /// operation (it answers errSecBadReq) it goes as it is, as do this connection's next ones.
     @discardableResult
     public func send(_ request: Request) throws -> Response {
+        if takesLookups, request.operation == .copyMatching, request.secrets.isEmpty, request.options.isEmpty,
+           request.changes.isEmpty {
+            do {
+                if let response = try sendLookup(request.query) { return response }
+            } catch KeychainStatus.badReq {
+                takesLookups = false
+            }
+        }
         let payload = try request.encoded()
         defer { payload.wipe() }
         try Frame.write(payload, to: fd)
+        return try receiveResponse()
+    }
+
+    /// Whether the daemon may be sent `lookup`s: until it answers one with errSecBadReq.
+    private var takesLookups = true
+
+    /// Sends `query` as a `lookup` and waits for its response; nil, with nothing sent, for a
+    /// query of another shape. The payload is made on the stack: it holds attributes, no secret.
+    private func sendLookup(_ query: Attributes) throws -> Response? {
+        try withUnsafeTemporaryAllocation(byteCount: Self.lookupPayloadLimit, alignment: 8) { buffer -> Response? in
+            guard let count = ItemLookup.payload(for: query, into: buffer) else { return nil }
+            let payload = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
+            defer { wipeMemory(payload) }
+            try Frame.write(bytes: UnsafeRawBufferPointer(payload), to: fd)
+            return try receiveResponse()
+        }
+    }
+
+    /// The largest `lookup` payload sent from the stack; a larger one goes as `copyMatching`.
+    private static let lookupPayloadLimit = 1024
+
+    /// Reads the response to the request just sent. A non-success status is thrown.
+    private func receiveResponse() throws -> Response {
         guard let reply = try frames.read() else { throw KeychainStatus.notAvailable }
         defer { reply.wipe() }
         let response = try Response.decode(reply)

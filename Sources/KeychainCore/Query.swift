@@ -61,9 +61,28 @@ public struct ParsedQuery {
     var persistentRef: PersistentRef?
     /// Secret Service attribute pairs an item must have (`matchSecretAttributes`), generic passwords only.
     var secretAttributes: [String: String] = [:]
+    /// A lookup made without a dictionary (`init(itemClass:primaryKey:group:returns:)`): its
+    /// filters, the class's primary key's values normalised, in `itemClass.primaryKey`'s order;
+    /// `filters` is then empty. Nil for a query parsed from a dictionary.
+    private(set) var primaryKeyFilters: [AttributeValue]?
     /// Every attribute of the class's primary key has a filter: the search can look the item up
     /// by its primary-key token.
-    var namesPrimaryKey: Bool { itemClass.primaryKey.allSatisfy { filters[$0] != nil } }
+    var namesPrimaryKey: Bool { primaryKeyFilters != nil || itemClass.primaryKey.allSatisfy { filters[$0] != nil } }
+
+    /// The filter of the attribute `name`, wherever the query keeps it.
+    func filter(_ name: AttributeKey) -> AttributeValue? {
+        guard let values = primaryKeyFilters else { return filters[name] }
+        return itemClass.primaryKey.firstIndex(of: name).map { values[$0] }
+    }
+
+    /// Whether an item's attributes, read by `value`, pass every filter (`Vault.matches`).
+    func matchesFilters(_ value: (AttributeKey) -> AttributeValue?) -> Bool {
+        guard let values = primaryKeyFilters else { return Vault.matches(filters: filters, itemClass: itemClass, value) }
+        for (key, wanted) in zip(itemClass.primaryKey, values) where !Vault.matches(key, wanted, itemClass: itemClass, value) {
+            return false
+        }
+        return true
+    }
 
     public enum Operation: CaseIterable, Sendable { case search, update, delete }
 
@@ -80,6 +99,41 @@ public struct ParsedQuery {
             self = try ParsedQuery(query, operation: operation, sorted: true)
         }
     }
+
+    /// A search for one password by its class's whole primary key, made without a query
+    /// dictionary: what `init(_:operation: .search)` makes of the query `[class, the primary
+    /// key's attributes, agrp when given, the return keys]`, with the same checks of the
+    /// values (a filter's value normalised, errSecParam for one the attribute cannot hold, or
+    /// for a count of values other than the primary key's).
+    /// - Parameter primaryKey: the values of `itemClass.primaryKey`'s attributes, in its order.
+    init(itemClass: ItemClass, primaryKey: [AttributeValue], group: String?, returns: ReturnKeys) throws {
+        let kinds = Self.primaryKeyKinds(itemClass)
+        guard primaryKey.count == kinds.count else { throw KeychainStatus.param }  // not the whole primary key
+        self.itemClass = itemClass
+        var values = primaryKey
+        for i in values.indices {
+            guard let kind = kinds[i] else { throw KeychainStatus.noSuchAttr }
+            guard let v = normalize(values[i], kind: kind) else { throw KeychainStatus.param }
+            if v != values[i] { values[i] = v }  // most values are kept as given: no copy of the array
+        }
+        primaryKeyFilters = values
+        self.group = group
+        self.returns = returns
+        try self.returns.resolveReference(for: itemClass)
+    }
+
+    /// The kinds of a class's primary-key attributes (`ItemClass.kind(ofKnown:)`), in its order.
+    private static func primaryKeyKinds(_ c: ItemClass) -> [AttributeKind?] {
+        switch c {
+        case .genericPassword: return genericPasswordKinds
+        case .internetPassword: return internetPasswordKinds
+        case .certificate: return certificateKinds
+        case .key: return keyKinds
+        }
+    }
+    private static let genericPasswordKinds = kinds(.genericPassword), internetPasswordKinds = kinds(.internetPassword),
+                       certificateKinds = kinds(.certificate), keyKinds = kinds(.key)
+    private static func kinds(_ c: ItemClass) -> [AttributeKind?] { c.primaryKey.map { c.kind(ofKnown: $0) } }
 
     /// One parse, the keys in the dictionary's order or sorted.
     private init(_ query: Attributes, operation: Operation, sorted: Bool) throws {

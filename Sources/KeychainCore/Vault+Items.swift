@@ -165,10 +165,37 @@ extension Vault {
                         secretsReturned: &recorded)
     }
 
+    /// A search for one password by its class's whole primary key, without a query
+    /// dictionary: the same search, result and errors as `copyMatching` of the query `[class,
+    /// the primary key's attributes, agrp when given, the return keys asked for]` (the daemon's
+    /// `lookup` request), with no approvals (a presence-gated secret is errSecInteractionNotAllowed).
+    /// - Parameter primaryKey: the values of `itemClass.primaryKey`'s attributes, in its order.
+    /// - Parameter secretsReturned: receives the references of the items whose secrets the
+    ///   result holds (for the daemon's audit log).
+    public func copyMatching(_ itemClass: ItemClass, primaryKey: [AttributeValue], accessGroup: String?,
+                             returnData: Bool, returnAttributes: Bool, returnPersistentRef: Bool, accessGroups: [String],
+                             secretsReturned: inout [PersistentRef]) throws -> QueryResult {
+        guard itemClass == .genericPassword || itemClass == .internetPassword else { throw KeychainStatus.param }
+        var returns = ReturnKeys()
+        returns.data = returnData
+        returns.attributes = returnAttributes
+        returns.persistentRef = returnPersistentRef
+        let q = try ParsedQuery(itemClass: itemClass, primaryKey: primaryKey, group: accessGroup, returns: returns)
+        var recorded: [PersistentRef]? = secretsReturned
+        defer { secretsReturned = recorded ?? [] }
+        return try find(q, accessGroups: accessGroups, approved: [], skipUnapproved: false, secretsReturned: &recorded)
+    }
+
     /// Both `copyMatching`s; `secretsReturned` nil records nothing.
     private func find(_ query: Attributes, accessGroups: [String], approved: Set<PersistentRef>, skipUnapproved: Bool,
                       secretsReturned: inout [PersistentRef]?) throws -> QueryResult {
-        let q = try ParsedQuery(query, operation: .search)
+        try find(try ParsedQuery(query, operation: .search), accessGroups: accessGroups, approved: approved,
+                 skipUnapproved: skipUnapproved, secretsReturned: &secretsReturned)
+    }
+
+    /// A parsed search.
+    private func find(_ q: ParsedQuery, accessGroups: [String], approved: Set<PersistentRef>, skipUnapproved: Bool,
+                      secretsReturned: inout [PersistentRef]?) throws -> QueryResult {
         func run(_ context: SearchContext) throws -> QueryResult {
             let matches = try search(q, in: context, accessGroups: accessGroups, needSecret: q.returns.data,
                                      limit: q.maximumCount, approved: approved, skipUnapproved: skipUnapproved,
@@ -367,7 +394,8 @@ extension Vault {
                 return true
             }
             // The tokens only narrow: the opened attributes decide (a token collision finds nothing).
-            guard Self.matches(filters: q.filters, itemClass: q.itemClass, opened.value),
+            // A closure, not `opened.value` itself: that would copy the match into a context.
+            guard q.matchesFilters({ opened.value($0) }),
                   q.secretAttributes.isEmpty || SecretServicePairs.matches(SecretServicePairs.of(opened.attributes), q.secretAttributes)
             else { return true }
             // A presence-gated secret needs an approval the engine cannot give: as if locked.
@@ -393,7 +421,7 @@ extension Vault {
         let groupTokens = groups.map { context.groupToken($0, indexKey: indexKey) }
         // In primary-key order, most selective first: the store starts from the first token.
         let tokens = q.itemClass.primaryKey.compactMap { name in
-            q.filters[name].map { IndexToken.attribute(name, $0, itemClass: q.itemClass, key: indexKey) }
+            q.filter(name).map { IndexToken.attribute(name, $0, itemClass: q.itemClass, key: indexKey) }
         } + secretSearchTokens(q, indexKey: indexKey)
         try context.store.candidates(itemClass: q.itemClass, groupTokens: groupTokens, synchronizable: q.synchronizable,
                                      protection: q.protection, tokens: tokens, uuid: q.persistentRef?.uuid) { row in
@@ -423,7 +451,7 @@ extension Vault {
                 let groupToken = context.groupToken(group, indexKey: indexKey)
                 for sync in syncValues {
                     IndexToken.primaryKey(itemClass: q.itemClass, key: indexKey, into: token, group: .string(group),
-                                          synchronizable: .number(sync ? 1 : 0)) { q.filters[$0] }
+                                          synchronizable: .number(sync ? 1 : 0)) { q.filter($0) }
                     try context.store.candidate(primaryKeyToken: UnsafeRawBufferPointer(token)) { row in
                         // The clear columns a token search filters by; a row that differs is not
                         // this query's (or is damaged: the token search below tells which).
@@ -449,10 +477,16 @@ extension Vault {
 
     /// The same over attributes read by `value`.
     static func matches(filters: Attributes, itemClass: ItemClass, _ value: (AttributeKey) -> AttributeValue?) -> Bool {
-        for (key, wanted) in filters {
-            let have = value(key) ?? (itemClass.primaryKey.contains(key) ? AttributeKind.of(key).empty : nil)
-            guard let have, have.matches(wanted) || Self.bothEmpty(have, wanted) else { return false }
-        }
+        for (key, wanted) in filters where !matches(key, wanted, itemClass: itemClass, value) { return false }
+        return true
+    }
+
+    /// Whether the attribute `key`, read by `value`, passes its filter `wanted`; a primary-key
+    /// attribute the item lacks has its kind's empty value.
+    static func matches(_ key: AttributeKey, _ wanted: AttributeValue, itemClass: ItemClass,
+                        _ value: (AttributeKey) -> AttributeValue?) -> Bool {
+        let have = value(key) ?? (itemClass.primaryKey.contains(key) ? AttributeKind.of(key).empty : nil)
+        guard let have, have.matches(wanted) || Self.bothEmpty(have, wanted) else { return false }
         return true
     }
 

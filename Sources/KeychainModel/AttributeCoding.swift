@@ -32,6 +32,49 @@ public enum AttributeCoding {
         try read(from: &r, positions: selection)
     }
 
+    /// The bytes one value takes as a record's entry writes it: its tag and its bytes.
+    public static func encodedSize(_ value: AttributeValue) -> Int {
+        switch value {
+        case .string(let s): return 1 + 4 + s.utf8.count
+        case .data(let d): return 1 + 4 + d.count
+        case .number, .date: return 1 + 8
+        case .bool: return 1 + 1
+        }
+    }
+
+    /// One value as a record's entry writes it (its tag, then its bytes), for messages that
+    /// carry values by position rather than by name.
+    public static func write(_ value: AttributeValue, into w: inout ByteWriter) { writeValue(value, into: &w) }
+
+    /// The same bytes written at `offset` in `out`; the offset after them, or nil when they do
+    /// not fit (nothing is then written past `out`'s end).
+    public static func write(_ value: AttributeValue, into out: UnsafeMutableRawBufferPointer, at offset: Int) -> Int? {
+        let size = encodedSize(value)
+        guard offset >= 0, size <= out.count - offset else { return nil }
+        func put<T: FixedWidthInteger>(_ v: T, _ at: Int) { out.storeBytes(of: v.bigEndian, toByteOffset: at, as: T.self) }
+        func bytes(_ b: UnsafeRawBufferPointer) {
+            put(UInt32(b.count), offset + 1)
+            if b.count > 0 { (out.baseAddress! + offset + 5).copyMemory(from: b.baseAddress!, byteCount: b.count) }
+        }
+        switch value {
+        case .string(var s): put(Tag.string.rawValue, offset); s.withUTF8 { bytes(UnsafeRawBufferPointer($0)) }
+        case .data(let d): put(Tag.data.rawValue, offset); d.withUnsafeBytes { bytes($0) }
+        case .number(let n): put(Tag.number.rawValue, offset); put(UInt64(bitPattern: n), offset + 1)
+        case .bool(let b): put(Tag.bool.rawValue, offset); put(UInt8(b ? 1 : 0), offset + 1)
+        case .date(let t): put(Tag.date.rawValue, offset); put(t.bitPattern, offset + 1)
+        }
+        return offset + size
+    }
+
+    /// One value `write(_:into:)` wrote. - Throws: `KeychainStatus.decode` on truncated or malformed input.
+    public static func readValue(from r: inout ByteReader) throws -> AttributeValue {
+        do {
+            return try readValue(from: &r, keep: true)!
+        } catch is ByteReader.Truncated {
+            throw KeychainStatus.decode
+        }
+    }
+
     private static func size<K>(_ entries: [K: AttributeValue], name: (K) -> String) -> Int {
         entries.reduce(2) { total, entry in
             let name = min(name(entry.key).utf8.count, 255)
@@ -81,13 +124,18 @@ public enum AttributeCoding {
                 w.u8(UInt8(n))
                 w.raw(UnsafeBufferPointer(rebasing: b[0..<n]))
             }
-            switch value {
-            case .string(var s): w.u8(Tag.string.rawValue); s.withUTF8 { w.lengthPrefixed($0) }
-            case .data(let d): w.u8(Tag.data.rawValue); w.lengthPrefixed(d)
-            case .number(let n): w.u8(Tag.number.rawValue); w.u64(UInt64(bitPattern: n))
-            case .bool(let b): w.u8(Tag.bool.rawValue); w.u8(b ? 1 : 0)
-            case .date(let t): w.u8(Tag.date.rawValue); w.u64(t.bitPattern)
-            }
+            writeValue(value, into: &w)
+        }
+    }
+
+    @inline(__always)
+    private static func writeValue(_ value: AttributeValue, into w: inout ByteWriter) {
+        switch value {
+        case .string(var s): w.u8(Tag.string.rawValue); s.withUTF8 { w.lengthPrefixed($0) }
+        case .data(let d): w.u8(Tag.data.rawValue); w.lengthPrefixed(d)
+        case .number(let n): w.u8(Tag.number.rawValue); w.u64(UInt64(bitPattern: n))
+        case .bool(let b): w.u8(Tag.bool.rawValue); w.u8(b ? 1 : 0)
+        case .date(let t): w.u8(Tag.date.rawValue); w.u64(t.bitPattern)
         }
     }
 

@@ -9,20 +9,22 @@ public enum Frame {
 
     /// Writes one frame. - Throws: `KeychainStatus.io` when the peer is gone.
     public static func write(_ payload: SecureBytes, to fd: Int32) throws {
-        var header = ByteWriter()
-        header.u32(UInt32(payload.count))
-        // Header and payload in one sendmsg: one system call and one wake-up of the reader.
-        let sent = try header.bytes.withUnsafeBytes { head in
-            try payload.withUnsafeBytes { body -> Int in
-                do { return try FileDescriptor(rawValue: fd).send(head, body) } catch { throw KeychainStatus.io }
-            }
-        }
-        // A short send (a full socket buffer) finishes with plain sends.
-        let headerLeft = max(0, 4 - sent)
-        if headerLeft > 0 { try header.bytes.withUnsafeBytes { try writeAll(UnsafeRawBufferPointer(rebasing: $0[(4 - headerLeft)...]), fd) } }
-        let bodySent = max(0, sent - 4)
-        if bodySent < payload.count {
-            try payload.withUnsafeBytes { try writeAll(UnsafeRawBufferPointer(rebasing: $0[bodySent...]), fd) }
+        try payload.withUnsafeBytes { try write(bytes: $0, to: fd) }
+    }
+
+    /// Writes one frame of a payload that holds no secret (a `lookup`'s, made on the stack).
+    /// - Throws: `KeychainStatus.io` when the peer is gone.
+    public static func write(bytes payload: UnsafeRawBufferPointer, to fd: Int32) throws {
+        var header = UInt32(payload.count).bigEndian
+        try withUnsafeBytes(of: &header) { head in
+            // Header and payload in one sendmsg: one system call and one wake-up of the reader.
+            let sent: Int
+            do { sent = try FileDescriptor(rawValue: fd).send(head, payload) } catch { throw KeychainStatus.io }
+            // A short send (a full socket buffer) finishes with plain sends.
+            let headerLeft = max(0, 4 - sent)
+            if headerLeft > 0 { try writeAll(UnsafeRawBufferPointer(rebasing: head[(4 - headerLeft)...]), fd) }
+            let bodySent = max(0, sent - 4)
+            if bodySent < payload.count { try writeAll(UnsafeRawBufferPointer(rebasing: payload[bodySent...]), fd) }
         }
     }
 

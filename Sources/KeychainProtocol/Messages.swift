@@ -12,6 +12,11 @@ import KeychainCrypto
 ///                   u8 has-secret [u32 len + bytes], u8 has-ref [u32 len + bytes].
 /// A record is `AttributeCoding`'s encoding of an attribute dictionary; the options record's
 /// names are `OptionKey`s (OptionKey.swift).
+/// A `lookup` request (an `ItemLookup`) has its own payload after the operation, no records:
+///                   u8 class (1 genp, 2 inet), u8 returns (bit 0 data, 1 attributes,
+///                   2 persistent ref), u8 value count, the class's primary-key attributes'
+///                   values in its order (each a record's value: u8 tag and its bytes),
+///                   u8 has-group [u32 len + UTF-8 access group].
 public enum WireProtocol {
     /// Bumped on any incompatible change; the daemon answers other versions with errSecBadReq.
     public static let version: UInt16 = 1
@@ -60,6 +65,12 @@ public enum Operation: UInt8, Sendable, CaseIterable {
     /// library for the key's type (the SSH agent, checking a host's session-bind signature).
     /// Reply: success, or errSecVerifyFailed.
     case checkSignature = 25
+    /// A `copyMatching` of one password by its class's whole primary key, typed (`ItemLookup`):
+    /// what `SecItemCopyMatching`, `find-generic-password -w` and the bench send most. The
+    /// daemon answers it exactly as the same query sent as `copyMatching`; `DaemonClient`
+    /// sends every query of that shape this way, and the general way to a daemon that
+    /// answers errSecBadReq (one from before this operation).
+    case lookup = 26
     /// Fleet sync's circle verbs (`keychainfs sync`), a `SyncRequest`; option `verb` names it.
     case sync = 30
 }
@@ -75,6 +86,8 @@ public struct Request: Sendable {
     /// A descriptor passed with the request (SCM_RIGHTS), never encoded: the /dev/fuse of a
     /// mount the caller has made.
     public var descriptor: PassedDescriptor?
+    /// A `lookup`'s typed payload; nil for every other operation.
+    public var lookup: ItemLookup?
 
     public init(_ operation: Operation, query: Attributes = [:], changes: Attributes = [:],
                 options: Options = [:], secrets: [SecureBytes] = []) {
@@ -85,9 +98,23 @@ public struct Request: Sendable {
         self.secrets = secrets
     }
 
+    /// A `lookup` request.
+    public init(_ lookup: ItemLookup) {
+        operation = .lookup
+        query = [:]
+        changes = [:]
+        options = [:]
+        secrets = []
+        self.lookup = lookup
+    }
+
     /// Encodes into guarded memory (the payload may hold secrets).
     /// - Throws: `KeychainStatus.allocate` when no guarded memory is left.
     public func encoded() throws -> SecureBytes {
+        if operation == .lookup {
+            guard let lookup else { preconditionFailure("a lookup request carries its ItemLookup") }
+            return try lookup.encoded()
+        }
         let record = options.fields  // by raw name, as the record has always been written
         let size = 3 + AttributeCoding.encodedSize(query) + AttributeCoding.encodedSize(changes)
             + AttributeCoding.encodedSize(record) + 1 + secrets.reduce(0) { $0 + 4 + $1.count }
@@ -111,6 +138,12 @@ public struct Request: Sendable {
             do {
                 guard try r.u16() == WireProtocol.version else { throw KeychainStatus.badReq }
                 guard let op = Operation(rawValue: try r.u8()) else { throw KeychainStatus.badReq }
+                if op == .lookup {
+                    // Its own payload: no records, no dictionary made.
+                    let lookup = try ItemLookup.read(from: &r)
+                    guard r.remaining == 0 else { throw KeychainStatus.decode }
+                    return Request(lookup)
+                }
                 let query = try AttributeCoding.read(from: &r)
                 let changes = try AttributeCoding.read(from: &r)
                 let options = Options(fields: try AttributeCoding.readFields(from: &r))

@@ -844,6 +844,197 @@ public struct ItemSearch: TypedRequest {
     public var request: Request { Request(.copyMatching, query: query) }
 }
 
+/// `lookup`: a `copyMatching` of one password by its class's whole primary key, typed, so that
+/// neither end makes a query dictionary. It stands for exactly one query shape (`init?(query:)`):
+/// the class (`genp` or `inet`, by its raw name), every primary-key attribute of the class, an
+/// access group if any (a string), and any of `r_Data`, `r_Attributes`, `r_PersistentRef` as
+/// booleans; besides them only what such a search ignores or takes as its default: `m_Limit`
+/// `m_LimitOne`, and `nleg` (kSecUseDataProtectionKeychain) as a boolean. The daemon answers it
+/// as it answers that query (`query`) sent as `copyMatching`: the same result, status, audit
+/// lines and approvals.
+public struct ItemLookup: TypedRequest, Sendable, Equatable {
+    public var itemClass: ItemClass
+    /// The values of `itemClass.primaryKey`'s attributes, in its order, as the caller gave them.
+    public var primaryKey: [AttributeValue]
+    public var returnData: Bool
+    public var returnAttributes: Bool
+    public var returnPersistentRef: Bool
+    /// `agrp` in the query, when given.
+    public var accessGroup: String?
+
+    /// The classes a lookup may name, by their frozen wire codes.
+    private static let classCodes: [(ItemClass, UInt8)] = [(.genericPassword, 1), (.internetPassword, 2)]
+
+    public init(itemClass: ItemClass, primaryKey: [AttributeValue], returnData: Bool = false, returnAttributes: Bool = false,
+                returnPersistentRef: Bool = false, accessGroup: String? = nil) {
+        precondition(Self.classCodes.contains { $0.0 == itemClass } && primaryKey.count == itemClass.primaryKey.count,
+                     "a lookup names a password class's whole primary key")
+        self.itemClass = itemClass
+        self.primaryKey = primaryKey
+        self.returnData = returnData
+        self.returnAttributes = returnAttributes
+        self.returnPersistentRef = returnPersistentRef
+        self.accessGroup = accessGroup
+    }
+
+    /// The lookup a `copyMatching` query stands for; nil for a query of any other shape (which
+    /// goes as `copyMatching`). One pass over the query, no dictionary made.
+    public init?(query: Attributes) {
+        let itemClass: ItemClass
+        switch query[.class] {
+        case .string(ItemClass.genericPassword.rawValue)?: itemClass = .genericPassword
+        case .string(ItemClass.internetPassword.rawValue)?: itemClass = .internetPassword
+        default: return nil
+        }
+        let names = itemClass.primaryKey
+        guard query.count >= 1 + names.count, query.count <= 1 + names.count + 6 else { return nil }
+        var values = [AttributeValue](repeating: .bool(false), count: names.count)
+        var named = 0
+        var data = false, attributes = false, ref = false, group: String?
+        for (key, value) in query {
+            if key == .class { continue }
+            if let i = names.firstIndex(of: key) {
+                values[i] = value
+                named += 1
+                continue
+            }
+            switch (key, value) {
+            case (.returnData, .bool(let b)): data = b
+            case (.returnAttributes, .bool(let b)): attributes = b
+            case (.returnPersistentRef, .bool(let b)): ref = b
+            case (.accessGroup, .string(let g)): group = g
+            case (.matchLimit, .string(ValueName.matchLimitOne)), (.useDataProtectionKeychain, .bool): continue  // as if absent
+            default: return nil
+            }
+        }
+        guard named == names.count else { return nil }
+        self.init(itemClass: itemClass, primaryKey: values, returnData: data, returnAttributes: attributes,
+                  returnPersistentRef: ref, accessGroup: group)
+    }
+
+    /// Writes into `out` the payload of the lookup a `copyMatching` of `query` stands for: the
+    /// bytes `ItemLookup(query:)`'s `request.encoded()` holds, made without an array, a
+    /// dictionary or guarded memory (a lookup carries no secret). Returns their count; nil
+    /// when the query has another shape or the payload does not fit `out`.
+    public static func payload(for query: Attributes, into out: UnsafeMutableRawBufferPointer) -> Int? {
+        let itemClass: ItemClass
+        switch query[.class] {
+        case .string(ItemClass.genericPassword.rawValue)?: itemClass = .genericPassword
+        case .string(ItemClass.internetPassword.rawValue)?: itemClass = .internetPassword
+        default: return nil
+        }
+        let names = itemClass.primaryKey
+        guard query.count >= 1 + names.count, query.count <= 1 + names.count + 6, out.count >= 7 else { return nil }
+        var bits: UInt8 = 0
+        var named = 0
+        var group: String?
+        for (key, value) in query {
+            if key == .class { continue }
+            if names.contains(key) {
+                named += 1
+                continue
+            }
+            switch (key, value) {
+            case (.returnData, .bool(let b)): if b { bits |= 1 }
+            case (.returnAttributes, .bool(let b)): if b { bits |= 2 }
+            case (.returnPersistentRef, .bool(let b)): if b { bits |= 4 }
+            case (.accessGroup, .string(let g)): group = g
+            case (.matchLimit, .string(ValueName.matchLimitOne)), (.useDataProtectionKeychain, .bool): continue  // as if absent
+            default: return nil
+            }
+        }
+        guard named == names.count else { return nil }
+        out.storeBytes(of: WireProtocol.version.bigEndian, toByteOffset: 0, as: UInt16.self)
+        out[2] = Operation.lookup.rawValue
+        out[3] = classCodes.first { $0.0 == itemClass }!.1
+        out[4] = bits
+        out[5] = UInt8(names.count)
+        var offset = 6
+        for name in names {
+            guard let value = query[name], let next = AttributeCoding.write(value, into: out, at: offset) else { return nil }
+            offset = next
+        }
+        guard var group else {
+            guard offset < out.count else { return nil }
+            out[offset] = 0
+            return offset + 1
+        }
+        return group.withUTF8 { g in
+            guard 5 + g.count <= out.count - offset else { return nil }
+            out[offset] = 1
+            out.storeBytes(of: UInt32(g.count).bigEndian, toByteOffset: offset + 1, as: UInt32.self)
+            if g.count > 0 { (out.baseAddress! + offset + 5).copyMemory(from: g.baseAddress!, byteCount: g.count) }
+            return offset + 5 + g.count
+        }
+    }
+
+    /// The `copyMatching` query this lookup stands for (with the return keys set to true only;
+    /// one set to false asks for nothing, as its absence does, as `m_LimitOne` and `nleg` do).
+    public var query: Attributes {
+        var q: Attributes = [.class: .itemClass(itemClass)]
+        for (name, value) in zip(itemClass.primaryKey, primaryKey) { q[name] = value }
+        if returnData { q[.returnData] = .bool(true) }
+        if returnAttributes { q[.returnAttributes] = .bool(true) }
+        if returnPersistentRef { q[.returnPersistentRef] = .bool(true) }
+        if let accessGroup { q[.accessGroup] = .string(accessGroup) }
+        return q
+    }
+
+    public init(decoding request: Request) throws {
+        guard request.operation == .lookup, let lookup = request.lookup, request.secrets.isEmpty else { throw KeychainStatus.param }
+        self = lookup
+    }
+
+    public var request: Request { Request(self) }
+
+    private var returnBits: UInt8 { (returnData ? 1 : 0) | (returnAttributes ? 2 : 0) | (returnPersistentRef ? 4 : 0) }
+
+    /// The whole request payload (Messages.swift), in guarded memory as every request is.
+    func encoded() throws -> SecureBytes {
+        var size = 2 + 1 + 3 + 1
+        for v in primaryKey { size += AttributeCoding.encodedSize(v) }
+        if let accessGroup { size += 4 + accessGroup.utf8.count }
+        var w = ByteWriter(capacity: size)
+        w.u16(WireProtocol.version)
+        w.u8(Operation.lookup.rawValue)
+        w.u8(Self.classCodes.first { $0.0 == itemClass }!.1)
+        w.u8(returnBits)
+        w.u8(UInt8(primaryKey.count))
+        for v in primaryKey { AttributeCoding.write(v, into: &w) }
+        if var group = accessGroup {
+            w.u8(1)
+            group.withUTF8 { w.lengthPrefixed($0) }
+        } else {
+            w.u8(0)
+        }
+        defer { wipeBytes(&w.bytes) }
+        return try mapAllocationFailure { try w.bytes.withUnsafeBytes { try SecureBytes(copying: $0) } }
+    }
+
+    /// Reads the payload after the operation. - Throws: `decode` when malformed.
+    static func read(from r: inout ByteReader) throws -> ItemLookup {
+        do {
+            let code = try r.u8()
+            guard let itemClass = classCodes.first(where: { $0.1 == code })?.0 else { throw KeychainStatus.decode }
+            let bits = try r.u8()
+            guard bits & ~7 == 0, Int(try r.u8()) == itemClass.primaryKey.count else { throw KeychainStatus.decode }
+            var values: [AttributeValue] = []
+            values.reserveCapacity(itemClass.primaryKey.count)
+            for _ in 0..<itemClass.primaryKey.count { values.append(try AttributeCoding.readValue(from: &r)) }
+            let group: String?
+            switch try r.u8() {
+            case 0: group = nil
+            case 1: group = String(decoding: try r.lengthPrefixedView(), as: UTF8.self)
+            default: throw KeychainStatus.decode
+            }
+            return ItemLookup(itemClass: itemClass, primaryKey: values, returnData: bits & 1 != 0,
+                              returnAttributes: bits & 2 != 0, returnPersistentRef: bits & 4 != 0, accessGroup: group)
+        } catch is ByteReader.Truncated {
+            throw KeychainStatus.decode
+        }
+    }
+}
+
 /// `update` (SecItemUpdate): the query, the attributes to change and, when given, a new secret.
 public struct ItemUpdate: TypedRequest {
     public var query: Attributes

@@ -64,6 +64,43 @@ final class DaemonClientTests: XCTestCase {
         XCTAssertEqual(got.2, [1, 2])
     }
 
+    /// Plays a daemon that answers every request on one connection with a secret; one from
+    /// before `lookup` answers a lookup with errSecBadReq, as its decoder does. Records each
+    /// request's operation.
+    func listenAsDaemon(knowingLookups: Bool, seen: Locked<[KeychainProtocol.Operation]>) throws -> String {
+        try listen { c in
+            while let frame = try? Frame.read(from: c) {
+                let op = (try? Request.decode(frame))?.operation
+                seen.withLock { $0.append(op ?? .ping) }
+                let reply = op == .lookup && !knowingLookups ? Response(status: .badReq)
+                    : Response(result: .value(.data(try! SecureBytes(copying: Array("s3cret".utf8)))))
+                try? Frame.write(try! reply.encoded(), to: c)
+            }
+        }
+    }
+
+    func testAQueryOfALookupsShapeIsSentAsALookup() throws {
+        let seen = Locked<[KeychainProtocol.Operation]>([])
+        let client = try DaemonClient.connect(socketPath: try listenAsDaemon(knowingLookups: true, seen: seen))
+        let lookup: Attributes = [.class: "genp", .service: "db", .account: "app", .returnData: true]
+        XCTAssertEqual(try client.send(Request(.copyMatching, query: lookup)).result.value?.data.map(bytes), Array("s3cret".utf8))
+        _ = try client.send(Request(.copyMatching, query: [.class: "genp", .service: "db", .returnData: true]))
+        _ = try client.send(Request(.copyMatching, query: lookup.merging([.matchLimit: .matchLimitAll]) { a, _ in a }))
+        _ = try client.send(Request(.delete, query: [.class: "genp", .service: "db", .account: "app"]))
+        _ = try client.send(Request(.copyMatching, query: lookup))
+        XCTAssertEqual(seen.withLock { $0 }, [.lookup, .copyMatching, .copyMatching, .delete, .lookup])
+    }
+
+    func testADaemonFromBeforeLookupsGetsThemAsCopyMatching() throws {
+        let seen = Locked<[KeychainProtocol.Operation]>([])
+        let client = try DaemonClient.connect(socketPath: try listenAsDaemon(knowingLookups: false, seen: seen))
+        let lookup: Attributes = [.class: "genp", .service: "db", .account: "app", .returnData: true]
+        for _ in 0..<2 {
+            XCTAssertEqual(try client.send(Request(.copyMatching, query: lookup)).result.value?.data.map(bytes), Array("s3cret".utf8))
+        }
+        XCTAssertEqual(seen.withLock { $0 }, [.lookup, .copyMatching, .copyMatching], "asked once, then the general way")
+    }
+
     func testAStatusOtherThanSuccessIsThrown() throws {
         let path = try listen { c in
             _ = try? Frame.read(from: c)

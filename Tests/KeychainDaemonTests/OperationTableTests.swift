@@ -34,7 +34,7 @@ final class OperationTableTests: XCTestCase {
     }
 
     func testRightsOfTheRows() {
-        let anyone: Set<DaemonOperation> = [.ping, .info, .groupList, .add, .copyMatching, .update, .delete, .useKey, .unlock]
+        let anyone: Set<DaemonOperation> = [.ping, .info, .groupList, .add, .copyMatching, .lookup, .update, .delete, .useKey, .unlock]
         for row in OperationTable.rows {
             switch row.operation {
             case _ where anyone.contains(row.operation): XCTAssertEqual(row.right, .anyone, "\(row.operation)")
@@ -57,7 +57,7 @@ final class OperationTableTests: XCTestCase {
         for code: KeychainProtocol.Operation in [.unlock, .lock, .mount, .unmount, .verify, .export, .import, .sync, .changePassphrase] {
             XCTAssertTrue(slow(Request(code)), "\(code)")
         }
-        for code: KeychainProtocol.Operation in [.ping, .info, .copyMatching, .update, .delete, .useKey, .groupList, .audit, .watch] {
+        for code: KeychainProtocol.Operation in [.ping, .info, .copyMatching, .lookup, .update, .delete, .useKey, .groupList, .audit, .watch] {
             XCTAssertFalse(slow(Request(code)), "\(code)")
         }
     }
@@ -68,6 +68,7 @@ final class OperationTableTests: XCTestCase {
         XCTAssertEqual(secrets(.useKey), 1...1)
         XCTAssertEqual(secrets(.add), 0...1)
         XCTAssertEqual(secrets(.copyMatching), 0...0)
+        XCTAssertEqual(secrets(.lookup), 0...0)
         XCTAssertEqual(secrets(.unlock), 0...1)
     }
 }

@@ -40,21 +40,23 @@ extension Daemon: RequestHandling {
         state.withLock { $0.lastActivity = monotonicSeconds() }
     }
 
-    /// The status a failed request answers with. Denials and damage are logged and audited.
+    /// The status a failed request answers with. Denials and damage are logged and audited,
+    /// a `lookup` as the `copyMatching` it stands for.
     private func status(for error: any Error, of request: Request, from caller: CallerIdentity) -> KeychainStatus {
+        let operation = request.operation == .lookup ? .copyMatching : request.operation
         let status: KeychainStatus
         if let known = Self.knownStatus(of: error) {
             status = known
         } else {
-            log("\(request.operation) by \(who(caller)) failed: \(type(of: error))")
+            log("\(operation) by \(who(caller)) failed: \(type(of: error))")
             status = .io
         }
-        let guess = request.operation == .unlock || request.operation == .changePassphrase
+        let guess = operation == .unlock || operation == .changePassphrase
         if status == .missingEntitlement || (status == .authFailed && !guess) {
-            log("denied \(request.operation) \(who(caller))")
-            try? audit(.denied, caller, "\(request.operation)")  // denied either way
+            log("denied \(operation) \(who(caller))")
+            try? audit(.denied, caller, "\(operation)")  // denied either way
         }
-        if status == .decode { try? audit(.damaged, caller, "\(request.operation)") }
+        if status == .decode { try? audit(.damaged, caller, "\(operation)") }
         return status
     }
 

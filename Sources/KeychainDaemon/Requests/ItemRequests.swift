@@ -86,16 +86,40 @@ struct ItemRequests: RequestFamily {
         do {
             result = try vault.copyMatching(query, accessGroups: groups.entitled, skipUnapproved: skip, secretsReturned: &read)
         } catch KeychainStatus.interactionNotAllowed {
-            return .slow {
-                let approved = try approvePresence(query)
-                guard !approved.isEmpty else { throw KeychainStatus.interactionNotAllowed }
-                var read: [PersistentRef] = []
-                let result = try vault.copyMatching(query, accessGroups: groups.entitled, approved: approved, skipUnapproved: skip,
-                                                    secretsReturned: &read)
-                return try auditedReads(result, read)
-            }
+            return approvedSearch(query, skipUnapproved: skip)
         }
         return try auditedReads(result, read)
+    }
+
+    /// A `lookup`: the search of its query (`ItemLookup.query`) without the query dictionary,
+    /// straight to the vault's primary-key lookup. A password's issuer needs no normalising
+    /// and the query asks for the approval program's UI; one that meets a presence-gated item
+    /// (or a locked vault) continues as that query's `search` does, on a slow worker.
+    func lookUp(_ request: ItemLookup) throws -> Outcome {
+        var read: [PersistentRef] = []
+        let result: QueryResult
+        do {
+            result = try vault.copyMatching(request.itemClass, primaryKey: request.primaryKey, accessGroup: request.accessGroup,
+                                            returnData: request.returnData, returnAttributes: request.returnAttributes,
+                                            returnPersistentRef: request.returnPersistentRef, accessGroups: groups.entitled,
+                                            secretsReturned: &read)
+        } catch KeychainStatus.interactionNotAllowed {
+            return approvedSearch(request.query, skipUnapproved: false)
+        }
+        return try auditedReads(result, read)
+    }
+
+    /// The rest of a search that met a presence-gated item, on a slow worker: asks the approval
+    /// program and searches again with the approved items.
+    private func approvedSearch(_ query: Attributes, skipUnapproved skip: Bool) -> Outcome {
+        .slow {
+            let approved = try approvePresence(query)
+            guard !approved.isEmpty else { throw KeychainStatus.interactionNotAllowed }
+            var read: [PersistentRef] = []
+            let result = try vault.copyMatching(query, accessGroups: groups.entitled, approved: approved, skipUnapproved: skip,
+                                                secretsReturned: &read)
+            return try auditedReads(result, read)
+        }
     }
 
     /// Each secret returned, by item: a process that asks for its secret on every request

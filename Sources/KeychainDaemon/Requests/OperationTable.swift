@@ -5,7 +5,7 @@ import KeychainProtocol
 /// wire's `audit` code.
 enum DaemonOperation: String, CaseIterable, Sendable {
     case ping, info, unlock, lock, stop, verify, changePassphrase, setSettings, watch
-    case add, copyMatching, update, delete, useKey
+    case add, copyMatching, lookup, update, delete, useKey
     case groupAdd, groupSet, groupRemove, groupList
     case mount, unmount
     case auditRead, auditVerify, auditRotate
@@ -21,6 +21,7 @@ enum DaemonOperation: String, CaseIterable, Sendable {
         case .info: self = .info
         case .add: self = .add
         case .copyMatching: self = .copyMatching
+        case .lookup: self = .lookup
         case .update: self = .update
         case .delete: self = .delete
         case .changePassphrase: self = .changePassphrase
@@ -114,6 +115,7 @@ enum OperationTable {
             try ItemRequests(context: c).add(r)
         },
         OperationRow(.copyMatching, .anyone, ItemSearch.self) { c, r in try ItemRequests(context: c).search(r) },
+        OperationRow(.lookup, .anyone, ItemLookup.self) { c, r in try ItemRequests(context: c).lookUp(r) },
         OperationRow(.update, .anyone, secrets: 0...1, ItemUpdate.self) { c, r in try ItemRequests(context: c).update(r) },
         OperationRow(.delete, .anyone, ItemDelete.self) { c, r in try ItemRequests(context: c).delete(r) },
         OperationRow(.useKey, .anyone, secrets: 1...1, KeyUseRequest.self) { c, r in try KeyRequests(context: c).use(r) },
@@ -161,6 +163,10 @@ enum OperationTable {
 
     /// The row of the operation a request asks for; nil when its sub-operation flag is malformed.
     static func row(for request: Request) -> OperationRow? {
-        DaemonOperation(of: request).flatMap { byOperation[$0] }
+        // The commonest request, a lookup, without the operation's switch and the table's hash.
+        if request.operation == .lookup { return lookupRow }
+        return DaemonOperation(of: request).flatMap { byOperation[$0] }
     }
+
+    private static let lookupRow = byOperation[.lookup]
 }
