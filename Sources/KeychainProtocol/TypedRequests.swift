@@ -877,17 +877,26 @@ public struct ItemLookup: TypedRequest, Sendable, Equatable {
         self.accessGroup = accessGroup
     }
 
-    /// The lookup a `copyMatching` query stands for; nil for a query of any other shape (which
-    /// goes as `copyMatching`). One pass over the query, no dictionary made.
-    public init?(query: Attributes) {
+    /// The password class of a query that may stand for a lookup, by its class and its size
+    /// alone (the class, the whole primary key, and at most six return, limit, group and
+    /// keychain keys); nil for any other.
+    private static func candidateClass(of query: Attributes) -> ItemClass? {
         let itemClass: ItemClass
         switch query[.class] {
         case .string(ItemClass.genericPassword.rawValue)?: itemClass = .genericPassword
         case .string(ItemClass.internetPassword.rawValue)?: itemClass = .internetPassword
         default: return nil
         }
+        let keys = itemClass.primaryKey.count
+        guard query.count >= 1 + keys, query.count <= 1 + keys + 6 else { return nil }
+        return itemClass
+    }
+
+    /// The lookup a `copyMatching` query stands for; nil for a query of any other shape (which
+    /// goes as `copyMatching`). One pass over the query, no dictionary made.
+    public init?(query: Attributes) {
+        guard let itemClass = Self.candidateClass(of: query) else { return nil }
         let names = itemClass.primaryKey
-        guard query.count >= 1 + names.count, query.count <= 1 + names.count + 6 else { return nil }
         var values = [AttributeValue](repeating: .bool(false), count: names.count)
         var named = 0
         var data = false, attributes = false, ref = false, group: String?
@@ -917,14 +926,8 @@ public struct ItemLookup: TypedRequest, Sendable, Equatable {
     /// dictionary or guarded memory (a lookup carries no secret). Returns their count; nil
     /// when the query has another shape or the payload does not fit `out`.
     public static func payload(for query: Attributes, into out: UnsafeMutableRawBufferPointer) -> Int? {
-        let itemClass: ItemClass
-        switch query[.class] {
-        case .string(ItemClass.genericPassword.rawValue)?: itemClass = .genericPassword
-        case .string(ItemClass.internetPassword.rawValue)?: itemClass = .internetPassword
-        default: return nil
-        }
+        guard let itemClass = candidateClass(of: query), out.count >= 7 else { return nil }
         let names = itemClass.primaryKey
-        guard query.count >= 1 + names.count, query.count <= 1 + names.count + 6, out.count >= 7 else { return nil }
         var bits: UInt8 = 0
         var named = 0
         var group: String?
