@@ -9,25 +9,38 @@ enum Conversion {
     /// - Throws: `param` for a key or value of a type the keychain cannot hold.
     static func attributes(_ dict: NSDictionary, extractData: Bool) throws -> (Attributes, SecureBytes?) {
         var out: Attributes = [:]
+        out.reserveCapacity(dict.count)
         var secret: SecureBytes?
-        for (k, v) in dict {
-            let key: AttributeKey
-            if let s = k as? String { key = AttributeKey(rawValue: s) } else if let s = k as? NSString { key = AttributeKey(rawValue: s as String) } else { throw KeychainStatus.param }
-            guard let value = unwrap(v) else { continue }  // nil inside an optional: as if absent
-            if extractData && key == .valueData {
-                if let d = value as? Data { secret = try SecureBytes(copying: d) }
-                else if let s = value as? String { secret = try SecureBytes(copying: Array(s.utf8)) }
-                else { throw KeychainStatus.param }
-                continue
+        var failure: (any Error)?
+        // Each pair as the dictionary holds it: its iterator looks each key up again, which
+        // hashed every key a second time and was most of a call's cost.
+        dict.enumerateKeysAndObjects { k, v, stop in
+            do {
+                let key: AttributeKey
+                if let s = k as? String { key = AttributeKey(rawValue: s) } else if let s = k as? NSString { key = AttributeKey(rawValue: s as String) } else { throw KeychainStatus.param }
+                guard let value = unwrap(v) else { return }  // nil inside an optional: as if absent
+                if extractData && key == .valueData {
+                    if let d = value as? Data { secret = try SecureBytes(copying: d) }
+                    else if let s = value as? String { secret = try SecureBytes(copying: Array(s.utf8)) }
+                    else { throw KeychainStatus.param }
+                    return
+                }
+                out[key] = try attribute(value)
+            } catch {
+                failure = error
+                stop.pointee = true
             }
-            out[key] = try attribute(value)
         }
+        if let failure { throw failure }
         return (out, secret)
     }
 
     /// Optionals put into an `Any` are unwrapped; nil gives nil. A cast, not a `Mirror`: this
     /// runs for every value of every call.
     static func unwrap(_ v: Any) -> Any? {
+        // Most values are Foundation objects, never optionals: a class check costs less than
+        // the protocol's.
+        if v is NSObject { return v }
         guard let optional = v as? AnyOptional else { return v }
         guard let inner = optional.wrappedValue else { return nil }
         return unwrap(inner)
