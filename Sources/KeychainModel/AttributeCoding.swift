@@ -43,11 +43,8 @@ public enum AttributeCoding {
     }
 
     /// One value as a record's entry writes it (its tag, then its bytes), for messages that
-    /// carry values by position rather than by name.
-    public static func write(_ value: AttributeValue, into w: inout ByteWriter) { writeValue(value, into: &w) }
-
-    /// The same bytes written at `offset` in `out`; the offset after them, or nil when they do
-    /// not fit (nothing is then written past `out`'s end).
+    /// carry values by position rather than by name, written at `offset` in `out`; the offset
+    /// after them, or nil when they do not fit (nothing is then written past `out`'s end).
     public static func write(_ value: AttributeValue, into out: UnsafeMutableRawBufferPointer, at offset: Int) -> Int? {
         let size = encodedSize(value)
         guard offset >= 0, size <= out.count - offset else { return nil }
@@ -124,18 +121,13 @@ public enum AttributeCoding {
                 w.u8(UInt8(n))
                 w.raw(UnsafeBufferPointer(rebasing: b[0..<n]))
             }
-            writeValue(value, into: &w)
-        }
-    }
-
-    @inline(__always)
-    private static func writeValue(_ value: AttributeValue, into w: inout ByteWriter) {
-        switch value {
-        case .string(var s): w.u8(Tag.string.rawValue); s.withUTF8 { w.lengthPrefixed($0) }
-        case .data(let d): w.u8(Tag.data.rawValue); w.lengthPrefixed(d)
-        case .number(let n): w.u8(Tag.number.rawValue); w.u64(UInt64(bitPattern: n))
-        case .bool(let b): w.u8(Tag.bool.rawValue); w.u8(b ? 1 : 0)
-        case .date(let t): w.u8(Tag.date.rawValue); w.u64(t.bitPattern)
+            switch value {
+            case .string(var s): w.u8(Tag.string.rawValue); s.withUTF8 { w.lengthPrefixed($0) }
+            case .data(let d): w.u8(Tag.data.rawValue); w.lengthPrefixed(d)
+            case .number(let n): w.u8(Tag.number.rawValue); w.u64(UInt64(bitPattern: n))
+            case .bool(let b): w.u8(Tag.bool.rawValue); w.u8(b ? 1 : 0)
+            case .date(let t): w.u8(Tag.date.rawValue); w.u64(t.bitPattern)
+            }
         }
     }
 

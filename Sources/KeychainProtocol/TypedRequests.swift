@@ -877,57 +877,25 @@ public struct ItemLookup: TypedRequest, Sendable, Equatable {
         self.accessGroup = accessGroup
     }
 
-    /// The password class of a query that may stand for a lookup, by its class and its size
-    /// alone (the class, the whole primary key, and at most six return, limit, group and
-    /// keychain keys); nil for any other.
-    private static func candidateClass(of query: Attributes) -> ItemClass? {
+    /// What a query of a lookup's shape says besides its primary key's values.
+    private struct Shape {
+        var itemClass: ItemClass
+        var returnBits: UInt8
+        var accessGroup: String?
+    }
+
+    /// The shape of a query that stands for a lookup (above); nil for any other. One pass over
+    /// the query, no dictionary made.
+    private static func shape(of query: Attributes) -> Shape? {
         let itemClass: ItemClass
         switch query[.class] {
         case .string(ItemClass.genericPassword.rawValue)?: itemClass = .genericPassword
         case .string(ItemClass.internetPassword.rawValue)?: itemClass = .internetPassword
         default: return nil
         }
-        let keys = itemClass.primaryKey.count
-        guard query.count >= 1 + keys, query.count <= 1 + keys + 6 else { return nil }
-        return itemClass
-    }
-
-    /// The lookup a `copyMatching` query stands for; nil for a query of any other shape (which
-    /// goes as `copyMatching`). One pass over the query, no dictionary made.
-    public init?(query: Attributes) {
-        guard let itemClass = Self.candidateClass(of: query) else { return nil }
         let names = itemClass.primaryKey
-        var values = [AttributeValue](repeating: .bool(false), count: names.count)
-        var named = 0
-        var data = false, attributes = false, ref = false, group: String?
-        for (key, value) in query {
-            if key == .class { continue }
-            if let i = names.firstIndex(of: key) {
-                values[i] = value
-                named += 1
-                continue
-            }
-            switch (key, value) {
-            case (.returnData, .bool(let b)): data = b
-            case (.returnAttributes, .bool(let b)): attributes = b
-            case (.returnPersistentRef, .bool(let b)): ref = b
-            case (.accessGroup, .string(let g)): group = g
-            case (.matchLimit, .string(ValueName.matchLimitOne)), (.useDataProtectionKeychain, .bool): continue  // as if absent
-            default: return nil
-            }
-        }
-        guard named == names.count else { return nil }
-        self.init(itemClass: itemClass, primaryKey: values, returnData: data, returnAttributes: attributes,
-                  returnPersistentRef: ref, accessGroup: group)
-    }
-
-    /// Writes into `out` the payload of the lookup a `copyMatching` of `query` stands for: the
-    /// bytes `ItemLookup(query:)`'s `request.encoded()` holds, made without an array, a
-    /// dictionary or guarded memory (a lookup carries no secret). Returns their count; nil
-    /// when the query has another shape or the payload does not fit `out`.
-    public static func payload(for query: Attributes, into out: UnsafeMutableRawBufferPointer) -> Int? {
-        guard let itemClass = candidateClass(of: query), out.count >= 7 else { return nil }
-        let names = itemClass.primaryKey
+        // The class, the whole primary key, and at most six return, limit, group and keychain keys.
+        guard query.count >= 1 + names.count, query.count <= 1 + names.count + 6 else { return nil }
         var bits: UInt8 = 0
         var named = 0
         var group: String?
@@ -947,17 +915,44 @@ public struct ItemLookup: TypedRequest, Sendable, Equatable {
             }
         }
         guard named == names.count else { return nil }
+        return Shape(itemClass: itemClass, returnBits: bits, accessGroup: group)
+    }
+
+    /// The lookup a `copyMatching` query stands for; nil for a query of any other shape (which
+    /// goes as `copyMatching`).
+    public init?(query: Attributes) {
+        guard let s = Self.shape(of: query) else { return nil }
+        self.init(itemClass: s.itemClass, primaryKey: s.itemClass.primaryKey.map { query[$0]! }, returnData: s.returnBits & 1 != 0,
+                  returnAttributes: s.returnBits & 2 != 0, returnPersistentRef: s.returnBits & 4 != 0, accessGroup: s.accessGroup)
+    }
+
+    /// Writes into `out` the payload of the lookup a `copyMatching` of `query` stands for: the
+    /// bytes `ItemLookup(query:)`'s `request.encoded()` holds, made without an array, a
+    /// dictionary or guarded memory (a lookup carries no secret). Returns their count; nil
+    /// when the query has another shape or the payload does not fit `out`.
+    public static func payload(for query: Attributes, into out: UnsafeMutableRawBufferPointer) -> Int? {
+        guard let s = shape(of: query) else { return nil }
+        let names = s.itemClass.primaryKey
+        return write(s.itemClass, returnBits: s.returnBits, values: { query[names[$0]]! }, accessGroup: s.accessGroup, into: out)
+    }
+
+    /// The payload (Messages.swift) written at the start of `out`, the primary key's values
+    /// given by position; its size, or nil when it does not fit (nothing is written past the end).
+    private static func write(_ itemClass: ItemClass, returnBits: UInt8, values: (Int) -> AttributeValue, accessGroup: String?,
+                              into out: UnsafeMutableRawBufferPointer) -> Int? {
+        let count = itemClass.primaryKey.count
+        guard out.count >= 7 else { return nil }
         out.storeBytes(of: WireProtocol.version.bigEndian, toByteOffset: 0, as: UInt16.self)
         out[2] = Operation.lookup.rawValue
         out[3] = classCodes.first { $0.0 == itemClass }!.1
-        out[4] = bits
-        out[5] = UInt8(names.count)
+        out[4] = returnBits
+        out[5] = UInt8(count)
         var offset = 6
-        for name in names {
-            guard let value = query[name], let next = AttributeCoding.write(value, into: out, at: offset) else { return nil }
+        for i in 0..<count {
+            guard let next = AttributeCoding.write(values(i), into: out, at: offset) else { return nil }
             offset = next
         }
-        guard var group else {
+        guard var group = accessGroup else {
             guard offset < out.count else { return nil }
             out[offset] = 0
             return offset + 1
@@ -997,21 +992,12 @@ public struct ItemLookup: TypedRequest, Sendable, Equatable {
         var size = 2 + 1 + 3 + 1
         for v in primaryKey { size += AttributeCoding.encodedSize(v) }
         if let accessGroup { size += 4 + accessGroup.utf8.count }
-        var w = ByteWriter(capacity: size)
-        w.u16(WireProtocol.version)
-        w.u8(Operation.lookup.rawValue)
-        w.u8(Self.classCodes.first { $0.0 == itemClass }!.1)
-        w.u8(returnBits)
-        w.u8(UInt8(primaryKey.count))
-        for v in primaryKey { AttributeCoding.write(v, into: &w) }
-        if var group = accessGroup {
-            w.u8(1)
-            group.withUTF8 { w.lengthPrefixed($0) }
-        } else {
-            w.u8(0)
+        let out = try mapAllocationFailure { try SecureBytes(count: size) }
+        let written = out.withUnsafeMutableBytes { [primaryKey] in
+            Self.write(itemClass, returnBits: returnBits, values: { primaryKey[$0] }, accessGroup: accessGroup, into: $0)
         }
-        defer { wipeBytes(&w.bytes) }
-        return try mapAllocationFailure { try w.bytes.withUnsafeBytes { try SecureBytes(copying: $0) } }
+        precondition(written == size, "a lookup's payload is the size counted for it")
+        return out
     }
 
     /// Reads the payload after the operation. - Throws: `decode` when malformed.
