@@ -21,7 +21,7 @@ enum Conversion {
                 guard let value = unwrap(v) else { return }  // nil inside an optional: as if absent
                 if extractData && key == .valueData {
                     if let d = value as? Data { secret = try SecureBytes(copying: d) }
-                    else if let s = value as? String { secret = try SecureBytes(copying: Array(s.utf8)) }
+                    else if let s = value as? String { secret = try SecureBytes(copying: s.utf8) }  // no array of the secret left behind
                     else { throw KeychainStatus.param }
                     return
                 }
